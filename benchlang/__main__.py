@@ -1,0 +1,3 @@
+from benchlang.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,31 @@
+"""``benchlang check``: validate specs; every error with file:line:col and a caret."""
+
+from __future__ import annotations
+
+import argparse
+
+from benchlang.cli.common import SpecFailed, load_spec, print_warnings
+from benchlang.plan.compile import configurations
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("check", help="validate .bench specs", description="Parse and check specs; report every error. Exit status 2 when any spec has an error.")
+    p.add_argument("specs", nargs="+", metavar="SPEC", help=".bench file(s)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.specs:
+        try:
+            experiment = load_spec(path)
+        except SpecFailed:
+            status = 2
+            continue
+        print_warnings(path)
+        n_configs = len(configurations(experiment))
+        design = experiment.design
+        per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
+        trials = n_configs * per_series * design.series
+        print(f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials")
+    return status

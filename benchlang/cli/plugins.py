@@ -1,0 +1,24 @@
+"""``benchlang plugins``: what is installed in each entry-point group."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchlang.backends.registry import describe_plugins
+from benchlang.report.table import render_table
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("plugins", help="list installed backends and statistics plugins", description="List entry points in benchlang.backends, benchlang.statistics and benchlang.factors.")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = describe_plugins()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    render_table(["group", "name", "provided by", "object", "status"], [(r["group"], r["name"], r["distribution"], r["value"], r["status"]) for r in rows])
+    return 0

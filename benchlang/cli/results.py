@@ -1,0 +1,33 @@
+"""``benchlang results``: per-configuration trials, failures and metric summaries."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from benchlang.report.data import load_data
+from benchlang.report.results import render_results, results_csv, results_rows
+from benchlang.run.store import Store
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("results", help="summarise a store per configuration", description="Per configuration: successful trials, failures, and median/min/max of each metric.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--plan", help="plan hash (default: the latest plan in the store)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true")
+    fmt.add_argument("--csv", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with Store(args.store) as store:
+        data = load_data(store, args.plan)
+    if args.json:
+        print(json.dumps(results_rows(data), indent=2, allow_nan=False, default=str))
+    elif args.csv:
+        sys.stdout.write(results_csv(data))
+    else:
+        render_results(data)
+    return 0

@@ -1,0 +1,63 @@
+"""``benchlang run``: compile, execute through the backend, store, and summarise."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from benchlang.cli.plan import build_plan
+from benchlang.errors import UserError
+from benchlang.report.data import load_data
+from benchlang.report.results import failure_lines, render_results
+from benchlang.run.executor import Executor
+from benchlang.run.progress import Progress
+from benchlang.run.store import Store
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("run", help="run an experiment", description="Run every trial of a spec's plan, committing each to the store as it finishes.")
+    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("--store", help="SQLite results file (default: <spec name>.sqlite in the current directory)")
+    p.add_argument("--resume", action="store_true", help="continue a run that was interrupted, without repeating finished trials")
+    p.add_argument("--seed", type=int, help="override the spec's seed")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    experiment, backend, plan = build_plan(args.spec, args.seed)
+    store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
+    with Store(store_path, create=True) as store:
+        done = store.finished_trials(plan.hash)
+        if done and not args.resume:
+            raise UserError(
+                f"{store_path} already holds {len(done)} trials of this plan",
+                "continue it with --resume, or give another --store",
+            )
+        store.add_plan(plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text(), args.spec, Path(args.spec).read_text(encoding="utf-8"))
+        progress = Progress(plan.n_trials, len(done), quiet=args.quiet)
+        if not args.quiet:
+            progress.note(f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}")
+        try:
+            summary = asyncio.run(Executor(experiment, plan, backend, store, progress).run())
+        except KeyboardInterrupt:
+            progress.close()
+            print(f"interrupted: finished trials are in {store_path}; continue with: benchlang run {args.spec} --store {store_path} --resume", file=sys.stderr)
+            return 130
+        finally:
+            progress.close()
+        data = load_data(store, plan.hash)
+        render_results(data)
+        if summary.failed:
+            print(f"{summary.failed} trials failed:")
+            for line in failure_lines(store, plan.hash):
+                print(line)
+        for host, message in summary.hosts_down:
+            print(f"host {host} stopped: {message}", file=sys.stderr)
+        missing = plan.n_trials - len(store.finished_trials(plan.hash))
+        if missing:
+            print(f"{missing} trials did not run; fix the cause and continue with --resume", file=sys.stderr)
+            return 1
+    return 0

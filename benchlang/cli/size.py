@@ -1,0 +1,35 @@
+"""``benchlang size``: the minimal number of samples for a percentile bound (TriScale §4.5)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchlang.cli.options import percent_argument
+from benchlang.errors import UserError
+from benchlang.stats.sizing import sizing
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "size",
+        help="minimal number of trials for a one-sided percentile CI",
+        description="Minimal N such that a one-sided confidence bound of the given percentile "
+        "exists at the given confidence (TriScale, JSys 2021, §4.5, Eq. 4).",
+    )
+    p.add_argument("--percentile", required=True, type=percent_argument, help="percentile in (0, 100)")
+    p.add_argument("--confidence", required=True, type=percent_argument, help="confidence in (0, 100), e.g. 95 or 95%%")
+    p.add_argument("--exclude", type=int, default=0, help="extreme samples excluded (default 0)")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.exclude < 0:
+        raise UserError("--exclude must be a non-negative integer")
+    n = sizing(args.percentile, args.confidence, args.exclude)
+    if args.json:
+        print(json.dumps({"n": n, "percentile": args.percentile, "confidence": args.confidence, "exclude": args.exclude}))
+    else:
+        print(n)
+    return 0

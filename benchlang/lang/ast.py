@@ -1,0 +1,164 @@
+"""The syntax tree of a spec: plain frozen classes with source spans, free of Lark objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from benchlang.lang.diagnostics import Span
+
+
+@attrs.frozen
+class Value:
+    """A literal. kind: string, int, float, percent, duration, word, list, range.
+
+    percent holds the number before '%' (95% -> 95.0); duration holds seconds;
+    list holds a tuple of Value; range holds (start, stop, step) with step None when absent.
+    """
+
+    kind: str
+    value: Any
+    span: Span
+
+    def describe(self) -> str:
+        return {
+            "string": "a string",
+            "int": "an integer",
+            "float": "a number",
+            "percent": "a percentage",
+            "duration": "a duration",
+            "word": "a word",
+            "list": "a list",
+            "range": "a range",
+        }[self.kind]
+
+
+@attrs.frozen
+class Setting:
+    key: str
+    span: Span
+    value: Value | None = None
+    block: Settings | None = None
+    file: Value | None = None
+
+
+@attrs.frozen
+class Settings:
+    items: tuple[Setting, ...]
+    span: Span
+
+
+@attrs.frozen
+class Statement:
+    """A simple statement: ``keyword value`` (title, seed, setup, run, unit, ...)."""
+
+    keyword: str
+    span: Span
+    value: Value | None = None
+    flag: str | None = None
+
+
+@attrs.frozen
+class EnvPair:
+    name: str
+    value: Value
+    span: Span
+
+
+@attrs.frozen
+class Hosts:
+    kind: str
+    span: Span
+    settings: Settings | None
+
+
+@attrs.frozen
+class Factor:
+    name: str
+    span: Span
+    levels: Value
+    coverage: Value | None
+    hidden: Span | None
+
+
+@attrs.frozen
+class Measure:
+    """``measure NAME [series] = BUILTIN`` or ``measure NAME [series] from STREAM EXTRACTOR``."""
+
+    name: str
+    span: Span
+    series: bool
+    builtin: str | None = None
+    builtin_span: Span | None = None
+    stream: str | None = None
+    path: Value | None = None
+    extractor: str | None = None
+    argument: Value | None = None
+
+
+@attrs.frozen
+class Benchmark:
+    name: str
+    span: Span
+    items: tuple[Any, ...]
+
+
+@attrs.frozen
+class Metric:
+    name: str
+    span: Span
+    items: tuple[Statement, ...]
+    convergence: Settings | None
+    convergence_span: Span | None
+
+
+@attrs.frozen
+class Block:
+    """``kpi NAME {...}``, ``variability NAME {...}``, ``design {...}``."""
+
+    keyword: str
+    name: str | None
+    span: Span
+    settings: Settings
+
+
+@attrs.frozen
+class Stop:
+    kind: str
+    span: Span
+    count: Value | None = None
+    settings: Settings | None = None
+    metric: str | None = None
+    width: Value | None = None
+    max_count: Value | None = None
+
+
+@attrs.frozen
+class Compare:
+    metric: str
+    by: str
+    method: str | None
+    span: Span
+    method_span: Span | None
+    settings: Settings | None
+
+
+@attrs.frozen
+class AnalysisItem:
+    """``order_dependence {...}``, ``anova M ~ A * B``, ``profile NAME from file F ...``."""
+
+    keyword: str
+    span: Span
+    settings: Settings | None = None
+    name: str | None = None
+    terms: tuple[str, ...] = ()
+    path: Value | None = None
+
+
+@attrs.frozen
+class Experiment:
+    name: str
+    span: Span
+    items: tuple[Any, ...]
+    version: Value | None

@@ -1,0 +1,611 @@
+"""From syntax tree to validated model: every semantic error, each with its position."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import string as _string
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from benchlang import model
+from benchlang.lang import ast
+from benchlang.lang import settings as s
+from benchlang.lang.diagnostics import Diagnostic, Source, Span, SpecError, did_you_mean
+from benchlang.lang.syntax import decode, parse
+from benchlang.stats.sizing import sizing
+
+NOT_SUPPORTED_HINT = "this parses, but its execution is not built yet (see docs/language.md, 'Status')"
+_STRUCTURE_PLACEHOLDERS = ("runtime",)
+_KPI_SCHEMA = {"percentile": s.percentile, "confidence": s.percent, "bound": s.choice("upper", "lower"), "exclude": s.count(0)}
+_VARIABILITY_SCHEMA = {"percentile": s.percentile, "confidence": s.percent}
+_CONVERGENCE_SCHEMA = {"confidence": s.percent, "tolerance": s.percent}
+_DESIGN_SCHEMA = {
+    "runs": s.count_or_auto,
+    "series": s.count_or_auto,
+    "runtime": s.duration,
+    "span": s.duration,
+    "order": s.choice(*model.ORDERS),
+    "layout": None,
+    "versions": None,
+    "requests": None,
+    "replicate": s.count(1),
+    "warmup": s.count(0),
+    "cooldown": s.count(0),
+}
+_NOT_YET_DESIGN = ("layout", "versions", "requests", "replicate", "warmup", "cooldown")
+
+
+def load(path: str | Path, *, display_path: str | None = None) -> model.Experiment:
+    """Read, parse and check a spec file; raise SpecError listing every problem."""
+    path = Path(path)
+    shown = display_path or str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise SpecError(Source(shown, ""), [Diagnostic(f"cannot read the spec: {err.strerror}", None)]) from None
+    return compile_source(decode(shown, data), base_dir=path.parent)
+
+
+def compile_source(source: Source, base_dir: Path | None = None) -> model.Experiment:
+    tree = parse(source)
+    checker = _Checker(source, base_dir or Path("."))
+    experiment = checker.check(tree)
+    errors = [d for d in checker.diagnostics if d.severity == "error"]
+    if errors:
+        raise SpecError(source, checker.diagnostics)
+    return experiment
+
+
+def warnings_of(source: Source, base_dir: Path | None = None) -> tuple[Diagnostic, ...]:
+    """Warnings of a spec that compiles (unused factors and the like)."""
+    checker = _Checker(source, base_dir or Path("."))
+    checker.check(parse(source))
+    return tuple(d for d in checker.diagnostics if d.severity == "warning")
+
+
+def placeholders(template: str) -> list[tuple[str, int]]:
+    """``{name}`` fields in a command template with their offsets; ``{{`` escapes a brace."""
+    found, offset = [], 0
+    try:
+        for literal_text, field, _spec, _conv in _string.Formatter().parse(template):
+            offset += len(literal_text)
+            if field is not None:
+                found.append((field, offset))
+                offset += len(field) + 2
+    except ValueError:
+        found.append(("", -1))
+    return found
+
+
+class _Checker:
+    def __init__(self, source: Source, base_dir: Path) -> None:
+        self.source = source
+        self.base_dir = base_dir
+        self.diagnostics: list[Diagnostic] = []
+
+    def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(message, span, hint))
+
+    def warn(self, message: str, span: Span | None, hint: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(message, span, hint, severity="warning"))
+
+    def not_supported(self, what: str, span: Span) -> None:
+        self.error(f"{what} is not supported yet", span, NOT_SUPPORTED_HINT)
+
+    def _single(self, items: Iterable[Any], what: str) -> Any:
+        items = list(items)
+        for extra in items[1:]:
+            self.error(f"{what} is given twice", extra.span, f"first given on line {items[0].span.line}")
+        return items[0] if items else None
+
+    def _unique(self, items: list[Any], what: str) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for item in items:
+            if item.name in seen:
+                self.error(f"duplicate {what} '{item.name}'", item.span, f"first declared on line {seen[item.name].span.line}")
+            else:
+                seen[item.name] = item
+        return seen
+
+    def check(self, tree: ast.Experiment) -> model.Experiment | None:
+        if tree.version is not None and tree.version.value != 1:
+            self.error(f"unknown language version {tree.version.value}", tree.version.span, "this benchlang reads 'benchlang 1'")
+        items = tree.items
+        of = lambda cls, kw=None: [i for i in items if isinstance(i, cls) and (kw is None or getattr(i, "keyword", None) == kw)]  # noqa: E731
+        statement = lambda kw: self._single(of(ast.Statement, kw), f"'{kw}'")  # noqa: E731
+
+        title = statement("title")
+        seed_stmt = statement("seed")
+        setup = statement("setup")
+        teardown = statement("teardown")
+        before = statement("before")
+        after = statement("after")
+        timeout = statement("timeout")
+        workdir = statement("workdir")
+        reset = self._reset(statement("reset"))
+        hosts = self._hosts(self._single(of(ast.Hosts), "'hosts'"))
+        env = self._env(of(ast.EnvPair))
+
+        factors = self._factors(of(ast.Factor))
+        benchmarks = self._benchmarks(of(ast.Benchmark), factors)
+        self._check_unused_factors(factors, benchmarks, of(ast.Factor))
+        measures = self._measure_names(benchmarks)
+        metrics = self._metrics(of(ast.Metric), measures)
+        kpis = self._kpi_blocks(of(ast.Block, "kpi"), metrics)
+        variabilities = self._variability_blocks(of(ast.Block, "variability"), metrics)
+        stop = self._stop(self._single(of(ast.Stop), "'stop'"), metrics)
+        design = self._design(self._single(of(ast.Block, "design"), "'design'"), kpis, variabilities, stop)
+        self._analysis(of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors)
+        order_dependence = self._order_dependence(of(ast.AnalysisItem, "order_dependence"))
+        runtime = design.runtime if design else None
+        for bench_ast, bench in zip(of(ast.Benchmark), benchmarks, strict=False):
+            self._check_runtime_use(bench_ast, bench, runtime)
+        for stmt in (setup, teardown, before, after):
+            if stmt is not None:
+                self._check_templates(stmt.value, {}, runtime, allow_factors=False)
+
+        if not benchmarks and not any(isinstance(i, ast.Benchmark) for i in items):
+            self.error("the experiment declares no benchmark", tree.span, "add: benchmark NAME { run \"command\" }")
+        if any(d.severity == "error" for d in self.diagnostics):
+            return None
+        return model.Experiment(
+            name=tree.name,
+            title=title.value.value if title else None,
+            seed=seed_stmt.value.value if seed_stmt else 0,
+            hosts=hosts,
+            benchmarks=tuple(benchmarks),
+            factors=tuple(factors),
+            metrics=tuple(metrics),
+            kpis=tuple(kpis),
+            variabilities=tuple(variabilities),
+            design=design,
+            stop=stop,
+            setup=setup.value.value if setup else None,
+            teardown=teardown.value.value if teardown else None,
+            reset=reset,
+            before=before.value.value if before else None,
+            after=after.value.value if after else None,
+            timeout=timeout.value.value if timeout else None,
+            env=env,
+            workdir=workdir.value.value if workdir else None,
+            spec_hash="sha256:" + hashlib.sha256(self.source.text.encode()).hexdigest(),
+            spec_path=self.source.path,
+            order_dependence=order_dependence,
+        )
+
+    def _reset(self, stmt: ast.Statement | None) -> model.Reset | None:
+        if stmt is None:
+            return None
+        if stmt.flag == "reboot" or stmt.flag == "reconnect":
+            return model.Reset(stmt.value.value if stmt.value else None, reboot=stmt.flag == "reboot", reconnect=stmt.flag == "reconnect")
+        return model.Reset(stmt.value.value)
+
+    def _hosts(self, hosts: ast.Hosts | None) -> model.Hosts:
+        if hosts is None:
+            return model.Hosts()
+        from benchlang.backends.registry import backend_kinds
+
+        kinds = backend_kinds()
+        if hosts.kind not in kinds:
+            hint = did_you_mean(hosts.kind, kinds) or f"installed backends: {', '.join(sorted(kinds))} (see 'benchlang plugins')"
+            self.error(f"no backend named '{hosts.kind}' is installed", hosts.span, hint)
+            return model.Hosts(hosts.kind)
+        values: dict[str, Any] = {}
+        for item in hosts.settings.items if hosts.settings else ():
+            if item.key in values:
+                self.error(f"'{item.key}' is set twice in hosts {hosts.kind}", item.span)
+                continue
+            if item.file is not None:
+                values[item.key] = {"file": str(self.base_dir / item.file.value)}
+            elif item.block is not None:
+                self.error(f"'{item.key}' in hosts {hosts.kind} takes a value, not a block", item.span)
+            else:
+                values[item.key] = s.literal(item.value)
+        from benchlang.backends.base import SettingError
+
+        try:
+            kinds[hosts.kind].check_settings(values)
+        except SettingError as err:
+            span = next((i.span for i in hosts.settings.items if i.key == err.key), hosts.span) if hosts.settings else hosts.span
+            self.error(f"hosts {hosts.kind}: {err.message}", span, err.hint)
+        return model.Hosts(hosts.kind, values)
+
+    def _env(self, pairs: list[ast.EnvPair]) -> tuple[tuple[str, str], ...]:
+        seen: dict[str, Span] = {}
+        out = []
+        for pair in pairs:
+            if pair.name in seen:
+                self.error(f"environment variable '{pair.name}' is set twice", pair.span, f"first set on line {seen[pair.name].line}")
+                continue
+            seen[pair.name] = pair.span
+            if pair.value.kind in ("list", "range"):
+                self.error(f"env {pair.name}: expected a string or a number, got {pair.value.describe()}", pair.value.span)
+                continue
+            out.append((pair.name, str(pair.value.value)))
+        return tuple(out)
+
+    def _factors(self, factors: list[ast.Factor]) -> list[model.Factor]:
+        out = []
+        self._unique(factors, "factor")
+        reserved = set(_STRUCTURE_PLACEHOLDERS) | {"version", "request"}
+        for f in factors:
+            if f.name in reserved:
+                self.error(f"'{f.name}' is reserved for the design and cannot be a factor", f.span)
+                continue
+            levels = self._levels(f)
+            if f.hidden is not None:
+                self.not_supported("a hidden factor", f.hidden)
+            coverage = 100.0
+            if f.coverage is not None:
+                coverage = f.coverage.value
+                if not 0.0 < coverage <= 100.0:
+                    self.error(f"coverage {coverage:g}% is outside (0%, 100%]", f.coverage.span)
+            if levels is not None and f.name not in {x.name for x in out}:
+                out.append(model.Factor(f.name, levels, coverage))
+        return out
+
+    def _levels(self, f: ast.Factor) -> tuple[Any, ...] | None:
+        value = f.levels
+        if value.kind == "range":
+            start, stop, step = value.value
+            step = 1 if step is None else step
+            if step <= 0:
+                self.error("a range step must be positive", value.span)
+                return None
+            if stop < start:
+                self.error(f"the range {start}..{stop} is empty", value.span, "write the smaller bound first")
+                return None
+            count = int(math.floor((stop - start) / step + 1e-9)) + 1
+            levels = tuple(start + i * step for i in range(count))
+            if all(isinstance(x, int) for x in (start, stop, step)):
+                levels = tuple(int(x) for x in levels)
+            return levels
+        if value.kind != "list":
+            self.error(f"factor '{f.name}' needs a list or a range of levels, got {value.describe()}", value.span, 'e.g. factor tool in ["xz", "bzip2"] or factor level in 1..9')
+            return None
+        if not value.value:
+            self.error(f"factor '{f.name}' has no levels", value.span)
+            return None
+        levels, seen = [], set()
+        for item in value.value:
+            if item.kind in ("list", "range"):
+                self.error("a factor level must be a string or a number", item.span)
+                return None
+            key = (type(item.value).__name__, item.value)
+            if key in seen:
+                self.error(f"level {item.value!r} is listed twice", item.span)
+                continue
+            seen.add(key)
+            levels.append(item.value)
+        return tuple(levels)
+
+    def _check_templates(self, value: ast.Value | None, factor_names: dict[str, model.Factor], runtime: float | None, allow_factors: bool = True) -> tuple[str, ...]:
+        """Check ``{placeholders}``; return the factors a template uses."""
+        if value is None or value.kind != "string":
+            return ()
+        used = []
+        known = [*factor_names, *_STRUCTURE_PLACEHOLDERS]
+        for name, offset in placeholders(value.value):
+            span = self._span_in_string(value, offset, len(name) + 2)
+            if offset < 0:
+                self.error("unbalanced '{' or '}' in a command template", value.span, "write '{{' and '}}' for literal braces")
+                continue
+            if name in factor_names and allow_factors:
+                used.append(name)
+            elif name == "runtime":
+                if runtime is None:
+                    self.error("placeholder {runtime} has no value", span, "set it in the design: design { runtime 30s }")
+            elif name in factor_names:
+                self.error(f"placeholder {{{name}}} cannot be used here: experiment-level commands run once, not per configuration", span)
+            else:
+                hint = did_you_mean(name, known) or (f"declare it: factor {name} in [...]" if name.isidentifier() else None)
+                self.error(f"placeholder {{{name}}} is not a declared factor", span, hint)
+        return tuple(dict.fromkeys(used))
+
+    def _span_in_string(self, value: ast.Value, offset: int, width: int) -> Span:
+        if value.span.end_line != value.span.line or offset < 0:
+            return value.span
+        column = value.span.column + 1 + offset
+        return Span(value.span.line, column, value.span.line, column + width)
+
+    def _benchmarks(self, benchmarks: list[ast.Benchmark], factors: list[model.Factor]) -> list[model.Benchmark]:
+        self._unique(benchmarks, "benchmark")
+        factor_names = {f.name: f for f in factors}
+        out = []
+        for b in benchmarks:
+            stmts = lambda kw, b=b: [i for i in b.items if isinstance(i, ast.Statement) and i.keyword == kw]  # noqa: E731
+            run = self._single(stmts("run"), f"'run' in benchmark {b.name}")
+            if run is None:
+                self.error(f"benchmark '{b.name}' has no 'run' command", b.span, 'add: run "your command"')
+                continue
+            used = list(self._check_templates(run.value, factor_names, 1.0))
+            setup = self._single(stmts("setup"), f"'setup' in benchmark {b.name}")
+            before = self._single(stmts("before"), f"'before' in benchmark {b.name}")
+            after = self._single(stmts("after"), f"'after' in benchmark {b.name}")
+            for stmt in (setup, before, after):
+                if stmt is not None:
+                    used.extend(self._check_templates(stmt.value, factor_names, 1.0))
+            env_pairs = [i for i in b.items if isinstance(i, ast.EnvPair)]
+            for pair in env_pairs:
+                used.extend(self._check_templates(pair.value, factor_names, 1.0))
+            timeout = self._single(stmts("timeout"), f"'timeout' in benchmark {b.name}")
+            workdir = self._single(stmts("workdir"), f"'workdir' in benchmark {b.name}")
+            measures = self._measures([i for i in b.items if isinstance(i, ast.Measure)], b.name)
+            out.append(
+                model.Benchmark(
+                    name=b.name,
+                    command=run.value.value,
+                    measures=tuple(measures),
+                    factors=tuple(f.name for f in factors if f.name in used),
+                    setup=setup.value.value if setup else None,
+                    before=before.value.value if before else None,
+                    after=after.value.value if after else None,
+                    env=self._env(env_pairs),
+                    timeout=timeout.value.value if timeout else None,
+                    workdir=workdir.value.value if workdir else None,
+                )
+            )
+        return out
+
+    def _check_runtime_use(self, bench_ast: ast.Benchmark, bench: model.Benchmark, runtime: float | None) -> None:
+        if runtime is not None:
+            return
+        for item in bench_ast.items:
+            value = getattr(item, "value", None)
+            if isinstance(value, ast.Value) and value.kind == "string":
+                for name, offset in placeholders(value.value):
+                    if name == "runtime":
+                        self.error("placeholder {runtime} has no value", self._span_in_string(value, offset, 9), "set it in the design: design { runtime 30s }")
+
+    def _check_unused_factors(self, factors: list[model.Factor], benchmarks: list[model.Benchmark], nodes: list[ast.Factor]) -> None:
+        used = {name for b in benchmarks for name in b.factors}
+        spans = {f.name: f.span for f in nodes}
+        for f in factors:
+            if f.name not in used:
+                self.warn(f"factor '{f.name}' is not used by any benchmark", spans.get(f.name), f"reference it in a command as {{{f.name}}}")
+
+    def _measures(self, measures: list[ast.Measure], bench: str) -> list[model.Measure]:
+        self._unique(measures, f"measure in benchmark {bench}")
+        out = []
+        for m in measures:
+            if m.builtin is not None:
+                if m.builtin not in model.BUILTIN_MEASURES:
+                    hint = did_you_mean(m.builtin, model.BUILTIN_MEASURES) or f"built-in measures: {', '.join(model.BUILTIN_MEASURES)}"
+                    self.error(f"unknown built-in measure '{m.builtin}'", m.builtin_span, hint)
+                    continue
+                if m.series:
+                    self.error(f"built-in measure '{m.builtin}' is a single number, not a series", m.span)
+                    continue
+                out.append(model.Measure(m.name, source="builtin", builtin=m.builtin))
+                continue
+            argument = m.argument.value if m.argument is not None else None
+            if m.extractor == "regex":
+                import re
+
+                try:
+                    compiled = re.compile(argument)
+                except re.error as err:
+                    self.error(f"invalid regular expression: {err}", m.argument.span)
+                    continue
+                if compiled.groups > 1:
+                    self.error("the regular expression must have at most one group", m.argument.span, "the group (or the whole match) is the number")
+                    continue
+            if m.extractor == "column" and m.argument.kind == "int" and argument < 1:
+                self.error("columns are numbered from 1", m.argument.span)
+                continue
+            if m.extractor == "lines" and not m.series:
+                self.error("'lines' reads one number per line: declare the measure as a series", m.span, f"measure {m.name} series from ...")
+                continue
+            if m.extractor == "column" and not m.series:
+                self.error("'column' reads one number per row: declare the measure as a series", m.span, f"measure {m.name} series from ...")
+                continue
+            out.append(
+                model.Measure(
+                    m.name, series=m.series, source=m.stream,
+                    path=m.path.value if m.path is not None else None,
+                    extractor=m.extractor, argument=argument,
+                )
+            )
+        return out
+
+    def _measure_names(self, benchmarks: list[model.Benchmark]) -> dict[str, bool]:
+        names: dict[str, bool] = dict.fromkeys(model.BUILTIN_MEASURES, False)
+        for b in benchmarks:
+            for m in b.measures:
+                names[m.name] = names.get(m.name, False) or m.series
+        return names
+
+    def _metrics(self, metrics: list[ast.Metric], measures: dict[str, bool]) -> list[model.Metric]:
+        self._unique(metrics, "metric")
+        out = []
+        for m in metrics:
+            stmts = lambda kw, m=m: [i for i in m.items if i.keyword == kw]  # noqa: E731
+            of = self._single(stmts("of"), f"'of' in metric {m.name}")
+            measure_name = of.value.value if of else m.name
+            if measure_name not in measures:
+                span = of.value.span if of else m.span
+                hint = did_you_mean(measure_name, measures) or f"declare it in a benchmark (measure {measure_name} ...) or use 'of' to name a measure"
+                self.error(f"metric '{m.name}' refers to no measure named '{measure_name}'", span, hint)
+                continue
+            aggregate: str | float = "mean"
+            agg = self._single(stmts("measure"), f"'measure' in metric {m.name}")
+            if agg is not None:
+                if agg.flag == "percentile":
+                    try:
+                        aggregate = s.percentile(agg.value)
+                    except s.Invalid as err:
+                        self.error(err.message, agg.value.span, err.hint)
+                        continue
+                else:
+                    aggregate = agg.value.value
+            unit = self._single(stmts("unit"), f"'unit' in metric {m.name}")
+            better = self._single(stmts("better"), f"'better' in metric {m.name}")
+            trim = self._trim(self._single(stmts("trim"), f"'trim' in metric {m.name}"))
+            convergence = None
+            if m.convergence is not None:
+                checked = s.check_settings(m.convergence, _CONVERGENCE_SCHEMA, f"convergence of metric {m.name}", self.diagnostics)
+                convergence = model.Convergence(**checked.values)
+            series = measures[measure_name]
+            if (convergence is not None or trim is not None) and not series:
+                what = "a convergence test" if convergence is not None else "trim"
+                self.error(f"metric '{m.name}': {what} needs a raw series per trial, but '{measure_name}' is a single number", m.convergence_span or m.span, f"declare it as: measure {measure_name} series from ...")
+                continue
+            out.append(
+                model.Metric(
+                    name=m.name, measure=measure_name, aggregate=aggregate,
+                    unit=unit.value.value if unit else model.BUILTIN_MEASURES.get(measure_name),
+                    better=better.value.value if better else "lower",
+                    convergence=convergence, trim=trim,
+                )
+            )
+        return out
+
+    def _trim(self, stmt: ast.Statement | None) -> model.Trim | None:
+        if stmt is None:
+            return None
+        v = stmt.value
+        if v.kind == "percent":
+            if not 0.0 <= v.value < 100.0:
+                self.error(f"trim {v.value:g}% must lie in [0%, 100%)", v.span)
+                return None
+            return model.Trim("fraction", v.value / 100.0)
+        if v.kind == "duration":
+            return model.Trim("duration", v.value)
+        return model.Trim("samples", float(v.value))
+
+    def _metric_of_block(self, block: ast.Block, metrics: list[model.Metric]) -> model.Metric | None:
+        metric = next((m for m in metrics if m.name == block.name), None)
+        if metric is None:
+            names = [m.name for m in metrics]
+            hint = did_you_mean(block.name, names) or f"declare it first: metric {block.name} {{ ... }}"
+            self.error(f"{block.keyword} on undeclared metric '{block.name}'", block.span, hint)
+        return metric
+
+    def _required(self, checked: s.Checked, keys: tuple[str, ...], block: ast.Block) -> bool:
+        missing = [k for k in keys if k not in checked.values and k not in checked.spans]
+        for k in missing:
+            self.error(f"{block.keyword} {block.name} needs '{k}'", block.span)
+        return not missing and all(k in checked.values for k in keys)
+
+    def _kpi_blocks(self, blocks: list[ast.Block], metrics: list[model.Metric]) -> list[model.Kpi]:
+        out, seen = [], {}
+        for block in blocks:
+            if block.name in seen:
+                self.error(f"duplicate kpi for metric '{block.name}'", block.span, f"first declared on line {seen[block.name].line}")
+                continue
+            seen[block.name] = block.span
+            metric = self._metric_of_block(block, metrics)
+            checked = s.check_settings(block.settings, _KPI_SCHEMA, f"kpi {block.name}", self.diagnostics)
+            if metric is None or not self._required(checked, ("percentile", "confidence"), block):
+                continue
+            v = checked.values
+            default_bound = "upper" if metric.better == "lower" else "lower"
+            out.append(model.Kpi(metric.name, v["percentile"], v["confidence"], v.get("bound", default_bound), v.get("exclude", 0)))
+        return out
+
+    def _variability_blocks(self, blocks: list[ast.Block], metrics: list[model.Metric]) -> list[model.Variability]:
+        out, seen = [], {}
+        for block in blocks:
+            if block.name in seen:
+                self.error(f"duplicate variability for metric '{block.name}'", block.span, f"first declared on line {seen[block.name].line}")
+                continue
+            seen[block.name] = block.span
+            metric = self._metric_of_block(block, metrics)
+            checked = s.check_settings(block.settings, _VARIABILITY_SCHEMA, f"variability {block.name}", self.diagnostics)
+            if metric is None or not self._required(checked, ("percentile", "confidence"), block):
+                continue
+            out.append(model.Variability(metric.name, checked.values["percentile"], checked.values["confidence"]))
+        return out
+
+    def _stop(self, stop: ast.Stop | None, metrics: list[model.Metric]) -> model.Stop | None:
+        if stop is None:
+            return None
+        if stop.kind == "after":
+            if stop.count.value < 1:
+                self.error("stop after needs at least 1 trial", stop.count.span)
+                return None
+            return model.Stop("after", count=stop.count.value)
+        if stop.kind == "adaptive":
+            self.not_supported("stop adaptive", stop.span)
+            return None
+        self.not_supported("stop when kpi ... width", stop.span)
+        return None
+
+    def _design(self, block: ast.Block | None, kpis: list[model.Kpi], variabilities: list[model.Variability], stop: model.Stop | None) -> model.Design:
+        checked = s.check_settings(block.settings if block else None, _DESIGN_SCHEMA, "design", self.diagnostics, blocks=("layout", "versions", "requests"))
+        for key in _NOT_YET_DESIGN:
+            if key in checked.spans:
+                self.not_supported(f"design '{key}'", checked.spans[key])
+        v = checked.values
+        span = block.span if block else None
+        runs_wanted = v.get("runs")
+        kpi_needs = [(sizing(k.percentile, k.confidence, k.exclude), k) for k in kpis]
+        if stop is not None and stop.kind == "after":
+            if runs_wanted is not None:
+                self.error("give either 'runs' in the design or 'stop after', not both", checked.spans.get("runs"))
+            runs_wanted = stop.count
+        if runs_wanted == "auto" or runs_wanted is None and kpi_needs:
+            if not kpi_needs:
+                self.error("runs auto needs a kpi to size the experiment", checked.spans.get("runs", span), "declare a kpi, or give a number: runs 30")
+                runs, reason = 1, ""
+            else:
+                runs, kpi = max(kpi_needs, key=lambda x: x[0])
+                reason = f"minimal N for kpi {kpi.metric} (percentile {kpi.percentile:g}, confidence {kpi.confidence:g}%" + (f", {kpi.exclude} excluded" if kpi.exclude else "") + ") by Thompson's order statistics (TriScale Eq. 4)"
+        elif runs_wanted is None:
+            runs, reason = 1, "default: one trial per configuration and series (no kpi declared)"
+        else:
+            runs, reason = int(runs_wanted), "given in the spec"
+            for need, kpi in kpi_needs:
+                if runs < need:
+                    where = checked.spans.get("runs", span) if stop is None or stop.kind != "after" else span
+                    self.error(
+                        f"impossible design: {runs} runs are too few for kpi {kpi.metric} (percentile {kpi.percentile:g}, confidence {kpi.confidence:g}%): it needs at least {need}",
+                        where, f"use 'runs auto' or 'runs {need}'",
+                    )
+        series_wanted = v.get("series")
+        var_needs = [(sizing(x.percentile, x.confidence), x) for x in variabilities]
+        if series_wanted == "auto" or series_wanted is None and var_needs:
+            if not var_needs:
+                series, series_reason = 1, "auto without a variability score: one series"
+            else:
+                series, var = max(var_needs, key=lambda x: x[0])
+                series_reason = f"minimal number of series for variability {var.metric} (percentile {var.percentile:g}, confidence {var.confidence:g}%) (TriScale §4.3, Eq. 4)"
+        elif series_wanted is None:
+            series, series_reason = 1, "default: one series"
+        else:
+            series, series_reason = int(series_wanted), "given in the spec"
+            for need, var in var_needs:
+                if series < need:
+                    self.error(
+                        f"impossible design: {series} series are too few for variability {var.metric} (percentile {var.percentile:g}, confidence {var.confidence:g}%): it needs at least {need}",
+                        checked.spans.get("series", span), f"use 'series auto' or 'series {need}'",
+                    )
+        if "span" in v and series == 1:
+            self.warn("'span' spreads series over time, but there is only one series", checked.spans["span"])
+        return model.Design(runs=runs, runs_reason=reason, series=series, series_reason=series_reason, order=v.get("order", "random"), runtime=v.get("runtime"), span=v.get("span"))
+
+    def _analysis(self, blocks: list[ast.Block], compares: list[ast.Compare], items: list[ast.AnalysisItem], metrics: list[model.Metric], factors: list[model.Factor]) -> None:
+        self._single(blocks, "'analysis'")
+        metric_names = [m.name for m in metrics]
+        for c in compares:
+            if c.metric not in metric_names:
+                self.error(f"compare on undeclared metric '{c.metric}'", c.span, did_you_mean(c.metric, metric_names))
+            self.not_supported("compare", c.span)
+        for item in items:
+            if item.keyword == "order_dependence":
+                continue
+            if item.keyword == "anova" and item.name not in metric_names:
+                self.error(f"anova on undeclared metric '{item.name}'", item.span, did_you_mean(item.name, metric_names))
+            self.not_supported(item.keyword, item.span)
+
+    def _order_dependence(self, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:
+        item = self._single(items, "'order_dependence'")
+        if item is None:
+            return None
+        checked = s.check_settings(item.settings, {"alpha": s.number(0.0, 1.0)}, "order_dependence", self.diagnostics)
+        alpha = checked.values.get("alpha", 0.05)
+        if not 0.0 < alpha < 1.0:
+            self.error("alpha must lie strictly between 0 and 1", checked.spans.get("alpha", item.span))
+        return {"alpha": alpha}

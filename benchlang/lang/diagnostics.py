@@ -1,0 +1,83 @@
+"""Diagnostics for people: ``path:line:col: error: message``, the line, a caret, a hint."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+import attrs
+
+
+@attrs.frozen
+class Span:
+    """A 1-based line and column in a source file (end exclusive, same convention)."""
+
+    line: int
+    column: int
+    end_line: int | None = None
+    end_column: int | None = None
+
+
+@attrs.frozen
+class Source:
+    """The text of a spec and the name it is reported under."""
+
+    path: str
+    text: str
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+@attrs.frozen
+class Diagnostic:
+    message: str
+    span: Span | None
+    hint: str | None = None
+    severity: str = "error"
+
+
+class SpecError(Exception):
+    """A spec has errors; carries every diagnostic found, in source order."""
+
+    def __init__(self, source: Source, diagnostics: Iterable[Diagnostic]) -> None:
+        self.source = source
+        self.diagnostics = tuple(
+            sorted(diagnostics, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+        )
+        super().__init__(render_all(source, self.diagnostics))
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """A hint naming the closest candidate, or None when nothing is close."""
+    close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def render(source: Source, diagnostic: Diagnostic) -> str:
+    """Render one diagnostic the way compilers do, with the offending line and a caret."""
+    span = diagnostic.span
+    where = f"{source.path}:{span.line}:{span.column}" if span else source.path
+    out = [f"{where}: {diagnostic.severity}: {diagnostic.message}"]
+    if span:
+        text = source.line_text(span.line).replace("\t", " ")
+        if text:
+            width = 1
+            if span.end_line == span.line and span.end_column and span.end_column > span.column:
+                width = span.end_column - span.column
+            width = max(1, min(width, len(text) - span.column + 1))
+            out.append(f"  {text}")
+            out.append("  " + " " * (span.column - 1) + "^" + "~" * (width - 1))
+    if diagnostic.hint:
+        out.append(f"  hint: {diagnostic.hint}")
+    return "\n".join(out)
+
+
+def render_all(source: Source, diagnostics: Iterable[Diagnostic]) -> str:
+    diagnostics = tuple(diagnostics)
+    text = "\n".join(render(source, d) for d in diagnostics)
+    errors = sum(d.severity == "error" for d in diagnostics)
+    if errors > 1:
+        text += f"\n{errors} errors"
+    return text

@@ -1,0 +1,184 @@
+"""The validated experiment: frozen classes the checker builds from a spec.
+
+Percentages are numbers in (0, 100) as written in the spec (95% -> 95.0); durations are
+seconds. Nothing here refers to the syntax tree or to Lark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+BUILTIN_MEASURES: dict[str, str] = {
+    "wall_time": "s",
+    "user_time": "s",
+    "sys_time": "s",
+    "cpu_time": "s",
+    "max_rss": "KiB",
+    "minor_faults": "count",
+    "major_faults": "count",
+}
+AGGREGATES = ("mean", "median", "min", "max")
+ORDERS = ("fixed", "random", "fixed_vs_random")
+LAYOUTS = ("unbalanced", "request_balanced", "host_balanced", "fully_balanced")
+
+
+@attrs.frozen
+class Hosts:
+    kind: str = "local"
+    settings: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Reset:
+    command: str | None
+    reboot: bool = False
+    reconnect: bool = False
+
+
+@attrs.frozen
+class Factor:
+    name: str
+    levels: tuple[Any, ...]
+    coverage: float = 100.0
+
+
+@attrs.frozen
+class Measure:
+    """How one number (or one raw series) is read from a trial.
+
+    source: builtin | stdout | stderr | file; extractor: regex | json | column | lines.
+    """
+
+    name: str
+    series: bool = False
+    source: str = "builtin"
+    builtin: str | None = None
+    path: str | None = None
+    extractor: str | None = None
+    argument: Any = None
+
+
+@attrs.frozen
+class Benchmark:
+    name: str
+    command: str
+    measures: tuple[Measure, ...] = ()
+    factors: tuple[str, ...] = ()
+    setup: str | None = None
+    before: str | None = None
+    after: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    timeout: float | None = None
+    workdir: str | None = None
+
+    def measure(self, name: str) -> Measure | None:
+        for m in self.measures:
+            if m.name == name:
+                return m
+        if name in BUILTIN_MEASURES:
+            return Measure(name, source="builtin", builtin=name)
+        return None
+
+
+@attrs.frozen
+class Convergence:
+    confidence: float = 95.0
+    tolerance: float = 5.0
+
+
+@attrs.frozen
+class Trim:
+    """Leading part of a raw series dropped before the metric (TriScale Fig. 4 remedy).
+
+    kind: fraction (value in [0, 1)), samples (a count) or duration (seconds, needs runtime).
+    """
+
+    kind: str
+    value: float
+
+
+@attrs.frozen
+class Metric:
+    name: str
+    measure: str
+    aggregate: str | float = "mean"
+    unit: str | None = None
+    better: str = "lower"
+    convergence: Convergence | None = None
+    trim: Trim | None = None
+
+
+@attrs.frozen
+class Kpi:
+    metric: str
+    percentile: float
+    confidence: float
+    bound: str
+    exclude: int = 0
+
+
+@attrs.frozen
+class Variability:
+    metric: str
+    percentile: float
+    confidence: float
+
+
+@attrs.frozen
+class Design:
+    runs: int
+    runs_reason: str
+    series: int
+    series_reason: str
+    order: str = "random"
+    runtime: float | None = None
+    span: float | None = None
+
+
+@attrs.frozen
+class Stop:
+    """When to stop measuring. kind: after | adaptive | kpi_width."""
+
+    kind: str
+    count: int | None = None
+    settings: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Experiment:
+    name: str
+    title: str | None
+    seed: int
+    hosts: Hosts
+    benchmarks: tuple[Benchmark, ...]
+    factors: tuple[Factor, ...]
+    metrics: tuple[Metric, ...]
+    kpis: tuple[Kpi, ...]
+    variabilities: tuple[Variability, ...]
+    design: Design
+    stop: Stop | None = None
+    setup: str | None = None
+    teardown: str | None = None
+    reset: Reset | None = None
+    before: str | None = None
+    after: str | None = None
+    timeout: float | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    workdir: str | None = None
+    spec_hash: str = ""
+    spec_path: str = ""
+    order_dependence: dict[str, Any] | None = None
+
+    def factor(self, name: str) -> Factor:
+        return next(f for f in self.factors if f.name == name)
+
+    def metric(self, name: str) -> Metric | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+    def kpi(self, metric: str) -> Kpi | None:
+        return next((k for k in self.kpis if k.metric == metric), None)
+
+    def variability(self, metric: str) -> Variability | None:
+        return next((v for v in self.variabilities if v.metric == metric), None)

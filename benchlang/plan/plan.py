@@ -1,0 +1,118 @@
+"""The Plan: every trial of an experiment, in execution order, as JSON with a content hash.
+
+Trials are held column-wise (numpy arrays) so that a million-trial plan compiles in well
+under a second; configurations (benchmark x factor levels) carry the expanded command.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from typing import Any
+
+import attrs
+import numpy as np
+
+PLAN_FORMAT = 1
+ORDER_KINDS = ("fixed", "random")
+
+
+@attrs.frozen
+class Configuration:
+    index: int
+    benchmark: str
+    levels: tuple[tuple[str, Any], ...]
+    command: str
+
+    @property
+    def label(self) -> str:
+        if not self.levels:
+            return self.benchmark
+        return f"{self.benchmark}[{','.join(f'{k}={v}' for k, v in self.levels)}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "benchmark": self.benchmark, "levels": dict(self.levels), "command": self.command}
+
+
+@attrs.frozen
+class Derived:
+    """A number the compiler chose, and why (shown by ``benchlang plan``)."""
+
+    name: str
+    value: Any
+    reason: str
+
+
+@attrs.frozen(eq=False)
+class Plan:
+    experiment: str
+    seed: int
+    spec_hash: str
+    hosts: tuple[str, ...]
+    configurations: tuple[Configuration, ...]
+    series_start: np.ndarray
+    round_series: np.ndarray
+    round_order: np.ndarray
+    round_host: np.ndarray
+    trial_round: np.ndarray
+    trial_position: np.ndarray
+    trial_configuration: np.ndarray
+    trial_seed: np.ndarray
+    derived: tuple[Derived, ...] = ()
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.trial_round.size)
+
+    @property
+    def n_rounds(self) -> int:
+        return int(self.round_series.size)
+
+    @property
+    def trial_series(self) -> np.ndarray:
+        return self.round_series[self.trial_round]
+
+    @property
+    def trial_host(self) -> np.ndarray:
+        return self.round_host[self.trial_round]
+
+    @functools.cached_property
+    def round_bounds(self) -> np.ndarray:
+        """Trial index where each round starts; round r is trials [b[r], b[r+1])."""
+        return np.searchsorted(self.trial_round, np.arange(self.n_rounds + 1))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "benchlang_plan": PLAN_FORMAT,
+            "experiment": self.experiment,
+            "seed": self.seed,
+            "spec_hash": self.spec_hash,
+            "hosts": list(self.hosts),
+            "configurations": [c.to_json() for c in self.configurations],
+            "series": {"start": self.series_start.tolist()},
+            "rounds": {
+                "series": self.round_series.tolist(),
+                "order": [ORDER_KINDS[k] for k in self.round_order.tolist()],
+                "host": self.round_host.tolist(),
+            },
+            "trials": {
+                "round": self.trial_round.tolist(),
+                "position": self.trial_position.tolist(),
+                "configuration": self.trial_configuration.tolist(),
+                "seed": self.trial_seed.tolist(),
+            },
+            "derived": [attrs.asdict(d) for d in self.derived],
+        }
+
+    @functools.cached_property
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    @functools.cached_property
+    def hash(self) -> str:
+        return "sha256:" + hashlib.sha256(self.canonical_json.encode()).hexdigest()
+
+    def json_text(self) -> str:
+        """The plan as published: canonical JSON with its content hash."""
+        return self.canonical_json[:-1] + f',"hash":"{self.hash}"}}'

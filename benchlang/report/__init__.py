@@ -1,0 +1,1 @@
+"""Presentation: terminal tables, JSON, the reproducibility record. No statistics here."""

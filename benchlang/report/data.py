@@ -1,0 +1,101 @@
+"""What reports are built from: a store's plan, its trials, and per-trial metric values.
+
+The experiment is recompiled from the spec text kept in the store, so a store can be
+analysed without the spec file at hand.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from benchlang import model
+from benchlang.errors import UserError
+from benchlang.lang.check import compile_source
+from benchlang.lang.diagnostics import Source, SpecError
+from benchlang.run.store import Store, StoredPlan, TrialTable
+from benchlang.stats.metric import metric as trial_metric
+
+
+@attrs.frozen
+class MetricValues:
+    """One value per trial (nan: failed, missing, or not converged); converged is None
+    when no convergence test applies."""
+
+    metric: model.Metric
+    values: np.ndarray
+    converged: np.ndarray | None
+
+
+@attrs.frozen
+class ExperimentData:
+    experiment: model.Experiment
+    plan: StoredPlan
+    table: TrialTable
+    metrics: dict[str, MetricValues]
+
+    def configurations(self) -> list[tuple[int, str, str, dict]]:
+        """(index, label, benchmark, levels) of each configuration with trials, plan order."""
+        seen: dict[int, tuple[int, str, str, dict]] = {}
+        for i in np.argsort(self.table.configuration, kind="stable"):
+            c = int(self.table.configuration[i])
+            if c not in seen:
+                seen[c] = (c, str(self.table.label[i]), str(self.table.benchmark[i]), self.table.levels[i])
+        return list(seen.values())
+
+
+def experiment_of(plan: StoredPlan) -> model.Experiment:
+    if plan.spec_text is None:
+        raise UserError(f"plan {plan.plan_hash[:19]} has no spec text in the store")
+    try:
+        return compile_source(Source(plan.spec_path or "<stored spec>", plan.spec_text), Path(plan.spec_path or ".").parent)
+    except SpecError as err:
+        raise UserError(f"the spec stored with plan {plan.plan_hash[:19]} no longer compiles:\n{err}") from None
+
+
+def _trim_samples(trim: model.Trim | None, n: int, runtime: float | None) -> float | int:
+    if trim is None:
+        return 0
+    if trim.kind == "fraction":
+        return float(trim.value)
+    if trim.kind == "samples":
+        return int(trim.value)
+    if not runtime:
+        return 0
+    return math.floor(min(1.0, trim.value / runtime) * n)
+
+
+def metric_values(experiment: model.Experiment, store: Store, plan_hash: str, table: TrialTable) -> dict[str, MetricValues]:
+    out = {}
+    for m in experiment.metrics:
+        is_series = any((b.measure(m.measure) or model.Measure("")).series for b in experiment.benchmarks)
+        if not is_series:
+            values = table.measures.get(m.measure, np.full(len(table), np.nan)).copy()
+            values[~table.ok] = np.nan
+            out[m.name] = MetricValues(m, values, None)
+            continue
+        raw = store.series_values(plan_hash, m.measure)
+        values = np.full(len(table), np.nan)
+        converged = np.zeros(len(table), dtype=bool) if m.convergence else None
+        convergence = (m.convergence.confidence, m.convergence.tolerance) if m.convergence else None
+        for i, t in enumerate(table.trial.tolist()):
+            series = raw.get(t)
+            if series is None or not table.ok[i] or series.size == 0:
+                continue
+            trim = _trim_samples(m.trim, series.size, experiment.design.runtime)
+            result = trial_metric(series, m.aggregate, convergence, trim)
+            values[i] = result.value
+            if converged is not None:
+                converged[i] = bool(result.converged)
+        out[m.name] = MetricValues(m, values, converged)
+    return out
+
+
+def load_data(store: Store, plan_hash: str | None = None) -> ExperimentData:
+    plan = store.plan(plan_hash)
+    experiment = experiment_of(plan)
+    table = store.trial_table(plan.plan_hash)
+    return ExperimentData(experiment, plan, table, metric_values(experiment, store, plan.plan_hash, table))

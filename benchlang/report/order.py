@@ -1,0 +1,193 @@
+"""Order-dependence tables (Duplyakin et al., USENIX ATC 2023, Tables 3–5) and their JSON."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from benchlang.report.table import format_number, render_table
+from benchlang.stats.order_dependence import OrderDependence
+from benchlang.stats.position_effects import CarryOver, PositionEffect
+
+CASE_MEANING = {
+    1: "CIs disjoint: conclusions can change with order",
+    2: "a median lies inside the other CI: order unlikely to change conclusions",
+    3: "CIs overlap, no median inside the other CI: inconclusive",
+}
+
+
+def _interval(low: float, high: float) -> str:
+    return f"[{format_number(low, 6)}, {format_number(high, 6)}]"
+
+
+def _signed(value: float) -> str:
+    return "n/a" if value != value else f"{value:+.3g}"
+
+
+def _p(value: float) -> str:
+    return "-" if value != value else f"{value:.2g}"
+
+
+def order_json(result: OrderDependence) -> list[dict[str, object]]:
+    """One object per configuration, with the Bonferroni threshold and CI level on each."""
+    rows = []
+    for row in result.configurations:
+        item = row.to_dict()
+        item["alpha"] = result.alpha
+        item["m"] = result.m
+        rows.append(item)
+    return rows
+
+
+def render_order_table(result: OrderDependence, stream: TextIO | None = None) -> None:
+    """The paper-style table, then the verdict, the Δ% sign and the case legend."""
+    stream = stream or sys.stdout
+    headers = [
+        "configuration",
+        "n fixed",
+        "n random",
+        "KW p",
+        "significant",
+        "η²",
+        "Δ%",
+        "case",
+        "median fixed [CI]",
+        "median random [CI]",
+    ]
+    rows = []
+    clipped = False
+    for c in result.configurations:
+        clipped |= c.eta_squared_clipped
+        rows.append(
+            [
+                c.configuration,
+                c.n_fixed,
+                c.n_random,
+                _p(c.p_value),
+                c.significant if c.compared else "-",
+                "-"
+                if not c.compared
+                else f"{c.eta_squared:.3g}" + ("*" if c.eta_squared_clipped else ""),
+                _signed(c.delta_percent),
+                c.ci_case if c.ci_case is not None else "-",
+                f"{format_number(c.median_fixed, 6)} {_interval(c.ci_fixed_low, c.ci_fixed_high)}",
+                f"{format_number(c.median_random, 6)} {_interval(c.ci_random_low, c.ci_random_high)}",
+            ]
+        )
+    title = (
+        f"Order dependence: fixed vs random order (α = {result.alpha:g}, m = {result.m}, "
+        f"α/m = {result.threshold:.4g}, median CIs at {result.ci_level:.4%})"
+    )
+    render_table(headers, rows, title=title, stream=stream)
+    write = stream.write
+    if result.m == 0:
+        write(
+            "verdict: nothing to compare (no configuration has 2 or more trials in both "
+            "fixed and random rounds)\n"
+        )
+    elif result.order_matters:
+        names = ", ".join(result.significant)
+        write(f"verdict: order matters: Kruskal–Wallis p < α/m for {names}\n")
+    else:
+        write("verdict: no configuration shows an order effect (every p >= α/m)\n")
+    skipped = [c.configuration for c in result.configurations if not c.compared]
+    if skipped:
+        write(f"not compared (fewer than 2 trials on a side): {', '.join(skipped)}\n")
+    write("Δ% = (mean fixed − mean random) / mean fixed × 100:\n")
+    for c in result.configurations:
+        if c.compared:
+            write(f"  {c.configuration}: {c.delta_meaning}\n")
+    if clipped:
+        write("* η² = (H − 1)/(n − 2) was negative and is shown clipped at 0 (no effect)\n")
+    short = [
+        c
+        for c in result.configurations
+        if c.compared
+        and min(c.ci_level_achieved_fixed, c.ci_level_achieved_random) < result.ci_level
+    ]
+    if short:
+        write(
+            "too few trials for a median CI at the corrected level, [min, max] used for: "
+            + ", ".join(c.configuration for c in short)
+            + "\n"
+        )
+    for case, meaning in CASE_MEANING.items():
+        write(f"case {case}: {meaning}\n")
+
+
+def render_position_table(result: PositionEffect, stream: TextIO | None = None) -> None:
+    """Position-in-round tests over random-order rounds (benchlang's extension)."""
+    stream = stream or sys.stdout
+    rows = [
+        [
+            r.configuration,
+            r.n,
+            r.n_positions,
+            r.spearman_rho,
+            _p(r.spearman_p),
+            _p(r.kruskal_p),
+            r.eta_squared,
+            r.significant,
+        ]
+        for r in result.configurations
+    ]
+    render_table(
+        ["configuration", "n", "positions", "Spearman ρ", "ρ p", "KW p", "η²", "significant"],
+        rows,
+        title=f"Position in round (random-order rounds; threshold α/(2m) = {result.threshold:.4g})",
+        stream=stream,
+    )
+    stream.write(
+        "verdict: position in the round predicts the metric\n"
+        if result.position_matters
+        else "verdict: no position effect found\n"
+    )
+
+
+def render_carry_over_table(result: CarryOver, stream: TextIO | None = None) -> None:
+    """Per configuration, the predecessor that shifts its median most."""
+    stream = stream or sys.stdout
+    rows = [
+        [
+            p.configuration,
+            p.predecessor,
+            p.n_after,
+            p.n_other,
+            p.median_after,
+            p.median_other,
+            _signed(p.shift_percent),
+            _p(p.p_value),
+            p.significant,
+        ]
+        for p in result.strongest
+    ]
+    render_table(
+        [
+            "configuration",
+            "after",
+            "n after",
+            "n other",
+            "median after",
+            "median other",
+            "shift %",
+            "MW p",
+            "significant",
+        ],
+        rows,
+        title=(
+            f"Carry-over (random-order rounds; {result.n_tests} pairs, "
+            f"threshold α/{result.n_tests} = {result.threshold:.4g})"
+            if result.n_tests
+            else "Carry-over (random-order rounds): too few trials per predecessor to test"
+        ),
+        stream=stream,
+    )
+    found = [p for p in result.pairs if p.significant]
+    if found:
+        stream.write(
+            "verdict: carry-over found: "
+            + ", ".join(f"{p.configuration} after {p.predecessor}" for p in found)
+            + "\n"
+        )
+    else:
+        stream.write("verdict: no carry-over found\n")

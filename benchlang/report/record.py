@@ -1,0 +1,214 @@
+"""The reproducibility record: TriScale's 12 parameters per metric (Jacob et al., JSys 1(1)
+2021, §4.4) plus what pins the experiment down (spec and plan hashes, seed, version).
+
+Pure formatting: JSON, Markdown and a LaTeX table that fits one paper column (parameters
+as rows, metrics as columns).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+Value = str | float | int | None
+
+PARAMETERS = (
+    "Measure",
+    "Convergence expected",
+    "Convergence confidence",
+    "Convergence tolerance",
+    "KPI percentile",
+    "KPI confidence",
+    "Variability percentile",
+    "Variability confidence",
+    "Runs (per series)",
+    "Series",
+    "Runtime",
+    "Span",
+    "KPI",
+    "Variability score",
+)
+"""The 12 parameters of §4.4 in the paper's order, then the two results."""
+
+_UNITS = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
+
+
+def format_duration(value: Value) -> str:
+    """Seconds as the language writes durations (90 -> "90s", 7200 -> "2h"); text as is."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    v = float(value)
+    if math.isnan(v):
+        return "-"
+    for suffix, size in _UNITS:
+        if v >= size and v % size == 0:
+            return f"{int(v // size)}{suffix}"
+    return f"{v:g}s"
+
+
+def _fmt(value: Value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "n/a" if math.isnan(value) else f"{value:.{digits}g}"
+    return str(value)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}%"
+
+
+@attrs.frozen
+class MetricRecord:
+    """The 12 parameters of one metric (§4.4) and its headline numbers.
+
+    ``measure`` as written in the spec ("mean", "percentile 95", ...); percents in (0, 100);
+    ``runtime`` and ``span`` in seconds or as spec text; ``configuration`` names the
+    configuration the KPI and variability values belong to, when there are several.
+    """
+
+    name: str
+    measure: str
+    convergence_expected: bool
+    convergence_confidence: float | None
+    convergence_tolerance: float | None
+    kpi_percentile: float
+    kpi_confidence: float
+    variability_percentile: float | None
+    variability_confidence: float | None
+    runs: int
+    series: int
+    runtime: Value
+    span: Value
+    kpi_value: float | None = None
+    variability_score: float | None = None
+    unit: str | None = None
+    configuration: str | None = None
+
+    def label(self) -> str:
+        return self.name if self.configuration is None else f"{self.name} [{self.configuration}]"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(parameter, formatted value) in the order of ``PARAMETERS``."""
+        conv = self.convergence_expected
+        unit = f" {self.unit}" if self.unit else ""
+        return [
+            ("Measure", self.measure),
+            ("Convergence expected", _fmt(conv)),
+            ("Convergence confidence", _pct(self.convergence_confidence) if conv else "-"),
+            ("Convergence tolerance", _pct(self.convergence_tolerance) if conv else "-"),
+            ("KPI percentile", f"{self.kpi_percentile:g}"),
+            ("KPI confidence", _pct(self.kpi_confidence)),
+            ("Variability percentile", _fmt(self.variability_percentile)),
+            ("Variability confidence", _pct(self.variability_confidence)),
+            ("Runs (per series)", str(self.runs)),
+            ("Series", str(self.series)),
+            ("Runtime", format_duration(self.runtime)),
+            ("Span", format_duration(self.span)),
+            ("KPI", _fmt(self.kpi_value) + (unit if self.kpi_value is not None else "")),
+            (
+                "Variability score",
+                _fmt(self.variability_score) + (unit if self.variability_score is not None else ""),
+            ),
+        ]
+
+    def to_json(self) -> dict:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class Record:
+    """A whole experiment's record: identity plus one MetricRecord per metric."""
+
+    experiment: str
+    spec_hash: str
+    plan_hash: str
+    seed: int | None
+    version: str
+    metrics: tuple[MetricRecord, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "experiment": self.experiment,
+            "spec_hash": self.spec_hash,
+            "plan_hash": self.plan_hash,
+            "seed": self.seed,
+            "benchlang_version": self.version,
+            "metrics": [m.to_json() for m in self.metrics],
+        }
+
+    def _grid(self) -> tuple[list[str], list[list[str]]]:
+        headers = ["Parameter"] + [m.label() for m in self.metrics]
+        columns = [m.rows() for m in self.metrics]
+        rows = [[name] + [col[i][1] for col in columns] for i, name in enumerate(PARAMETERS)]
+        return headers, rows
+
+    def to_markdown(self) -> str:
+        headers, rows = self._grid()
+        lines = [
+            f"**Reproducibility record: {self.experiment}** (benchlang {self.version}, "
+            f"spec `{self.spec_hash[:12]}`, plan `{self.plan_hash[:12]}`, seed {_fmt(self.seed)})",
+            "",
+            "| " + " | ".join(_md(h) for h in headers) + " |",
+            "| --- |" + " ---: |" * (len(headers) - 1),
+        ]
+        lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        headers, rows = self._grid()
+        body = [" & ".join(_tex(c) for c in row) + r" \\" for row in rows]
+        results = len(body) - 2
+        caption = (
+            f"Reproducibility record of \\texttt{{{_tex(self.experiment)}}} "
+            f"(benchlang {_tex(self.version)}, spec \\texttt{{{_tex(self.spec_hash[:12])}}}, "
+            f"plan \\texttt{{{_tex(self.plan_hash[:12])}}}, seed {_tex(_fmt(self.seed))})."
+        )
+        return "\n".join(
+            [
+                r"\begin{table}[t]",
+                r"\centering\small",
+                r"\setlength{\tabcolsep}{4pt}",
+                r"\begin{tabular}{@{}l" + "r" * (len(headers) - 1) + "@{}}",
+                r"\toprule",
+                " & ".join(_tex(h) for h in headers) + r" \\",
+                r"\midrule",
+                *body[:results],
+                r"\midrule",
+                *body[results:],
+                r"\bottomrule",
+                r"\end{tabular}",
+                rf"\caption{{{caption}}}",
+                r"\end{table}",
+                "",
+            ]
+        )
+
+
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def _tex(text: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in str(text))
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", r"\|")

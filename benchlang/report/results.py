@@ -1,0 +1,87 @@
+"""Per-configuration summary: trials, failures, and median / min / max of each metric."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any, TextIO
+
+import numpy as np
+
+from benchlang.report.data import ExperimentData
+from benchlang.report.table import format_number, render_table
+
+
+def _summary(values: np.ndarray) -> dict[str, float | None]:
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return {"n": 0, "median": None, "min": None, "max": None}
+    return {"n": int(v.size), "median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
+
+
+def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
+    table = data.table
+    rows = []
+    for index, label, benchmark, levels in data.configurations():
+        mask = table.configuration == index
+        entry: dict[str, Any] = {
+            "configuration": {"index": index, "label": label, "benchmark": benchmark, "levels": levels},
+            "n": int((table.ok & mask).sum()),
+            "failures": int((~table.ok & mask).sum()),
+            "metrics": {},
+        }
+        for name, mv in data.metrics.items():
+            summary = _summary(mv.values[mask])
+            summary["unit"] = mv.metric.unit
+            if mv.converged is not None:
+                summary["not_converged"] = int((table.ok & mask & ~mv.converged).sum())
+            entry["metrics"][name] = summary
+        rows.append(entry)
+    return rows
+
+
+def render_results(data: ExperimentData, stream: TextIO | None = None) -> None:
+    rows = results_rows(data)
+    headers = ["configuration", "n", "failures"]
+    for name, mv in data.metrics.items():
+        unit = f" ({mv.metric.unit})" if mv.metric.unit else ""
+        headers += [f"{name} median{unit}", "min", "max"]
+    body = []
+    for row in rows:
+        line: list[Any] = [row["configuration"]["label"], row["n"], row["failures"]]
+        for name in data.metrics:
+            s = row["metrics"][name]
+            line += [s["median"], s["min"], s["max"]]
+        body.append(line)
+    render_table(headers, body, title=f"results: experiment {data.experiment.name}", stream=stream)
+
+
+def results_csv(data: ExperimentData) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    header = ["configuration", "benchmark", "n", "failures"]
+    for name in data.metrics:
+        header += [f"{name}_median", f"{name}_min", f"{name}_max"]
+    writer.writerow(header)
+    for row in results_rows(data):
+        line = [row["configuration"]["label"], row["configuration"]["benchmark"], row["n"], row["failures"]]
+        for name in data.metrics:
+            s = row["metrics"][name]
+            line += ["" if s[k] is None or (isinstance(s[k], float) and math.isnan(s[k])) else repr(s[k]) for k in ("median", "min", "max")]
+        writer.writerow(line)
+    return out.getvalue()
+
+
+def failure_lines(store, plan_hash: str, limit: int = 5) -> list[str]:
+    lines = []
+    for i, (trial, label, reason, _exit, _out, err) in enumerate(store.failed_trials(plan_hash)):
+        if i >= limit:
+            lines.append("  ... (benchlang results STORE --json lists them all)")
+            break
+        last = [x for x in (err or b"").decode(errors="replace").splitlines() if x.strip()]
+        lines.append(f"  trial {trial} {label}: {reason}" + (f" | stderr: {last[-1][:120]}" if last else ""))
+    return lines
+
+
+__all__ = ["failure_lines", "format_number", "render_results", "results_csv", "results_rows"]

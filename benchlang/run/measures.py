@@ -1,0 +1,115 @@
+"""Reading measures out of a trial: rusage built-ins, regex / JSON path / column / lines
+extractors over stdout, stderr or a file the command wrote."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+import numpy as np
+
+from benchlang.model import Measure
+
+
+class MeasureError(Exception):
+    """A measure could not be read; the trial is stored as failed with this reason."""
+
+
+def _number(text: Any, what: str) -> float:
+    if isinstance(text, bool):
+        raise MeasureError(f"{what}: expected a number, got {text!r}")
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise MeasureError(f"{what}: expected a number, got {str(text)[:60]!r}") from None
+
+
+def json_path(document: Any, path: str) -> Any:
+    """Follow ``$.a.b[0]`` or ``a.b.0`` into a parsed JSON document."""
+    steps = re.findall(r"[^.\[\]]+", path.removeprefix("$"))
+    node = document
+    for step in steps:
+        if isinstance(node, list):
+            try:
+                node = node[int(step)]
+            except (ValueError, IndexError):
+                raise MeasureError(f"json path {path!r}: no element {step!r}") from None
+        elif isinstance(node, dict):
+            if step not in node:
+                raise MeasureError(f"json path {path!r}: no key {step!r}")
+            node = node[step]
+        else:
+            raise MeasureError(f"json path {path!r}: cannot index {type(node).__name__} with {step!r}")
+    return node
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if lines:
+            try:
+                return json.loads(lines[-1])
+            except json.JSONDecodeError:
+                pass
+        raise MeasureError(f"{where} is not JSON (nor is its last line)") from None
+
+
+def _column(text: str, column: int | str, where: str) -> np.ndarray:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise MeasureError(f"{where} is empty")
+    if "," in lines[0]:
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    else:
+        rows = [line.split() for line in lines]
+    header = rows[0]
+    if isinstance(column, str):
+        if column not in header:
+            raise MeasureError(f"{where} has no column {column!r} (header: {', '.join(header)[:80]})")
+        index, body = header.index(column), rows[1:]
+    else:
+        index = column - 1
+        body = rows
+        try:
+            float(header[index])
+        except (ValueError, IndexError):
+            body = rows[1:]
+    try:
+        return np.array([float(r[index]) for r in body], dtype=float)
+    except IndexError:
+        raise MeasureError(f"{where}: a row has no column {column}") from None
+    except ValueError as err:
+        raise MeasureError(f"{where}: column {column}: {err}") from None
+
+
+def extract(measure: Measure, text: str, where: str) -> float | np.ndarray:
+    """Apply a measure's extractor to text from ``where`` (stdout, stderr, a file)."""
+    kind, argument = measure.extractor, measure.argument
+    if kind == "regex":
+        pattern = re.compile(argument)
+        values = [m.group(1) if pattern.groups else m.group(0) for m in pattern.finditer(text)]
+        if not values:
+            raise MeasureError(f"no match for regex {argument!r} in {where}")
+        if measure.series:
+            return np.array([_number(v, f"regex {argument!r}") for v in values])
+        return _number(values[-1], f"regex {argument!r} in {where}")
+    if kind == "json":
+        value = json_path(_parse_json(text, where), argument)
+        if measure.series:
+            if not isinstance(value, list):
+                raise MeasureError(f"json path {argument!r} in {where}: expected a list for a series")
+            return np.array([_number(v, f"json path {argument!r}") for v in value])
+        return _number(value, f"json path {argument!r} in {where}")
+    if kind == "column":
+        return _column(text, argument, where)
+    if kind == "lines":
+        try:
+            return np.array([float(line) for line in text.split()], dtype=float)
+        except ValueError as err:
+            raise MeasureError(f"{where}: {err}") from None
+    raise MeasureError(f"unknown extractor {kind!r}")

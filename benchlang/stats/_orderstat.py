@@ -1,0 +1,110 @@
+"""Order-statistic ranks for distribution-free confidence bounds of percentiles.
+
+Shared by the KPI, the variability score, the CDF band and any other helper that needs a
+rank-based percentile CI (e.g. a median CI). Source: W. R. Thompson, "On confidence ranges
+for the median and other expectation distributions...", Ann. Math. Stat. 7(3), 1936;
+Le Boudec, "Performance Evaluation of Computer and Communication Systems", §2.2.1;
+TriScale (Jacob et al., JSys 1(1) 2021), §4.5, Eq. 1-3.
+
+For N i.i.d. samples of a continuous distribution with p-quantile x_p and order statistics
+X_(1) <= ... <= X_(N), the number of samples below x_p is Bin(N, p), hence
+
+    P(X_(k) >= x_p) = P(Bin(N, p) <= k - 1)       (upper bound, Eq. 2)
+    P(X_(k) <= x_p) = P(Bin(N, p) >= k)           (lower bound, Eq. 1)
+
+All ranks here are 1-based. For discrete data the achieved confidence is a lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import binom
+
+_EPS = 1e-12
+
+
+def check_percent(name: str, value: float) -> float:
+    """A percent in (0, 100) as a fraction; ValueError otherwise."""
+    v = float(value)
+    if not (0.0 < v < 100.0):
+        raise ValueError(f"{name} must lie strictly between 0 and 100, got {value!r}")
+    return v / 100.0
+
+
+def upper_rank(n: int, p: float, c: float) -> tuple[int | None, float]:
+    """Smallest rank k with P(X_(k) >= x_p) >= c, and that exact probability.
+
+    ``p`` and ``c`` are fractions. Returns (None, nan) when even X_(n) is not enough.
+    """
+    if n < 1:
+        return None, math.nan
+    cover = binom.cdf(np.arange(n), n, p)
+    hit = np.flatnonzero(cover >= c - _EPS)
+    if hit.size == 0:
+        return None, math.nan
+    return int(hit[0]) + 1, float(cover[hit[0]])
+
+
+def lower_rank(n: int, p: float, c: float) -> tuple[int | None, float]:
+    """Largest rank k with P(X_(k) <= x_p) >= c, and that exact probability.
+
+    By symmetry, the lower bound of x_p is the mirror of the upper bound of x_(1-p).
+    """
+    k, achieved = upper_rank(n, 1.0 - p, c)
+    return (None, math.nan) if k is None else (n + 1 - k, achieved)
+
+
+def order_statistic_bounds(n: int, p: float, c: float, bound: str) -> tuple[int | None, float]:
+    """Rank and achieved confidence of a one-sided bound ("upper" or "lower") of x_p."""
+    if bound == "upper":
+        return upper_rank(n, p, c)
+    if bound == "lower":
+        return lower_rank(n, p, c)
+    raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
+
+
+def two_sided_ranks(n: int, p: float, c: float) -> tuple[int | None, int | None, float]:
+    """Ranks (l, u) of a two-sided interval [X_(l), X_(u)] for x_p with coverage >= c.
+
+    Equal-tailed: each side at (1 + c) / 2. The exact coverage is
+    P(l <= Bin(N, p) <= u - 1) = F(u - 1) - F(l - 1). At p = 0.5 this is the classic
+    distribution-free median CI (Le Boudec §2.2.1, Thompson 1936).
+    """
+    side = (1.0 + c) / 2.0
+    lo, _ = lower_rank(n, p, side)
+    hi, _ = upper_rank(n, p, side)
+    if lo is None or hi is None:
+        return None, None, math.nan
+    achieved = float(binom.cdf(hi - 1, n, p) - binom.cdf(lo - 1, n, p))
+    return lo, hi, achieved
+
+
+def min_samples(p: float, c: float, bound: str | None = None, exclude: int = 0) -> int:
+    """Smallest N for which a one-sided bound of x_p at confidence c exists (§4.5, Eq. 4).
+
+    ``bound`` None means either side (the binding side q = max(p, 1 - p)); with ``exclude``
+    = r, the bound is X_(N-r) (upper) or X_(r+1) (lower), reached when
+    P(Bin(N, q) <= N - r - 1) >= c with q = p (upper) or 1 - p (lower).
+    """
+    if bound is None:
+        q = max(p, 1.0 - p)
+    elif bound == "upper":
+        q = p
+    elif bound == "lower":
+        q = 1.0 - p
+    else:
+        raise ValueError(f"bound must be 'upper', 'lower' or None, got {bound!r}")
+    r = int(exclude)
+    first = max(math.ceil(math.log1p(-c) / math.log(q) - _EPS), 1) + r
+    if r == 0:
+        return first
+    start, chunk = first, max(64, first)
+    while True:
+        n = np.arange(start, start + chunk)
+        hit = np.flatnonzero(binom.cdf(n - r - 1, n, q) >= c - _EPS)
+        if hit.size:
+            return int(n[hit[0]])
+        start += chunk
+        chunk *= 2

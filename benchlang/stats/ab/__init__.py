@@ -1,0 +1,58 @@
+"""A/B comparisons across hosts and requests (Bakshy & Frachtenberg, "Design and Analysis of
+Benchmarking Experiments for Distributed Internet Services", WWW 2015).
+
+- :mod:`.designs`: variance components, analytic SEs of the four layouts (§4.2.1), ICC and design
+  effect (§3.1);
+- :mod:`.bootstrap`: clustered reweighting bootstrap (§5.1–5.2);
+- :mod:`.mixed`: crossed random effects by REML (statsmodels MixedLM) and by the method of
+  moments, with identifiability detection (§3, Eq. 3–4);
+- :mod:`.simulate`: vectorised A/A and A/B simulation (§6, Table 3);
+- :mod:`.advisor`: layout and H, R, T under a cost model (§3.1.2).
+"""
+
+from benchlang.stats.ab.advisor import Advice, CostModel, PlanChoice, advise, advise_from_pilot
+from benchlang.stats.ab.bootstrap import ABBootstrapResult, ab_bootstrap, host_blocks
+from benchlang.stats.ab.designs import (
+    VarianceComponents,
+    contrast_variance,
+    design_effect,
+    icc,
+    layout_se,
+    layout_variance,
+)
+from benchlang.stats.ab.mixed import (
+    Identifiability,
+    MixedEffectsResult,
+    fit_mixed,
+    fit_mixed_moments,
+    fit_mixed_reml,
+    identifiability,
+)
+from benchlang.stats.ab.simulate import AAResult, ABDesign, simulate_aa, simulate_outcomes
+
+__all__ = [
+    "AAResult",
+    "ABBootstrapResult",
+    "ABDesign",
+    "Advice",
+    "CostModel",
+    "Identifiability",
+    "MixedEffectsResult",
+    "PlanChoice",
+    "VarianceComponents",
+    "ab_bootstrap",
+    "advise",
+    "advise_from_pilot",
+    "contrast_variance",
+    "design_effect",
+    "fit_mixed",
+    "fit_mixed_moments",
+    "fit_mixed_reml",
+    "host_blocks",
+    "icc",
+    "identifiability",
+    "layout_se",
+    "layout_variance",
+    "simulate_aa",
+    "simulate_outcomes",
+]

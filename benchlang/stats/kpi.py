@@ -1,0 +1,83 @@
+"""KPI: a one-sided distribution-free confidence bound of a percentile (TriScale §4.2, §4.5).
+
+Source: Jacob et al., JSys 1(1) 2021, §4.2 and §4.5, Eq. 1-3 (Thompson's order statistics).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+
+from benchlang.stats._orderstat import check_percent, min_samples, order_statistic_bounds
+from benchlang.stats.independence import Independence, independence
+
+
+@attrs.frozen
+class KPI:
+    """A percentile bound over the metric values of one series.
+
+    ``value`` is the ``rank``-th smallest value (1-based), nan when ``n < min_n``;
+    ``achieved_confidence`` is the exact binomial coverage of that rank (a percent).
+    """
+
+    value: float
+    rank: int | None
+    n: int
+    min_n: int
+    percentile: float
+    confidence: float
+    achieved_confidence: float
+    bound: str
+    independence: Independence
+
+    @property
+    def independent(self) -> bool:
+        return self.independence.passed
+
+    @property
+    def enough(self) -> bool:
+        return self.rank is not None
+
+    def to_dict(self) -> dict:
+        return {
+            "value": self.value,
+            "rank": self.rank,
+            "n": self.n,
+            "min_n": self.min_n,
+            "percentile": self.percentile,
+            "confidence": self.confidence,
+            "achieved_confidence": self.achieved_confidence,
+            "bound": self.bound,
+            "independent": self.independent,
+            "independence": self.independence.to_dict(),
+        }
+
+
+def kpi(values: np.ndarray, percentile: float, confidence: float, bound: str = "upper") -> KPI:
+    """The C-level one-sided bound of the p-th percentile of ``values`` (TriScale §4.5).
+
+    ``bound="upper"`` (lower is better, e.g. latency) returns X_(k) for the smallest k with
+    P(Bin(N, p) <= k-1) >= C (Eq. 2); ``bound="lower"`` (higher is better) the largest k
+    with P(Bin(N, p) >= k) >= C (Eq. 1). NaN values (non-converged trials) are dropped;
+    the independence verdict is computed on the remaining values in trial order.
+    """
+    p = check_percent("percentile", percentile)
+    c = check_percent("confidence", confidence)
+    x = np.asarray(values, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    rank, achieved = order_statistic_bounds(n, p, c, bound)
+    value = math.nan if rank is None else float(np.partition(x, rank - 1)[rank - 1])
+    return KPI(
+        value=value,
+        rank=rank,
+        n=n,
+        min_n=min_samples(p, c, bound),
+        percentile=float(percentile),
+        confidence=float(confidence),
+        achieved_confidence=100.0 * achieved,
+        bound=bound,
+        independence=independence(x),
+    )

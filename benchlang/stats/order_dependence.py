@@ -1,0 +1,324 @@
+"""Does the order of trials change the results? Fixed baseline order vs random orders.
+
+Source: Duplyakin et al., "Avoiding the Ordering Trap in Systems Performance Measurement",
+USENIX ATC 2023 (OrderSage), §3 (methodology, steps 1–5) and Algorithm 2. The median
+confidence intervals follow Le Boudec, "Performance Evaluation of Computer and Communication
+Systems" (EPFL Press 2010), §2.2.1, Theorem 2.1 (order-statistic CI of the median).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+import attrs
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+Better = Literal["higher", "lower"]
+ORDERS = ("fixed", "random")
+_REL_TOL = 1e-12
+
+
+def median_ci_ranks(n: ArrayLike, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """1-based ranks ``(j, k)`` with ``[X_(j), X_(k)]`` a distribution-free CI of the median.
+
+    Le Boudec, Theorem 2.1: for n i.i.d. samples and 1 <= j < k <= n,
+    P(X_(j) <= median <= X_(k)) >= B(k-1) - B(j-1), with B the Binomial(n, 1/2) CDF.
+    We take the symmetric pair k = n + 1 - j with the largest j such that
+    B(j-1) <= (1 - level)/2, i.e. the shortest symmetric interval whose exact coverage
+    1 - 2 B(j-1) is at least ``level``. When even [min, max] does not reach the level
+    (n small: 2^(1-n) > 1 - level) the ranks fall back to (1, n) and the returned achieved
+    level says so. Vectorised over ``n``; returns ``(j, k, achieved_level)``.
+    """
+    n = np.asarray(n, dtype=np.int64)
+    if np.any(n < 1):
+        raise ValueError("median_ci_ranks needs n >= 1 samples")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level!r}")
+    tail = (1.0 - level) / 2.0
+    t = stats.binom.ppf(tail, n, 0.5).astype(np.int64)
+    t = np.where(stats.binom.cdf(t, n, 0.5) <= tail * (1 + _REL_TOL), t, t - 1)
+    j = np.clip(t + 1, 1, (n + 1) // 2)
+    k = n + 1 - j
+    achieved = np.where(k > j, 1.0 - 2.0 * stats.binom.cdf(j - 1, n, 0.5), 0.0)
+    return j, k, achieved
+
+
+def eta_squared_h(h: float, n: int, k: int) -> tuple[float, bool]:
+    """Effect size from the Kruskal–Wallis H: eta^2 = (H - k + 1)/(n - k), clipped at 0.
+
+    Tomczak & Tomczak, Trends in Sport Sciences 21(1) 2014, Eq. 5, as used by OrderSage
+    (Duplyakin et al. 2023, §3 step 3). Returns ``(eta_squared, clipped)``.
+    """
+    if n <= k or not np.isfinite(h):
+        return float("nan"), False
+    raw = (h - k + 1.0) / (n - k)
+    return (0.0, True) if raw < 0 else (float(raw), False)
+
+
+def kruskal_h(*groups: np.ndarray) -> tuple[float, float]:
+    """scipy's tie-corrected Kruskal–Wallis; H = 0, p = 1 when every value is identical."""
+    pooled = np.concatenate(groups)
+    if pooled.size == 0 or np.all(pooled == pooled[0]):
+        return 0.0, 1.0
+    h, p = stats.kruskal(*groups)
+    return float(h), float(p)
+
+
+def ci_case(
+    median_a: float, low_a: float, high_a: float, median_b: float, low_b: float, high_b: float
+) -> int:
+    """CI-overlap case of Duplyakin et al. 2023, §3 step 5.
+
+    1: the two CIs are disjoint (conclusions can change with order);
+    2: at least one side's median lies inside the other side's CI (order unlikely to change
+    conclusions; the paper's text and its tables use this "or", its Algorithm 2 writes "and");
+    3: otherwise (the CIs overlap but neither median is inside the other CI: inconclusive).
+    """
+    if high_a < low_b or high_b < low_a:
+        return 1
+    if low_b <= median_a <= high_b or low_a <= median_b <= high_a:
+        return 2
+    return 3
+
+
+def explain_delta(delta_percent: float, better: Better | None) -> str:
+    """What the sign of Δ% = (mean_fixed - mean_random)/mean_fixed x 100 means for this metric."""
+    if not np.isfinite(delta_percent):
+        return "Δ% undefined (mean of fixed-order trials is 0 or missing)"
+    if delta_percent == 0:
+        return "fixed and random order give the same mean"
+    size = f"{abs(delta_percent):.3g}%"
+    higher_in_fixed = delta_percent > 0
+    side = "higher" if higher_in_fixed else "lower"
+    if better is None:
+        return f"mean is {size} {side} in fixed order than in random order"
+    fixed_looks_better = higher_in_fixed == (better == "higher")
+    verdict = "better" if fixed_looks_better else "worse"
+    return f"fixed order looks {verdict} by {size} (mean {side} in fixed order; {better} is better)"
+
+
+@attrs.frozen
+class ConfigurationOrder:
+    """Fixed-vs-random comparison of one configuration (one row of the paper's Tables 3–5)."""
+
+    configuration: str
+    n_fixed: int
+    n_random: int
+    compared: bool
+    h_statistic: float
+    p_value: float
+    threshold: float
+    significant: bool
+    eta_squared: float
+    eta_squared_clipped: bool
+    mean_fixed: float
+    mean_random: float
+    delta_percent: float
+    better: Better | None
+    delta_meaning: str
+    median_fixed: float
+    median_random: float
+    ci_level: float
+    ci_fixed_low: float
+    ci_fixed_high: float
+    ci_random_low: float
+    ci_random_high: float
+    ci_ranks_fixed: tuple[int, int]
+    ci_ranks_random: tuple[int, int]
+    ci_level_achieved_fixed: float
+    ci_level_achieved_random: float
+    ci_case: int | None
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain JSON-ready values (NaN becomes None)."""
+        out: dict[str, object] = {}
+        for field in attrs.fields(type(self)):
+            value = getattr(self, field.name)
+            if isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, float) and not np.isfinite(value):
+                value = None
+            out[field.name] = value
+        return out
+
+
+@attrs.frozen
+class OrderDependence:
+    """Experiment-level result: order matters if any configuration's p is below alpha/m."""
+
+    alpha: float
+    m: int
+    threshold: float
+    ci_level: float
+    order_matters: bool
+    configurations: tuple[ConfigurationOrder, ...]
+
+    @property
+    def significant(self) -> tuple[str, ...]:
+        return tuple(c.configuration for c in self.configurations if c.significant)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "alpha": self.alpha,
+            "m": self.m,
+            "threshold": self.threshold,
+            "ci_level": self.ci_level,
+            "order_matters": self.order_matters,
+            "configurations": [c.to_dict() for c in self.configurations],
+        }
+
+
+def group_codes(labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct labels in order of first appearance, and each element's code into them."""
+    labels = np.asarray(labels)
+    uniq, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(uniq.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(uniq.size)
+    return uniq[np.argsort(first, kind="stable")], rank[inverse.ravel()]
+
+
+def sorted_groups(
+    values: np.ndarray, codes: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values sorted within each group, group sizes and start offsets (for order statistics)."""
+    idx = np.lexsort((values, codes))
+    counts = np.bincount(codes, minlength=n_groups)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return values[idx], counts, starts
+
+
+def _order_statistic(
+    sorted_values: np.ndarray, starts: np.ndarray, counts: np.ndarray, rank: ArrayLike
+) -> np.ndarray:
+    """X_(rank) per group (1-based rank); NaN for empty groups."""
+    rank = np.asarray(rank)
+    ok = counts > 0
+    pos = np.where(ok, starts + np.clip(rank, 1, np.maximum(counts, 1)) - 1, 0)
+    return np.where(ok, sorted_values[np.minimum(pos, max(sorted_values.size - 1, 0))], np.nan)
+
+
+def trial_arrays(
+    values: ArrayLike, configuration: ArrayLike, *others: ArrayLike
+) -> tuple[np.ndarray, ...]:
+    """Flat per-trial arrays of equal length: float values (finite), str labels, the rest as given."""
+    v = np.asarray(values, dtype=float).ravel()
+    c = np.asarray(configuration).astype(str).ravel()
+    rest = [np.asarray(o).ravel() for o in others]
+    if any(a.shape != v.shape for a in (c, *rest)):
+        raise ValueError(
+            "values, configuration and the other per-trial arrays must match in length"
+        )
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite numbers (drop failed trials first)")
+    return v, c, *rest
+
+
+def _better_for(better: Mapping[str, str] | str | None, configuration: str) -> Better | None:
+    value = better.get(configuration) if isinstance(better, Mapping) else better
+    if value not in (None, "higher", "lower"):
+        raise ValueError(f"better must be 'higher' or 'lower', got {value!r} for {configuration}")
+    return value
+
+
+def order_dependence(
+    values: ArrayLike,
+    configuration: ArrayLike,
+    order: ArrayLike,
+    alpha: float = 0.05,
+    better: Mapping[str, str] | str | None = None,
+) -> OrderDependence:
+    """OrderSage's fixed-vs-random analysis, per configuration (Duplyakin et al. 2023, §3).
+
+    ``values``, ``configuration`` and ``order`` ("fixed" or "random") are flat per-trial
+    arrays. For each configuration with at least two trials on each side: tie-corrected
+    Kruskal–Wallis p (step 2) against the Bonferroni threshold alpha/m, m = configurations
+    compared; eta^2 from H with k = 2 groups (step 3); Δ% of the means (step 4); medians with
+    order-statistic CIs at level 1 - alpha/m and the CI-overlap case (step 5). ``better``
+    ("higher"/"lower", or a mapping per configuration) only changes the Δ% explanation.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    v, c, o = trial_arrays(values, configuration, order)
+    o = o.astype(str)
+    bad = ~np.isin(o, ORDERS)
+    if np.any(bad):
+        raise ValueError(f"order must be 'fixed' or 'random', found {o[bad][0]!r}")
+    names, codes = group_codes(c)
+    n_conf = names.size
+    is_random = (o == "random").astype(np.int64)
+    cell = codes * 2 + is_random
+    sorted_v, counts, starts = sorted_groups(v, cell, 2 * n_conf)
+    sums = np.bincount(cell, weights=v, minlength=2 * n_conf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
+        medians = (
+            _order_statistic(sorted_v, starts, counts, (counts + 1) // 2)
+            + _order_statistic(sorted_v, starts, counts, counts // 2 + 1)
+        ) / 2.0
+    n_f, n_r = counts[0::2], counts[1::2]
+    compared = (n_f >= 2) & (n_r >= 2)
+    m = int(compared.sum())
+    threshold = alpha / m if m else alpha
+    level = 1.0 - threshold
+    j, k, achieved = median_ci_ranks(np.maximum(counts, 1), level)
+    lows = _order_statistic(sorted_v, starts, counts, j)
+    highs = _order_statistic(sorted_v, starts, counts, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta = (means[0::2] - means[1::2]) / means[0::2] * 100.0
+    delta = np.where(np.isfinite(delta), delta, np.nan)
+
+    rows = []
+    for i, name in enumerate(names.tolist()):
+        f, r = 2 * i, 2 * i + 1
+        if compared[i]:
+            h, p = kruskal_h(
+                sorted_v[starts[f] : starts[f] + counts[f]],
+                sorted_v[starts[r] : starts[r] + counts[r]],
+            )
+            eta, clipped = eta_squared_h(h, int(counts[f] + counts[r]), 2)
+            case = ci_case(medians[f], lows[f], highs[f], medians[r], lows[r], highs[r])
+        else:
+            h, p, eta, clipped, case = float("nan"), float("nan"), float("nan"), False, None
+        side_better = _better_for(better, name)
+        rows.append(
+            ConfigurationOrder(
+                configuration=name,
+                n_fixed=int(n_f[i]),
+                n_random=int(n_r[i]),
+                compared=bool(compared[i]),
+                h_statistic=h,
+                p_value=p,
+                threshold=threshold,
+                significant=bool(compared[i] and p < threshold),
+                eta_squared=eta,
+                eta_squared_clipped=clipped,
+                mean_fixed=float(means[f]),
+                mean_random=float(means[r]),
+                delta_percent=float(delta[i]),
+                better=side_better,
+                delta_meaning=explain_delta(float(delta[i]), side_better),
+                median_fixed=float(medians[f]),
+                median_random=float(medians[r]),
+                ci_level=level,
+                ci_fixed_low=float(lows[f]),
+                ci_fixed_high=float(highs[f]),
+                ci_random_low=float(lows[r]),
+                ci_random_high=float(highs[r]),
+                ci_ranks_fixed=(int(j[f]), int(k[f])),
+                ci_ranks_random=(int(j[r]), int(k[r])),
+                ci_level_achieved_fixed=float(achieved[f]) if counts[f] else float("nan"),
+                ci_level_achieved_random=float(achieved[r]) if counts[r] else float("nan"),
+                ci_case=case,
+            )
+        )
+    return OrderDependence(
+        alpha=float(alpha),
+        m=m,
+        threshold=threshold,
+        ci_level=level,
+        order_matters=any(row.significant for row in rows),
+        configurations=tuple(rows),
+    )

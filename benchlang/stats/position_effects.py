@@ -1,0 +1,278 @@
+"""Order effects seen from random-order rounds alone: position in the round, and carry-over.
+
+OrderSage (Duplyakin et al., USENIX ATC 2023, §3) needs fixed-order rounds as a baseline.
+These two views need only random-order rounds, so a plain ``order random`` experiment can
+warn about order effects without the doubled cost (benchlang's extension; the tests are
+standard: Spearman's rank correlation and Kruskal–Wallis, Kruskal & Wallis, JASA 1952;
+Mann & Whitney, Ann. Math. Stat. 1947; Bonferroni correction as in OrderSage §3 step 2).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from benchlang.stats.order_dependence import (
+    eta_squared_h,
+    group_codes,
+    kruskal_h,
+    trial_arrays,
+)
+
+START = "(round start)"
+
+
+def _random_only(order: ArrayLike | None, n: int, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    if order is None:
+        return arrays
+    o = np.asarray(order).astype(str).ravel()
+    if o.shape != (n,):
+        raise ValueError("order must have one entry per trial")
+    keep = o == "random"
+    return tuple(a[keep] for a in arrays)
+
+
+def _to_dict(obj: object) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for field in attrs.fields(type(obj)):
+        value = getattr(obj, field.name)
+        if isinstance(value, float) and not np.isfinite(value):
+            value = None
+        out[field.name] = value
+    return out
+
+
+@attrs.frozen
+class PositionRow:
+    """Does position in the round predict this configuration's metric?"""
+
+    configuration: str
+    n: int
+    n_positions: int
+    spearman_rho: float
+    spearman_p: float
+    kruskal_h: float
+    kruskal_p: float
+    eta_squared: float
+    eta_squared_clipped: bool
+    threshold: float
+    significant: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return _to_dict(self)
+
+
+@attrs.frozen
+class PositionEffect:
+    """Per-configuration position tests; Bonferroni over 2 tests x m configurations."""
+
+    alpha: float
+    m: int
+    threshold: float
+    position_matters: bool
+    configurations: tuple[PositionRow, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "alpha": self.alpha,
+            "m": self.m,
+            "threshold": self.threshold,
+            "position_matters": self.position_matters,
+            "configurations": [c.to_dict() for c in self.configurations],
+        }
+
+
+def position_effect(
+    values: ArrayLike,
+    configuration: ArrayLike,
+    position: ArrayLike,
+    alpha: float = 0.05,
+    *,
+    order: ArrayLike | None = None,
+) -> PositionEffect:
+    """Whether a trial's position in its (random-order) round predicts its metric.
+
+    Per configuration, two tests over its trials: Spearman's rho between position and
+    value (a monotone drift along the round: warm-up, heating, filling caches) and a
+    tie-corrected Kruskal–Wallis across positions (any shape), with eta^2 from H as in
+    OrderSage §3 step 3 (k = number of positions seen). A configuration is significant when
+    either p is below alpha/(2m), m = configurations tested (at least 2 positions and 3
+    trials): Bonferroni over every test made. Pass ``order`` to keep only "random" trials;
+    in fixed rounds position is constant per configuration, so nothing can be tested.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    v, c, pos = trial_arrays(values, configuration, position)
+    names, codes = group_codes(c)
+    v, codes, pos = _random_only(order, v.size, v, codes, pos.astype(np.int64))
+    counts = np.bincount(codes, minlength=names.size)
+    idx = np.lexsort((pos, codes))
+    v, pos, codes = v[idx], pos[idx], codes[idx]
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+
+    tested, results = [], []
+    for i in range(names.size):
+        pv, pp = v[bounds[i] : bounds[i + 1]], pos[bounds[i] : bounds[i + 1]]
+        levels, inverse = np.unique(pp, return_inverse=True)
+        ok = levels.size >= 2 and pp.size >= 3
+        tested.append(ok)
+        if not ok:
+            results.append((levels.size, *(float("nan"),) * 5, False))
+            continue
+        constant = np.all(pv == pv[0])
+        rho, p_rho = (0.0, 1.0) if constant else stats.spearmanr(pp, pv)
+        order_groups = np.argsort(inverse, kind="stable")
+        splits = np.cumsum(np.bincount(inverse))[:-1]
+        h, p_kw = kruskal_h(*np.split(pv[order_groups], splits))
+        eta, clipped = eta_squared_h(h, pp.size, levels.size)
+        results.append((levels.size, float(rho), float(p_rho), h, p_kw, eta, clipped))
+    m = int(sum(tested))
+    threshold = alpha / (2 * m) if m else alpha
+    rows = tuple(
+        PositionRow(
+            configuration=str(name),
+            n=int(counts[i]),
+            n_positions=int(res[0]),
+            spearman_rho=res[1],
+            spearman_p=res[2],
+            kruskal_h=res[3],
+            kruskal_p=res[4],
+            eta_squared=res[5],
+            eta_squared_clipped=bool(res[6]),
+            threshold=threshold,
+            significant=bool(tested[i] and min(res[2], res[4]) < threshold),
+        )
+        for i, (name, res) in enumerate(zip(names.tolist(), results, strict=True))
+    )
+    return PositionEffect(
+        alpha=float(alpha),
+        m=m,
+        threshold=threshold,
+        position_matters=any(r.significant for r in rows),
+        configurations=rows,
+    )
+
+
+@attrs.frozen
+class CarryOverPair:
+    """Trials of ``configuration`` right after ``predecessor`` vs all its other trials."""
+
+    configuration: str
+    predecessor: str
+    n_after: int
+    n_other: int
+    median_after: float
+    median_other: float
+    shift: float
+    shift_percent: float
+    p_value: float
+    threshold: float
+    significant: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return _to_dict(self)
+
+
+@attrs.frozen
+class CarryOver:
+    """For each configuration, the predecessor that shifts its median most; Bonferroni over all pairs."""
+
+    alpha: float
+    n_tests: int
+    threshold: float
+    carry_over_found: bool
+    strongest: tuple[CarryOverPair, ...]
+    pairs: tuple[CarryOverPair, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "alpha": self.alpha,
+            "n_tests": self.n_tests,
+            "threshold": self.threshold,
+            "carry_over_found": self.carry_over_found,
+            "strongest": [p.to_dict() for p in self.strongest],
+            "pairs": [p.to_dict() for p in self.pairs],
+        }
+
+
+def predecessors(
+    configuration: np.ndarray, round_id: np.ndarray, position: np.ndarray
+) -> np.ndarray:
+    """The configuration run just before each trial in its round.
+
+    ``START`` for position 0 (right after the reset); ``""`` when the trial at position - 1
+    of the same round is missing (e.g. it failed), so no predecessor is known.
+    """
+    _, round_codes = group_codes(round_id.astype(str))
+    idx = np.lexsort((position, round_codes))
+    conf_s, round_s, pos_s = configuration[idx], round_codes[idx], position[idx]
+    prev_ok = np.zeros(idx.size, dtype=bool)
+    prev_ok[1:] = (round_s[1:] == round_s[:-1]) & (pos_s[1:] == pos_s[:-1] + 1)
+    prev_conf = np.concatenate((np.array([""], dtype=conf_s.dtype), conf_s[:-1]))
+    pred_s = np.where(pos_s == 0, START, np.where(prev_ok, prev_conf, ""))
+    out = np.empty(idx.size, dtype=pred_s.dtype)
+    out[idx] = pred_s
+    return out
+
+
+def carry_over(
+    values: ArrayLike,
+    configuration: ArrayLike,
+    round_id: ArrayLike,
+    position: ArrayLike,
+    alpha: float = 0.05,
+    *,
+    order: ArrayLike | None = None,
+    min_trials: int = 3,
+) -> CarryOver:
+    """Which immediately preceding configuration shifts a configuration's metric most.
+
+    Within random-order rounds (pass ``order`` to filter; in fixed rounds the predecessor
+    never varies), each trial's predecessor is the configuration at position - 1 of the same
+    round, or ``START`` at position 0. For every configuration X and predecessor Y with at
+    least ``min_trials`` trials of X after Y and as many after anything else: the shift of
+    medians (after Y minus others) and a two-sided Mann–Whitney U test. Bonferroni over all
+    pairs tested (alpha / n_tests), since the strongest predecessor is picked from them.
+    ``strongest`` holds, per configuration, the pair with the largest |shift|.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    v, c, rnd, pos = trial_arrays(values, configuration, round_id, position)
+    names, codes = group_codes(c)
+    v, c, codes, rnd, pos = _random_only(order, v.size, v, c, codes, rnd, pos.astype(np.int64))
+    pred = predecessors(c, rnd, pos)
+
+    raw = []
+    for i, name in enumerate(names.tolist()):
+        mine = codes == i
+        xv, xp = v[mine], pred[mine]
+        for before in np.unique(xp[xp != ""]).tolist():
+            after = xp == before
+            if after.sum() < min_trials or (~after).sum() < min_trials:
+                continue
+            a, b = xv[after], xv[~after]
+            p = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+            med_a, med_b = float(np.median(a)), float(np.median(b))
+            shift = med_a - med_b
+            pct = shift / med_b * 100.0 if med_b != 0 else float("nan")
+            raw.append((name, before, a.size, b.size, med_a, med_b, shift, pct, p))
+    n_tests = len(raw)
+    threshold = alpha / n_tests if n_tests else alpha
+    pairs = tuple(
+        CarryOverPair(*r, threshold=threshold, significant=r[-1] < threshold) for r in raw
+    )
+    strongest = []
+    for name in names.tolist():
+        mine = [p for p in pairs if p.configuration == name]
+        if mine:
+            strongest.append(max(mine, key=lambda p: abs(p.shift)))
+    return CarryOver(
+        alpha=float(alpha),
+        n_tests=n_tests,
+        threshold=threshold,
+        carry_over_found=any(p.significant for p in pairs),
+        strongest=tuple(strongest),
+        pairs=pairs,
+    )

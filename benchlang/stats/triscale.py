@@ -1,0 +1,100 @@
+"""Spec-driven TriScale analysis of one metric of one configuration (§4.2-§4.5).
+
+Source: Jacob et al., JSys 1(1) 2021: KPI per series (§4.2, §4.5 Eq. 1-3), independence of
+metric values before a KPI and of KPIs before a variability score (§4.5), variability
+score across series (§4.3). Results whose assumptions fail are flagged descriptive only.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from benchlang.stats.kpi import KPI, kpi
+from benchlang.stats.variability import Variability, variability
+
+
+@attrs.frozen
+class SeriesKPI:
+    """The KPI of one series, with how many of its trials did not converge."""
+
+    series: int
+    kpi: KPI
+    trials: int
+    not_converged: int
+
+    def to_dict(self) -> dict:
+        return {
+            "series": self.series,
+            "trials": self.trials,
+            "not_converged": self.not_converged,
+            **self.kpi.to_dict(),
+        }
+
+
+@attrs.frozen
+class MetricAnalysis:
+    """Per-series KPIs, the variability score across series, and why to distrust them.
+
+    ``variability`` is None when no variability score was asked for. ``descriptive_only``
+    is True when any independence test failed, a bound lacked samples or trials did not
+    converge; ``reasons`` says which, in words.
+    """
+
+    series: tuple[SeriesKPI, ...]
+    variability: Variability | None
+    descriptive_only: bool
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "series": [s.to_dict() for s in self.series],
+            "variability": None if self.variability is None else self.variability.to_dict(),
+            "descriptive_only": self.descriptive_only,
+            "reasons": list(self.reasons),
+        }
+
+
+def analyze_metric(
+    values: np.ndarray,
+    series: np.ndarray | None,
+    kpi_percentile: float,
+    kpi_confidence: float,
+    bound: str,
+    var_percentile: float | None,
+    var_confidence: float | None,
+    exclude: int = 0,
+) -> MetricAnalysis:
+    """TriScale's KPI and variability analysis of one configuration's metric values.
+
+    ``values`` are per-trial metric values in trial order (nan for trials whose convergence
+    test failed), ``series`` the series index of each (None: one series). ``exclude`` > 0
+    flags the analysis descriptive-only with a reason: bounds here never drop samples.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    s = np.zeros(v.size, dtype=np.int64) if series is None else np.asarray(series).ravel()
+    if s.size != v.size:
+        raise ValueError(f"values ({v.size}) and series ({s.size}) differ in length")
+    reasons: list[str] = []
+    if exclude:
+        reasons.append(f"exclude {exclude} is not applied by the KPI bound")
+    per_series = []
+    for label in np.unique(s):
+        sv = v[s == label]
+        k = kpi(sv, kpi_percentile, kpi_confidence, bound)
+        bad = int(sv.size - k.n)
+        per_series.append(SeriesKPI(int(label), k, int(sv.size), bad))
+        if bad:
+            reasons.append(f"series {label}: {bad} of {sv.size} trials did not converge")
+        if not k.enough:
+            reasons.append(f"series {label}: {k.n} converged trials, the KPI needs {k.min_n}")
+        if not k.independent:
+            reasons.append(f"series {label}: metric values {k.independence.reason}")
+    var = None
+    if var_percentile is not None and var_confidence is not None:
+        var = variability([p.kpi.value for p in per_series], var_percentile, var_confidence)
+        if not var.enough:
+            reasons.append(f"variability: {var.n} series with a KPI, the score needs {var.min_n}")
+        elif not var.independent:
+            reasons.append(f"variability: KPIs {var.independence.reason}")
+    return MetricAnalysis(tuple(per_series), var, bool(reasons), tuple(reasons))

@@ -1,0 +1,110 @@
+"""Variability score: the spread of KPIs across series (TriScale §4.3).
+
+Source: Jacob et al., JSys 1(1) 2021, §4.3 (and the bounds of §4.5, Eq. 1-2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+
+from benchlang.stats._orderstat import check_percent, lower_rank, min_samples, upper_rank
+from benchlang.stats.independence import Independence, independence
+
+
+@attrs.frozen
+class Variability:
+    """Lower bound of the low percentile and upper bound of the high one, over series KPIs.
+
+    ``joint_confidence`` (percent) is the probability that both bounds hold:
+    C_lower + C_upper - 1 (Bonferroni, >= 2C - 1); it is exact at p = 50 where the two
+    failure events are disjoint, making [lower, upper] the two-sided median interval.
+    """
+
+    lower: float
+    upper: float
+    score: float
+    relative: float
+    percentile_low: float
+    percentile_high: float
+    confidence: float
+    joint_confidence: float
+    joint_exact: bool
+    rank_lower: int | None
+    rank_upper: int | None
+    n: int
+    min_n: int
+    independence: Independence
+
+    @property
+    def independent(self) -> bool:
+        return self.independence.passed
+
+    @property
+    def enough(self) -> bool:
+        return self.rank_lower is not None and self.rank_upper is not None
+
+    def to_dict(self) -> dict:
+        return {
+            "lower": self.lower,
+            "upper": self.upper,
+            "score": self.score,
+            "relative": self.relative,
+            "percentile_low": self.percentile_low,
+            "percentile_high": self.percentile_high,
+            "confidence": self.confidence,
+            "joint_confidence": self.joint_confidence,
+            "joint_exact": self.joint_exact,
+            "rank_lower": self.rank_lower,
+            "rank_upper": self.rank_upper,
+            "n": self.n,
+            "min_n": self.min_n,
+            "independent": self.independent,
+            "independence": self.independence.to_dict(),
+        }
+
+
+def variability(kpis: np.ndarray, percentile: float, confidence: float) -> Variability:
+    """Variability score over the KPIs of all series (TriScale §4.3).
+
+    For the symmetric pair (p, 100 - p) with p <= 50, ``lower`` is the C-level lower bound
+    of the p-th percentile and ``upper`` the C-level upper bound of the (100-p)-th; the
+    score is upper - lower and ``relative`` the score over their midpoint. NaN KPIs are
+    dropped; with too few series every number is nan and ``min_n`` says how many are needed.
+    """
+    check_percent("percentile", percentile)
+    c = check_percent("confidence", confidence)
+    low = min(float(percentile), 100.0 - float(percentile))
+    high = 100.0 - low
+    x = np.asarray(kpis, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    rl, cl = lower_rank(n, low / 100.0, c)
+    ru, cu = upper_rank(n, high / 100.0, c)
+    if rl is None or ru is None:
+        lo = hi = score = rel = joint = math.nan
+    else:
+        s = np.sort(x)
+        lo, hi = float(s[rl - 1]), float(s[ru - 1])
+        score = hi - lo
+        mid = (hi + lo) / 2.0
+        rel = score / abs(mid) if mid != 0 else math.nan
+        joint = 100.0 * (cl + cu - 1.0)
+    return Variability(
+        lower=lo,
+        upper=hi,
+        score=score,
+        relative=rel,
+        percentile_low=low,
+        percentile_high=high,
+        confidence=float(confidence),
+        joint_confidence=joint,
+        joint_exact=low == 50.0,
+        rank_lower=rl,
+        rank_upper=ru,
+        n=n,
+        min_n=min_samples(low / 100.0, c, "lower"),
+        independence=independence(x),
+    )

@@ -1,0 +1,112 @@
+"""Crossed random effects (Bakshy & Frachtenberg, WWW 2015, §3, Eq. 3–4): identifiability, REML, moments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchlang.plan.layouts import layout_schedule
+from benchlang.stats.ab.designs import VarianceComponents, layout_se
+from benchlang.stats.ab.mixed import (
+    fit_mixed,
+    fit_mixed_moments,
+    fit_mixed_reml,
+    identifiability,
+    is_balanced,
+)
+from benchlang.stats.ab.simulate import ABDesign, simulate_outcomes
+
+TRUE = VarianceComponents.from_sd(request=1.0, host=0.4, request_batch=0.25, host_batch=0.15, residual=0.3)
+
+
+def design(kind, H=8, R=64, T=3, seed=0):
+    return ABDesign.from_schedule(layout_schedule(kind, H, R, T, seed=seed))
+
+
+@pytest.mark.parametrize(
+    ("kind", "T", "not_identifiable"),
+    [
+        ("unbalanced", 1, {"request", "request_batch", "residual", "host", "host_batch"}),
+        ("unbalanced", 3, {"request", "request_batch", "host", "host_batch"}),
+        ("request_balanced", 1, {"host", "host_batch", "request_batch", "residual"}),
+        ("request_balanced", 3, {"host", "host_batch"}),
+        ("host_balanced", 1, {"request", "request_batch", "residual"}),
+        ("host_balanced", 3, {"request", "request_batch"}),
+        ("fully_balanced", 1, {"request_batch", "residual"}),
+        ("fully_balanced", 3, set()),
+    ],
+)
+def test_identifiability_follows_the_design(kind, T, not_identifiable):
+    ident = identifiability(design(kind, T=T))
+    assert set(ident.not_identifiable) == not_identifiable
+    assert set(ident.separable) | not_identifiable == {"request", "host", "request_batch", "host_batch", "residual"}
+
+
+def test_single_host_per_version_is_absorbed_by_the_version_effect():
+    ident = identifiability(design("unbalanced", H=2, R=8, T=2))
+    assert set(ident.absorbed) == {"host", "host_batch"}
+
+
+def test_fit_reports_sums_of_inseparable_components_under_a_combined_name():
+    d = design("host_balanced", T=1)
+    y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(0))[0]
+    fit = fit_mixed_moments(y, d, se_replicates=0)
+    assert set(fit.components) == {"request+request_batch+residual", "host", "host_batch"}
+    assert fit.icc is None and fit.design_effect is None
+    assert "request" in fit.not_identifiable
+
+
+def test_moments_are_unbiased_and_their_se_matches_their_spread():
+    d = design("fully_balanced", H=8, R=64, T=3)
+    truth = np.array([TRUE.request, TRUE.host, TRUE.request_batch, TRUE.host_batch, TRUE.residual])
+    ests = []
+    for seed in range(60):
+        y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(100 + seed))[0]
+        fit = fit_mixed_moments(y, d, se_replicates=0)
+        ests.append([fit.components[n] for n in ("request", "host", "request_batch", "host_batch", "residual")])
+    ests = np.array(ests)
+    spread = ests.std(axis=0, ddof=1)
+    assert np.all(np.abs(ests.mean(axis=0) - truth) < 4 * spread / np.sqrt(60))
+    one = fit_mixed_moments(
+        simulate_outcomes(d, TRUE, 1, np.random.default_rng(7))[0], d, se_replicates=400, seed=1
+    )
+    ses = np.array([one.component_se[n] for n in ("request", "host", "request_batch", "host_batch", "residual")])
+    assert np.all(np.abs(ses / spread - 1) < 0.45)
+
+
+@pytest.mark.parametrize(("kind", "T"), [("fully_balanced", 3), ("request_balanced", 2), ("host_balanced", 1)])
+def test_moments_agree_with_reml_within_their_se(kind, T):
+    d = design(kind, H=8, R=48, T=T, seed=2)
+    y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(42), effect=0.1)[0]
+    mom = fit_mixed_moments(y, d, se_replicates=300, seed=3)
+    reml = fit_mixed_reml(y, d)
+    assert reml.converged
+    assert set(mom.components) == set(reml.components)
+    for name, value in mom.components.items():
+        assert abs(value - reml.components[name]) <= mom.component_se[name], name
+    assert mom.effect == pytest.approx(reml.effect, abs=0.25 * mom.effect_se)
+    assert mom.effect_se == pytest.approx(reml.effect_se, rel=0.25)
+
+
+def test_moments_effect_se_is_the_analytic_layout_se_at_the_truth():
+    d = design("fully_balanced", H=8, R=64, T=3)
+    y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(9))[0]
+    fit = fit_mixed_moments(y, d, se_replicates=0)
+    assert fit.repetitions == 3
+    assert fit.effect_se == pytest.approx(layout_se("fully_balanced", 8, 64, 3, TRUE), rel=0.3)
+    assert fit.icc == pytest.approx(
+        (TRUE.request + TRUE.request_batch) / (TRUE.request + TRUE.request_batch + TRUE.residual), rel=0.25
+    )
+    assert fit.design_effect == pytest.approx(1 + 2 * fit.icc)
+
+
+def test_auto_picks_moments_for_balanced_designs():
+    d = design("fully_balanced", H=4, R=16, T=2)
+    assert is_balanced(d)
+    y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(0))[0]
+    assert fit_mixed(y, d, se_replicates=0).method == "moments"
+    keep = np.ones(d.size, dtype=bool)
+    keep[:3] = False
+    unbalanced = ABDesign(d.version[keep], d.request[keep], d.host[keep], d.batch[keep])
+    assert not is_balanced(unbalanced)
+    assert fit_mixed(y[keep], unbalanced).method == "reml"
