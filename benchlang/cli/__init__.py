@@ -15,7 +15,7 @@ from benchlang import __version__
 from benchlang.cli.common import SpecFailed
 from benchlang.errors import UserError
 
-COMMANDS = ("check", "plan", "run", "results", "size", "plugins")
+COMMANDS = ("check", "plan", "run", "results", "analyze", "record", "size", "plugins")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from benchlang.cli.plan import build_plan
 from benchlang.errors import UserError
+from benchlang.report.analysis import analyze, build_record, render_analysis
 from benchlang.report.data import load_data
 from benchlang.report.results import failure_lines, render_results
 from benchlang.run.executor import Executor
@@ -50,6 +51,11 @@ def run(args: argparse.Namespace) -> int:
             progress.close()
         data = load_data(store, plan.hash)
         render_results(data)
+        if experiment.kpis:
+            analysis = analyze(data)
+            render_analysis(analysis, {m.name: m.unit for m in experiment.metrics})
+            print()
+            print(build_record(data, analysis).to_markdown())
         if summary.failed:
             print(f"{summary.failed} trials failed:")
             for line in failure_lines(store, plan.hash):

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-DIRECT_LIMIT = 2_000_000
+DIRECT_LIMIT = 20_000
 
 
 def _segments(n: int, starts: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
