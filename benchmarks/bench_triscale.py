@@ -1,6 +1,8 @@
 """Speed of benchlang's TriScale statistics against a straightforward loop implementation.
 
-Run: python benchmarks/bench_triscale.py. The baseline implements the same methods the
+Run: python benchmarks/bench_triscale.py [--tables]. With --tables it also prints the
+simulation tables of docs/statistics.md (independence calibration and power, and the
+literal TriScale independence test on i.i.d. data). The baseline implements the same methods the
 plain way TriScale's published code does (a Python loop over windows, over binomial terms,
 over ACF lags), in this script, so both run on the same machine. Targets (issue 3):
 1M-point percentile metric with convergence <= 100 ms, KPI on 1,000 values <= 1 ms,
@@ -133,8 +135,17 @@ def main() -> None:
     def add(name, ours, base, target=None, baseline="loops"):
         ok = "-" if target is None else ("yes" if ours <= target else "NO")
         tgt = "-" if target is None else f"{target * 1e3:g} ms"
-        rows.append([name, f"{ours * 1e3:.3f}", f"{base * 1e3:.3f}", baseline,
-                     f"{base / ours:.1f}x", tgt, ok])
+        rows.append(
+            [
+                name,
+                f"{ours * 1e3:.3f}",
+                f"{base * 1e3:.3f}",
+                baseline,
+                f"{base / ours:.1f}x",
+                tgt,
+                ok,
+            ]
+        )
 
     for n in (1_000, 10_000, 100_000, 1_000_000):
         x = rng.normal(100, 5, size=n)
@@ -142,34 +153,60 @@ def main() -> None:
             reps = 20 if n < 1_000_000 else 7
             ours = best_of(lambda x=x, m=measure: metric(x, m, (95, 5)), reps)
             base = best_of(lambda x=x, m=measure: loop_metric(x, m), 3 if n >= 100_000 else 10)
-            assert math.isclose(metric(x, measure, (95, 5)).value, loop_metric(x, measure), rel_tol=1e-9)
+            assert math.isclose(
+                metric(x, measure, (95, 5)).value, loop_metric(x, measure), rel_tol=1e-9
+            )
             label = "p95" if measure == 95 else "mean"
             target = 0.1 if (n == 1_000_000 and measure == 95) else None
-            add(f"metric {label} + convergence, N={n:,}", ours, base, target,
-                "loop over windows")
+            add(f"metric {label} + convergence, N={n:,}", ours, base, target, "loop over windows")
 
     for n in (100, 1_000):
         v = rng.lognormal(size=n)
         assert kpi(v, 95, 95).value == loop_kpi(v, 95, 95)[0]
         ours = best_of(lambda v=v: kpi(v, 95, 95), 50)
         base = best_of(lambda v=v: loop_kpi(v, 95, 95), 5)
-        add(f"KPI p95/C95 (+ independence), N={n:,}", ours, base, 1e-3 if n == 1000 else None,
-            "loop over binomial terms")
+        add(
+            f"KPI p95/C95 (+ independence), N={n:,}",
+            ours,
+            base,
+            1e-3 if n == 1000 else None,
+            "loop over binomial terms",
+        )
         assert variability(v, 25, 75).score == loop_variability(v, 25, 75)[0]
         ours = best_of(lambda v=v: variability(v, 25, 75), 50)
         base = best_of(lambda v=v: loop_variability(v, 25, 75), 5)
-        add(f"variability p25/C75 (+ independence), N={n:,}", ours, base, None,
-            "loop over binomial terms")
+        add(
+            f"variability p25/C75 (+ independence), N={n:,}",
+            ours,
+            base,
+            None,
+            "loop over binomial terms",
+        )
 
     assert sizing(99, 99.9, 3) == loop_sizing(99, 99.9, 3) == scipy_loop_sizing(99, 99.9, 3)
     ours = best_of(lambda: sizing(99, 99.9, 3), 50)
-    add("sizing p99/C99.9 r=3", ours, best_of(lambda: loop_sizing(99, 99.9, 3), 3), 5e-3,
-        "loop over N and terms")
-    add("sizing p99/C99.9 r=3", ours, best_of(lambda: scipy_loop_sizing(99, 99.9, 3), 3), 5e-3,
-        "TriScale-style scipy pmf loop")
+    add(
+        "sizing p99/C99.9 r=3",
+        ours,
+        best_of(lambda: loop_sizing(99, 99.9, 3), 3),
+        5e-3,
+        "loop over N and terms",
+    )
+    add(
+        "sizing p99/C99.9 r=3",
+        ours,
+        best_of(lambda: scipy_loop_sizing(99, 99.9, 3), 3),
+        5e-3,
+        "TriScale-style scipy pmf loop",
+    )
     ours = best_of(lambda: sizing(95, 95), 50)
-    add("sizing p95/C95 (Table 2)", ours, best_of(lambda: loop_sizing(95, 95, 0), 5), 5e-3,
-        "loop over N and terms")
+    add(
+        "sizing p95/C95 (Table 2)",
+        ours,
+        best_of(lambda: loop_sizing(95, 95, 0), 5),
+        5e-3,
+        "loop over N and terms",
+    )
 
     render_table(
         ["case", "ours ms", "baseline ms", "baseline", "speed-up", "target", "met"],
@@ -179,5 +216,87 @@ def main() -> None:
     )
 
 
+def literal_triscale_independence(x: np.ndarray) -> tuple[bool, bool]:
+    """TriScale's helpers.py, literally: min-max scaled Theil-Sen 50%/10%, all ACF lags."""
+    n = x.size
+    xs = 2 * np.arange(n) / (n - 1) - 1
+    ys = (2 * x - (x.min() + x.max())) / (x.max() - x.min())
+    r = stats.theilslopes(ys, xs, alpha=0.5)
+    stationary = r.low_slope >= -0.1 and r.high_slope <= 0.1
+    d = x - x.mean()
+    ac = np.correlate(d, d, "full")[n - 1 :]
+    ac /= ac.max()
+    return stationary, bool(np.all(np.abs(ac[1:]) < 1.96 / np.sqrt(n)))
+
+
+def tables() -> None:
+    from scipy.signal import lfilter
+
+    from benchlang.stats.independence import independence_batch, ljung_box_lags
+
+    rng = np.random.default_rng(2021)
+    reps = 4000
+
+    def ar1(n, phi):
+        e = rng.normal(size=(reps, n))
+        e[:, 0] /= math.sqrt(1 - phi**2)
+        return lfilter([1.0], [1.0, -phi], e, axis=1)
+
+    def passing(x):
+        return float(independence_batch(x)["passed"].mean())
+
+    rows = []
+    for n in (10, 20, 30, 50, 100, 200, 500, 1000):
+        oracle = stats.norm.cdf(math.sqrt(n * (n + 1) / (12 * (n - 1))) - 1.96)
+        trend = rng.normal(size=(reps, n)) + np.linspace(0, 1, n)
+        rows.append(
+            [
+                n,
+                ljung_box_lags(n),
+                passing(rng.normal(size=(reps, n))),
+                passing(rng.exponential(size=(reps, n))),
+                1 - passing(ar1(n, 0.5)),
+                1 - passing(ar1(n, 0.9)),
+                1 - passing(trend),
+                oracle,
+            ]
+        )
+    render_table(
+        [
+            "N",
+            "lags",
+            "iid normal pass",
+            "iid exp pass",
+            "AR.5 fail",
+            "AR.9 fail",
+            "1SD trend fail",
+            "oracle",
+        ],
+        rows,
+        title="independence test",
+        plain=True,
+    )
+    rng = np.random.default_rng(5)
+    rows = []
+    for n in (10, 30, 50, 100, 500):
+        res = np.array(
+            [
+                literal_triscale_independence(rng.normal(size=n))
+                for _ in range(400 if n < 500 else 150)
+            ]
+        )
+        rows.append([n, res[:, 0].mean(), res[:, 1].mean(), (res[:, 0] & res[:, 1]).mean()])
+    render_table(
+        ["N", "stationarity", "all-lag ACF", "both"],
+        rows,
+        title="literal TriScale independence test on i.i.d. normal data",
+        plain=True,
+    )
+
+
 if __name__ == "__main__":
+    import sys
+
     main()
+    if "--tables" in sys.argv[1:]:
+        tables()

@@ -51,7 +51,7 @@ def test_target_optimum_matches_brute_force(kind):
     advice = advise(
         ENDPOINT1,
         COST,
-        target_se=0.12,
+        target_se=0.15,
         max_hosts=8,
         max_repetitions=4,
         layouts=(kind,),

@@ -107,10 +107,42 @@ def test_profile_command(tmp_path, capsys):
 
 
 def _record():
-    delay = MetricRecord("delay", "percentile 95", True, 95.0, 5.0, 50.0, 95.0, 25.0, 75.0,
-                         10, 5, 30.0, 86400.0, 12.5, 1.25, "ms")
-    time = MetricRecord("time_s", "mean", False, None, None, 90.0, 95.0, None, None,
-                        29, 1, "30s", None, 0.52, None, "s")
+    delay = MetricRecord(
+        "delay",
+        "percentile 95",
+        True,
+        95.0,
+        5.0,
+        50.0,
+        95.0,
+        25.0,
+        75.0,
+        10,
+        5,
+        30.0,
+        86400.0,
+        12.5,
+        1.25,
+        "ms",
+    )
+    time = MetricRecord(
+        "time_s",
+        "mean",
+        False,
+        None,
+        None,
+        90.0,
+        95.0,
+        None,
+        None,
+        29,
+        1,
+        "30s",
+        None,
+        0.52,
+        None,
+        "s",
+    )
     return Record("cc & co", "a" * 64, "b" * 64, 7, "0.1.0", (delay, time))
 
 

@@ -166,8 +166,14 @@ def _true_quantile(name, q):
     }[name]()
 
 
-CASES = [(50, 95, "upper", 0), (95, 95, "upper", 0), (90, 99, "upper", 11),
-         (25, 75, "lower", 3), (10, 90, "lower", 0), (99, 90, "upper", 0)]
+CASES = [
+    (50, 95, "upper", 0),
+    (95, 95, "upper", 0),
+    (90, 99, "upper", 11),
+    (25, 75, "lower", 3),
+    (10, 90, "lower", 0),
+    (99, 90, "upper", 0),
+]
 
 
 @pytest.mark.parametrize("dist", ["normal", "lognormal", "exponential", "bimodal", "pareto"])
@@ -177,8 +183,8 @@ def test_kpi_coverage_by_simulation(dist):
     rng = np.random.default_rng(len(dist) * 7919)
     for p, c, bound, extra in CASES:
         n = min_samples(p / 100, c / 100, bound) + extra
-        rank, achieved = upper_rank(n, p / 100, c / 100) if bound == "upper" else lower_rank(
-            n, p / 100, c / 100
+        rank, achieved = (
+            upper_rank(n, p / 100, c / 100) if bound == "upper" else lower_rank(n, p / 100, c / 100)
         )
         x = _draw(rng, dist, (reps, n))
         ref = kpi(x[0], p, c, bound)

@@ -15,7 +15,7 @@ from benchlang import __version__
 from benchlang.cli.common import SpecFailed
 from benchlang.errors import UserError
 
-COMMANDS = ("check", "plan", "run", "results", "analyze", "record", "size", "plugins")
+COMMANDS = ("check", "plan", "run", "results", "analyze", "record", "order", "import_data", "size", "plugins")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"benchlang {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"benchlang.cli.{name.replace('-', '_')}").add_parser(subparsers)
+        importlib.import_module(f"benchlang.cli.{name}").add_parser(subparsers)
     return parser
 
 

@@ -11,6 +11,7 @@ from benchlang.cli.plan import build_plan
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record, render_analysis
 from benchlang.report.data import load_data
+from benchlang.report.order_analysis import order_report, render_order_report
 from benchlang.report.results import failure_lines, render_results
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
@@ -54,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         if experiment.kpis:
             analysis = analyze(data)
             render_analysis(analysis, {m.name: m.unit for m in experiment.metrics})
+        if experiment.order_dependence is not None:
+            render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
+        if experiment.kpis:
             print()
             print(build_record(data, analysis).to_markdown())
         if summary.failed:

@@ -146,6 +146,13 @@ class _Checker:
             if stmt is not None:
                 self._check_templates(stmt.value, {}, runtime, allow_factors=False)
 
+        reset_stmt = next((i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset"), None)
+        if reset is not None and (reset.reboot or reset.reconnect):
+            from benchlang.backends.registry import backend_kinds
+
+            backend = backend_kinds().get(hosts.kind)
+            if backend is not None and not getattr(backend, "supports_reboot", False):
+                self.error(f"hosts {hosts.kind} cannot reboot or reconnect between rounds", reset_stmt.span, "a rebooting reset needs remote hosts (hosts ssh { ... }); use a plain reset command here")
         if not benchmarks and not any(isinstance(i, ast.Benchmark) for i in items):
             self.error("the experiment declares no benchmark", tree.span, "add: benchmark NAME { run \"command\" }")
         if any(d.severity == "error" for d in self.diagnostics):

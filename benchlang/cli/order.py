@@ -1,0 +1,37 @@
+"""``benchlang order``: does trial order change the results? (OrderSage, ATC 2023)"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchlang.errors import UserError
+from benchlang.report.data import load_data
+from benchlang.report.order import order_json
+from benchlang.report.order_analysis import order_report, render_order_report
+from benchlang.run.store import Store
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("order", help="test whether trial order changed the results", description="Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta %% and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("--plan")
+    p.add_argument("--metric", help="metric to test (default: the first declared)")
+    p.add_argument("--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0.0 < args.alpha < 1.0:
+        raise UserError("--alpha must lie strictly between 0 and 1")
+    with Store(args.store) as store:
+        data = load_data(store, args.plan)
+    report = order_report(data, args.metric, args.alpha)
+    if args.json:
+        if report.dependence is None:
+            raise UserError(report.note or "no fixed-vs-random comparison possible")
+        print(json.dumps(order_json(report.dependence), indent=2, allow_nan=False, default=lambda x: None))
+    else:
+        render_order_report(report)
+    return 0

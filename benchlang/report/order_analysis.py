@@ -1,0 +1,64 @@
+"""Order dependence of a stored experiment: OrderSage's fixed-vs-random table, plus the
+position and carry-over views within random-order rounds."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+import attrs
+import numpy as np
+
+from benchlang.errors import UserError
+from benchlang.report.data import ExperimentData
+from benchlang.report.order import render_carry_over_table, render_order_table, render_position_table
+from benchlang.stats.order_dependence import OrderDependence, order_dependence
+from benchlang.stats.position_effects import CarryOver, PositionEffect, carry_over, position_effect
+
+
+@attrs.frozen
+class OrderReport:
+    metric: str
+    dependence: OrderDependence | None
+    positions: PositionEffect | None
+    carry: CarryOver | None
+    note: str | None
+
+
+def order_report(data: ExperimentData, metric: str | None = None, alpha: float = 0.05) -> OrderReport:
+    exp = data.experiment
+    if metric is None:
+        if not exp.metrics:
+            raise UserError("the experiment declares no metric")
+        metric = exp.metrics[0].name
+    if metric not in data.metrics:
+        raise UserError(f"no metric {metric!r}", f"metrics: {', '.join(data.metrics)}")
+    t = data.table
+    values = data.metrics[metric].values
+    keep = t.ok & np.isfinite(values)
+    v, label, order = values[keep], t.label[keep].astype(str), t.order_kind[keep].astype(str)
+    better = exp.metric(metric).better
+    kinds = set(order.tolist())
+    dependence = order_dependence(v, label, order, alpha, better) if kinds == {"fixed", "random"} else None
+    positions = carry = None
+    note = None
+    if "random" in kinds:
+        positions = position_effect(v, label, t.position[keep], alpha, order=order)
+        carry = carry_over(v, label, t.round[keep], t.position[keep], alpha, order=order)
+    if dependence is None:
+        note = ("only fixed-order rounds: order dependence cannot be tested (use order random or fixed_vs_random)"
+                if kinds == {"fixed"} else "no fixed-order rounds: the fixed-vs-random test needs order fixed_vs_random; position and carry-over effects are shown instead")
+    return OrderReport(metric, dependence, positions, carry, note)
+
+
+def render_order_report(report: OrderReport, stream: TextIO | None = None) -> None:
+    import sys
+
+    out = stream or sys.stdout
+    if report.dependence is not None:
+        render_order_table(report.dependence, out)
+    if report.note:
+        out.write(f"note: {report.note}\n")
+    if report.positions is not None:
+        render_position_table(report.positions, out)
+    if report.carry is not None:
+        render_carry_over_table(report.carry, out)
