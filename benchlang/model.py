@@ -147,6 +147,17 @@ class Stop:
 
 
 @attrs.frozen
+class Comparison:
+    """``compare METRIC by FACTOR with METHOD {...}``: treatment (second level) minus control
+    (first level). method: bootstrap | mixed_effects."""
+
+    metric: str
+    by: str
+    method: str
+    settings: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
 class Experiment:
     name: str
     title: str | None
@@ -170,6 +181,7 @@ class Experiment:
     spec_hash: str = ""
     spec_path: str = ""
     order_dependence: dict[str, Any] | None = None
+    comparisons: tuple[Comparison, ...] = ()
 
     def factor(self, name: str) -> Factor:
         return next(f for f in self.factors if f.name == name)

@@ -41,7 +41,7 @@ def loop_metric(x: np.ndarray, measure, confidence=95.0, tolerance=5.0) -> float
     step = (n - w) / (k - 1) if k > 1 else 0
     vals, centres = [], []
     for i in range(k):
-        s = int(round(i * step))
+        s = round(i * step)
         window = x[s : s + w]
         vals.append(np.mean(window) if measure == "mean" else np.percentile(window, measure))
         centres.append(s + (w - 1) / 2)

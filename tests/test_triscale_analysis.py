@@ -158,3 +158,13 @@ def test_record_forms():
     assert r"time\_s" in tex and r"95\%" in tex and tex.count(r" \\") == 15
     assert format_duration(7200) == "2h" and format_duration(90) == "90s"
     assert format_duration(0.5) == "0.5s"
+
+
+def test_analyze_metric_with_exclusion_asks_for_more_trials():
+    rng = np.random.default_rng(17)
+    values = rng.normal(size=70)
+    res = analyze_metric(values, None, 95, 95, "upper", None, None, exclude=1)
+    assert res.series[0].kpi.min_n == 93 and math.isnan(res.series[0].kpi.value)
+    assert any("the KPI needs 93" in r for r in res.reasons)
+    ok = analyze_metric(values, None, 95, 95, "upper", None, None, exclude=0)
+    assert ok.series[0].kpi.rank == 70

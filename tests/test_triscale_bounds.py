@@ -213,3 +213,16 @@ def test_variability_joint_coverage_by_simulation():
         assert v.joint_confidence >= 2 * c - 100 - 1e-9
         if p == 50:
             assert abs(both - v.joint_confidence / 100) <= 4 * se
+
+
+def test_kpi_with_excluded_extremes():
+    x = np.arange(1.0, 91.0)
+    k = kpi(x, 95, 99, "upper", exclude=0)
+    assert k.rank == 90 and k.min_n == 90
+    more = np.arange(1.0, 131.0)
+    for n in range(93, 131):
+        robust = kpi(more[:n], 95, 95, "upper", exclude=1)
+        assert robust.min_n == sizing(95, 95, 1) == 93 and robust.rank <= n - 1
+    assert math.isnan(kpi(x[:60], 95, 95, "upper", exclude=1).value)
+    low = kpi(more, 5, 95, "lower", exclude=2)
+    assert low.min_n == sizing(5, 95, 2) and low.rank >= 3

@@ -64,7 +64,7 @@ def test_vectorised_windows_match_the_definition(n):
     ref = np.sort(sliding_window_view(x, w)[starts], axis=1)
     for q in (0.1, 25, 50, 95, 99.9):
         np.testing.assert_allclose(window_percentile(x, starts, w, q), _reference(x, q))
-        k = int(math.floor((w - 1) * q / 100))
+        k = math.floor((w - 1) * q / 100)
         assert np.array_equal(window_order_stats(x, starts, w, np.array([k]))[0], ref[:, k])
 
 

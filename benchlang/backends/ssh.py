@@ -12,6 +12,7 @@ asyncssh's ``config`` handling. See docs/ssh.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -291,7 +292,7 @@ class SshSession:
             raise HostDown(self.host, self._key_message(err)) from None
         except asyncssh.PermissionDenied as err:
             raise HostDown(self.host, f"authentication refused ({err.reason}); check user and identity") from None
-        except (OSError, asyncssh.Error, asyncio.TimeoutError) as err:
+        except (TimeoutError, OSError, asyncssh.Error) as err:
             raise HostDown(self.host, f"cannot connect: {_reason(err)}") from None
         try:
             await self._start_agent()
@@ -307,15 +308,13 @@ class SshSession:
         try:
             self.process = await self.conn.create_process(command, encoding=None)
             hello = await asyncio.wait_for(self.process.stdout.readline(), self.backend.connect_timeout)
-        except (OSError, asyncssh.Error, asyncio.TimeoutError) as err:
+        except (TimeoutError, OSError, asyncssh.Error) as err:
             raise HostDown(self.host, f"cannot start the benchlang agent: {_reason(err)}") from None
         header = json.loads(hello) if hello.startswith(b"{") else {}
         if "agent" not in header:
             stderr = b""
-            try:
+            with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
                 stderr = await asyncio.wait_for(self.process.stderr.read(4096), 2.0)
-            except (asyncio.TimeoutError, asyncssh.Error, OSError):
-                pass
             detail = header.get("fatal") or (stderr or hello).decode(errors="replace").strip()[-300:] or "no answer"
             raise HostDown(self.host, f"cannot start the benchlang agent with {self.backend.python}: {detail}")
         self.workdir = header["workdir"]
@@ -335,7 +334,7 @@ class SshSession:
             else:
                 try:
                     line = await asyncio.wait_for(stdout.readline(), deadline)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     self.process.stdin.write(b'{"op": "kill"}\n')
                     line = await asyncio.wait_for(stdout.readline(), ANSWER_GRACE)
             if not line.endswith(b"\n"):
@@ -343,7 +342,7 @@ class SshSession:
             header = json.loads(line)
             size = int(header.get("data", 0)) + int(header.get("out", 0)) + int(header.get("err", 0))
             payload = await stdout.readexactly(size) if size else b""
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._drop()
             raise HostDown(self.host, f"no answer {ANSWER_GRACE:g}s after the command's time limit") from None
         except (OSError, asyncssh.Error, asyncio.IncompleteReadError) as err:
@@ -418,10 +417,8 @@ class SshSession:
                 pass
         if self.conn is not None:
             self.conn.close()
-            try:
+            with contextlib.suppress(asyncio.TimeoutError, OSError):
                 await asyncio.wait_for(self.conn.wait_closed(), 5.0)
-            except (asyncio.TimeoutError, OSError):
-                pass
         self.conn = self.process = None
 
 

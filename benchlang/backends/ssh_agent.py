@@ -12,6 +12,7 @@ Requests: ``{"op": "exec", "argv", "env", "cwd", "timeout"}``, ``{"op": "read", 
 python3); it imports nothing from benchlang.
 """
 
+import contextlib
 import json
 import os
 import platform
@@ -38,10 +39,8 @@ def _tail(fd):
 
 
 def _kill_group(pgid):
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _facts():
@@ -133,7 +132,7 @@ class Agent:
             pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
         except OSError as exc:
             wall = time.perf_counter() - t0
-            message = ("benchlang: cannot start %r: %s\n" % (argv[0], exc.strerror)).encode()
+            message = (f"benchlang: cannot start {argv[0]!r}: {exc.strerror}\n").encode()
             _send({"status": 127, "timed_out": False, "wall": wall, "rusage": {"wall_time": wall}, "out": 0, "err": len(message)}, message)
             return True
         finally:
@@ -183,7 +182,7 @@ class Agent:
                 payload = json.dumps(_facts()).encode()
                 _send({"data": len(payload)}, payload)
             elif op != "kill":
-                _send({"error": "unknown request %r" % op, "data": 0})
+                _send({"error": f"unknown request {op!r}", "data": 0})
 
 
 def main():
@@ -192,7 +191,7 @@ def main():
         os.makedirs(workdir, exist_ok=True)
         os.chdir(workdir)
     except OSError as exc:
-        _send({"fatal": "cannot use workdir %s: %s" % (workdir, exc.strerror or exc)})
+        _send({"fatal": f"cannot use workdir {workdir}: {exc.strerror or exc}"})
         return 2
     Agent(workdir).serve()
     return 0

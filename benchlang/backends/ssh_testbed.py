@@ -7,6 +7,7 @@ testbed writes a known_hosts file that trusts exactly these host keys.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -105,10 +106,8 @@ class Sshd:
         if self.proc is None:
             return
         for pid in [self.proc.pid, *descendants(self.proc.pid)]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait()
         self.proc = None
 

@@ -15,6 +15,7 @@ from benchlang import model
 from benchlang.cli.common import load_spec
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, analyze_values, render_analysis
+from benchlang.report.compare import compare, render_comparisons
 from benchlang.report.data import load_data
 from benchlang.report.order_analysis import order_report, render_order_report
 from benchlang.run.store import Store
@@ -92,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
             plan_hash = build_plan(args.spec)[2].hash
         with Store(args.store) as store:
             data = load_data(store, plan_hash)
-        if not data.experiment.kpis and data.experiment.order_dependence is None:
+        if not data.experiment.kpis and data.experiment.order_dependence is None and not data.experiment.comparisons:
             raise UserError("the spec declares no kpi and no order_dependence analysis", "add e.g.: kpi time { percentile 50 confidence 95% }")
         results = analyze(data)
+        if data.experiment.comparisons and not args.json:
+            render_comparisons([compare(data, c) for c in data.experiment.comparisons])
         if data.experiment.order_dependence is not None and not args.json:
             render_order_report(order_report(data, None, data.experiment.order_dependence["alpha"]))
         units = {m.name: m.unit for m in data.experiment.metrics}

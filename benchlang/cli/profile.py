@@ -93,6 +93,8 @@ def read_column(path: str, column: str | None) -> tuple[np.ndarray, str]:
 
 def run(args: argparse.Namespace) -> int:
     seconds = _period(args.period)
+    if args.max_lag is not None and args.max_lag < 2:
+        raise UserError(f"--max-lag must be at least 2, got {args.max_lag}")
     values, name = read_column(args.file, args.column)
     try:
         result = profile(values, seconds, args.max_lag)

@@ -10,6 +10,7 @@ from pathlib import Path
 from benchlang.cli.plan import build_plan
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record, render_analysis
+from benchlang.report.compare import compare, render_comparisons
 from benchlang.report.data import load_data
 from benchlang.report.order_analysis import order_report, render_order_report
 from benchlang.report.results import failure_lines, render_results
@@ -55,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         if experiment.kpis:
             analysis = analyze(data)
             render_analysis(analysis, {m.name: m.unit for m in experiment.metrics})
+        if experiment.comparisons:
+            render_comparisons([compare(data, c) for c in experiment.comparisons])
         if experiment.order_dependence is not None:
             render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
         if experiment.kpis:

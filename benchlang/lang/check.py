@@ -34,6 +34,25 @@ _DESIGN_SCHEMA = {
     "warmup": s.count(0),
     "cooldown": s.count(0),
 }
+_ADAPTIVE_SCHEMA = {
+    "ks": s.number(0.0, 1.0), "min": s.count(3), "max": s.count(3), "window": s.count(1),
+    "tolerance": s.number(0.0, None), "constant_spread": s.number(0.0, None), "trend_alpha": s.number(0.0, 1.0),
+    "acf_threshold": s.number(0.0, 1.0), "normal_p": s.number(0.0, 1.0), "lognormal_p": s.number(0.0, 1.0),
+    "uniform_p": s.number(0.0, 1.0), "max_components": s.count(1), "confidence": s.percent,
+    "bootstrap_replicates": s.count(10), "metric": s.word,
+}
+_COMPARE_SCHEMAS = {
+    "bootstrap": {
+        "cluster": s.choice("none", "iid", "request", "host", "host_block"),
+        "replicates": s.count(10),
+        "weights": s.choice("poisson", "exponential"),
+        "log": s.boolean,
+        "interval": s.choice("clt", "percentile"),
+        "confidence": s.percent,
+    },
+    "mixed_effects": {"method": s.choice("auto", "reml", "moments")},
+}
+_ADAPTIVE_FIELDS = {"min": "min_n", "max": "max_n"}
 _NOT_YET_DESIGN = ("layout", "versions", "requests", "replicate", "warmup", "cooldown")
 
 
@@ -135,9 +154,9 @@ class _Checker:
         metrics = self._metrics(of(ast.Metric), measures)
         kpis = self._kpi_blocks(of(ast.Block, "kpi"), metrics)
         variabilities = self._variability_blocks(of(ast.Block, "variability"), metrics)
-        stop = self._stop(self._single(of(ast.Stop), "'stop'"), metrics)
+        stop = self._stop(self._single(of(ast.Stop), "'stop'"), metrics, kpis)
         design = self._design(self._single(of(ast.Block, "design"), "'design'"), kpis, variabilities, stop)
-        self._analysis(of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors)
+        comparisons = self._analysis(of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors)
         order_dependence = self._order_dependence(of(ast.AnalysisItem, "order_dependence"))
         runtime = design.runtime if design else None
         for bench_ast, bench in zip(of(ast.Benchmark), benchmarks, strict=False):
@@ -180,6 +199,7 @@ class _Checker:
             spec_hash="sha256:" + hashlib.sha256(self.source.text.encode()).hexdigest(),
             spec_path=self.source.path,
             order_dependence=order_dependence,
+            comparisons=comparisons,
         )
 
     def _reset(self, stmt: ast.Statement | None) -> model.Reset | None:
@@ -526,19 +546,55 @@ class _Checker:
             out.append(model.Variability(metric.name, checked.values["percentile"], checked.values["confidence"]))
         return out
 
-    def _stop(self, stop: ast.Stop | None, metrics: list[model.Metric]) -> model.Stop | None:
+    def _stop(self, stop: ast.Stop | None, metrics: list[model.Metric], kpis: list[model.Kpi]) -> model.Stop | None:
         if stop is None:
             return None
+        metric_names = [m.name for m in metrics]
         if stop.kind == "after":
             if stop.count.value < 1:
                 self.error("stop after needs at least 1 trial", stop.count.span)
                 return None
             return model.Stop("after", count=stop.count.value)
         if stop.kind == "adaptive":
-            self.not_supported("stop adaptive", stop.span)
+            checked = s.check_settings(stop.settings, _ADAPTIVE_SCHEMA, "stop adaptive", self.diagnostics)
+            values = dict(checked.values)
+            metric = values.pop("metric", None) or (kpis[0].metric if kpis else metric_names[0] if metric_names else "wall_time")
+            if "metric" in checked.values and metric not in metric_names:
+                self.error(f"stop adaptive: no metric named '{metric}'", checked.spans["metric"], did_you_mean(metric, metric_names))
+                return None
+            settings = {_ADAPTIVE_FIELDS.get(k, k): v for k, v in values.items()}
+            if "confidence" in settings:
+                settings["confidence"] = settings["confidence"] / 100.0
+            settings.setdefault("min_n", 10)
+            settings.setdefault("max_n", 400)
+            if settings["min_n"] > settings["max_n"]:
+                self.error(f"stop adaptive: min {settings['min_n']} exceeds max {settings['max_n']}", stop.span)
+                return None
+            return model.Stop("adaptive", count=settings["max_n"], settings={"metric": metric, **settings})
+        if stop.metric not in metric_names:
+            self.error(f"stop when kpi: no metric named '{stop.metric}'", stop.span, did_you_mean(stop.metric, metric_names))
             return None
-        self.not_supported("stop when kpi ... width", stop.span)
-        return None
+        kpi = next((k for k in kpis if k.metric == stop.metric), None)
+        if kpi is None:
+            self.error(f"stop when kpi {stop.metric}: the metric has no kpi", stop.span, f"declare one: kpi {stop.metric} {{ percentile 50 confidence 95% }}")
+            return None
+        width = stop.width
+        if width.kind == "percent" and not 0 < width.value < 100:
+            self.error("the width must lie in (0%, 100%)", width.span)
+            return None
+        if width.kind != "percent" and float(width.value) <= 0:
+            self.error("the width must be positive", width.span)
+            return None
+        max_n = stop.max_count.value if stop.max_count is not None else 400
+        need = sizing(kpi.percentile, kpi.confidence, kpi.exclude)
+        if max_n < need:
+            self.error(f"stop when kpi {kpi.metric}: max {max_n} is below the {need} trials the kpi needs", stop.max_count.span if stop.max_count else stop.span, f"use max {need} or more")
+            return None
+        return model.Stop("kpi_width", count=max_n, settings={
+            "metric": kpi.metric, "percentile": kpi.percentile, "confidence": kpi.confidence, "bound": kpi.bound,
+            "width": width.value / 100.0 if width.kind == "percent" else float(width.value),
+            "relative": width.kind == "percent", "max_n": max_n,
+        })
 
     def _design(self, block: ast.Block | None, kpis: list[model.Kpi], variabilities: list[model.Variability], stop: model.Stop | None) -> model.Design:
         checked = s.check_settings(block.settings if block else None, _DESIGN_SCHEMA, "design", self.diagnostics, blocks=("layout", "versions", "requests"))
@@ -549,9 +605,9 @@ class _Checker:
         span = block.span if block else None
         runs_wanted = v.get("runs")
         kpi_needs = [(sizing(k.percentile, k.confidence, k.exclude), k) for k in kpis]
-        if stop is not None and stop.kind == "after":
+        if stop is not None:
             if runs_wanted is not None:
-                self.error("give either 'runs' in the design or 'stop after', not both", checked.spans.get("runs"))
+                self.error(f"give either 'runs' in the design or a stop rule, not both (the stop rule sets the number of runs)", checked.spans.get("runs"))
             runs_wanted = stop.count
         if runs_wanted == "auto" or runs_wanted is None and kpi_needs:
             if not kpi_needs:
@@ -563,7 +619,13 @@ class _Checker:
         elif runs_wanted is None:
             runs, reason = 1, "default: one trial per configuration and series (no kpi declared)"
         else:
-            runs, reason = int(runs_wanted), "given in the spec"
+            runs = int(runs_wanted)
+            reason = {
+                None: "given in the spec",
+                "after": "stop after N",
+                "adaptive": f"at most {runs}: stop adaptive (Mittal et al., PMBS '23) ends each configuration earlier when its samples allow",
+                "kpi_width": f"at most {runs}: stop when the kpi bound is narrow enough (TriScale §7)",
+            }[stop.kind if stop else None]
             for need, kpi in kpi_needs:
                 if runs < need:
                     where = checked.spans.get("runs", span) if stop is None or stop.kind != "after" else span
@@ -593,19 +655,35 @@ class _Checker:
             self.warn("'span' spreads series over time, but there is only one series", checked.spans["span"])
         return model.Design(runs=runs, runs_reason=reason, series=series, series_reason=series_reason, order=v.get("order", "random"), runtime=v.get("runtime"), span=v.get("span"))
 
-    def _analysis(self, blocks: list[ast.Block], compares: list[ast.Compare], items: list[ast.AnalysisItem], metrics: list[model.Metric], factors: list[model.Factor]) -> None:
+    def _analysis(self, blocks: list[ast.Block], compares: list[ast.Compare], items: list[ast.AnalysisItem], metrics: list[model.Metric], factors: list[model.Factor]) -> tuple[model.Comparison, ...]:
         self._single(blocks, "'analysis'")
         metric_names = [m.name for m in metrics]
+        out = []
         for c in compares:
             if c.metric not in metric_names:
                 self.error(f"compare on undeclared metric '{c.metric}'", c.span, did_you_mean(c.metric, metric_names))
-            self.not_supported("compare", c.span)
+                continue
+            factor = next((f for f in factors if f.name == c.by), None)
+            if factor is None:
+                self.error(f"compare by '{c.by}': no such factor", c.span, did_you_mean(c.by, [f.name for f in factors]) or "compare by a factor with two levels: control first, treatment second")
+                continue
+            kept = math.ceil(factor.coverage / 100.0 * len(factor.levels) - 1e-9)
+            if len(factor.levels) != 2 or kept < 2:
+                self.error(f"compare by '{c.by}' needs a factor with exactly two levels (control, treatment); it has {min(len(factor.levels), kept)}", c.span)
+                continue
+            method = c.method or "bootstrap"
+            if method not in _COMPARE_SCHEMAS:
+                self.error(f"unknown comparison method '{method}'", c.method_span or c.span, did_you_mean(method, _COMPARE_SCHEMAS) or f"methods: {', '.join(_COMPARE_SCHEMAS)}")
+                continue
+            checked = s.check_settings(c.settings, _COMPARE_SCHEMAS[method], f"compare with {method}", self.diagnostics)
+            out.append(model.Comparison(c.metric, c.by, method, checked.values))
         for item in items:
             if item.keyword == "order_dependence":
                 continue
             if item.keyword == "anova" and item.name not in metric_names:
                 self.error(f"anova on undeclared metric '{item.name}'", item.span, did_you_mean(item.name, metric_names))
             self.not_supported(item.keyword, item.span)
+        return tuple(out)
 
     def _order_dependence(self, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:
         item = self._single(items, "'order_dependence'")

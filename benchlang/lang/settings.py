@@ -100,6 +100,12 @@ def choice(*options: str) -> Validator:
     return validate
 
 
+def word(value: ast.Value) -> str:
+    if value.kind != "word":
+        raise Invalid(f"expected a name, got {_show(value)}")
+    return value.value
+
+
 def count_or_auto(value: ast.Value) -> int | str:
     if value.kind == "word" and value.value == "auto":
         return "auto"

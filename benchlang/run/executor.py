@@ -4,8 +4,10 @@ every finished trial to the store before the next one starts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -21,6 +23,8 @@ from benchlang.run.store import Store, TrialRecord
 
 TRANSIENT_RETRIES = 3
 RETRY_BACKOFF = 0.5
+RECONNECT_TIMEOUT = 10.0
+MAX_CONSECUTIVE_TIMEOUTS = 3
 
 
 @attrs.frozen
@@ -57,7 +61,21 @@ def _stderr_line(execution: Execution) -> str:
 
 
 class Executor:
-    def __init__(self, experiment: model.Experiment, plan: Plan, backend: Backend, store: Store, progress: Progress) -> None:
+    """Runs a plan: one task per host, each running its rounds in plan order.
+
+    When a host stops (cannot connect, failed setup or reset, connection lost and not back
+    after ``retries`` reconnections, ``max_consecutive_timeouts`` trials in a row timing out),
+    its unfinished rounds go to a shared queue that healthy hosts drain in plan order; with
+    ``pin_hosts`` (layouts that tie trials to hosts) its unfinished trials are stored as failed
+    instead. A trial whose connection drops is retried with exponential backoff, at most
+    ``retries`` times; the attempts are stored with it.
+    """
+
+    def __init__(
+        self, experiment: model.Experiment, plan: Plan, backend: Backend, store: Store, progress: Progress, *,
+        pin_hosts: bool = False, retries: int = TRANSIENT_RETRIES, backoff: float = RETRY_BACKOFF,
+        reconnect_timeout: float = RECONNECT_TIMEOUT, max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
+    ) -> None:
         self.experiment = experiment
         self.plan = plan
         self.backend = backend
@@ -70,6 +88,15 @@ class Executor:
         self.ran = 0
         self.hosts_down: list[tuple[str, str]] = []
         self.run_started = 0.0
+        self.pin_hosts = pin_hosts
+        self.retries = retries
+        self.backoff = backoff
+        self.reconnect_timeout = reconnect_timeout
+        self.max_consecutive_timeouts = max_consecutive_timeouts
+        self._orphans: list[int] = []
+        self._busy: set[str] = set()
+        self._wake = asyncio.Event()
+        self._timeouts_in_a_row: dict[str, int] = {}
 
     async def run(self) -> RunSummary:
         t0 = time.monotonic()
@@ -77,6 +104,7 @@ class Executor:
         self.run_started = self.store.mark_run_started(self.plan_hash)
         hosts = self.plan.hosts
         rounds_by_host = {h: np.flatnonzero(self.plan.round_host == i).tolist() for i, h in enumerate(hosts)}
+        self._busy = set(hosts)
         await asyncio.gather(*(self._host(host, rounds_by_host[host]) for host in hosts))
         return RunSummary(self.plan_hash, self.plan.n_trials, already, self.ran, self.failed, tuple(self.hosts_down), time.monotonic() - t0)
 
@@ -85,35 +113,100 @@ class Executor:
         return [r for r in rounds if any(t not in self.finished for t in range(bounds[r], bounds[r + 1]))]
 
     async def _host(self, host: str, rounds: list[int]) -> None:
-        pending = self._pending_rounds(rounds)
-        if not pending:
-            return
+        queue = self._pending_rounds(rounds)
+        queue.reverse()
+        session: HostSession | None = None
+        current: int | None = None
+        try:
+            while True:
+                current = queue.pop() if queue else await self._adopt(host)
+                if current is None:
+                    break
+                if session is None:
+                    session = await self._open(host)
+                await self._round(session, current)
+                current = None
+        except (HostStopped, HostDown) as err:
+            self._host_down(host, err.message, ([current] if current is not None else []) + queue[::-1])
+        except OSError as err:
+            self._host_down(host, f"{type(err).__name__}: {err}", ([current] if current is not None else []) + queue[::-1])
+        finally:
+            self._busy.discard(host)
+            self._wake.set()
+            if session is not None:
+                await self._close(session)
+
+    async def _open(self, host: str) -> HostSession:
+        """Connect, record the host's facts and run setup; any failure stops the host."""
         try:
             session = await self.backend.open(host)
-        except (HostDown, OSError) as err:
-            self._host_down(host, f"cannot connect: {err}")
-            return
+        except OSError as err:
+            raise HostStopped(host, f"cannot connect: {err}") from None
+        except HostDown as err:
+            raise HostStopped(host, err.message if err.message.startswith("cannot") else f"cannot connect: {err.message}") from None
         try:
             self.store.record_host(self.plan_hash, host, await session.facts())
             await self._setup(session)
-            for r in pending:
-                await self._round(session, r)
-        except HostStopped as err:
-            self._host_down(err.host, err.message)
-        except HostDown as err:
-            self._host_down(err.host, err.message)
-        finally:
-            try:
-                if self.experiment.teardown:
-                    await session.execute(Command(self.experiment.teardown, self._env({}), self._cwd(None), self.experiment.timeout))
-            except (HostDown, OSError):
-                pass
+        except BaseException:
+            await self._close(session)
+            raise
+        return session
+
+    async def _close(self, session: HostSession) -> None:
+        try:
+            if self.experiment.teardown:
+                await session.execute(Command(self.experiment.teardown, self._env({}), self._cwd(None), self.experiment.timeout))
+        except (HostDown, OSError):
+            pass
+        with contextlib.suppress(HostDown, OSError):
             await session.close()
 
-    def _host_down(self, host: str, message: str) -> None:
+    async def _adopt(self, host: str) -> int | None:
+        """This host's own rounds are done: take a round a stopped host left (plan order), or
+        return None once no host that could still stop is running."""
+        self._busy.discard(host)
+        self._wake.set()
+        while True:
+            if self._orphans:
+                self._busy.add(host)
+                return heapq.heappop(self._orphans)
+            if not self._busy:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+
+    def _host_down(self, host: str, message: str, rounds: Sequence[int] = ()) -> None:
         self.hosts_down.append((host, message))
         self.store.record_event(self.plan_hash, "host_down", message, host)
         self.progress.note(f"host {host} stopped: {message}")
+        rounds = self._pending_rounds(rounds)
+        if not rounds:
+            return
+        n_trials = sum(len(self._unfinished(r)) for r in rounds)
+        if self.pin_hosts:
+            reason = f"host {host} stopped: {message}"
+            for r in rounds:
+                for t in self._unfinished(r):
+                    self._store_trial(self._record(t, host, "failed", reason, None, 0, {}, {}))
+            text = f"{n_trials} trials pinned to {host} stored as failed"
+            self.store.record_event(self.plan_hash, "trials_failed", text, host)
+            self.progress.note(text)
+            return
+        for r in rounds:
+            heapq.heappush(self._orphans, r)
+        down = {h for h, _ in self.hosts_down}
+        healthy = [h for h in self.plan.hosts if h not in down]
+        text = (
+            f"{len(rounds)} rounds ({n_trials} trials) of {host} reassigned to {', '.join(healthy)}"
+            if healthy else f"{len(rounds)} rounds ({n_trials} trials) of {host} left unrun: no healthy host remains"
+        )
+        self.store.record_event(self.plan_hash, "reassigned" if healthy else "unrun", text, host)
+        self.progress.note(text)
+        self._wake.set()
+
+    def _unfinished(self, r: int) -> list[int]:
+        bounds = self.plan.round_bounds
+        return [t for t in range(int(bounds[r]), int(bounds[r + 1])) if t not in self.finished]
 
     def _cwd(self, bench: model.Benchmark | None) -> str | None:
         return (bench.workdir if bench and bench.workdir else None) or self.experiment.workdir
@@ -166,7 +259,11 @@ class Executor:
         reset_status = "none"
         reset = self.experiment.reset
         if reset is not None and reset.command:
-            execution = await session.execute(Command(reset.command, self._env({}), self._cwd(None), self.experiment.timeout))
+            try:
+                execution = await session.execute(Command(reset.command, self._env({}), self._cwd(None), self.experiment.timeout))
+            except HostDown:
+                if not (reset.reboot or reset.reconnect):
+                    raise
             if reset.reboot or reset.reconnect:
                 await session.reconnect(self.experiment.timeout or 600.0)
             elif not execution.ok:
@@ -177,12 +274,38 @@ class Executor:
             if t in self.finished:
                 continue
             record = await self._trial(session, t, series, r, order_kind)
-            self.store.record_trial(self.plan_hash, record)
-            self.finished.add(t)
-            self.ran += 1
-            self.failed += record.status != "ok"
-            self.progress.advance(record.status != "ok")
+            self._store_trial(record)
+            if record.timed_out:
+                self._timeouts_in_a_row[session.host] = n = self._timeouts_in_a_row.get(session.host, 0) + 1
+                if n >= self.max_consecutive_timeouts:
+                    self._timeouts_in_a_row[session.host] = 0
+                    raise HostStopped(session.host, f"{n} trials in a row timed out")
+            else:
+                self._timeouts_in_a_row[session.host] = 0
         self.store.record_round(self.plan_hash, r, session.host, order_kind, permutation, started, time.time(), reset_status)
+
+    def _store_trial(self, record: TrialRecord) -> None:
+        self.store.record_trial(self.plan_hash, record)
+        self.finished.add(record.trial)
+        self.ran += 1
+        self.failed += record.status != "ok"
+        self.progress.advance(record.status != "ok")
+
+    def _record(self, t: int, host: str, status: str, reason: str | None, execution: Execution | None, attempts: int,
+                measures: dict[str, float], series_values: dict[str, np.ndarray]) -> TrialRecord:
+        plan = self.plan
+        config = plan.configurations[int(plan.trial_configuration[t])]
+        r = int(plan.trial_round[t])
+        now = time.time()
+        return TrialRecord(
+            trial=t, series=int(plan.round_series[r]), round=r, position=int(plan.trial_position[t]), host=host,
+            configuration=config.index, label=config.label, benchmark=config.benchmark,
+            levels=dict(config.levels), order_kind=ORDER_KINDS[int(plan.round_order[r])], status=status, reason=reason,
+            exit_status=execution.exit_status if execution else None, timed_out=execution.timed_out if execution else False,
+            started=execution.started if execution else now, ended=execution.ended if execution else now, attempts=attempts,
+            stdout_tail=execution.stdout if execution else b"", stderr_tail=execution.stderr if execution else b"",
+            measures=measures, series_values=series_values,
+        )
 
     async def _trial(self, session: HostSession, t: int, series: int, r: int, order_kind: str) -> TrialRecord:
         plan = self.plan
@@ -207,11 +330,12 @@ class Executor:
             try:
                 status, reason, execution, measures, series_values = await self._attempt(session, config.command, env, cwd, timeout, hooks_before, hooks_after, bench)
                 break
-            except HostDown:
-                if attempts > TRANSIENT_RETRIES:
+            except HostDown as err:
+                if attempts > self.retries:
                     raise
-                await asyncio.sleep(RETRY_BACKOFF * 2 ** (attempts - 1))
-                await session.reconnect(30.0)
+                self.store.record_event(self.plan_hash, "retry", f"trial {t} attempt {attempts}: {err.message}", session.host)
+                await asyncio.sleep(self.backoff * 2 ** (attempts - 1))
+                await session.reconnect(self.reconnect_timeout)
         return TrialRecord(
             trial=t, series=series, round=r, position=int(plan.trial_position[t]), host=session.host,
             configuration=config.index, label=config.label, benchmark=config.benchmark,

@@ -91,6 +91,18 @@ CREATE TABLE IF NOT EXISTS hosts (
     recorded REAL NOT NULL,
     PRIMARY KEY (plan_hash, host)
 );
+CREATE TABLE IF NOT EXISTS stops (
+    plan_hash TEXT NOT NULL,
+    series INTEGER NOT NULL,
+    configuration INTEGER NOT NULL,
+    after_trials INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    detected_class TEXT,
+    reason TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (plan_hash, series, configuration)
+);
 CREATE TABLE IF NOT EXISTS events (
     plan_hash TEXT NOT NULL,
     at REAL NOT NULL,
@@ -274,6 +286,20 @@ class Store:
 
     def record_event(self, plan_hash: str, kind: str, message: str, host: str | None = None) -> None:
         self.db.execute("INSERT INTO events VALUES (?,?,?,?,?)", (plan_hash, time.time(), host, kind, message))
+
+    def record_stop(self, plan_hash: str, series: int, configuration: int, after_trials: int, action: str, rule: str, detected_class: str | None, reason: str) -> None:
+        """A stopping rule ended a configuration's trials in a series (issue: stopping rules)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
+            (plan_hash, series, configuration, after_trials, action, rule, detected_class, reason, time.time()),
+        )
+
+    def stops(self, plan_hash: str) -> list[tuple[int, int, int, str, str, str | None, str]]:
+        """(series, configuration, after_trials, action, rule, detected_class, reason) per stop."""
+        return self.db.execute(
+            "SELECT series, configuration, after_trials, action, rule, detected_class, reason FROM stops WHERE plan_hash = ? ORDER BY series, configuration",
+            (plan_hash,),
+        ).fetchall()
 
     def events(self, plan_hash: str) -> list[tuple[float, str | None, str, str]]:
         return self.db.execute("SELECT at, host, kind, message FROM events WHERE plan_hash = ? ORDER BY at", (plan_hash,)).fetchall()

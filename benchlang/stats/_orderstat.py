@@ -97,6 +97,8 @@ def min_samples(p: float, c: float, bound: str | None = None, exclude: int = 0) 
     else:
         raise ValueError(f"bound must be 'upper', 'lower' or None, got {bound!r}")
     r = int(exclude)
+    if r < 0:
+        raise ValueError(f"exclude must be a non-negative integer, got {exclude!r}")
     first = max(math.ceil(math.log1p(-c) / math.log(q) - _EPS), 1) + r
     if r == 0:
         return first

@@ -55,26 +55,36 @@ class KPI:
         }
 
 
-def kpi(values: np.ndarray, percentile: float, confidence: float, bound: str = "upper") -> KPI:
+def kpi(
+    values: np.ndarray,
+    percentile: float,
+    confidence: float,
+    bound: str = "upper",
+    exclude: int = 0,
+) -> KPI:
     """The C-level one-sided bound of the p-th percentile of ``values`` (TriScale §4.5).
 
     ``bound="upper"`` (lower is better, e.g. latency) returns X_(k) for the smallest k with
     P(Bin(N, p) <= k-1) >= C (Eq. 2); ``bound="lower"`` (higher is better) the largest k
     with P(Bin(N, p) >= k) >= C (Eq. 1). NaN values (non-converged trials) are dropped;
     the independence verdict is computed on the remaining values in trial order.
+    ``exclude`` = r asks for a bound that never rests on the r most extreme values on the
+    bound's side (§4.5): ``min_n`` is then sizing with r excluded and, with fewer values,
+    the KPI is nan (once N >= min_n the rank is at most N - r, resp. at least r + 1).
     """
     p = check_percent("percentile", percentile)
     c = check_percent("confidence", confidence)
     x = np.asarray(values, dtype=float).ravel()
     x = x[np.isfinite(x)]
     n = int(x.size)
-    rank, achieved = order_statistic_bounds(n, p, c, bound)
+    min_n = min_samples(p, c, bound, exclude)
+    rank, achieved = order_statistic_bounds(n, p, c, bound) if n >= min_n else (None, math.nan)
     value = math.nan if rank is None else float(np.partition(x, rank - 1)[rank - 1])
     return KPI(
         value=value,
         rank=rank,
         n=n,
-        min_n=min_samples(p, c, bound),
+        min_n=min_n,
         percentile=float(percentile),
         confidence=float(confidence),
         achieved_confidence=100.0 * achieved,

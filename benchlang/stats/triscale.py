@@ -68,20 +68,18 @@ def analyze_metric(
     """TriScale's KPI and variability analysis of one configuration's metric values.
 
     ``values`` are per-trial metric values in trial order (nan for trials whose convergence
-    test failed), ``series`` the series index of each (None: one series). ``exclude`` > 0
-    flags the analysis descriptive-only with a reason: bounds here never drop samples.
+    test failed), ``series`` the series index of each (None: one series). ``exclude`` is
+    the number of extreme trials each KPI must not rest on (see ``kpi``).
     """
     v = np.asarray(values, dtype=float).ravel()
     s = np.zeros(v.size, dtype=np.int64) if series is None else np.asarray(series).ravel()
     if s.size != v.size:
         raise ValueError(f"values ({v.size}) and series ({s.size}) differ in length")
     reasons: list[str] = []
-    if exclude:
-        reasons.append(f"exclude {exclude} is not applied by the KPI bound")
     per_series = []
     for label in np.unique(s):
         sv = v[s == label]
-        k = kpi(sv, kpi_percentile, kpi_confidence, bound)
+        k = kpi(sv, kpi_percentile, kpi_confidence, bound, exclude)
         bad = int(sv.size - k.n)
         per_series.append(SeriesKPI(int(label), k, int(sv.size), bad))
         if bad:

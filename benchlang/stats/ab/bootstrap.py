@@ -144,8 +144,8 @@ def replicate_differences(
         for c0 in range(0, C, c_step):
             c1 = min(C, c0 + c_step)
             w = draw_weights(weights, (e1 - e0, replicates, c1 - c0), rng)
-            num[e0:e1] += np.einsum("ebc,evc->evb", w, s[e0:e1, :, c0:c1])
-            den[e0:e1] += np.einsum("ebc,vc->evb", w, counts[:, c0:c1])
+            num[e0:e1] += np.matmul(s[e0:e1, :, c0:c1], w.transpose(0, 2, 1))
+            den[e0:e1] += np.matmul(counts[:, c0:c1], w.transpose(0, 2, 1))
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(den > 0, num / den, np.nan)
     diff = means[:, 1] - means[:, 0]

@@ -167,11 +167,11 @@ def _indicator(codes: np.ndarray) -> sp.csr_array:
     return sp.csr_array((np.ones(n), (np.arange(n), codes)), shape=(n, int(codes.max()) + 1))
 
 
-def fit_mixed_reml(y: np.ndarray, design: ABDesign) -> MixedEffectsResult:
+def fit_mixed_reml(y: np.ndarray, design: ABDesign, maxiter: int | None = None) -> MixedEffectsResult:
     """REML fit with statsmodels MixedLM: crossed effects as variance components of one group (§3).
 
     Inseparable components are fitted once, as their sum (see :func:`identifiability`).
-    Component standard errors are not reported: MixedLM's are on its internal scale.
+    ``maxiter`` caps the optimiser (for benchmarks). Component standard errors are not reported: MixedLM's are on its internal scale.
     """
     from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
@@ -188,7 +188,7 @@ def fit_mixed_reml(y: np.ndarray, design: ABDesign) -> MixedEffectsResult:
     model = MixedLM(y, X, np.zeros(design.size), exog_vc=VCSpec(names, colnames, mats))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = model.fit(reml=True)
+        fit = model.fit(reml=True, **({"maxiter": maxiter} if maxiter else {}))
     estimates = dict(zip(names, (float(v) for v in np.atleast_1d(fit.vcomp)), strict=True))
     estimates[_label(next(g for g in ident.groups if "residual" in g))] = float(fit.scale)
     return _summary(

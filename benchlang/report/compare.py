@@ -1,0 +1,115 @@
+"""Two-level comparisons of a stored experiment (Bakshy & Frachtenberg, WWW 2015): the
+clustered reweighting bootstrap (§5) or crossed random effects (§3), treatment minus control.
+
+For an experiment without an A/B layout the roles map as follows: the version is the
+compared factor's level (first = control, second = treatment); the request is the rest of
+the configuration (benchmark and the other factors' levels); the host is the trial's host;
+the batch is the round.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, TextIO
+
+import attrs
+import numpy as np
+
+from benchlang import model
+from benchlang.report.data import ExperimentData
+from benchlang.report.table import render_table
+from benchlang.stats.ab import ABDesign, ab_bootstrap, fit_mixed
+
+
+@attrs.frozen
+class ComparisonResult:
+    comparison: model.Comparison
+    control: Any
+    treatment: Any
+    trials: int
+    bootstrap: Any = None
+    mixed: Any = None
+    problem: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"metric": self.comparison.metric, "by": self.comparison.by, "method": self.comparison.method,
+               "control": self.control, "treatment": self.treatment, "trials": self.trials, "problem": self.problem}
+        if self.bootstrap is not None:
+            out["bootstrap"] = attrs.asdict(self.bootstrap)
+        if self.mixed is not None:
+            out["mixed_effects"] = {k: (dict(v) if isinstance(v, dict) or hasattr(v, "items") else v) for k, v in attrs.asdict(self.mixed).items()}
+        return out
+
+
+def _codes(values: list[Any]) -> np.ndarray:
+    return np.unique(np.asarray([repr(v) for v in values]), return_inverse=True)[1]
+
+
+def compare(data: ExperimentData, comparison: model.Comparison) -> ComparisonResult:
+    exp = data.experiment
+    factor = exp.factor(comparison.by)
+    control, treatment = factor.levels[0], factor.levels[1]
+    t = data.table
+    y = data.metrics[comparison.metric].values
+    level = [lv.get(comparison.by) for lv in t.levels]
+    is_control = np.array([x == control for x in level])
+    is_treatment = np.array([x == treatment for x in level])
+    keep = t.ok & np.isfinite(y) & (is_control | is_treatment)
+    base = ComparisonResult(comparison, control, treatment, int(keep.sum()))
+    if is_control[keep].sum() < 2 or is_treatment[keep].sum() < 2:
+        return attrs.evolve(base, problem="fewer than two successful trials on one side")
+    version = is_treatment[keep].astype(np.int8)
+    request = _codes([(b, tuple(sorted((k, v) for k, v in lv.items() if k != comparison.by))) for b, lv in zip(t.benchmark[keep], np.asarray(t.levels, dtype=object)[keep], strict=True)])
+    host = _codes(list(t.host[keep]))
+    settings = comparison.settings
+    if comparison.method == "bootstrap":
+        cluster = settings.get("cluster", "host")
+        cluster = "none" if cluster == "iid" else cluster
+        try:
+            result = ab_bootstrap(
+                y[keep], version, request=request, host=host, cluster=cluster,
+                replicates=settings.get("replicates", 10_000), weights=settings.get("weights", "poisson"),
+                log=settings.get("log", False), interval=settings.get("interval", "clt"),
+                confidence=settings.get("confidence", 95.0) / 100.0, seed=exp.seed,
+            )
+        except ValueError as err:
+            return attrs.evolve(base, problem=str(err))
+        return attrs.evolve(base, bootstrap=result)
+    design = ABDesign(version, request, host, t.round[keep] % 2)
+    try:
+        fit = fit_mixed(y[keep], design, settings.get("method", "auto"))
+    except (ValueError, np.linalg.LinAlgError) as err:
+        return attrs.evolve(base, problem=str(err))
+    return attrs.evolve(base, mixed=fit)
+
+
+def _f(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = None) -> None:
+    out = stream or sys.stdout
+    boot = [r for r in results if r.bootstrap is not None]
+    if boot:
+        rows = []
+        for r in boot:
+            b = r.bootstrap
+            rel = f"{100 * b.relative_effect:+.3g}%" if b.relative_effect is not None else "-"
+            rows.append([r.comparison.metric, f"{r.comparison.by}: {r.treatment} - {r.control}", _f(b.estimate), rel, _f(b.se),
+                         f"[{b.ci_low:.4g}, {b.ci_high:.4g}]", f"{100 * b.confidence:g}% {b.interval}", f"{b.cluster} ({b.clusters})", "yes" if b.significant else "no"])
+        render_table(["metric", "difference", "estimate", "relative", "SE", "CI", "interval", "clusters", "significant"], rows, title="comparisons: reweighting bootstrap (Bakshy & Frachtenberg §5)", stream=out)
+        for r in boot:
+            if r.bootstrap.clusters < 20 and r.bootstrap.cluster != "none":
+                out.write(f"note: {r.comparison.metric} by {r.comparison.by}: only {r.bootstrap.clusters} {r.bootstrap.cluster} clusters; with so few the bootstrap interval is somewhat too narrow (docs/ab-designs.md)\n")
+    for r in results:
+        if r.mixed is not None:
+            m = r.mixed
+            rows = [[name, _f(v)] for name, v in m.components.items()]
+            render_table(["component", "variance"], rows, title=f"mixed effects ({m.method}): {r.comparison.metric} by {r.comparison.by}: effect {m.effect:.4g} ± {m.effect_se:.3g} (SE)", stream=out)
+            if m.not_identifiable:
+                out.write(f"not identifiable in this design: {', '.join(m.not_identifiable)}\n")
+            if m.icc is not None:
+                out.write(f"ICC {m.icc:.3g}, design effect {m.design_effect:.3g}\n")
+        if r.problem:
+            out.write(f"{r.comparison.metric} by {r.comparison.by}: not compared: {r.problem}\n")

@@ -1,0 +1,94 @@
+"""Applies a spec's stopping rule during a run: one sample stream per (series, configuration),
+fed with each finished trial's metric value; a stopped configuration's remaining trials of
+that series are skipped. Rules are the pure ones of benchlang.stats.stopping."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from benchlang import model
+from benchlang.run.store import TrialRecord
+from benchlang.stats.metric import metric as trial_metric
+from benchlang.stats.stopping import AdaptiveState, AdaptiveStop, Decision, KpiWidthStop
+
+_ADAPTIVE_KEYS = {f.name for f in __import__("attrs").fields(AdaptiveStop)}
+
+
+def build_rule(stop: model.Stop) -> AdaptiveStop | KpiWidthStop | None:
+    """The stats-level rule for a spec's stop statement (None for ``stop after``)."""
+    if stop.kind == "adaptive":
+        return AdaptiveStop(**{k: v for k, v in stop.settings.items() if k in _ADAPTIVE_KEYS})
+    if stop.kind == "kpi_width":
+        s = stop.settings
+        return KpiWidthStop(s["percentile"], s["confidence"], s["bound"], s["width"], s["relative"], s["max_n"])
+    return None
+
+
+class StoppingController:
+    """Tracks samples and decisions; ``stopped`` maps (series, configuration) to its Decision."""
+
+    def __init__(self, experiment: model.Experiment) -> None:
+        self.experiment = experiment
+        stop = experiment.stop
+        self.rule = build_rule(stop) if stop is not None else None
+        self.metric = experiment.metric(stop.settings["metric"]) if self.rule is not None else None
+        self.samples: dict[tuple[int, int], list[float]] = {}
+        self.states: dict[tuple[int, int], AdaptiveState | None] = {}
+        self.stopped: dict[tuple[int, int], Decision] = {}
+
+    @property
+    def active(self) -> bool:
+        return self.rule is not None
+
+    def value_of(self, record: TrialRecord) -> float:
+        """The trial's value of the metric the rule watches (nan when failed or missing)."""
+        m = self.metric
+        if record.status != "ok" or m is None:
+            return math.nan
+        if m.measure in record.series_values:
+            series = np.asarray(record.series_values[m.measure], dtype=float)
+            if series.size == 0:
+                return math.nan
+            convergence = (m.convergence.confidence, m.convergence.tolerance) if m.convergence else None
+            trim = m.trim.value if m.trim and m.trim.kind == "fraction" else int(m.trim.value) if m.trim and m.trim.kind == "samples" else 0
+            return float(trial_metric(series, m.aggregate, convergence, trim).value)
+        return float(record.measures.get(m.measure, math.nan))
+
+    def is_stopped(self, series: int, configuration: int) -> bool:
+        return (series, configuration) in self.stopped
+
+    def restore(self, series: int, configuration: int, values: list[float], decision: Decision | None) -> None:
+        """Rebuild state on resume from stored values (and a stored decision, if any)."""
+        self.samples[(series, configuration)] = [v for v in values if math.isfinite(v)]
+        if decision is not None:
+            self.stopped[(series, configuration)] = decision
+
+    def observe(self, series: int, configuration: int, value: float) -> Decision | None:
+        """Add one trial's value; return the Decision when the rule stops the stream now."""
+        if self.rule is None:
+            return None
+        key = (series, configuration)
+        samples = self.samples.setdefault(key, [])
+        if not math.isfinite(value):
+            return None
+        samples.append(value)
+        x = np.asarray(samples, dtype=float)
+        if isinstance(self.rule, AdaptiveStop):
+            decision, self.states[key] = self.rule.step(x, self.states.get(key))
+        else:
+            decision = self.rule.decide(x)
+        if decision.stopped:
+            self.stopped[key] = decision
+            return decision
+        return None
+
+
+def decision_from_row(action: str, rule: str, detected_class: str | None, reason: str) -> Decision:
+    return Decision(action=action, reason=reason, detected_class=detected_class, rule=rule)
+
+
+def describe(decision: Decision) -> dict[str, Any]:
+    return {"action": decision.action, "rule": decision.rule, "class": decision.detected_class, "reason": decision.reason}
