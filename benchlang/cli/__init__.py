@@ -15,7 +15,10 @@ from benchlang import __version__
 from benchlang.cli.common import SpecFailed
 from benchlang.errors import UserError
 
-COMMANDS = ("check", "plan", "run", "results", "analyze", "record", "order", "import_data", "size", "plugins")
+COMMANDS = (
+    "check", "plan", "run", "results", "analyze", "record", "order", "import_data", "size",
+    "profile", "stopping_eval", "simulate_aa", "advise", "plugins",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

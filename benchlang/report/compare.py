@@ -46,39 +46,44 @@ def _codes(values: list[Any]) -> np.ndarray:
     return np.unique(np.asarray([repr(v) for v in values]), return_inverse=True)[1]
 
 
-def compare(data: ExperimentData, comparison: model.Comparison) -> ComparisonResult:
-    exp = data.experiment
-    factor = exp.factor(comparison.by)
+def ab_arrays(data: ExperimentData, comparison: model.Comparison) -> tuple[np.ndarray, ABDesign, int, int]:
+    """Measured values and their (version, request, host, batch) roles, plus trials per side."""
+    factor = data.experiment.factor(comparison.by)
     control, treatment = factor.levels[0], factor.levels[1]
     t = data.table
     y = data.metrics[comparison.metric].values
     level = [lv.get(comparison.by) for lv in t.levels]
-    is_control = np.array([x == control for x in level])
-    is_treatment = np.array([x == treatment for x in level])
+    is_control = np.array([x == control for x in level], dtype=bool)
+    is_treatment = np.array([x == treatment for x in level], dtype=bool)
     keep = t.ok & np.isfinite(y) & (is_control | is_treatment)
-    base = ComparisonResult(comparison, control, treatment, int(keep.sum()))
-    if is_control[keep].sum() < 2 or is_treatment[keep].sum() < 2:
-        return attrs.evolve(base, problem="fewer than two successful trials on one side")
     version = is_treatment[keep].astype(np.int8)
-    request = _codes([(b, tuple(sorted((k, v) for k, v in lv.items() if k != comparison.by))) for b, lv in zip(t.benchmark[keep], np.asarray(t.levels, dtype=object)[keep], strict=True)])
-    host = _codes(list(t.host[keep]))
+    others = [(b, tuple(sorted((k, repr(v)) for k, v in lv.items() if k != comparison.by))) for b, lv in zip(t.benchmark[keep], np.asarray(t.levels, dtype=object)[keep], strict=True)]
+    design = ABDesign(version, _codes(others), _codes(list(t.host[keep])), t.round[keep] % 2)
+    return y[keep], design, int(is_control[keep].sum()), int(is_treatment[keep].sum())
+
+
+def compare(data: ExperimentData, comparison: model.Comparison) -> ComparisonResult:
+    factor = data.experiment.factor(comparison.by)
+    y, design, n_control, n_treatment = ab_arrays(data, comparison)
+    base = ComparisonResult(comparison, factor.levels[0], factor.levels[1], int(y.size))
+    if n_control < 2 or n_treatment < 2:
+        return attrs.evolve(base, problem="fewer than two successful trials on one side")
     settings = comparison.settings
     if comparison.method == "bootstrap":
         cluster = settings.get("cluster", "host")
         cluster = "none" if cluster == "iid" else cluster
         try:
             result = ab_bootstrap(
-                y[keep], version, request=request, host=host, cluster=cluster,
+                y, design.version, request=design.request, host=design.host, cluster=cluster,
                 replicates=settings.get("replicates", 10_000), weights=settings.get("weights", "poisson"),
                 log=settings.get("log", False), interval=settings.get("interval", "clt"),
-                confidence=settings.get("confidence", 95.0) / 100.0, seed=exp.seed,
+                confidence=settings.get("confidence", 95.0) / 100.0, seed=data.experiment.seed,
             )
         except ValueError as err:
             return attrs.evolve(base, problem=str(err))
         return attrs.evolve(base, bootstrap=result)
-    design = ABDesign(version, request, host, t.round[keep] % 2)
     try:
-        fit = fit_mixed(y[keep], design, settings.get("method", "auto"))
+        fit = fit_mixed(y, design, settings.get("method", "auto"))
     except (ValueError, np.linalg.LinAlgError) as err:
         return attrs.evolve(base, problem=str(err))
     return attrs.evolve(base, mixed=fit)

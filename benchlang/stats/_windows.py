@@ -25,8 +25,9 @@ def _segments(n: int, starts: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarra
 
 
 def window_mean(x: np.ndarray, starts: np.ndarray, w: int) -> np.ndarray:
-    c = np.concatenate([[0.0], np.cumsum(x)])
-    return (c[starts + w] - c[starts]) / w
+    """Means from one cumulative sum, centred on x[0] so large offsets lose no precision."""
+    c = np.concatenate([[0.0], np.cumsum(x - x[0])])
+    return x[0] + (c[starts + w] - c[starts]) / w
 
 
 def window_extreme(x: np.ndarray, starts: np.ndarray, w: int, kind: str) -> np.ndarray:

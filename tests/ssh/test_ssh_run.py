@@ -62,7 +62,7 @@ def test_three_hosts_run_their_rounds_concurrently(harness, sshd3, tmp_path):
   {harness.hosts(sshd3, tmp_path / "remote")}
   factor n in [1, 2]
   benchmark b {{
-    run "sleep 0.05; echo $BENCHLANG_HOST; true {{n}}"
+    run "sleep 0.2; echo $BENCHLANG_HOST; true {{n}}"
   }}
   design {{ runs 6 series 1 order random }}
 """)
@@ -75,7 +75,8 @@ def test_three_hosts_run_their_rounds_concurrently(harness, sshd3, tmp_path):
         assert all(r[6].decode().strip() == r[1] for r in rows)
         spans = store.db.execute("SELECT host, MIN(started), MAX(ended) FROM trials GROUP BY host").fetchall()
         assert len(spans) == 3
-        assert max(s[1] for s in spans) < min(s[2] for s in spans), "hosts did not run at the same time"
+        whole = max(s[2] for s in spans) - min(s[1] for s in spans)
+        assert whole < 0.7 * sum(s[2] - s[1] for s in spans), "hosts did not run at the same time"
         assert len(store.host_facts(plan.hash)) == 3
 
 

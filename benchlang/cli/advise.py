@@ -1,0 +1,65 @@
+"""``benchlang advise``: the layout and H, R, T to use next, from a pilot run's variance
+components and a cost model (Bakshy & Frachtenberg, WWW 2015, §3.1.2; made concrete in
+docs/ab-designs.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import attrs
+
+from benchlang.cli.common import load_spec
+from benchlang.errors import UserError
+from benchlang.report.compare import ab_arrays
+from benchlang.report.data import load_data
+from benchlang.report.table import render_table
+from benchlang.run.store import Store
+from benchlang.stats.ab import CostModel, advise_from_pilot
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("advise", help="choose the A/B layout and sizes from a pilot run", description="Fit variance components on a pilot run, then rank the four layouts and choose hosts, requests and repetitions that minimise the standard error within a budget, or the cheapest plan reaching a target SE.")
+    p.add_argument("spec", metavar="SPEC", help="the spec with a 'compare METRIC by FACTOR' analysis")
+    p.add_argument("--pilot", required=True, metavar="STORE", help="store of the pilot run")
+    goal = p.add_mutually_exclusive_group()
+    goal.add_argument("--budget", type=float, help="total cost allowed (units of --trial-cost)")
+    goal.add_argument("--target-se", type=float, help="cheapest plan whose SE is at most this")
+    p.add_argument("--batch-cost", type=float, default=0.0, help="setup cost per host batch")
+    p.add_argument("--request-cost", type=float, default=0.0, help="fixed cost per request")
+    p.add_argument("--trial-cost", type=float, default=1.0, help="marginal cost per repetition (default 1)")
+    p.add_argument("--max-hosts", type=int, default=64)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    experiment = load_spec(args.spec)
+    if not experiment.comparisons:
+        raise UserError("the spec has no 'compare METRIC by FACTOR' analysis to advise on")
+    if args.budget is None and args.target_se is None:
+        raise UserError("give --budget or --target-se")
+    comparison = experiment.comparisons[0]
+    with Store(args.pilot) as store:
+        data = load_data(store)
+    if data.experiment.name != experiment.name:
+        raise UserError(f"the pilot store holds experiment {data.experiment.name}, not {experiment.name}")
+    y, design, n_control, n_treatment = ab_arrays(data, comparison)
+    if min(n_control, n_treatment) < 2:
+        raise UserError("the pilot has fewer than two successful trials on one side")
+    cost = CostModel(batch=args.batch_cost, request=args.request_cost, trial=args.trial_cost)
+    kwargs = {"budget": args.budget} if args.budget is not None else {"target_se": args.target_se}
+    try:
+        fit, advice = advise_from_pilot(y, design, cost, max_hosts=args.max_hosts, **kwargs)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    if args.json:
+        print(json.dumps({"fit": attrs.asdict(fit), "advice": attrs.asdict(advice)}, indent=2, default=str))
+        return 0
+    print(f"pilot: {fit.trials} trials, method {fit.method}; components: " + ", ".join(f"{k} {v:.4g}" for k, v in fit.components.items()))
+    if fit.not_identifiable:
+        print(f"not identifiable in the pilot: {', '.join(fit.not_identifiable)} (the advice assumes them at their group's estimate)")
+    render_table(["layout", "hosts", "requests/version", "repetitions", "SE", "cost"], [(c.layout, c.hosts, c.requests, c.repetitions, c.se, c.cost) for c in advice.ranking], title=f"advice ({advice.objective}), best first")
+    if advice.infeasible:
+        print(f"infeasible: {', '.join(advice.infeasible)}")
+    return 0
