@@ -261,7 +261,7 @@ class SshSession:
         if b.identity:
             options["client_keys"] = list(b.identity)
         if b.accept_new:
-            options["known_hosts"] = None
+            options["known_hosts"] = ([], [], [])
             options["client_factory"] = _host_key_client(b, n)
         elif b.known_hosts:
             options["known_hosts"] = b.known_hosts
