@@ -182,6 +182,7 @@ class Experiment:
     spec_path: str = ""
     order_dependence: dict[str, Any] | None = None
     comparisons: tuple[Comparison, ...] = ()
+    profiles: tuple[dict[str, Any], ...] = ()
 
     def factor(self, name: str) -> Factor:
         return next(f for f in self.factors if f.name == name)

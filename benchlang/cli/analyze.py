@@ -13,6 +13,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.cli.common import load_spec
+from benchlang.cli.profile import profile_spec_item
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, analyze_values, render_analysis
 from benchlang.report.compare import compare, render_comparisons
@@ -93,9 +94,12 @@ def run(args: argparse.Namespace) -> int:
             plan_hash = build_plan(args.spec)[2].hash
         with Store(args.store) as store:
             data = load_data(store, plan_hash)
-        if not data.experiment.kpis and data.experiment.order_dependence is None and not data.experiment.comparisons:
+        if not (data.experiment.kpis or data.experiment.order_dependence or data.experiment.comparisons or data.experiment.profiles):
             raise UserError("the spec declares no kpi and no order_dependence analysis", "add e.g.: kpi time { percentile 50 confidence 95% }")
         results = analyze(data)
+        if not args.json:
+            for item in data.experiment.profiles:
+                profile_spec_item(item)
         if data.experiment.comparisons and not args.json:
             render_comparisons([compare(data, c) for c in data.experiment.comparisons])
         if data.experiment.order_dependence is not None and not args.json:

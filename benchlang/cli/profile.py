@@ -103,9 +103,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"file": args.file, "column": name, **result.to_dict()}))
         return 0
+    render_profile(args.file, name, seconds, result)
+    return 0
+
+
+def render_profile(path: str, name: str, seconds: float, result) -> None:
+    """The profile of one condition-data column: ACF peaks, periods, recommended span."""
     span = result.recommended_span
     print(
-        f"{args.file} [{name}]: {result.n} samples every {format_duration(seconds)}"
+        f"{path} [{name}]: {result.n} samples every {format_duration(seconds)}"
         f" ({result.missing} missing), i.i.d.: {'yes' if result.independence.passed else 'no'}"
     )
     rows = [
@@ -122,4 +128,13 @@ def run(args: argparse.Namespace) -> int:
         periods = ", ".join(format_duration(p * seconds) for p in result.periods)
         print(f"Seasonal periods: {periods}")
         print(f"Recommended series span: at least {format_duration(span)}")
-    return 0
+
+
+def profile_spec_item(item: dict) -> None:
+    """``analysis { profile NAME from file F period P }`` of a spec."""
+    values, name = read_column(item["path"], item.get("column"))
+    try:
+        result = profile(values, item["period"])
+    except ValueError as err:
+        raise UserError(f"profile {item['name']}: {err}") from None
+    render_profile(item["path"], name, item["period"], result)

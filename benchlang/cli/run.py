@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from benchlang.cli.plan import build_plan
+from benchlang.cli.profile import profile_spec_item
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record, render_analysis
 from benchlang.report.compare import compare, render_comparisons
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         if experiment.kpis:
             analysis = analyze(data)
             render_analysis(analysis, {m.name: m.unit for m in experiment.metrics})
+        for item in experiment.profiles:
+            profile_spec_item(item)
         if experiment.comparisons:
             render_comparisons([compare(data, c) for c in experiment.comparisons])
         if experiment.order_dependence is not None:

@@ -158,6 +158,7 @@ class _Checker:
         design = self._design(self._single(of(ast.Block, "design"), "'design'"), kpis, variabilities, stop)
         comparisons = self._analysis(of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors)
         order_dependence = self._order_dependence(of(ast.AnalysisItem, "order_dependence"))
+        profiles = self._profiles(of(ast.AnalysisItem, "profile"))
         runtime = design.runtime if design else None
         for bench_ast, bench in zip(of(ast.Benchmark), benchmarks, strict=False):
             self._check_runtime_use(bench_ast, bench, runtime)
@@ -200,6 +201,7 @@ class _Checker:
             spec_path=self.source.path,
             order_dependence=order_dependence,
             comparisons=comparisons,
+            profiles=profiles,
         )
 
     def _reset(self, stmt: ast.Statement | None) -> model.Reset | None:
@@ -678,11 +680,25 @@ class _Checker:
             checked = s.check_settings(c.settings, _COMPARE_SCHEMAS[method], f"compare with {method}", self.diagnostics)
             out.append(model.Comparison(c.metric, c.by, method, checked.values))
         for item in items:
-            if item.keyword == "order_dependence":
+            if item.keyword in ("order_dependence", "profile"):
                 continue
             if item.keyword == "anova" and item.name not in metric_names:
                 self.error(f"anova on undeclared metric '{item.name}'", item.span, did_you_mean(item.name, metric_names))
             self.not_supported(item.keyword, item.span)
+        return tuple(out)
+
+    def _profiles(self, items: list[ast.AnalysisItem]) -> tuple[dict[str, Any], ...]:
+        out = []
+        for item in items:
+            checked = s.check_settings(item.settings, {"period": s.duration, "column": s.string}, f"profile {item.name}", self.diagnostics)
+            if "period" not in checked.values:
+                if "period" not in checked.spans:
+                    self.error(f"profile {item.name} needs the sampling period", item.span, f'profile {item.name} from file "{item.path.value}" period 2h')
+                continue
+            if checked.values["period"] <= 0:
+                self.error("the period must be positive", checked.spans["period"])
+                continue
+            out.append({"name": item.name, "path": str(self.base_dir / item.path.value), **checked.values})
         return tuple(out)
 
     def _order_dependence(self, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:

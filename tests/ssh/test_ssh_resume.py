@@ -1,0 +1,103 @@
+"""``benchlang run`` on three sshd hosts, killed with SIGKILL mid-run and resumed: no trial is
+lost or repeated, finished trials are untouched, and the remote agents do not outlive the
+controller. Also ``benchlang plugins`` lists the ssh backend."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+AGENT_MARKER = b"The benchlang worker agent"
+
+
+def _agents() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if AGENT_MARKER in (entry / "cmdline").read_bytes():
+                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    if state != "Z":
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _trials(path: Path) -> dict[int, tuple]:
+    with sqlite3.connect(path) as db:
+        try:
+            return {row[0]: row[1:] for row in db.execute("SELECT trial, host, started, ended, status FROM trials")}
+        except sqlite3.OperationalError:  # the controller has not created the schema yet
+            return {}
+
+
+def _benchlang(*args: str) -> list[str]:
+    return [sys.executable, "-c", "import sys; from benchlang.cli import main; sys.exit(main())", *args]
+
+
+@pytest.mark.slow
+def test_resume_after_the_controller_is_killed(harness, sshd3, ssh_env, tmp_path):
+    spec = harness.spec(f"""
+  seed 4
+  {harness.hosts(sshd3, tmp_path / "w")}
+  timeout 10s
+  factor n in [1, 2]
+  benchmark b {{ run "sleep 0.05; echo {{n}}" }}
+  design {{ runs 20 series 1 order random }}
+""")
+    store = tmp_path / "killed.sqlite"
+    proc = subprocess.Popen(_benchlang("run", str(spec), "--store", str(store), "-q"), env=ssh_env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if store.exists() and len(_trials(store)) >= 9:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.stderr.read().decode()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    before = _trials(store)
+    assert 9 <= len(before) < 40
+
+    deadline = time.monotonic() + 5
+    while _agents() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _agents() == [], "remote agents outlived the killed controller"
+
+    again = subprocess.run(_benchlang("run", str(spec), "--store", str(store)), env=ssh_env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    after = _trials(store)
+    assert sorted(after) == list(range(40)), "a trial was lost"
+    assert {t: after[t] for t in before} == before, "a finished trial was run again"
+    assert all(row[3] == "ok" for row in after.values())
+    assert {row[0] for row in after.values()} == set(sshd3.nodes)
+    refused = subprocess.run(_benchlang("run", str(spec), "--store", str(store)), env=ssh_env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "--resume" in refused.stderr
+
+
+def test_cli_run_on_an_ssh_spec_and_plugins_listing(harness, sshd1, ssh_env, tmp_path):
+    spec = harness.spec(f"""
+  {harness.hosts(sshd1, tmp_path / "w")}
+  factor n in [1, 2]
+  benchmark b {{ run "echo {{n}}" measure v from stdout regex "([0-9]+)" }}
+  design {{ runs 2 series 1 }}
+""")
+    done = subprocess.run(_benchlang("run", str(spec), "--store", str(tmp_path / "cli.sqlite"), "-q"), env=ssh_env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(_trials(tmp_path / "cli.sqlite")) == 4
+    listing = subprocess.run(_benchlang("plugins", "--json"), env=ssh_env, capture_output=True, text=True, timeout=60)
+    rows = json.loads(listing.stdout)
+    ssh = [r for r in rows if r["group"] == "benchlang.backends" and r["name"] == "ssh"]
+    assert ssh and all(r["status"] == "ok" and r["value"] == "benchlang.backends.ssh:SshBackend" for r in ssh)
