@@ -679,12 +679,18 @@ class _Checker:
                 continue
             checked = s.check_settings(c.settings, _COMPARE_SCHEMAS[method], f"compare with {method}", self.diagnostics)
             out.append(model.Comparison(c.metric, c.by, method, checked.values))
+        factor_names = [f.name for f in factors]
         for item in items:
-            if item.keyword in ("order_dependence", "profile"):
+            if item.keyword != "anova":
                 continue
-            if item.keyword == "anova" and item.name not in metric_names:
+            if item.name not in metric_names:
                 self.error(f"anova on undeclared metric '{item.name}'", item.span, did_you_mean(item.name, metric_names))
-            self.not_supported(item.keyword, item.span)
+                continue
+            unknown = [t for t in item.terms if t not in factor_names]
+            for term in unknown:
+                self.error(f"anova term '{term}' is not a factor", item.span, did_you_mean(term, factor_names))
+            if not unknown:
+                out.append(model.Comparison(item.name, "+".join(item.terms), "anova", {"terms": item.terms, "operators": item.path.value}))
         return tuple(out)
 
     def _profiles(self, items: list[ast.AnalysisItem]) -> tuple[dict[str, Any], ...]:

@@ -20,6 +20,7 @@ from benchlang import model
 from benchlang.report.data import ExperimentData
 from benchlang.report.table import render_table
 from benchlang.stats.ab import ABDesign, ab_bootstrap, fit_mixed
+from benchlang.stats.anova import anova
 
 
 @attrs.frozen
@@ -63,6 +64,8 @@ def ab_arrays(data: ExperimentData, comparison: model.Comparison) -> tuple[np.nd
 
 
 def compare(data: ExperimentData, comparison: model.Comparison) -> ComparisonResult:
+    if comparison.method == "anova":
+        return _anova(data, comparison)
     factor = data.experiment.factor(comparison.by)
     y, design, n_control, n_treatment = ab_arrays(data, comparison)
     base = ComparisonResult(comparison, factor.levels[0], factor.levels[1], int(y.size))
@@ -89,6 +92,22 @@ def compare(data: ExperimentData, comparison: model.Comparison) -> ComparisonRes
     return attrs.evolve(base, mixed=fit)
 
 
+def _anova(data: ExperimentData, comparison: model.Comparison) -> ComparisonResult:
+    t = data.table
+    y = data.metrics[comparison.metric].values
+    keep = t.ok & np.isfinite(y)
+    terms = comparison.settings["terms"]
+    factors = {name: [lv.get(name) for lv, k in zip(t.levels, keep, strict=True) if k] for name in terms}
+    base = ComparisonResult(comparison, None, None, int(keep.sum()))
+    if keep.sum() < 3:
+        return attrs.evolve(base, problem="fewer than three successful trials")
+    try:
+        result = anova(y[keep], factors, terms, comparison.settings["operators"])
+    except (ValueError, np.linalg.LinAlgError) as err:
+        return attrs.evolve(base, problem=str(err))
+    return attrs.evolve(base, mixed=result)
+
+
 def _f(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
@@ -108,6 +127,13 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
             if r.bootstrap.clusters < 20 and r.bootstrap.cluster != "none":
                 out.write(f"note: {r.comparison.metric} by {r.comparison.by}: only {r.bootstrap.clusters} {r.bootstrap.cluster} clusters; with so few the bootstrap interval is somewhat too narrow (docs/ab-designs.md)\n")
     for r in results:
+        if r.comparison.method == "anova" and r.mixed is not None:
+            a = r.mixed
+            render_table(["term", "df", "sum sq", "F", "p", "η²"], [(x.term, x.df, x.sum_sq, x.f, x.p_value, x.eta_squared) for x in a.rows],
+                         title=f"ANOVA (DataMill §5): {r.comparison.metric}: {a.formula}, n = {a.n}", stream=out)
+            if not a.assumptions_hold:
+                out.write(f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = {a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy\n")
+            continue
         if r.mixed is not None:
             m = r.mixed
             rows = [[name, _f(v)] for name, v in m.components.items()]

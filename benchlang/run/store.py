@@ -238,7 +238,10 @@ class Store:
         for p in plans:
             if p.plan_hash == plan_hash or p.plan_hash.removeprefix("sha256:").startswith(plan_hash):
                 return p
-        raise UserError(f"{self.path} holds no plan {plan_hash}", f"plans here: {', '.join(p.plan_hash[:19] for p in plans)}")
+        raise UserError(
+            f"{self.path} holds no plan {plan_hash}",
+            f"plans here: {', '.join(p.plan_hash[:19] for p in plans)}; if the spec or its seed changed since the run, omit SPEC (latest plan) or pass --plan",
+        )
 
     def finished_trials(self, plan_hash: str) -> set[int]:
         return {row[0] for row in self.db.execute("SELECT trial FROM trials WHERE plan_hash = ?", (plan_hash,))}
