@@ -78,7 +78,7 @@ class Sshd:
                 f"PidFile {self.dir / 'sshd.pid'}", f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
                 "StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
                 "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", "LogLevel ERROR",
-                "MaxStartups 200:30:400", "MaxSessions 50", f"Subsystem sftp {sftp}", "",
+                "MaxStartups 200:30:400", "MaxSessions 50", "SetEnv SHLVL=1", f"Subsystem sftp {sftp}", "",
             ])
         )
         self.proc: subprocess.Popen | None = None

@@ -15,6 +15,7 @@ from benchlang.report.compare import compare, render_comparisons
 from benchlang.report.data import load_data
 from benchlang.report.order_analysis import order_report, render_order_report
 from benchlang.report.results import failure_lines, render_results
+from benchlang.report.table import render_table
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
 from benchlang.run.store import Store
@@ -72,7 +73,15 @@ def run(args: argparse.Namespace) -> int:
                 print(line)
         for host, message in summary.hosts_down:
             print(f"host {host} stopped: {message}", file=sys.stderr)
-        missing = plan.n_trials - len(store.finished_trials(plan.hash))
+        stops = store.stops(plan.hash)
+        if stops:
+            labels = {c.index: c.label for c in plan.configurations}
+            render_table(
+                ["configuration", "series", "stopped after", "action", "rule", "class", "reason"],
+                [(labels[c], s, n, a, r, k, why) for s, c, n, a, r, k, why in stops],
+                title=f"stopping ({experiment.stop.kind}): {summary.not_needed} planned trials not needed",
+            )
+        missing = plan.n_trials - len(store.finished_trials(plan.hash)) - summary.not_needed
         if missing:
             print(f"{missing} trials did not run; fix the cause and continue with --resume", file=sys.stderr)
             return 1

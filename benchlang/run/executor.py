@@ -19,6 +19,7 @@ from benchlang.plan.compile import substitute
 from benchlang.plan.plan import ORDER_KINDS, Plan
 from benchlang.run.measures import MeasureError, extract
 from benchlang.run.progress import Progress
+from benchlang.run.stopping import StoppingController, decision_from_row
 from benchlang.run.store import Store, TrialRecord
 
 TRANSIENT_RETRIES = 3
@@ -36,6 +37,7 @@ class RunSummary:
     failed: int
     hosts_down: tuple[tuple[str, str], ...]
     duration: float
+    not_needed: int = 0
 
 
 class HostStopped(Exception):
@@ -97,6 +99,10 @@ class Executor:
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
         self._timeouts_in_a_row: dict[str, int] = {}
+        self.stopping = StoppingController(experiment)
+        self.not_needed = 0
+        if self.stopping.active:
+            self._restore_stopping()
 
     async def run(self) -> RunSummary:
         t0 = time.monotonic()
@@ -106,11 +112,34 @@ class Executor:
         rounds_by_host = {h: np.flatnonzero(self.plan.round_host == i).tolist() for i, h in enumerate(hosts)}
         self._busy = set(hosts)
         await asyncio.gather(*(self._host(host, rounds_by_host[host]) for host in hosts))
-        return RunSummary(self.plan_hash, self.plan.n_trials, already, self.ran, self.failed, tuple(self.hosts_down), time.monotonic() - t0)
+        return RunSummary(self.plan_hash, self.plan.n_trials, already, self.ran, self.failed, tuple(self.hosts_down), time.monotonic() - t0, self._count_not_needed())
 
     def _pending_rounds(self, rounds: list[int]) -> list[int]:
-        bounds = self.plan.round_bounds
-        return [r for r in rounds if any(t not in self.finished for t in range(bounds[r], bounds[r + 1]))]
+        return [r for r in rounds if self._unfinished(r)]
+
+    def _skipped(self, t: int) -> bool:
+        """A trial the stopping rule made unnecessary (its configuration stopped in its series)."""
+        plan = self.plan
+        return self.stopping.is_stopped(int(plan.round_series[plan.trial_round[t]]), int(plan.trial_configuration[t]))
+
+    def _count_not_needed(self) -> int:
+        if not self.stopping.active:
+            return 0
+        return sum(1 for t in range(self.plan.n_trials) if t not in self.finished and self._skipped(t))
+
+    def _restore_stopping(self) -> None:
+        """On resume: stored decisions, and each stream's values in trial order."""
+        from benchlang.report.data import metric_values
+
+        decisions = {(s, c): decision_from_row(a, r, k, why) for s, c, _n, a, r, k, why in self.store.stops(self.plan_hash)}
+        table = self.store.trial_table(self.plan_hash)
+        if len(table) == 0 and not decisions:
+            return
+        values = metric_values(self.experiment, self.store, self.plan_hash, table)[self.stopping.metric.name].values
+        keys = {(int(s), int(c)) for s, c in zip(table.series, table.configuration, strict=True)} | set(decisions)
+        for key in keys:
+            mask = (table.series == key[0]) & (table.configuration == key[1])
+            self.stopping.restore(key[0], key[1], values[mask].tolist(), decisions.get(key))
 
     async def _host(self, host: str, rounds: list[int]) -> None:
         queue = self._pending_rounds(rounds)
@@ -206,7 +235,10 @@ class Executor:
 
     def _unfinished(self, r: int) -> list[int]:
         bounds = self.plan.round_bounds
-        return [t for t in range(int(bounds[r]), int(bounds[r + 1])) if t not in self.finished]
+        todo = [t for t in range(int(bounds[r]), int(bounds[r + 1])) if t not in self.finished]
+        if self.stopping.active:
+            todo = [t for t in todo if not self._skipped(t)]
+        return todo
 
     def _cwd(self, bench: model.Benchmark | None) -> str | None:
         return (bench.workdir if bench and bench.workdir else None) or self.experiment.workdir
@@ -254,7 +286,12 @@ class Executor:
         bounds = plan.round_bounds
         trials = range(int(bounds[r]), int(bounds[r + 1]))
         order_kind = ORDER_KINDS[int(plan.round_order[r])]
-        permutation = plan.trial_configuration[bounds[r] : bounds[r + 1]].tolist()
+        stopping = self.stopping.active
+        if stopping:
+            trials = [t for t in trials if t in self.finished or not self._skipped(t)]
+            if not any(t not in self.finished for t in trials):
+                return
+        permutation = plan.trial_configuration[list(trials)].tolist()
         started = time.time()
         reset_status = "none"
         reset = self.experiment.reset
@@ -270,11 +307,17 @@ class Executor:
                 self.store.record_round(self.plan_hash, r, session.host, order_kind, permutation, started, time.time(), "failed")
                 raise HostStopped(session.host, f"reset before round {r} failed: " + _describe_failure(execution, "reset") + _stderr_line(execution))
             reset_status = "ok"
-        for t in trials:
+        for position, t in enumerate(trials):
             if t in self.finished:
                 continue
+            if stopping and self._skipped(t):
+                continue
             record = await self._trial(session, t, series, r, order_kind)
+            if stopping:
+                record = attrs.evolve(record, position=position)
             self._store_trial(record)
+            if stopping:
+                self._observe(record, series)
             if record.timed_out:
                 self._timeouts_in_a_row[session.host] = n = self._timeouts_in_a_row.get(session.host, 0) + 1
                 if n >= self.max_consecutive_timeouts:
@@ -283,6 +326,17 @@ class Executor:
             else:
                 self._timeouts_in_a_row[session.host] = 0
         self.store.record_round(self.plan_hash, r, session.host, order_kind, permutation, started, time.time(), reset_status)
+
+    def _observe(self, record: TrialRecord, series: int) -> None:
+        decision = self.stopping.observe(series, record.configuration, self.stopping.value_of(record))
+        if decision is None:
+            return
+        after = len(self.stopping.samples[(series, record.configuration)])
+        self.store.record_stop(self.plan_hash, series, record.configuration, after, decision.action, decision.rule, decision.detected_class, decision.reason)
+        skipped = sum(1 for t in range(self.plan.n_trials) if t not in self.finished and self._skipped(t))
+        self.progress.total = len(self.finished) + sum(len(self._unfinished(q)) for q in range(self.plan.n_rounds))
+        warn = " (warning)" if decision.warned else ""
+        self.progress.note(f"{record.label} series {series}: stopped after {after} trials{warn}: {decision.rule}: {decision.reason}; {skipped} trials not needed")
 
     def _store_trial(self, record: TrialRecord) -> None:
         self.store.record_trial(self.plan_hash, record)
