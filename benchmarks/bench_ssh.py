@@ -52,7 +52,9 @@ def through_benchlang(root: Path, trials: int, backend) -> tuple[float, int]:
     experiment = load(str(spec))
     plan = compile_plan(experiment, backend.hosts())
     with Store(root / f"{spec.stem}.sqlite", create=True) as store:
-        store.add_plan(plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text())
+        store.add_plan(
+            plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
+        )
         executor = Executor(experiment, plan, backend, store, Progress(plan.n_trials, quiet=True))
         t0 = time.perf_counter()
         summary = asyncio.run(executor.run())
@@ -62,7 +64,10 @@ def through_benchlang(root: Path, trials: int, backend) -> tuple[float, int]:
 
 def ssh_per_trial(bed: Testbed, trials: int) -> tuple[float, int]:
     """Seconds for ``trials`` OpenSSH invocations, one stream per host, hosts in parallel."""
-    shares = [trials // len(bed.servers) + (i < trials % len(bed.servers)) for i in range(len(bed.servers))]
+    shares = [
+        trials // len(bed.servers) + (i < trials % len(bed.servers))
+        for i in range(len(bed.servers))
+    ]
     ok = [0] * len(shares)
 
     def stream(i: int) -> None:
@@ -82,7 +87,11 @@ def ssh_per_trial(bed: Testbed, trials: int) -> tuple[float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1000)
-    parser.add_argument("--baseline-trials", type=int, help="ssh-per-trial trials actually timed (default: --trials)")
+    parser.add_argument(
+        "--baseline-trials",
+        type=int,
+        help="ssh-per-trial trials actually timed (default: --trials)",
+    )
     args = parser.parse_args()
     why = sshd_missing()
     if why:
@@ -94,7 +103,12 @@ def main() -> int:
         bed = Testbed(root / "sshd", 3)
         try:
             ssh = SshBackend.from_settings(
-                {"nodes": tuple(bed.nodes), "identity": str(bed.identity), "known_hosts": str(bed.known_hosts), "workdir": str(root / "work")},
+                {
+                    "nodes": tuple(bed.nodes),
+                    "identity": str(bed.identity),
+                    "known_hosts": str(bed.known_hosts),
+                    "workdir": str(root / "work"),
+                },
                 root,
             )
             ssh_time, ssh_ok = through_benchlang(root, args.trials, ssh)
@@ -116,8 +130,12 @@ def main() -> int:
         print(f"ssh per trial scaled to {args.trials} trials: {base_scaled:.1f}s")
     speedup = base_scaled / ssh_time
     vs_local = ssh_time / local_time
-    print(f"benchlang over ssh vs ssh per trial: {speedup:.1f}x faster  (target >= 10x: {'met' if speedup >= 10 else 'MISSED'})")
-    print(f"benchlang over ssh vs benchlang local: {vs_local:.2f}x the time  (target <= 3x: {'met' if vs_local <= 3 else 'MISSED'})")
+    print(
+        f"benchlang over ssh vs ssh per trial: {speedup:.1f}x faster  (target >= 10x: {'met' if speedup >= 10 else 'MISSED'})"
+    )
+    print(
+        f"benchlang over ssh vs benchlang local: {vs_local:.2f}x the time  (target <= 3x: {'met' if vs_local <= 3 else 'MISSED'})"
+    )
     return 0
 
 

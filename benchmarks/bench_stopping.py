@@ -26,7 +26,16 @@ from benchlang.stats.stopping_eval import synthetic_streams
 TARGET_MS = 20.0
 N = 400
 REPEATS = 20
-STREAMS = ("normal", "lognormal", "multimodal", "autocorrelated_sine", "exponential", "cauchy", "log_uniform", "uniform")
+STREAMS = (
+    "normal",
+    "lognormal",
+    "multimodal",
+    "autocorrelated_sine",
+    "exponential",
+    "cauchy",
+    "log_uniform",
+    "uniform",
+)
 
 
 def incremental_ms(rule: AdaptiveStop, x: np.ndarray) -> tuple[float, float, str]:
@@ -51,7 +60,9 @@ def _negative_loglik(theta: np.ndarray, z: np.ndarray, k: int, tied: bool) -> fl
     logits = np.concatenate(([0.0], theta[: k - 1]))
     means = theta[k - 1 : 2 * k - 1]
     log_var = np.repeat(theta[2 * k - 1 :], k) if tied else theta[2 * k - 1 :]
-    logp = (logits - special.logsumexp(logits))[:, None] + stats.norm.logpdf(z[None, :], means[:, None], np.exp(0.5 * log_var)[:, None])
+    logp = (logits - special.logsumexp(logits))[:, None] + stats.norm.logpdf(
+        z[None, :], means[:, None], np.exp(0.5 * log_var)[:, None]
+    )
     return -float(special.logsumexp(logp, axis=0).sum())
 
 
@@ -60,8 +71,20 @@ def scipy_grid_ms(x: np.ndarray, max_components: int = 6) -> float:
     start = time.perf_counter()
     for k in range(1, max_components + 1):
         for tied in (False,) if k == 1 else (False, True):
-            theta = np.concatenate((np.zeros(k - 1), np.quantile(z, (np.arange(k) + 0.5) / k), np.full(1 if tied else k, -2 * np.log(k))))
-            optimize.minimize(_negative_loglik, theta, args=(z, k, tied), method="L-BFGS-B", options={"maxiter": 200})
+            theta = np.concatenate(
+                (
+                    np.zeros(k - 1),
+                    np.quantile(z, (np.arange(k) + 0.5) / k),
+                    np.full(1 if tied else k, -2 * np.log(k)),
+                )
+            )
+            optimize.minimize(
+                _negative_loglik,
+                theta,
+                args=(z, k, tied),
+                method="L-BFGS-B",
+                options={"maxiter": 200},
+            )
     return 1e3 * (time.perf_counter() - start)
 
 
@@ -69,15 +92,21 @@ def main() -> int:
     rule = AdaptiveStop()
     streams = synthetic_streams(5)
     print(f"one adaptive decision at n = {N} (target <= {TARGET_MS:g} ms); window {rule.window}")
-    print(f"{'stream':22s} {'class':15s} {'step ms':>8s} {'max ms':>8s} {'fresh ms':>9s} {'fresh/step':>10s}")
+    print(
+        f"{'stream':22s} {'class':15s} {'step ms':>8s} {'max ms':>8s} {'fresh ms':>9s} {'fresh/step':>10s}"
+    )
     worst = 0.0
     for name in STREAMS:
         x = streams[name]
         median, slowest, cls = incremental_ms(rule, x)
         fresh = fresh_ms(rule, x)
         worst = max(worst, median)
-        print(f"{name:22s} {cls:15s} {median:8.2f} {slowest:8.2f} {fresh:9.1f} {fresh / median:10.1f}")
-    print(f"worst median step: {worst:.2f} ms, target {TARGET_MS:g} ms: {'met' if worst <= TARGET_MS else 'MISSED'}")
+        print(
+            f"{name:22s} {cls:15s} {median:8.2f} {slowest:8.2f} {fresh:9.1f} {fresh / median:10.1f}"
+        )
+    print(
+        f"worst median step: {worst:.2f} ms, target {TARGET_MS:g} ms: {'met' if worst <= TARGET_MS else 'MISSED'}"
+    )
     x = streams["multimodal"][:N]
     naive = scipy_grid_ms(x, rule.max_components)
     median, _, _ = incremental_ms(rule, streams["multimodal"])

@@ -36,7 +36,9 @@ def record(command: list[str], n: int) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "tests/data/streams")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parent.parent / "tests/data/streams"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -52,7 +54,10 @@ def main() -> int:
                 writer = csv.writer(f)
                 writer.writerow(["seconds"])
                 writer.writerows([f"{t:.9f}"] for t in times)
-            print(f"{name}: {args.n} trials, median {sorted(times)[len(times) // 2] * 1e3:.3f} ms", flush=True)
+            print(
+                f"{name}: {args.n} trials, median {sorted(times)[len(times) // 2] * 1e3:.3f} ms",
+                flush=True,
+            )
     return 0
 
 

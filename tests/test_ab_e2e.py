@@ -32,10 +32,20 @@ def _run(tmp_path: Path, factor: float, runs: int) -> dict:
     spec = tmp_path / "ab.bench"
     spec.write_text(SPEC.format(factor=factor, runs=runs))
     store = tmp_path / "ab.sqlite"
-    done = subprocess.run([sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    out = subprocess.run([sys.executable, "-m", "benchlang", "analyze", str(spec), "--store", str(store), "--json"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchlang", "analyze", str(spec), "--store", str(store), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     from benchlang.lang.check import load
     from benchlang.report.compare import compare
     from benchlang.report.data import load_data

@@ -92,6 +92,7 @@ def test_moments_are_unbiased_and_their_se_matches_their_spread():
     assert np.all(np.abs(ses / spread - 1) < 0.45)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "T"), [("fully_balanced", 3), ("request_balanced", 2), ("host_balanced", 2)]
 )
@@ -131,3 +132,15 @@ def test_auto_picks_moments_for_balanced_designs():
     unbalanced = ABDesign(d.version[keep], d.request[keep], d.host[keep], d.batch[keep])
     assert not is_balanced(unbalanced)
     assert fit_mixed(y[keep], unbalanced).method == "reml"
+
+
+def test_no_estimable_random_term_falls_back_to_least_squares():
+    v = np.repeat([0, 1], 20)
+    d = ABDesign(v, np.arange(40), np.zeros(40, dtype=int), np.zeros(40, dtype=int))
+    y = np.random.default_rng(0).normal(size=40) + 0.5 * v
+    reml, mom = fit_mixed_reml(y, d), fit_mixed_moments(y, d, se_replicates=0)
+    assert set(identifiability(d).absorbed) == {"host", "host_batch"}
+    assert list(reml.components) == ["request+request_batch+residual"]
+    assert reml.effect == pytest.approx(y[v == 1].mean() - y[v == 0].mean())
+    assert reml.effect_se == pytest.approx(mom.effect_se)
+    assert reml.components == pytest.approx(mom.components)

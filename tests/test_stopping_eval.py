@@ -67,8 +67,13 @@ def test_issue_target_on_the_ten_synthetic_streams():
     rule = AdaptiveStop(ks=0.1, min_n=10, max_n=400)
     results = {name: evaluate(x, rule, 0.1) for name, x in synthetic_streams(5).items()}
     passed = {name: e.passed(SYNTHETIC_CRITERIA[name]) for name, e in results.items()}
-    assert sum(passed.values()) >= 7, {n: (e.stop_n, e.optimal_n, round(e.ks, 3)) for n, e in results.items()}
-    assert results["drifting"].action == "stop_warn" and results["drifting"].detected_class == "drifting"
+    assert sum(passed.values()) >= 7, {
+        n: (e.stop_n, e.optimal_n, round(e.ks, 3)) for n, e in results.items()
+    }
+    assert (
+        results["drifting"].action == "stop_warn"
+        and results["drifting"].detected_class == "drifting"
+    )
     assert results["near_constant"].detected_class == "constant"
     assert results["near_constant"].mean_error <= 0.01
     for e in results.values():

@@ -105,7 +105,11 @@ def test_drift_warns_and_an_oscillation_does_not():
     [
         (lambda g: g.normal(100.0, 10.0, 400), "gaussian", "standard-error"),
         (lambda g: np.exp(g.normal(0.0, 1.0, 400)), "lognormal", "hdi"),
-        (lambda g: np.where(g.random(400) < 0.5, g.normal(10, 1, 400), g.normal(30, 1, 400)), "multimodal", "mixture-likelihood"),
+        (
+            lambda g: np.where(g.random(400) < 0.5, g.normal(10, 1, 400), g.normal(30, 1, 400)),
+            "multimodal",
+            "mixture-likelihood",
+        ),
     ],
 )
 def test_classes_and_their_rules(draw, cls, rule):
@@ -120,6 +124,7 @@ def test_uniform_warns():
     rule = AdaptiveStop(max_components=1)
     n, decision = replay(rule, x)
     assert (decision.action, decision.detected_class) == ("stop_warn", "uniform")
+    assert n >= rule.min_n + rule.window  # seen at window + 1 prefixes before it warns
 
 
 def test_heavy_tail_runs_to_max_with_a_warning():
@@ -153,7 +158,12 @@ def test_mixture_em_recovers_a_two_component_mixture():
     assert fit.weights[1:3][order] == pytest.approx([0.3, 0.7], abs=0.03)
     assert np.sqrt(fit.variances[1:3][order]) == pytest.approx([0.5, 1.0], abs=0.08)
     # the per-sample log-likelihood is that of the fitted mixture, and K = 1 is the Gaussian MLE
-    direct = np.log((fit.weights[1:3, None] * stats.norm.pdf(x, fit.means[1:3, None], np.sqrt(fit.variances[1:3, None]))).sum(0))
+    direct = np.log(
+        (
+            fit.weights[1:3, None]
+            * stats.norm.pdf(x, fit.means[1:3, None], np.sqrt(fit.variances[1:3, None]))
+        ).sum(0)
+    )
     assert lse[m] == pytest.approx(direct, rel=1e-9, abs=1e-9)
     assert lse[0].sum() == pytest.approx(stats.norm.logpdf(x, x.mean(), x.std()).sum(), rel=1e-6)
     bic = -2 * lse.sum(axis=1) + fit.n_parameters() * math.log(n)
@@ -162,7 +172,9 @@ def test_mixture_em_recovers_a_two_component_mixture():
     tied = np.flatnonzero(fit.tied)
     for model in tied:
         start = fit.starts[model]
-        assert np.ptp(fit.variances[start : start + fit.sizes[model]]) == pytest.approx(0.0, abs=1e-12)
+        assert np.ptp(fit.variances[start : start + fit.sizes[model]]) == pytest.approx(
+            0.0, abs=1e-12
+        )
 
 
 def test_bic_prefers_one_component_for_gaussian_data():

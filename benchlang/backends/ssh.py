@@ -34,10 +34,22 @@ AGENT_SOURCE = (Path(__file__).with_name("ssh_agent.py")).read_text(encoding="ut
 KEEPALIVE_INTERVAL = 5.0
 KEEPALIVE_COUNT = 3
 ANSWER_GRACE = 30.0
-_NODE = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:@\s\[\]]+))(?::(?P<port>\d+))?$")
+_NODE = re.compile(
+    r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<v6>[^\]]+)\]|(?P<host>[^:@\s\[\]]+))(?::(?P<port>\d+))?$"
+)
 _KEYS = {
-    "nodes", "user", "port", "identity", "known_hosts", "workdir", "concurrency", "sync",
-    "insecure_accept_new_host_keys", "connect_timeout", "python",
+    "nodes",
+    "user",
+    "port",
+    "identity",
+    "known_hosts",
+    "workdir",
+    "concurrency",
+    "sync",
+    "insecure_accept_new_host_keys",
+    "connect_timeout",
+    "python",
+    "config",
 }
 
 
@@ -54,7 +66,9 @@ class Node:
 def parse_node(text: str) -> Node:
     m = _NODE.match(text.strip())
     if m is None:
-        raise SettingError("nodes", f"'{text}' is not a host", "write host, user@host, host:port or [ipv6]:port")
+        raise SettingError(
+            "nodes", f"'{text}' is not a host", "write host, user@host, host:port or [ipv6]:port"
+        )
     port = int(m["port"]) if m["port"] else None
     if port is not None and not 0 < port < 65536:
         raise SettingError("nodes", f"'{text}': port {port} is outside 1-65535")
@@ -63,7 +77,9 @@ def parse_node(text: str) -> Node:
 
 def nodes_from_text(text: str) -> tuple[str, ...]:
     """One node per line; blank lines and ``#`` comments are skipped."""
-    return tuple(line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip())
+    return tuple(
+        line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()
+    )
 
 
 def _flag(value: Any) -> bool | None:
@@ -74,7 +90,11 @@ def _flag(value: Any) -> bool | None:
 
 def _paths(key: str, value: Any) -> tuple[str, ...]:
     items = (value,) if isinstance(value, str) else value
-    if not isinstance(items, tuple) or not items or not all(isinstance(v, str) and v for v in items):
+    if (
+        not isinstance(items, tuple)
+        or not items
+        or not all(isinstance(v, str) and v for v in items)
+    ):
         raise SettingError(key, f"{key} takes a path in double quotes or a list of them")
     return items
 
@@ -89,9 +109,17 @@ class SshBackend:
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         for key in settings:
             if key not in _KEYS:
-                raise SettingError(key, f"unknown setting '{key}'", f"hosts ssh accepts: {', '.join(sorted(_KEYS))}")
+                raise SettingError(
+                    key,
+                    f"unknown setting '{key}'",
+                    f"hosts ssh accepts: {', '.join(sorted(_KEYS))}",
+                )
         if "nodes" not in settings:
-            raise SettingError(None, "hosts ssh needs 'nodes'", 'write nodes ["host1", "host2"] or nodes from file "hosts.txt"')
+            raise SettingError(
+                None,
+                "hosts ssh needs 'nodes'",
+                'write nodes ["host1", "host2"] or nodes from file "hosts.txt"',
+            )
         nodes = settings["nodes"]
         if isinstance(nodes, Mapping):
             if not isinstance(nodes.get("file"), str):
@@ -100,8 +128,12 @@ class SshBackend:
             for node in _paths("nodes", nodes):
                 parse_node(node)
             if len(set(_paths("nodes", nodes))) != len(_paths("nodes", nodes)):
-                raise SettingError("nodes", "a node is listed twice", "give each host once; to use one machine twice, use two ports")
-        for key in ("user", "known_hosts", "workdir", "python"):
+                raise SettingError(
+                    "nodes",
+                    "a node is listed twice",
+                    "give each host once; to use one machine twice, use two ports",
+                )
+        for key in ("user", "known_hosts", "workdir", "python", "config"):
             if key in settings and not (isinstance(settings[key], str) and settings[key]):
                 raise SettingError(key, f"{key} takes a non-empty string in double quotes")
         for key in ("identity", "sync"):
@@ -114,18 +146,29 @@ class SshBackend:
         if "concurrency" in settings:
             value = settings["concurrency"]
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise SettingError("concurrency", f"concurrency must be a whole number of at least 1, got {value!r}")
+                raise SettingError(
+                    "concurrency",
+                    f"concurrency must be a whole number of at least 1, got {value!r}",
+                )
             if value > 1:
                 raise SettingError(
-                    "concurrency", f"concurrency {value} is not supported: each host runs one trial at a time",
+                    "concurrency",
+                    f"concurrency {value} is not supported: each host runs one trial at a time",
                     "trials sharing a host disturb each other's measurements; add hosts instead",
                 )
-        if "insecure_accept_new_host_keys" in settings and _flag(settings["insecure_accept_new_host_keys"]) is None:
-            raise SettingError("insecure_accept_new_host_keys", "insecure_accept_new_host_keys takes true or false")
+        if (
+            "insecure_accept_new_host_keys" in settings
+            and _flag(settings["insecure_accept_new_host_keys"]) is None
+        ):
+            raise SettingError(
+                "insecure_accept_new_host_keys", "insecure_accept_new_host_keys takes true or false"
+            )
         if "connect_timeout" in settings:
             value = settings["connect_timeout"]
             if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise SettingError("connect_timeout", "connect_timeout takes a duration such as 10s")
+                raise SettingError(
+                    "connect_timeout", "connect_timeout takes a duration such as 10s"
+                )
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], spec_dir: Path) -> SshBackend:
@@ -136,7 +179,9 @@ class SshBackend:
             try:
                 names = nodes_from_text(path.read_text(encoding="utf-8"))
             except OSError as err:
-                raise SettingError("nodes", f"cannot read the nodes file {path}: {err.strerror or err}") from None
+                raise SettingError(
+                    "nodes", f"cannot read the nodes file {path}: {err.strerror or err}"
+                ) from None
             if not names:
                 raise SettingError("nodes", f"the nodes file {path} lists no host")
             cls.check_settings({**settings, "nodes": names})
@@ -146,7 +191,11 @@ class SshBackend:
         def local_path(p: str) -> str:
             return str((spec_dir / os.path.expanduser(p)).resolve())
 
-        sync = tuple(local_path(p) for p in _paths("sync", settings["sync"])) if "sync" in settings else ()
+        sync = (
+            tuple(local_path(p) for p in _paths("sync", settings["sync"]))
+            if "sync" in settings
+            else ()
+        )
         for directory in sync:
             if not Path(directory).is_dir():
                 raise SettingError("sync", f"sync: {directory} is not a directory")
@@ -154,22 +203,35 @@ class SshBackend:
             nodes=tuple(parse_node(n) for n in names),
             user=settings.get("user"),
             port=settings.get("port"),
-            identity=tuple(local_path(p) for p in _paths("identity", settings["identity"])) if "identity" in settings else (),
+            identity=tuple(local_path(p) for p in _paths("identity", settings["identity"]))
+            if "identity" in settings
+            else (),
             known_hosts=local_path(settings["known_hosts"]) if "known_hosts" in settings else None,
             workdir=settings.get("workdir", "benchlang"),
             sync=sync,
             accept_new=bool(_flag(settings.get("insecure_accept_new_host_keys", False))),
             connect_timeout=float(settings.get("connect_timeout", 15.0)),
             python=settings.get("python", "python3"),
+            config=local_path(settings["config"]) if "config" in settings else None,
         )
 
     def __init__(
-        self, nodes: tuple[Node, ...], *, user: str | None = None, port: int | None = None,
-        identity: tuple[str, ...] = (), known_hosts: str | None = None, workdir: str = "benchlang",
-        sync: tuple[str, ...] = (), accept_new: bool = False, connect_timeout: float = 15.0,
+        self,
+        nodes: tuple[Node, ...],
+        *,
+        user: str | None = None,
+        port: int | None = None,
+        identity: tuple[str, ...] = (),
+        known_hosts: str | None = None,
+        workdir: str = "benchlang",
+        sync: tuple[str, ...] = (),
+        accept_new: bool = False,
+        connect_timeout: float = 15.0,
         python: str = "python3",
+        config: str | None = None,
     ) -> None:
         self.nodes = {n.name: n for n in nodes}
+        self.config = config
         self.user, self.port, self.identity = user, port, identity
         self.known_hosts, self.workdir, self.sync = known_hosts, workdir, sync
         self.accept_new, self.connect_timeout, self.python = accept_new, connect_timeout, python
@@ -205,7 +267,9 @@ def _host_key_client(backend: SshBackend, node: Node):
     import asyncssh
 
     class Client(asyncssh.SSHClient):
-        def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        def validate_host_public_key(
+            self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+        ) -> bool:
             path = Path(backend.known_hosts_path)
             trusted = _known_keys(path, host, addr, port)
             if trusted:
@@ -216,7 +280,9 @@ def _host_key_client(backend: SshBackend, node: Node):
                 handle.write(f"{pattern} {key.export_public_key().decode().strip()}\n")
             log.warning(
                 "hosts ssh: INSECURE: trusted the unverified host key %s of %s and wrote it to %s",
-                key.get_fingerprint(), node.name, path,
+                key.get_fingerprint(),
+                node.name,
+                path,
             )
             return True
 
@@ -253,6 +319,8 @@ class SshSession:
             "keepalive_interval": KEEPALIVE_INTERVAL,
             "keepalive_count_max": KEEPALIVE_COUNT,
         }
+        if b.config:
+            options["config"] = [b.config]
         port = n.port or b.port
         if port:
             options["port"] = port
@@ -291,7 +359,9 @@ class SshSession:
         except asyncssh.HostKeyNotVerifiable as err:
             raise HostDown(self.host, self._key_message(err)) from None
         except asyncssh.PermissionDenied as err:
-            raise HostDown(self.host, f"authentication refused ({err.reason}); check user and identity") from None
+            raise HostDown(
+                self.host, f"authentication refused ({err.reason}); check user and identity"
+            ) from None
         except (TimeoutError, OSError, asyncssh.Error) as err:
             raise HostDown(self.host, f"cannot connect: {_reason(err)}") from None
         try:
@@ -307,7 +377,9 @@ class SshSession:
         command = f"exec {shlex.quote(self.backend.python)} -u -c {shlex.quote(AGENT_SOURCE)} {shlex.quote(self.backend.workdir)}"
         try:
             self.process = await self.conn.create_process(command, encoding=None)
-            hello = await asyncio.wait_for(self.process.stdout.readline(), self.backend.connect_timeout)
+            hello = await asyncio.wait_for(
+                self.process.stdout.readline(), self.backend.connect_timeout
+            )
         except (TimeoutError, OSError, asyncssh.Error) as err:
             raise HostDown(self.host, f"cannot start the benchlang agent: {_reason(err)}") from None
         header = json.loads(hello) if hello.startswith(b"{") else {}
@@ -315,11 +387,19 @@ class SshSession:
             stderr = b""
             with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
                 stderr = await asyncio.wait_for(self.process.stderr.read(4096), 2.0)
-            detail = header.get("fatal") or (stderr or hello).decode(errors="replace").strip()[-300:] or "no answer"
-            raise HostDown(self.host, f"cannot start the benchlang agent with {self.backend.python}: {detail}")
+            detail = (
+                header.get("fatal")
+                or (stderr or hello).decode(errors="replace").strip()[-300:]
+                or "no answer"
+            )
+            raise HostDown(
+                self.host, f"cannot start the benchlang agent with {self.backend.python}: {detail}"
+            )
         self.workdir = header["workdir"]
 
-    async def _request(self, request: Mapping[str, Any], deadline: float | None) -> tuple[dict[str, Any], bytes]:
+    async def _request(
+        self, request: Mapping[str, Any], deadline: float | None
+    ) -> tuple[dict[str, Any], bytes]:
         """Send one request; return the answer header and its payload, raising HostDown when the
         connection is lost or the agent does not answer by ``deadline`` (plus a grace period)."""
         import asyncssh
@@ -340,11 +420,15 @@ class SshSession:
             if not line.endswith(b"\n"):
                 raise HostDown(self.host, "connection lost (the agent stopped answering)")
             header = json.loads(line)
-            size = int(header.get("data", 0)) + int(header.get("out", 0)) + int(header.get("err", 0))
+            size = (
+                int(header.get("data", 0)) + int(header.get("out", 0)) + int(header.get("err", 0))
+            )
             payload = await stdout.readexactly(size) if size else b""
         except TimeoutError:
             self._drop()
-            raise HostDown(self.host, f"no answer {ANSWER_GRACE:g}s after the command's time limit") from None
+            raise HostDown(
+                self.host, f"no answer {ANSWER_GRACE:g}s after the command's time limit"
+            ) from None
         except (OSError, asyncssh.Error, asyncio.IncompleteReadError) as err:
             self._drop()
             raise HostDown(self.host, f"connection lost: {_reason(err)}") from None
@@ -357,15 +441,28 @@ class SshSession:
 
     async def execute(self, command: Command) -> Execution:
         argv = argv_for(command.text)
-        request = {"op": "exec", "argv": argv, "env": dict(command.env), "cwd": command.cwd, "timeout": command.timeout}
+        request = {
+            "op": "exec",
+            "argv": argv,
+            "env": dict(command.env),
+            "cwd": command.cwd,
+            "timeout": command.timeout,
+        }
         started = time.time()
-        header, payload = await self._request(request, None if command.timeout is None else command.timeout + 5.0)
+        header, payload = await self._request(
+            request, None if command.timeout is None else command.timeout + 5.0
+        )
         ended = time.time()
         out = int(header["out"])
         wall = float(header["wall"])
         return Execution(
-            exit_status=int(header["status"]), timed_out=bool(header["timed_out"]), started=started,
-            ended=max(ended, started + wall), wall_time=wall, stdout=payload[:out], stderr=payload[out:],
+            exit_status=int(header["status"]),
+            timed_out=bool(header["timed_out"]),
+            started=started,
+            ended=max(ended, started + wall),
+            wall_time=wall,
+            stdout=payload[:out],
+            stderr=payload[out:],
             rusage={k: float(v) for k, v in header["rusage"].items()},
         )
 
@@ -388,9 +485,11 @@ class SshSession:
         target = f"{self.workdir}/{Path(directory).name}"
         try:
             async with self.conn.start_sftp_client() as sftp:
-                await sftp.put(directory, target, recurse=True, preserve=True)
+                await sftp.put(directory, self.workdir, recurse=True, preserve=True)
         except (OSError, asyncssh.Error) as err:
-            raise HostDown(self.host, f"sync of {directory} to {target} failed: {_reason(err)}") from None
+            raise HostDown(
+                self.host, f"sync of {directory} to {target} failed: {_reason(err)}"
+            ) from None
 
     async def reconnect(self, timeout: float) -> None:
         """Drop the connection and connect again, retrying until ``timeout`` seconds have passed
@@ -405,16 +504,18 @@ class SshSession:
             except HostDown as err:
                 left = deadline - time.monotonic()
                 if left <= 0 or "host key" in err.message.lower():
-                    raise HostDown(self.host, f"did not come back within {timeout:g}s: {err.message}") from None
+                    raise HostDown(
+                        self.host, f"did not come back within {timeout:g}s: {err.message}"
+                    ) from None
                 await asyncio.sleep(min(delay, left))
                 delay = min(delay * 2, 2.0)
 
     async def close(self) -> None:
+        import asyncssh
+
         if self.process is not None:
-            try:
+            with contextlib.suppress(OSError, asyncssh.Error):
                 self.process.stdin.write_eof()
-            except (OSError, Exception):  # the channel may already be gone
-                pass
         if self.conn is not None:
             self.conn.close()
             with contextlib.suppress(asyncio.TimeoutError, OSError):

@@ -51,7 +51,10 @@ def _facts():
         "cores": str(os.cpu_count() or ""),
         "python": platform.python_version(),
     }
-    for key, path, field in (("cpu_model", "/proc/cpuinfo", "model name"), ("memory", "/proc/meminfo", "MemTotal")):
+    for key, path, field in (
+        ("cpu_model", "/proc/cpuinfo", "model name"),
+        ("memory", "/proc/meminfo", "MemTotal"),
+    ):
         try:
             with open(path) as handle:
                 for line in handle:
@@ -71,8 +74,8 @@ def _facts():
 class Agent:
     def __init__(self, workdir):
         self.workdir = workdir
-        self.out = tempfile.TemporaryFile(prefix="benchlang-out-")
-        self.err = tempfile.TemporaryFile(prefix="benchlang-err-")
+        self.out = tempfile.TemporaryFile(prefix="benchlang-out-")  # noqa: SIM115 (kept for the session)
+        self.err = tempfile.TemporaryFile(prefix="benchlang-err-")  # noqa: SIM115
         self.null = os.open(os.devnull, os.O_RDONLY)
         self.base_env = dict(os.environ)
         self.stdin = sys.stdin.buffer
@@ -92,7 +95,10 @@ class Agent:
         step = 0.0005
         try:
             while True:
-                if pidfd is None and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                if (
+                    pidfd is None
+                    and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+                ):
                     return False, False
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -125,7 +131,11 @@ class Agent:
         if request.get("env"):
             env = dict(env, **request["env"])
         argv = request["argv"]
-        actions = [(os.POSIX_SPAWN_DUP2, self.null, 0), (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)]
+        actions = [
+            (os.POSIX_SPAWN_DUP2, self.null, 0),
+            (os.POSIX_SPAWN_DUP2, out, 1),
+            (os.POSIX_SPAWN_DUP2, err, 2),
+        ]
         t0 = time.perf_counter()
         try:
             os.chdir(self.where(request.get("cwd")))
@@ -133,7 +143,17 @@ class Agent:
         except OSError as exc:
             wall = time.perf_counter() - t0
             message = (f"benchlang: cannot start {argv[0]!r}: {exc.strerror}\n").encode()
-            _send({"status": 127, "timed_out": False, "wall": wall, "rusage": {"wall_time": wall}, "out": 0, "err": len(message)}, message)
+            _send(
+                {
+                    "status": 127,
+                    "timed_out": False,
+                    "wall": wall,
+                    "rusage": {"wall_time": wall},
+                    "out": 0,
+                    "err": len(message),
+                },
+                message,
+            )
             return True
         finally:
             os.chdir(self.workdir)
@@ -154,7 +174,14 @@ class Agent:
         }
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
         stdout, stderr = _tail(out), _tail(err)
-        header = {"status": code, "timed_out": timed_out, "wall": wall, "rusage": rusage, "out": len(stdout), "err": len(stderr)}
+        header = {
+            "status": code,
+            "timed_out": timed_out,
+            "wall": wall,
+            "rusage": rusage,
+            "out": len(stdout),
+            "err": len(stderr),
+        }
         _send(header, stdout, stderr)
         return True
 
@@ -169,7 +196,14 @@ class Agent:
         _send({"data": len(data)}, data)
 
     def serve(self):
-        _send({"agent": 1, "pid": os.getpid(), "workdir": self.workdir, "python": platform.python_version()})
+        _send(
+            {
+                "agent": 1,
+                "pid": os.getpid(),
+                "workdir": self.workdir,
+                "python": platform.python_version(),
+            }
+        )
         for line in iter(self.stdin.readline, b""):
             request = json.loads(line)
             op = request.get("op")
@@ -186,7 +220,9 @@ class Agent:
 
 
 def main():
-    workdir = os.path.abspath(os.path.expanduser(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else "~"))
+    workdir = os.path.abspath(
+        os.path.expanduser(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else "~")
+    )
     try:
         os.makedirs(workdir, exist_ok=True)
         os.chdir(workdir)

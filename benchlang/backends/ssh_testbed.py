@@ -17,7 +17,11 @@ import time
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
-SFTP_SERVERS = ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server", "/usr/libexec/sftp-server")
+SFTP_SERVERS = (
+    "/usr/lib/openssh/sftp-server",
+    "/usr/libexec/openssh/sftp-server",
+    "/usr/libexec/sftp-server",
+)
 
 
 def sshd_missing() -> str | None:
@@ -36,7 +40,9 @@ def free_port() -> int:
 
 
 def keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f", str(path)], check=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f", str(path)], check=True
+    )
     return Path(f"{path}.pub").read_text().strip()
 
 
@@ -73,13 +79,27 @@ class Sshd:
         sftp = next((p for p in SFTP_SERVERS if os.access(p, os.X_OK)), "internal-sftp")
         self.config = self.dir / "sshd_config"
         self.config.write_text(
-            "\n".join([
-                f"Port {self.port}", "ListenAddress 127.0.0.1", f"HostKey {self.host_key}",
-                f"PidFile {self.dir / 'sshd.pid'}", f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
-                "StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-                "PubkeyAuthentication yes", "PermitRootLogin prohibit-password", "LogLevel ERROR",
-                "MaxStartups 200:30:400", "MaxSessions 50", "SetEnv SHLVL=1", f"Subsystem sftp {sftp}", "",
-            ])
+            "\n".join(
+                [
+                    f"Port {self.port}",
+                    "ListenAddress 127.0.0.1",
+                    f"HostKey {self.host_key}",
+                    f"PidFile {self.dir / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
+                    "StrictModes no",
+                    "UsePAM no",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PubkeyAuthentication yes",
+                    "PermitRootLogin prohibit-password",
+                    "LogLevel ERROR",
+                    "MaxStartups 200:30:400",
+                    "MaxSessions 50",
+                    "SetEnv SHLVL=1",
+                    f"Subsystem sftp {sftp}",
+                    "",
+                ]
+            )
         )
         self.proc: subprocess.Popen | None = None
 
@@ -87,13 +107,17 @@ class Sshd:
         if os.geteuid() == 0:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
         self.proc = subprocess.Popen(
-            [SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=(self.dir / "sshd.log").open("ab"),
+            [SSHD, "-D", "-e", "-f", str(self.config)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=(self.dir / "sshd.log").open("ab"),
         )
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"sshd on port {self.port} exited: {(self.dir / 'sshd.log').read_text()[-500:]}")
+                raise RuntimeError(
+                    f"sshd on port {self.port} exited: {(self.dir / 'sshd.log').read_text()[-500:]}"
+                )
             try:
                 socket.create_connection(("127.0.0.1", self.port), 0.2).close()
                 return
@@ -122,7 +146,9 @@ class Testbed:
         client_pub = keygen(self.identity)
         self.servers = [Sshd(self.root, client_pub, i) for i in range(n)]
         self.known_hosts = self.root / "known_hosts"
-        self.known_hosts.write_text("".join(f"[127.0.0.1]:{s.port} {s.host_pub}\n" for s in self.servers))
+        self.known_hosts.write_text(
+            "".join(f"[127.0.0.1]:{s.port} {s.host_pub}\n" for s in self.servers)
+        )
         for server in self.servers:
             server.start()
 
@@ -133,9 +159,22 @@ class Testbed:
     def ssh_argv(self, server: Sshd) -> list[str]:
         """The OpenSSH client command line that reaches ``server`` (no command yet)."""
         return [
-            "ssh", "-F", "/dev/null", "-p", str(server.port), "-i", str(self.identity),
-            "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-            "-o", "BatchMode=yes", "-o", "LogLevel=ERROR", "127.0.0.1",
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-p",
+            str(server.port),
+            "-i",
+            str(self.identity),
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "LogLevel=ERROR",
+            "127.0.0.1",
         ]
 
     def close(self) -> None:

@@ -15,7 +15,19 @@ from benchlang.report.table import render_table
 from benchlang.stats.stopping import AdaptiveStop
 from benchlang.stats.stopping_eval import MIN_STREAM, evaluate
 
-HEADERS = ("stream", "n", "stop", "action", "class", "rule", "KS", "optimal", "stop/opt", "mean err", "pass")
+HEADERS = (
+    "stream",
+    "n",
+    "stop",
+    "action",
+    "class",
+    "rule",
+    "KS",
+    "optimal",
+    "stop/opt",
+    "mean err",
+    "pass",
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--column", help="CSV column name (default: the only numeric column)")
     p.add_argument("--ks", type=float, default=0.1, help="KS threshold (default 0.1)")
     p.add_argument("--min", dest="min_n", type=int, default=10, help="minimum samples (default 10)")
-    p.add_argument("--max", dest="max_n", type=int, default=400, help="maximum samples (default 400)")
+    p.add_argument(
+        "--max", dest="max_n", type=int, default=400, help="maximum samples (default 400)"
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list, one object per stream")
     p.set_defaults(func=run)
 
@@ -61,7 +75,9 @@ def read_stream(path: Path, column: str | None = None) -> np.ndarray:
         return _numbers(data, path, "the list")
     rows = list(csv.DictReader(text.splitlines()))
     if not rows:
-        raise UserError(f"{path}: no data rows", hint="a CSV stream needs a header row and one row per sample")
+        raise UserError(
+            f"{path}: no data rows", hint="a CSV stream needs a header row and one row per sample"
+        )
     names = list(rows[0])
     if column is None:
         numeric = [c for c in names if _all_numbers(r.get(c) for r in rows)]
@@ -102,14 +118,36 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = []
         for path, e in results:
-            out.append({"stream": str(path), **attrs.asdict(e), "passed": e.passed(ks_limit=args.ks + 0.02)})
+            out.append(
+                {
+                    "stream": str(path),
+                    **attrs.asdict(e),
+                    "passed": e.passed(ks_limit=args.ks + 0.02),
+                }
+            )
         print(json.dumps(out, indent=2))
         return 0
     rows = [
-        (path.name, e.n, e.stop_n, e.action, e.detected_class, e.rule, e.ks, e.optimal_n, e.ratio, e.mean_error, e.passed(ks_limit=args.ks + 0.02))
+        (
+            path.name,
+            e.n,
+            e.stop_n,
+            e.action,
+            e.detected_class,
+            e.rule,
+            e.ks,
+            e.optimal_n,
+            e.ratio,
+            e.mean_error,
+            e.passed(ks_limit=args.ks + 0.02),
+        )
         for path, e in results
     ]
-    render_table(HEADERS, rows, title=f"adaptive stopping (ks {args.ks:g}, min {args.min_n}, max {args.max_n})")
+    render_table(
+        HEADERS,
+        rows,
+        title=f"adaptive stopping (ks {args.ks:g}, min {args.min_n}, max {args.max_n})",
+    )
     for path, e in results:
         print(f"{path.name}: {e.reason}")
     return 0

@@ -16,9 +16,11 @@ from benchlang.lang.diagnostics import Diagnostic, Source, Span, SpecError, did_
 from benchlang.lang.syntax import decode, parse
 from benchlang.stats.sizing import sizing
 
+MAX_TRIALS = 10_000_000
+MAX_EXCLUDE = 1000
 NOT_SUPPORTED_HINT = "this parses, but its execution is not built yet (see docs/language.md, 'Status')"
 _STRUCTURE_PLACEHOLDERS = ("runtime",)
-_KPI_SCHEMA = {"percentile": s.percentile, "confidence": s.percent, "bound": s.choice("upper", "lower"), "exclude": s.count(0)}
+_KPI_SCHEMA = {"percentile": s.percentile, "confidence": s.percent, "bound": s.choice("upper", "lower"), "exclude": s.count(0, MAX_EXCLUDE)}
 _VARIABILITY_SCHEMA = {"percentile": s.percentile, "confidence": s.percent}
 _CONVERGENCE_SCHEMA = {"confidence": s.percent, "tolerance": s.percent}
 _DESIGN_SCHEMA = {
@@ -98,6 +100,14 @@ def placeholders(template: str) -> list[tuple[str, int]]:
     return found
 
 
+def _bounded_sizing(percentile: float, confidence: float, exclude: int = 0) -> int:
+    """Thompson sizing, or a cheap lower estimate when that is beyond MAX_TRIALS anyway
+    (the exact search with excluded samples costs time and memory linear in N)."""
+    first = sizing(percentile, confidence)
+    estimate = first + exclude / (1.0 - max(percentile, 100.0 - percentile) / 100.0)
+    return math.ceil(estimate) if estimate > MAX_TRIALS else sizing(percentile, confidence, exclude)
+
+
 class _Checker:
     def __init__(self, source: Source, base_dir: Path) -> None:
         self.source = source
@@ -173,6 +183,10 @@ class _Checker:
             backend = backend_kinds().get(hosts.kind)
             if backend is not None and not getattr(backend, "supports_reboot", False):
                 self.error(f"hosts {hosts.kind} cannot reboot or reconnect between rounds", reset_stmt.span, "a rebooting reset needs remote hosts (hosts ssh { ... }); use a plain reset command here")
+        if seed_stmt is not None and seed_stmt.value.value >= 2**63:
+            self.error("the seed must be below 2**63", seed_stmt.value.span)
+        if design is not None:
+            self._check_plan_size(factors, benchmarks, design, self._single(of(ast.Block, "design"), "") or tree)
         if not benchmarks and not any(isinstance(i, ast.Benchmark) for i in items):
             self.error("the experiment declares no benchmark", tree.span, "add: benchmark NAME { run \"command\" }")
         if any(d.severity == "error" for d in self.diagnostics):
@@ -203,6 +217,16 @@ class _Checker:
             comparisons=comparisons,
             profiles=profiles,
         )
+
+    def _check_plan_size(self, factors: list[model.Factor], benchmarks: list[model.Benchmark], design: model.Design, where: Any) -> None:
+        from benchlang.plan.compile import covered_count
+
+        kept = {f.name: covered_count(len(f.levels), f.coverage) for f in factors}
+        n_configs = sum(math.prod(kept.get(n, 1) for n in b.factors) for b in benchmarks)
+        per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
+        trials = n_configs * per_series * design.series
+        if trials > MAX_TRIALS:
+            self.error(f"the plan would have {trials} trials, more than benchlang plans ({MAX_TRIALS})", where.span, "use fewer runs, series or levels (coverage N% keeps a share of a factor's levels)")
 
     def _reset(self, stmt: ast.Statement | None) -> model.Reset | None:
         if stmt is None:
@@ -286,7 +310,13 @@ class _Checker:
             if stop < start:
                 self.error(f"the range {start}..{stop} is empty", value.span, "write the smaller bound first")
                 return None
+            if not all(math.isfinite(x) for x in (start, stop, step)):
+                self.error("a range needs finite bounds and step", value.span)
+                return None
             count = int(math.floor((stop - start) / step + 1e-9)) + 1
+            if count > MAX_TRIALS:
+                self.error(f"the range {start}..{stop} has {count} levels, more than a plan can hold ({MAX_TRIALS})", value.span, "use a coarser step")
+                return None
             levels = tuple(start + i * step for i in range(count))
             if all(isinstance(x, int) for x in (start, stop, step)):
                 levels = tuple(int(x) for x in levels)
@@ -301,6 +331,9 @@ class _Checker:
         for item in value.value:
             if item.kind in ("list", "range"):
                 self.error("a factor level must be a string or a number", item.span)
+                return None
+            if item.kind == "float" and not math.isfinite(item.value):
+                self.error("a factor level must be a finite number", item.span)
                 return None
             key = (type(item.value).__name__, item.value)
             if key in seen:
@@ -588,7 +621,7 @@ class _Checker:
             self.error("the width must be positive", width.span)
             return None
         max_n = stop.max_count.value if stop.max_count is not None else 400
-        need = sizing(kpi.percentile, kpi.confidence, kpi.exclude)
+        need = _bounded_sizing(kpi.percentile, kpi.confidence, kpi.exclude)
         if max_n < need:
             self.error(f"stop when kpi {kpi.metric}: max {max_n} is below the {need} trials the kpi needs", stop.max_count.span if stop.max_count else stop.span, f"use max {need} or more")
             return None
@@ -606,7 +639,7 @@ class _Checker:
         v = checked.values
         span = block.span if block else None
         runs_wanted = v.get("runs")
-        kpi_needs = [(sizing(k.percentile, k.confidence, k.exclude), k) for k in kpis]
+        kpi_needs = [(_bounded_sizing(k.percentile, k.confidence, k.exclude), k) for k in kpis]
         if stop is not None:
             if runs_wanted is not None:
                 self.error(f"give either 'runs' in the design or a stop rule, not both (the stop rule sets the number of runs)", checked.spans.get("runs"))
@@ -636,7 +669,7 @@ class _Checker:
                         where, f"use 'runs auto' or 'runs {need}'",
                     )
         series_wanted = v.get("series")
-        var_needs = [(sizing(x.percentile, x.confidence), x) for x in variabilities]
+        var_needs = [(_bounded_sizing(x.percentile, x.confidence), x) for x in variabilities]
         if series_wanted == "auto" or series_wanted is None and var_needs:
             if not var_needs:
                 series, series_reason = 1, "auto without a variability score: one series"

@@ -51,10 +51,12 @@ def percentile(value: ast.Value) -> float:
     return number
 
 
-def count(minimum: int = 0) -> Validator:
+def count(minimum: int = 0, maximum: int | None = None) -> Validator:
     def validate(value: ast.Value) -> int:
         if value.kind != "int" or value.value < minimum:
             raise Invalid(f"expected a whole number of at least {minimum}, got {_show(value)}")
+        if maximum is not None and value.value > maximum:
+            raise Invalid(f"expected a whole number of at most {maximum}, got {_show(value)}")
         return int(value.value)
 
     return validate

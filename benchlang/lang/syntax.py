@@ -374,6 +374,15 @@ def _repair(error: UnexpectedToken) -> None:
     if parser_state is None:
         return
     bad = error.token
+    if str(bad).isidentifier():
+        # A misspelt keyword (``desing``) is read as the keyword the hint suggests, so the
+        # block after it parses and later errors are real ones.
+        keywords = keyword_of_terminal()
+        options = {keywords[t]: t for t in parser_state.accepts() if t in keywords and keywords[t].isidentifier()}
+        close = difflib.get_close_matches(str(bad), sorted(options), n=1, cutoff=0.6)
+        if close:
+            parser_state.feed_token(Token(options[close[0]], close[0]))
+            return
 
     def fits(state) -> bool:
         return bad.type in state.accepts()
@@ -400,6 +409,11 @@ def _repair(error: UnexpectedToken) -> None:
                 if terminal in _CLOSERS:
                     next_frontier.append((trial, (*path, token)))
         frontier = next_frontier
+    for terminal in sorted(parser_state.accepts() & _FILLERS.keys()):
+        # Substitution: the bad token stands where a literal belongs (``seed "x"``), so
+        # parse it as one; otherwise the next statement would be reported as well.
+        parser_state.feed_token(Token(terminal, _FILLERS[terminal]))
+        return
 
 
 def decode(path: str, data: bytes) -> Source:

@@ -16,11 +16,16 @@ from benchlang.plan.plan import Configuration, Derived, Plan
 from benchlang.plan.streams import draws, uniforms
 
 
+def covered_count(n_levels: int, coverage: float) -> int:
+    """How many of ``n_levels`` levels ``coverage N%`` keeps: ceil(N% x L), at least one."""
+    return max(1, math.ceil(coverage / 100.0 * n_levels - 1e-9))
+
+
 def covered_levels(factor: model.Factor, index: int, seed: int) -> tuple[Any, ...]:
     """The levels a factor keeps under ``coverage N%``: ceil(N% x L) of them, chosen by the
     seed, kept in declared order (DataMill's per-factor coverage, de Oliveira et al. 2013)."""
     n = len(factor.levels)
-    keep = max(1, math.ceil(factor.coverage / 100.0 * n - 1e-9))
+    keep = covered_count(n, factor.coverage)
     if keep >= n:
         return factor.levels
     keys = draws(seed, f"coverage:{index}", np.arange(n))

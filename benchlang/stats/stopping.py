@@ -226,17 +226,31 @@ def fit_mixtures(
 
 
 @attrs.frozen
+class Interval:
+    """The interval a class rule tracks on one prefix: a centre and the interval's half-width.
+
+    ``width`` is the statistic whose relative change decides stability: the relative standard
+    error (Gaussian), the HDI width in log units (log-normal), or the CI width (block bootstrap,
+    mixture log-likelihood per sample).
+    """
+
+    width: float
+    centre: float
+    half: float
+
+
+@attrs.frozen
 class AdaptiveState:
     """What the adaptive rule remembers between decisions on a growing series of samples.
 
-    ``history`` caches each class statistic by prefix length (so the stability window is not
-    recomputed), ``mixtures`` warm-starts the next EM fit, ``fingerprint`` identifies the series
-    (a hash of its first samples; a different series starts fresh). Samples must only grow by
-    appending.
+    ``history`` caches each class's interval by (class, prefix length), so the stability
+    window is not recomputed; ``classes`` holds the class detected at each recent prefix;
+    ``mixtures`` warm-starts the next EM fit; ``fingerprint`` identifies the series (a hash of
+    its first samples; a different series starts fresh). Samples must only grow by appending.
     """
 
     fingerprint: bytes = b""
-    history: tuple[tuple[str, int, float], ...] = ()
+    history: tuple[tuple[str, int, Interval], ...] = ()
     classes: tuple[tuple[int, str], ...] = ()
     mixtures: MixtureGrid | None = None
 
@@ -262,30 +276,36 @@ class AdaptiveStop:
     In order, after ``min_n`` samples:
     1. constant (max − min < ``constant_spread`` × |mean|) → stop;
     2. monotonic (every step up, or every step down) → stop_warn; benchlang adds *drifting*
-       (Mann–Kendall trend, Kendall's tau of value vs index, p < ``trend_alpha`` once
-       n ≥ ``trend_min_n``) → stop_warn;
+       (Mann–Kendall: Kendall's tau of value vs index, p < ``trend_alpha`` once
+       n ≥ ``trend_min_n``, with residuals of the fitted line not autocorrelated) → stop_warn;
     3. autocorrelated (some lag ≤ min(``acf_max_lag``, n/4) has ACF > ``acf_threshold``) →
-       stop when the moving-block-bootstrap CI width of the mean is stable;
-    4. Gaussian (Shapiro–Wilk p > ``normal_p``) → stop when the relative standard error is stable;
-    5. log-normal (all > 0, Shapiro–Wilk on logs p > ``lognormal_p``) → stop when the width of
-       the 95% highest-density interval of the posterior of the log-mean is stable;
+       stop when the moving-block-bootstrap CI of the mean is stable;
+    4. Gaussian (Shapiro–Wilk p > ``normal_p``) → stop when the CI built on the standard error
+       is stable (its width tracked relative to the mean);
+    5. log-normal (all > 0, Shapiro–Wilk on logs p > ``lognormal_p``) → stop when the 95%
+       highest-density interval of the posterior of the log-mean is stable;
     6. multimodal (BIC picks ≥ 2 components among mixtures of 1..``max_components`` Gaussians,
-       per-component or shared variance) → stop when the log-likelihood per sample is stable;
+       per-component or shared variance) → stop when the log-likelihood per sample of the
+       selected mixture and its CI are stable;
     7. uniform (Kolmogorov–Smirnov against U(min, max), p > ``uniform_p``) → stop_warn;
     8. otherwise continue; at ``max_n`` stop_warn.
+    A warning class (drifting, uniform) must be detected at each of the last ``window`` + 1
+    prefixes before it stops the series (a strictly monotonic prefix stays monotonic).
 
     *Stable* (benchlang's precise reading of the paper's "converges"): over the last ``window``
-    prefixes j = n − window … n − 1, a width statistic θ satisfies max |θ_n − θ_j| ≤ tol·θ_n,
-    and the log-likelihood per sample ℓ satisfies max |ℓ_n − ℓ_j| ≤ tol·sd_i(log f(x_i)).
-    tol defaults to window / (2·⌈1/ks²⌉): a width that shrinks like 1/√n changes by
-    window/(2n) over the window, so tol is met near n = 1/ks², where the Kolmogorov–Smirnov
-    distance of an i.i.d. sample to its distribution is of order ks (√n·D_n → Kolmogorov).
+    prefixes j = n − window … n − 1, the interval's width statistic w satisfies
+    max |w_n − w_j| ≤ tol·w_n, and its centre c satisfies max |c_n − c_j| ≤ half-width_n (the
+    estimate never left the current interval). tol defaults to window / (2·⌈1/ks²⌉): a width
+    that shrinks like 1/√n changes by about window/(2n) over the window, so tol is met near
+    n = 1/ks², where the Kolmogorov–Smirnov distance of an i.i.d. sample to its distribution is
+    of order ks (√n·D_n tends to the Kolmogorov distribution, median 0.83).
     """
 
     ks: float = 0.1
     min_n: int = 10
     max_n: int = 400
     window: int = 20
+    patience: int = 1
     tolerance: float | None = None
     constant_spread: float = 0.10
     trend_alpha: float = 1e-3
@@ -299,7 +319,7 @@ class AdaptiveStop:
     confidence: float = 0.95
     bootstrap_replicates: int = 500
     em_max_iter: int = 200
-    em_tol: float = 1e-5
+    em_tol: float = 1e-4
 
     def __attrs_post_init__(self) -> None:
         if not 0.0 < self.ks < 1.0:
@@ -310,6 +330,8 @@ class AdaptiveStop:
             raise ValueError(f"window must be >= 1, got {self.window!r}")
         if not 1 <= self.max_components <= 10:
             raise ValueError(f"max_components must lie in 1..10, got {self.max_components!r}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must lie in (0, 1), got {self.confidence!r}")
 
     @property
     def tol(self) -> float:
@@ -322,10 +344,9 @@ class AdaptiveStop:
         """Decide on a fresh state: replays the stability window, then decides at len(samples)."""
         x = _as_samples(samples)
         state = AdaptiveState()
-        decision = None
-        for j in range(max(1, x.size - self.window), x.size + 1):
+        decision = Decision("continue", "no samples", None, "min")
+        for j in range(max(1, x.size - self.window - self.patience), x.size + 1):
             decision, state = self.step(x[:j], state)
-        assert decision is not None
         return decision
 
     def step(
@@ -339,7 +360,7 @@ class AdaptiveStop:
             state = AdaptiveState(fingerprint=fp)
         if n < self.min_n:
             return Decision("continue", f"{n} < min {self.min_n} samples", None, "min"), state
-        cls, action, reason, value, state = self._classify(x, state)
+        cls, action, reason, interval, state = self._classify(x, state)
         classes = (*(c for c in state.classes if n - self.window <= c[0] < n), (n, cls))
         state = attrs.evolve(state, classes=classes)
         if action == "stop_warn" and cls != MONOTONIC:
@@ -352,12 +373,11 @@ class AdaptiveStop:
         if action is not None:
             return Decision(action, reason, cls, cls), state
         rule = _RULE_NAMES.get(cls, "max")
-        if cls in _RULE_NAMES:
-            state = self._remember(state, cls, n, value)
+        if interval is not None:
+            state = self._remember(state, cls, n, interval)
             stable, detail, state = self._stable(x, cls, state)
-            state = attrs.evolve(
-                state, history=tuple(h for h in state.history if h[1] >= n - self.window)
-            )
+            kept = tuple(h for h in state.history if h[1] >= n - self.window - self.patience)
+            state = attrs.evolve(state, history=kept)
             if stable:
                 return Decision("stop", f"{cls}: {detail}", cls, rule), state
             reason = f"{cls}: {detail}"
@@ -365,95 +385,95 @@ class AdaptiveStop:
             return Decision("stop_warn", f"max {self.max_n} reached; {reason}", cls, "max"), state
         return Decision("continue", reason, cls, rule), state
 
-    def _classify(self, x: np.ndarray, state: AdaptiveState):
+    def _classify(
+        self, x: np.ndarray, state: AdaptiveState
+    ) -> tuple[str, Action | None, str, Interval | None, AdaptiveState]:
         n = x.size
         mean = float(x.mean())
         spread = float(x.max() - x.min())
         if spread < self.constant_spread * abs(mean):
             why = f"max - min = {spread:.4g} < {self.constant_spread:g} x |mean| {abs(mean):.4g}"
-            return CONSTANT, "stop", why, math.nan, state
+            return CONSTANT, "stop", why, None, state
         d = np.diff(x)
         if np.all(d > 0) or np.all(d < 0):
-            return (
-                MONOTONIC,
-                "stop_warn",
-                "every sample moves the same way: misconfigured or unstable",
-                math.nan,
-                state,
-            )
+            why = "every sample moves the same way: misconfigured or unstable"
+            return MONOTONIC, "stop_warn", why, None, state
         if n >= self.trend_min_n:
             tau = stats.kendalltau(np.arange(n), x)
             if tau.pvalue < self.trend_alpha and self._trend_explains(x):
                 why = f"trend: Kendall tau {tau.statistic:.3f} vs index, p = {tau.pvalue:.2g} < {self.trend_alpha:g}"
-                return DRIFTING, "stop_warn", why, math.nan, state
+                return DRIFTING, "stop_warn", why, None, state
         acf = _max_autocorrelation(x, max(1, min(self.acf_max_lag, n // 4)))
         if acf > self.acf_threshold:
+            interval, state = self._interval(x, AUTOCORRELATED, state)
             return (
                 AUTOCORRELATED,
                 None,
                 f"max ACF {acf:.3f} > {self.acf_threshold:g}",
-                *self._stat(x, AUTOCORRELATED, state),
+                interval,
+                state,
             )
         p = stats.shapiro(x).pvalue
         if p > self.normal_p:
-            return (
-                GAUSSIAN,
-                None,
-                f"Shapiro-Wilk p = {p:.3f} > {self.normal_p:g}",
-                *self._stat(x, GAUSSIAN, state),
-            )
+            interval, state = self._interval(x, GAUSSIAN, state)
+            return GAUSSIAN, None, f"Shapiro-Wilk p = {p:.3f} > {self.normal_p:g}", interval, state
         if x.min() > 0:
             p = stats.shapiro(np.log(x)).pvalue
             if p > self.lognormal_p:
-                return (
-                    LOGNORMAL,
-                    None,
-                    f"Shapiro-Wilk on logs p = {p:.3f} > {self.lognormal_p:g}",
-                    *self._stat(x, LOGNORMAL, state),
-                )
-        width, k, state = self._mixture(x, state)
+                interval, state = self._interval(x, LOGNORMAL, state)
+                why = f"Shapiro-Wilk on logs p = {p:.3f} > {self.lognormal_p:g}"
+                return LOGNORMAL, None, why, interval, state
+        interval, k, state = self._mixture(x, state)
         if k >= 2:
-            return MULTIMODAL, None, f"BIC picks {k} components", width, state
+            return MULTIMODAL, None, f"BIC picks {k} components", interval, state
         p = stats.kstest(x, "uniform", args=(x.min(), spread)).pvalue
         if p > self.uniform_p:
             return (
                 UNIFORM,
                 "stop_warn",
                 f"uniform: KS p = {p:.3f} > {self.uniform_p:g}",
-                math.nan,
+                None,
                 state,
             )
-        return UNCLASSIFIED, None, "no class fits", math.nan, state
+        return UNCLASSIFIED, None, "no class fits", None, state
 
     def _trend_explains(self, x: np.ndarray) -> bool:
-        """A drift, not a slow oscillation: residuals of the least-squares line are not autocorrelated."""
+        """A drift, not a slow oscillation: the residuals of the least-squares line are not
+        autocorrelated (Box, Jenkins & Reinsel, Time Series Analysis, §2.1)."""
         t = np.arange(x.size)
         residual = x - np.polyval(np.polyfit(t, x, 1), t)
-        return (
-            _max_autocorrelation(residual, max(1, min(self.acf_max_lag, x.size // 4)))
-            <= self.acf_threshold
-        )
+        max_lag = max(1, min(self.acf_max_lag, x.size // 4))
+        return _max_autocorrelation(residual, max_lag) <= self.acf_threshold
 
-    def _stat(self, x: np.ndarray, cls: str, state: AdaptiveState) -> tuple[float, AdaptiveState]:
-        """The width statistic of a class on one prefix."""
+    def _interval(
+        self, x: np.ndarray, cls: str, state: AdaptiveState
+    ) -> tuple[Interval, AdaptiveState]:
+        """The interval a class tracks, on one prefix."""
         n = x.size
+        z = stats.norm.ppf(0.5 + self.confidence / 2)
         if cls == GAUSSIAN:
-            return float(x.std(ddof=1) / math.sqrt(n) / abs(x.mean())), state
+            mean, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(n))
+            return Interval(se / abs(mean), mean, z * se), state
         if cls == LOGNORMAL:
+            # Jeffreys prior: the posterior of the log-mean is Student t, unimodal and
+            # symmetric, so its HDI is the central interval (Kruschke, DBDA 2nd ed., §12.1.1).
             y = np.log(x)
-            t = stats.t.ppf(0.5 + self.confidence / 2, n - 1)
-            return float(2 * t * y.std(ddof=1) / math.sqrt(n)), state
+            half = float(
+                stats.t.ppf(0.5 + self.confidence / 2, n - 1) * y.std(ddof=1) / math.sqrt(n)
+            )
+            return Interval(2 * half, float(y.mean()), half), state
         if cls == AUTOCORRELATED:
-            return self._block_bootstrap_width(x), state
-        width, _, state = self._mixture(x, state)
-        return width, state
+            half = z * self._block_bootstrap_se(x)
+            return Interval(2 * half, float(x.mean()), half), state
+        interval, _, state = self._mixture(x, state)
+        return interval, state
 
-    def _block_bootstrap_width(self, x: np.ndarray) -> float:
-        """Width of the moving-block-bootstrap normal CI of the mean (Künsch 1989).
+    def _block_bootstrap_se(self, x: np.ndarray) -> float:
+        """Moving-block-bootstrap standard error of the mean (Künsch, Ann. Stat. 17(3), 1989).
 
-        Block length ⌈n^(1/3)⌉ (Hall, Horowitz & Jing 1995). The draws are seeded from the
-        series' first samples and laid out on a fixed grid, so successive prefixes reuse the
-        same random numbers (common random numbers) and the width changes only with the data.
+        Block length ⌈n^(1/3)⌉ (Hall, Horowitz & Jing, Biometrika 82(3), 1995). The draws are
+        seeded from the series' first samples and laid out on a fixed grid, so successive
+        prefixes reuse the same random numbers and the width changes with the data only.
         """
         n = x.size
         b = math.ceil(n ** (1 / 3))
@@ -462,47 +482,63 @@ class AdaptiveStop:
         u = np.random.default_rng(seed).random((self.bootstrap_replicates, self.max_n))[:, :blocks]
         first = np.floor(u * (n - b + 1)).astype(np.int64)
         idx = (first[:, :, None] + np.arange(b)).reshape(self.bootstrap_replicates, -1)[:, :n]
-        means = x[idx].mean(axis=1)
-        z = stats.norm.ppf(0.5 + self.confidence / 2)
-        return float(2 * z * means.std(ddof=1))
+        return float(x[idx].mean(axis=1).std(ddof=1))
 
-    def _mixture(self, x: np.ndarray, state: AdaptiveState) -> tuple[float, int, AdaptiveState]:
-        """BIC-selected mixture: CI width of its log-likelihood per sample, K, state."""
+    def _mixture(self, x: np.ndarray, state: AdaptiveState) -> tuple[Interval, int, AdaptiveState]:
+        """The BIC-selected mixture (Schwarz 1978): CI of its log-likelihood per sample, and K."""
         mu, sd = x.mean(), x.std()
         z = (x - mu) / sd
         start = state.mixtures
         if start is None or start.sizes.size != 2 * self.max_components - 1:
             start = _initial_mixtures(z, self.max_components)
         fit, lse = fit_mixtures(z, start, self.em_max_iter, self.em_tol)
-        total = lse.sum(axis=1)
-        bic = -2 * total + fit.n_parameters() * math.log(x.size)
+        bic = -2 * lse.sum(axis=1) + fit.n_parameters() * math.log(x.size)
         best = int(np.argmin(bic))
         per_sample = lse[best] - math.log(sd)
-        state = attrs.evolve(state, mixtures=fit)
-        z = stats.norm.ppf(0.5 + self.confidence / 2)
-        width = 2 * z * float(per_sample.std(ddof=1)) / math.sqrt(x.size)
-        return width, int(fit.sizes[best]), state
+        half = (
+            stats.norm.ppf(0.5 + self.confidence / 2)
+            * float(per_sample.std(ddof=1))
+            / math.sqrt(x.size)
+        )
+        interval = Interval(2 * half, float(per_sample.mean()), half)
+        return interval, int(fit.sizes[best]), attrs.evolve(state, mixtures=fit)
 
-    def _remember(self, state: AdaptiveState, cls: str, n: int, value: float) -> AdaptiveState:
+    def _remember(
+        self, state: AdaptiveState, cls: str, n: int, interval: Interval
+    ) -> AdaptiveState:
         history = tuple(h for h in state.history if not (h[0] == cls and h[1] == n))
-        return attrs.evolve(state, history=(*history, (cls, n, value)))
+        return attrs.evolve(state, history=(*history, (cls, n, interval)))
 
-    def _stable(self, x: np.ndarray, cls: str, state: AdaptiveState):
+    def _stable(
+        self, x: np.ndarray, cls: str, state: AdaptiveState
+    ) -> tuple[bool, str, AdaptiveState]:
         n = x.size
-        if n - self.window < self.min_n:
-            return False, f"stability window needs {self.min_n + self.window} samples", state
+        first = n - self.patience + 1
+        if first - self.window < self.min_n:
+            need = self.min_n + self.window + self.patience - 1
+            return False, f"stability needs {need} samples", state
         known = {h[1]: h[2] for h in state.history if h[0] == cls}
-        for j in range(n - self.window, n):
+        for j in range(first - self.window, n):
             if j not in known:
-                known[j], state = self._stat(x[:j], cls, state)
+                known[j], state = self._interval(x[:j], cls, state)
                 state = self._remember(state, cls, j, known[j])
-        value = known[n]
-        change = max(abs(known[j] - value) for j in range(n - self.window, n))
-        limit = self.tol * abs(value)
-        what = _STAT_NAMES[cls]
-        verdict = "<=" if change <= limit else ">"
-        detail = f"{what} changed {change:.3g} {verdict} {limit:.3g} over the last {self.window}"
-        return change <= limit, detail, state
+        verdicts = [self._window_verdict(known, m) for m in range(first, n + 1)]
+        stable = all(v[0] for v in verdicts)
+        return stable, f"{_STAT_NAMES[cls]} {verdicts[-1][1]}", state
+
+    def _window_verdict(self, known: dict[int, Interval], n: int) -> tuple[bool, str]:
+        now = known[n]
+        past = [known[j] for j in range(n - self.window, n)]
+        change = max(abs(p.width - now.width) for p in past)
+        shift = max(abs(p.centre - now.centre) for p in past)
+        limit = self.tol * abs(now.width)
+        stable = change <= limit and shift <= now.half
+        detail = (
+            f"changed {change:.3g} ({'<=' if change <= limit else '>'} {limit:.3g}), "
+            f"centre moved {shift:.3g} ({'<=' if shift <= now.half else '>'} half-width "
+            f"{now.half:.3g}) over the last {self.window}"
+        )
+        return stable, detail
 
 
 _RULE_NAMES = {

@@ -47,7 +47,9 @@ def ssh_env(tmp_path_factory) -> dict[str, str]:
     info = root / "benchlang_ssh_tests-0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: benchlang-ssh-tests\nVersion: 0\n")
-    (info / "entry_points.txt").write_text('[benchlang.backends]\nssh = benchlang.backends.ssh:SshBackend\n')
+    (info / "entry_points.txt").write_text(
+        "[benchlang.backends]\nssh = benchlang.backends.ssh:SshBackend\n"
+    )
     sys.path.append(str(root))
     backend_kinds.cache_clear()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(root)) if p)
@@ -104,8 +106,23 @@ class Harness:
 
         experiment, backend, plan = build_plan(str(spec))
         store = Store(store_path or self.tmp / "results.sqlite", create=True)
-        store.add_plan(plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text(), str(spec), spec.read_text())
-        executor = Executor(experiment, plan, backend, store, Progress(plan.n_trials, quiet=True), **executor_options)
+        store.add_plan(
+            plan.hash,
+            experiment.name,
+            experiment.spec_hash,
+            plan.seed,
+            plan.json_text(),
+            str(spec),
+            spec.read_text(),
+        )
+        executor = Executor(
+            experiment,
+            plan,
+            backend,
+            store,
+            Progress(plan.n_trials, quiet=True),
+            **executor_options,
+        )
         return plan, store, executor
 
     def run(self, spec: Path, store_path: Path | None = None, **executor_options):

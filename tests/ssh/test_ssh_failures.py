@@ -16,7 +16,8 @@ KILL_PARENT_SSHD = "kill -9 $(awk '{{print $4}}' /proc/$PPID/stat)"
 
 def _rows(store, plan):
     return store.db.execute(
-        "SELECT trial, host, status, reason, attempts, timed_out FROM trials WHERE plan_hash = ? ORDER BY trial", (plan.hash,)
+        "SELECT trial, host, status, reason, attempts, timed_out FROM trials WHERE plan_hash = ? ORDER BY trial",
+        (plan.hash,),
     ).fetchall()
 
 
@@ -64,7 +65,12 @@ def test_hanging_trial_is_killed_with_its_process_group(harness, sshd1, tmp_path
 
 def _kill_when(store, plan, host: str, after: int, server) -> asyncio.Task:
     async def killer() -> None:
-        while store.db.execute("SELECT COUNT(*) FROM trials WHERE plan_hash = ? AND host = ?", (plan.hash, host)).fetchone()[0] < after:
+        while (
+            store.db.execute(
+                "SELECT COUNT(*) FROM trials WHERE plan_hash = ? AND host = ?", (plan.hash, host)
+            ).fetchone()[0]
+            < after
+        ):
             await asyncio.sleep(0.01)
         server.kill()
 
@@ -102,11 +108,17 @@ def test_host_killed_mid_run_its_rounds_move_to_healthy_hosts(harness, fresh_ssh
         assert [h for h, _ in summary.hosts_down] == [victim]
         on_victim = sum(r[1] == victim for r in rows)
         assert 2 <= on_victim < int((plan.trial_host == 0).sum())
-        assert store.db.execute("SELECT COUNT(*) FROM trials WHERE host != ?", (victim,)).fetchone()[0] == plan.n_trials - on_victim
+        assert (
+            store.db.execute("SELECT COUNT(*) FROM trials WHERE host != ?", (victim,)).fetchone()[0]
+            == plan.n_trials - on_victim
+        )
         kinds = [(e[1], e[2]) for e in store.events(plan.hash) if e[2] != "retry"]
         assert kinds == [(victim, "host_down"), (victim, "reassigned")]
         reassigned = next(e[3] for e in store.events(plan.hash) if e[2] == "reassigned")
-        assert f"of {victim} reassigned to {fresh_sshd3.nodes[1]}, {fresh_sshd3.nodes[2]}" in reassigned
+        assert (
+            f"of {victim} reassigned to {fresh_sshd3.nodes[1]}, {fresh_sshd3.nodes[2]}"
+            in reassigned
+        )
 
 
 @pytest.mark.slow
@@ -128,7 +140,9 @@ def test_pinned_hosts_mark_the_dead_host_trials_failed(harness, fresh_sshd3, tmp
         planned_host = [plan.hosts[h] for h in plan.trial_host.tolist()]
         assert [r[1] for r in rows] == planned_host, "pinned trials moved host"
         failed = [r for r in rows if r[2] == "failed"]
-        assert failed and all(r[1] == victim and r[4] == 0 and f"host {victim} stopped" in r[3] for r in failed)
+        assert failed and all(
+            r[1] == victim and r[4] == 0 and f"host {victim} stopped" in r[3] for r in failed
+        )
         assert all(r[2] == "ok" for r in rows if r[1] != victim)
         assert summary.failed == len(failed)
 
@@ -147,7 +161,11 @@ def test_dropped_connection_is_retried_and_the_attempts_stored(harness, sshd1, t
         assert [r[4] for r in rows] == [2, 1, 1]
         assert summary.hosts_down == ()
         retries = [e for e in store.events(plan.hash) if e[2] == "retry"]
-        assert len(retries) == 1 and retries[0][1] == sshd1.nodes[0] and "connection lost" in retries[0][3]
+        assert (
+            len(retries) == 1
+            and retries[0][1] == sshd1.nodes[0]
+            and "connection lost" in retries[0][3]
+        )
 
 
 def test_reset_that_drops_the_connection_reconnects(harness, sshd1, tmp_path):
@@ -163,7 +181,9 @@ def test_reset_that_drops_the_connection_reconnects(harness, sshd1, tmp_path):
     with store:
         assert [r[2] for r in _rows(store, plan)] == ["ok"] * plan.n_trials
         assert summary.hosts_down == ()
-        resets = store.db.execute("SELECT reset_status FROM rounds WHERE plan_hash = ?", (plan.hash,)).fetchall()
+        resets = store.db.execute(
+            "SELECT reset_status FROM rounds WHERE plan_hash = ?", (plan.hash,)
+        ).fetchall()
         assert resets == [("ok",)] * 3
 
 

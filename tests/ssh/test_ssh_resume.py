@@ -35,13 +35,21 @@ def _agents() -> list[int]:
 def _trials(path: Path) -> dict[int, tuple]:
     with sqlite3.connect(path) as db:
         try:
-            return {row[0]: row[1:] for row in db.execute("SELECT trial, host, started, ended, status FROM trials")}
+            return {
+                row[0]: row[1:]
+                for row in db.execute("SELECT trial, host, started, ended, status FROM trials")
+            }
         except sqlite3.OperationalError:  # the controller has not created the schema yet
             return {}
 
 
 def _benchlang(*args: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from benchlang.cli import main; sys.exit(main())", *args]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from benchlang.cli import main; sys.exit(main())",
+        *args,
+    ]
 
 
 @pytest.mark.slow
@@ -55,8 +63,13 @@ def test_resume_after_the_controller_is_killed(harness, sshd3, ssh_env, tmp_path
   design {{ runs 20 series 1 order random }}
 """)
     store = tmp_path / "killed.sqlite"
-    proc = subprocess.Popen(_benchlang("run", str(spec), "--store", str(store), "-q"), env=ssh_env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _benchlang("run", str(spec), "--store", str(store), "-q"),
+        env=ssh_env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         if store.exists() and len(_trials(store)) >= 9:
@@ -74,8 +87,14 @@ def test_resume_after_the_controller_is_killed(harness, sshd3, ssh_env, tmp_path
         time.sleep(0.05)
     assert _agents() == [], "remote agents outlived the killed controller"
 
-    again = subprocess.run(_benchlang("run", str(spec), "--store", str(store), "--resume"), env=ssh_env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        _benchlang("run", str(spec), "--store", str(store), "--resume"),
+        env=ssh_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 0, again.stderr
     after = _trials(store)
     assert sorted(after) == list(range(40)), "a trial was lost"
@@ -91,10 +110,18 @@ def test_cli_run_on_an_ssh_spec_and_plugins_listing(harness, sshd1, ssh_env, tmp
   benchmark b {{ run "echo {{n}}" measure v from stdout regex "([0-9]+)" }}
   design {{ runs 2 series 1 }}
 """)
-    done = subprocess.run(_benchlang("run", str(spec), "--store", str(tmp_path / "cli.sqlite"), "-q"), env=ssh_env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        _benchlang("run", str(spec), "--store", str(tmp_path / "cli.sqlite"), "-q"),
+        env=ssh_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert len(_trials(tmp_path / "cli.sqlite")) == 4
     rows = describe_plugins()
     ssh = [r for r in rows if r["group"] == "benchlang.backends" and r["name"] == "ssh"]
-    assert ssh and all(r["status"] == "ok" and r["value"] == "benchlang.backends.ssh:SshBackend" for r in ssh)
+    assert ssh and all(
+        r["status"] == "ok" and r["value"] == "benchlang.backends.ssh:SshBackend" for r in ssh
+    )

@@ -10,7 +10,8 @@ import numpy as np
 
 def _trials(store, plan):
     return store.db.execute(
-        "SELECT trial, host, label, status, reason, attempts, stdout_tail FROM trials WHERE plan_hash = ? ORDER BY trial", (plan.hash,)
+        "SELECT trial, host, label, status, reason, attempts, stdout_tail FROM trials WHERE plan_hash = ? ORDER BY trial",
+        (plan.hash,),
     ).fetchall()
 
 
@@ -52,7 +53,9 @@ def test_one_host_runs_every_trial_with_setup_sync_files_and_facts(harness, sshd
         facts = store.host_facts(plan.hash)[sshd1.nodes[0]]
         assert {"kernel", "cpu_model", "cores", "memory", "workdir"} <= set(facts)
         assert facts["workdir"] == str(workdir)
-        assert (workdir / "benchfiles" / "work.sh").exists() and (workdir / "setup.txt").read_text() == "ready\n"
+        assert (workdir / "benchfiles" / "work.sh").exists() and (
+            workdir / "setup.txt"
+        ).read_text() == "ready\n"
 
 
 def test_three_hosts_run_their_rounds_concurrently(harness, sshd3, tmp_path):
@@ -73,7 +76,9 @@ def test_three_hosts_run_their_rounds_concurrently(harness, sshd3, tmp_path):
         expected = [plan.hosts[h] for h in plan.trial_host.tolist()]
         assert [r[1] for r in rows] == expected
         assert all(r[6].decode().strip() == r[1] for r in rows)
-        spans = store.db.execute("SELECT host, MIN(started), MAX(ended) FROM trials GROUP BY host").fetchall()
+        spans = store.db.execute(
+            "SELECT host, MIN(started), MAX(ended) FROM trials GROUP BY host"
+        ).fetchall()
         assert len(spans) == 3
         whole = max(s[2] for s in spans) - min(s[1] for s in spans)
         assert whole < 0.7 * sum(s[2] - s[1] for s in spans), "hosts did not run at the same time"
@@ -106,13 +111,18 @@ def _bad_keys_spec(harness, bed, tmp_path, known_hosts_text):
 
 def test_changed_host_key_stops_the_host_with_the_fix(harness, sshd3, tmp_path):
     other_key = sshd3.servers[1].host_pub
-    spec, known = _bad_keys_spec(harness, sshd3, tmp_path, f"[127.0.0.1]:{sshd3.servers[0].port} {other_key}\n")
+    spec, known = _bad_keys_spec(
+        harness, sshd3, tmp_path, f"[127.0.0.1]:{sshd3.servers[0].port} {other_key}\n"
+    )
     plan, store, summary = harness.run(spec)
     with store:
         assert summary.ran == 0 and len(summary.hosts_down) == 1
         host, message = summary.hosts_down[0]
         assert host == sshd3.nodes[0]
-        assert "HOST KEY CHANGED" in message and f"ssh-keygen -R '[127.0.0.1]:{sshd3.servers[0].port}' -f {known}" in message
+        assert (
+            "HOST KEY CHANGED" in message
+            and f"ssh-keygen -R '[127.0.0.1]:{sshd3.servers[0].port}' -f {known}" in message
+        )
         assert store.events(plan.hash)[0][1:3] == (host, "host_down")
 
 
@@ -120,9 +130,12 @@ def test_unknown_host_key_stops_the_host_with_the_fix(harness, sshd3, tmp_path):
     spec, known = _bad_keys_spec(harness, sshd3, tmp_path, "")
     _plan, store, summary = harness.run(spec)
     with store:
-        (host, message), = summary.hosts_down
+        ((host, message),) = summary.hosts_down
         assert host == sshd3.nodes[0]
-        assert "unknown host key" in message and f"ssh-keyscan -p {sshd3.servers[0].port} 127.0.0.1 >> {known}" in message
+        assert (
+            "unknown host key" in message
+            and f"ssh-keyscan -p {sshd3.servers[0].port} 127.0.0.1 >> {known}" in message
+        )
 
 
 def test_one_bad_key_among_three_hosts_reassigns_its_rounds(harness, sshd3, tmp_path):
@@ -157,6 +170,31 @@ def test_insecure_accept_new_host_keys_records_the_key_and_warns(harness, sshd1,
     with store:
         assert summary.failed == 0 and summary.ran == plan.n_trials
     assert known.read_text().split()[1:] == sshd1.servers[0].host_pub.split()[:2]
-    assert any("INSECURE" in r.getMessage() and sshd1.nodes[0] in r.getMessage() for r in caplog.records)
+    assert any(
+        "INSECURE" in r.getMessage() and sshd1.nodes[0] in r.getMessage() for r in caplog.records
+    )
     assert any("insecure_accept_new_host_keys is on" in r.getMessage() for r in caplog.records)
     assert json.dumps(known.read_text()).count("[127.0.0.1]") == 1
+
+
+def test_ssh_config_file_supplies_host_port_identity_and_known_hosts(harness, sshd1, tmp_path):
+    (tmp_path / "ssh_config").write_text(
+        f"Host benchbox\n  HostName 127.0.0.1\n  Port {sshd1.servers[0].port}\n"
+        f"  IdentityFile {sshd1.identity}\n  UserKnownHostsFile {sshd1.known_hosts}\n"
+    )
+    bench_dir = tmp_path / "files"
+    bench_dir.mkdir()
+    (bench_dir / "x.txt").write_text("42\n")
+    spec = harness.spec(f"""
+  hosts ssh {{ nodes ["benchbox"] config "ssh_config" workdir "{tmp_path / "w"}" sync "files" }}
+  benchmark b {{ run "cat files/x.txt" measure v from stdout regex "([0-9]+)" }}
+  design {{ runs 2 series 1 }}
+""")
+    for store_name in ("first.sqlite", "second.sqlite"):
+        plan, store, summary = harness.run(spec, tmp_path / store_name)
+        with store:
+            assert plan.hosts == ("benchbox",) and summary.failed == 0
+            assert store.trial_table(plan.hash).measures["v"].tolist() == [42.0, 42.0]
+    assert sorted(p.name for p in (tmp_path / "w" / "files").iterdir()) == ["x.txt"], (
+        "a second sync nested the directory"
+    )

@@ -20,7 +20,11 @@ from benchlang.backends.ssh import SshBackend, nodes_from_text, parse_node
         ({"nodes": ("a",), "concurrency": 2}, "concurrency", "not supported"),
         ({"nodes": ("a",), "concurrency": 0}, "concurrency", "at least 1"),
         ({"nodes": ("a",), "identity": 3}, "identity", "path"),
-        ({"nodes": ("a",), "insecure_accept_new_host_keys": "maybe"}, "insecure_accept_new_host_keys", "true or false"),
+        (
+            {"nodes": ("a",), "insecure_accept_new_host_keys": "maybe"},
+            "insecure_accept_new_host_keys",
+            "true or false",
+        ),
         ({"nodes": {"file": 3}}, "nodes", "file name"),
     ],
 )
@@ -32,16 +36,30 @@ def test_bad_settings_name_their_key(settings, key, fragment):
 
 
 def test_good_settings_pass():
-    SshBackend.check_settings({
-        "nodes": ("alice@10.0.0.1:2222", "[::1]:22", "host"), "user": "bench", "port": 22,
-        "identity": "id_ed25519", "known_hosts": "kh", "workdir": "/tmp/w", "concurrency": 1,
-        "sync": ("bench",), "insecure_accept_new_host_keys": "false", "connect_timeout": 10.0,
-    })
+    SshBackend.check_settings(
+        {
+            "nodes": ("alice@10.0.0.1:2222", "[::1]:22", "host"),
+            "user": "bench",
+            "port": 22,
+            "identity": "id_ed25519",
+            "known_hosts": "kh",
+            "workdir": "/tmp/w",
+            "concurrency": 1,
+            "sync": ("bench",),
+            "insecure_accept_new_host_keys": "false",
+            "connect_timeout": 10.0,
+        }
+    )
 
 
 def test_parse_node_forms():
     node = parse_node("alice@10.0.0.1:2222")
-    assert (node.user, node.address, node.port, node.name) == ("alice", "10.0.0.1", 2222, "alice@10.0.0.1:2222")
+    assert (node.user, node.address, node.port, node.name) == (
+        "alice",
+        "10.0.0.1",
+        2222,
+        "alice@10.0.0.1:2222",
+    )
     node = parse_node("[fe80::1]:22")
     assert (node.user, node.address, node.port) == (None, "fe80::1", 22)
     node = parse_node("server.example.org")
@@ -66,3 +84,23 @@ def test_nodes_from_file_resolved_in_from_settings(tmp_path):
 def test_sync_must_be_a_directory(tmp_path):
     with pytest.raises(SettingError, match="not a directory"):
         SshBackend.from_settings({"nodes": ("a",), "sync": "nothere"}, tmp_path)
+
+
+def test_checker_points_at_the_bad_hosts_setting(ssh_env, tmp_path):
+    from benchlang.lang.check import load
+    from benchlang.lang.diagnostics import SpecError
+
+    spec = tmp_path / "bad.bench"
+    spec.write_text(
+        'benchlang 1\nexperiment e {\n  hosts ssh {\n    nodes ["a", "b"]\n    concurrency 4\n  }\n'
+        '  benchmark b { run "true" }\n}\n'
+    )
+    with pytest.raises(SpecError) as err:
+        load(str(spec))
+    text = str(err.value)
+    assert "concurrency 4 is not supported" in text and ":5:" in text
+    (tmp_path / "hosts.txt").write_text("n1\nn2:2200\n")
+    spec.write_text(
+        'benchlang 1\nexperiment e {\n  hosts ssh { nodes from file "hosts.txt" }\n  benchmark b { run "true" }\n}\n'
+    )
+    assert load(str(spec)).hosts.settings == {"nodes": {"file": str(tmp_path / "hosts.txt")}}

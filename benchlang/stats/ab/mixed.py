@@ -167,15 +167,10 @@ def _indicator(codes: np.ndarray) -> sp.csr_array:
     return sp.csr_array((np.ones(n), (np.arange(n), codes)), shape=(n, int(codes.max()) + 1))
 
 
-def fit_mixed_reml(y: np.ndarray, design: ABDesign, maxiter: int | None = None) -> MixedEffectsResult:
-    """REML fit with statsmodels MixedLM: crossed effects as variance components of one group (§3).
-
-    Inseparable components are fitted once, as their sum (see :func:`identifiability`).
-    ``maxiter`` caps the optimiser (for benchmarks). Component standard errors are not reported: MixedLM's are on its internal scale.
-    """
+def reml_model(y: np.ndarray, design: ABDesign):
+    """The statsmodels MixedLM of Eq. 3–4: one group, one variance component per estimable group."""
     from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
-    y = np.asarray(y, dtype=np.float64)
     ident = identifiability(design)
     codes = design.factors()
     vc_groups = [g for g in ident.groups if "residual" not in g]
@@ -185,14 +180,39 @@ def fit_mixed_reml(y: np.ndarray, design: ABDesign, maxiter: int | None = None) 
         [[f"{n}{i}" for i in range(m[0].shape[1])]] for n, m in zip(names, mats, strict=True)
     ]
     X = np.column_stack([np.ones(design.size), design.version.astype(np.float64)])
-    model = MixedLM(y, X, np.zeros(design.size), exog_vc=VCSpec(names, colnames, mats))
+    y = np.asarray(y, dtype=np.float64)
+    return MixedLM(y, X, np.zeros(design.size), exog_vc=VCSpec(names, colnames, mats)), ident
+
+
+def fit_mixed_reml(y: np.ndarray, design: ABDesign) -> MixedEffectsResult:
+    """REML fit with statsmodels MixedLM: crossed effects as variance components of one group (§3).
+
+    Inseparable components are fitted once, as their sum (see :func:`identifiability`).
+    Component standard errors are not reported: MixedLM's are on its internal scale.
+    """
+    model, ident = reml_model(y, design)
+    if not model.exog_vc.names:
+        return _ols_summary(y, design, ident)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = model.fit(reml=True, **({"maxiter": maxiter} if maxiter else {}))
+        fit = model.fit(reml=True)
+    names = list(model.exog_vc.names)
     estimates = dict(zip(names, (float(v) for v in np.atleast_1d(fit.vcomp)), strict=True))
     estimates[_label(next(g for g in ident.groups if "residual" in g))] = float(fit.scale)
     return _summary(
         "reml", design, ident, fit.fe_params[1], fit.bse_fe[1], estimates, {}, bool(fit.converged)
+    )
+
+
+def _ols_summary(y: np.ndarray, design: ABDesign, ident: Identifiability) -> MixedEffectsResult:
+    """No random term is estimable: the model is ordinary least squares on the version."""
+    import statsmodels.api as sm
+
+    X = np.column_stack([np.ones(design.size), design.version.astype(np.float64)])
+    fit = sm.OLS(np.asarray(y, dtype=np.float64), X).fit()
+    label = _label(next(g for g in ident.groups if "residual" in g))
+    return _summary(
+        "reml", design, ident, fit.params[1], fit.bse[1], {label: float(fit.scale)}, {}, True
     )
 
 

@@ -13,7 +13,7 @@ import attrs
 import numpy as np
 from scipy.stats import norm
 
-from benchlang.plan.layouts import layout_schedule
+from benchlang.plan.layouts import LayoutSchedule, layout_schedule
 from benchlang.stats.ab.bootstrap import bootstrap_se_many, cluster_codes
 from benchlang.stats.ab.designs import VarianceComponents, layout_se
 
@@ -30,7 +30,7 @@ class ABDesign:
     batch: np.ndarray
 
     @classmethod
-    def from_schedule(cls, schedule) -> ABDesign:
+    def from_schedule(cls, schedule: LayoutSchedule) -> ABDesign:
         m = schedule.measured
         return cls(schedule.version[m], schedule.request[m], schedule.host[m], schedule.batch[m])
 

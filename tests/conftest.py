@@ -1,0 +1,48 @@
+"""Root fixtures: the CLI as a real subprocess, and writers of small spec files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = REPO / "specs"
+TEST_SPECS = Path(__file__).resolve().parent / "specs"
+
+
+def cli(args: Sequence[str], cwd: str | Path | None = None, input: bytes | None = None, timeout: float = 120.0) -> tuple[int, str, str]:
+    """Run ``python -m benchlang ARGS`` as a real subprocess: (status, stdout, stderr)."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", *map(str, args)],
+        cwd=cwd, input=input, capture_output=True, timeout=timeout, env=env,
+    )
+    return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., tuple[int, str, str]]:
+    return cli
+
+
+def spec_text(body: str, *, name: str = "t") -> str:
+    """A complete spec around an experiment body (dedented)."""
+    return f"benchlang 1\n\nexperiment {name} {{\n{textwrap.dedent(body).strip()}\n}}\n"
+
+
+@pytest.fixture
+def write_spec(tmp_path: Path) -> Callable[..., Path]:
+    """Write a spec (a whole text, or an experiment body with ``body=True``) under tmp_path."""
+
+    def write(text: str, name: str = "spec.bench", body: bool = True) -> Path:
+        path = tmp_path / name
+        path.write_text(spec_text(text) if body else textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return write
