@@ -26,7 +26,27 @@ def cli(args: Sequence[str], cwd: str | Path | None = None, input: bytes | None 
     return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
 
 
-@pytest.fixture
+def cli_many(calls: Sequence[Sequence[str]], cwd: str | Path | None = None, timeout: float = 120.0) -> list[tuple[int, str, str]]:
+    """Several CLI calls at once (each a real subprocess), results in call order."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"}
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "benchlang", *map(str, args)], cwd=cwd, env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for args in calls
+    ]
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        out.append((proc.returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")))
+    return out
+
+
+@pytest.fixture(scope="session")
+def run_cli_many() -> Callable[..., list[tuple[int, str, str]]]:
+    return cli_many
+
+
+@pytest.fixture(scope="session")
 def run_cli() -> Callable[..., tuple[int, str, str]]:
     return cli
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import chisquare, norm, poisson
 
 from benchlang.plan.layouts import layout_schedule
 from benchlang.stats.ab.bootstrap import (
@@ -30,6 +30,15 @@ def test_weights_have_mean_and_variance_one(kind):
     assert w.mean() == pytest.approx(1.0, abs=0.01)
     assert w.var() == pytest.approx(1.0, abs=0.02)
     assert (w >= 0).all()
+
+
+def test_poisson_weights_follow_the_poisson_distribution():
+    w = draw_weights("poisson", (2_000_000,), np.random.default_rng(1)).astype(int)
+    observed = np.bincount(w, minlength=7)[:7].astype(float)
+    observed[6] = (w >= 6).sum()
+    expected = np.r_[poisson.pmf(np.arange(6), 1.0), poisson.sf(5, 1.0)] * w.size
+    assert chisquare(observed, expected).pvalue > 0.001
+    assert w.max() <= 12
 
 
 def test_iid_bootstrap_matches_the_textbook_se():

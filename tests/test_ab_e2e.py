@@ -14,7 +14,7 @@ SPEC = """benchlang 1
 experiment ab {{
   seed 11
   factor impl in ["control", "treatment"]
-  factor input in [200000, 300000, 400000, 500000]
+  factor input in 1000000..2100000 step 100000
   benchmark work {{
     run "awk -v n={{input}} -v f={{impl}} 'BEGIN {{{{ m = (f == \\"treatment\\") ? {factor} : 1.0; for (i = 0; i < n * m; i++) s += i }}}}'"
     measure cpu = cpu_time
@@ -22,7 +22,7 @@ experiment ab {{
   metric cpu {{ better lower }}
   design {{ runs {runs} order random }}
   analysis {{
-    compare cpu by impl with bootstrap {{ cluster request replicates 4000 log true }}
+    compare cpu by impl with bootstrap {{ cluster request replicates 4000 log true confidence 99% }}
   }}
 }}
 """
@@ -61,7 +61,7 @@ def _run(tmp_path: Path, factor: float, runs: int) -> dict:
 
 @pytest.mark.slow
 def test_known_five_percent_slowdown_is_detected(tmp_path: Path) -> None:
-    got = _run(tmp_path, 1.05, runs=8)
+    got = _run(tmp_path, 1.05, runs=6)
     b = got["result"].bootstrap
     assert b is not None and b.log
     assert b.significant, json.dumps(got["result"].to_dict(), default=str)
@@ -71,8 +71,8 @@ def test_known_five_percent_slowdown_is_detected(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_a_is_not_flagged(tmp_path: Path) -> None:
-    got = _run(tmp_path, 1.0, runs=8)
+    got = _run(tmp_path, 1.0, runs=6)
     b = got["result"].bootstrap
     assert b is not None
     assert abs(b.relative_effect) < 0.03
-    assert not b.significant or abs(b.relative_effect) < 0.01
+    assert not b.significant

@@ -315,7 +315,7 @@ def test_cli_prints_diagnostics_and_exits_2(run_cli, tmp_path):
     text = spec('  kpi nope { percentile 95 confidence 95% }\n  desing { }\n')
     path = tmp_path / "bad.bench"
     path.write_text(text)
-    status, out, err = run_cli(["check", path])
+    status, out, err = run_cli(["check", path, tmp_path / "absent.bench"])
     assert status == 2
     assert "Traceback" not in err + out
     heads = [HEAD.match(line) for line in err.splitlines()]
@@ -323,10 +323,26 @@ def test_cli_prints_diagnostics_and_exits_2(run_cli, tmp_path):
     assert heads and all(h["path"] == str(path) for h in heads)
     assert any(h["message"] == "unexpected 'desing'" for h in heads)
     assert "  hint: did you mean 'design'?" in err
+    assert f"{tmp_path / 'absent.bench'}: error: cannot read the spec" in err
 
 
-def test_cli_missing_file_exits_2(run_cli, tmp_path):
-    status, out, err = run_cli(["check", tmp_path / "absent.bench"])
-    assert status == 2
-    assert "Traceback" not in err
-    assert "cannot read the spec" in err
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('  env A = "x\\x00y"\n', "a string cannot contain a NUL character"),
+        ('  factor f in ["\\ud800"]\n', "a string cannot contain a lone surrogate escape"),
+    ],
+)
+def test_strings_that_no_process_can_receive(body, message):
+    """NUL bytes and lone surrogates once crashed `run` in posix_spawn / SQLite."""
+    err = errors_of(spec(body))
+    assert message in [b["message"] for b in blocks(err)]
+
+
+def test_unknown_escape_keeps_its_backslash_without_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        experiment = compile_source(decode("t.bench", spec("", base='benchmark b { run "echo a\\/b\\tc" }').encode()))
+    assert experiment.benchmarks[0].command == "echo a\\/b\tc"

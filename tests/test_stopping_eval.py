@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from benchlang.cli import stopping_eval as cli
@@ -129,3 +131,16 @@ def test_cli_errors(tmp_path):
         run_cli([str(bad)])
     with pytest.raises(UserError, match="cannot read"):
         run_cli([str(tmp_path / "missing.csv")])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=12), min_size=2, max_size=300),
+    st.data(),
+)
+def test_prefix_ks_matches_scipy_on_any_stream(values, data):
+    x = np.asarray(values, dtype=float)
+    k = data.draw(st.integers(min_value=1, max_value=x.size))
+    assert prefix_ks_distances(x)[k - 1] == pytest.approx(
+        stats.ks_2samp(x[:k], x).statistic, abs=1e-12
+    )

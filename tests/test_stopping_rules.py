@@ -182,3 +182,8 @@ def test_bic_prefers_one_component_for_gaussian_data():
     fit, lse = fit_mixtures(x, _initial_mixtures(x, 6))
     bic = -2 * lse.sum(axis=1) + fit.n_parameters() * math.log(x.size)
     assert fit.sizes[np.argmin(bic)] == 1
+
+
+def test_non_finite_samples_are_rejected():
+    with pytest.raises(ValueError, match="finite"):
+        AdaptiveStop().decide(np.array([1.0, np.nan, 2.0]))

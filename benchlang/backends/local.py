@@ -106,9 +106,9 @@ class LocalSession:
         t0 = time.perf_counter()
         try:
             pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             t1 = time.perf_counter()
-            message = f"benchlang: cannot start {argv[0]!r}: {exc.strerror}\n".encode()
+            message = f"benchlang: cannot start {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}\n".encode()
             return Execution(127, False, started, time.time(), t1 - t0, b"", message, {"wall_time": t1 - t0})
         timed_out = False
         if command.timeout is not None:

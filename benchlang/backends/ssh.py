@@ -488,7 +488,7 @@ class SshSession:
                 await sftp.put(directory, self.workdir, recurse=True, preserve=True)
         except (OSError, asyncssh.Error) as err:
             raise HostDown(
-                self.host, f"sync of {directory} to {target} failed: {_reason(err)}"
+                self.host, f"cannot sync {directory} to {target}: {_reason(err)}"
             ) from None
 
     async def reconnect(self, timeout: float) -> None:

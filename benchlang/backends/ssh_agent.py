@@ -137,12 +137,15 @@ class Agent:
             (os.POSIX_SPAWN_DUP2, err, 2),
         ]
         t0 = time.perf_counter()
+        where = self.where(request.get("cwd"))
+        what = "enter " + repr(where)
         try:
-            os.chdir(self.where(request.get("cwd")))
+            os.chdir(where)
+            what = "start " + repr(argv[0])
             pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
         except OSError as exc:
             wall = time.perf_counter() - t0
-            message = (f"benchlang: cannot start {argv[0]!r}: {exc.strerror}\n").encode()
+            message = f"benchlang: cannot {what}: {exc.strerror}\n".encode()
             _send(
                 {
                     "status": 127,

@@ -317,7 +317,7 @@ class _Checker:
             if count > MAX_TRIALS:
                 self.error(f"the range {start}..{stop} has {count} levels, more than a plan can hold ({MAX_TRIALS})", value.span, "use a coarser step")
                 return None
-            levels = tuple(start + i * step for i in range(count))
+            levels = tuple(float(f"{start + i * step:.15g}") for i in range(count))  # 0.1 * 3 -> 0.3
             if all(isinstance(x, int) for x in (start, stop, step)):
                 levels = tuple(int(x) for x in levels)
             return levels

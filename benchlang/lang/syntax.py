@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast as pyast
 import difflib
+import warnings
 
 from lark import Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -48,8 +49,10 @@ def _string_value(text: str) -> str:
     if text.startswith('"""'):
         return text[3:-3]
     try:
-        return pyast.literal_eval(text)
-    except (ValueError, SyntaxError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an unknown escape such as \/ keeps its backslash
+            return pyast.literal_eval(text)
+    except (ValueError, SyntaxError, Warning):
         return text[1:-1]
 
 
@@ -459,6 +462,15 @@ def parse(source: Source) -> ast.Experiment:
         raise SpecError(source, diagnostics) from None
     except LarkError as error:
         raise SpecError(source, diagnostics or [Diagnostic(f"cannot parse: {error}", Span(1, 1))]) from None
+    for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "STRING"):
+        value = _string_value(str(token))
+        if "\x00" in value:
+            diagnostics.append(Diagnostic("a string cannot contain a NUL character", _span(token)))
+        elif not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                diagnostics.append(Diagnostic("a string cannot contain a lone surrogate escape", _span(token), "write the character itself, or a pair of surrogates as one \\U escape"))
     if diagnostics:
         raise SpecError(source, diagnostics)
     experiment = _ToAst().transform(tree)

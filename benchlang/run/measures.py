@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from typing import Any
 
@@ -22,9 +23,22 @@ def _number(text: Any, what: str) -> float:
     if isinstance(text, bool):
         raise MeasureError(f"{what}: expected a number, got {text!r}")
     try:
-        return float(text)
+        number = float(text)
     except (TypeError, ValueError):
         raise MeasureError(f"{what}: expected a number, got {str(text)[:60]!r}") from None
+    if not math.isfinite(number):
+        raise MeasureError(f"{what}: expected a finite number, got {str(text)[:60]!r}")
+    return number
+
+
+def _finite(values: np.ndarray, where: str) -> np.ndarray:
+    """A raw series must hold samples, all finite (nan or inf would poison every statistic)."""
+    if values.size == 0:
+        raise MeasureError(f"{where} holds no number")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise MeasureError(f"{where}: value {bad[0] + 1} is {values[bad[0]]}, not a finite number")
+    return values
 
 
 def json_path(document: Any, path: str) -> Any:
@@ -106,10 +120,10 @@ def extract(measure: Measure, text: str, where: str) -> float | np.ndarray:
             return np.array([_number(v, f"json path {argument!r}") for v in value])
         return _number(value, f"json path {argument!r} in {where}")
     if kind == "column":
-        return _column(text, argument, where)
+        return _finite(_column(text, argument, where), where)
     if kind == "lines":
         try:
-            return np.array([float(line) for line in text.split()], dtype=float)
+            return _finite(np.array([float(line) for line in text.split()], dtype=float), where)
         except ValueError as err:
             raise MeasureError(f"{where}: {err}") from None
     raise MeasureError(f"unknown extractor {kind!r}")

@@ -283,7 +283,8 @@ class AdaptiveStop:
     4. Gaussian (Shapiro–Wilk p > ``normal_p``) → stop when the CI built on the standard error
        is stable (its width tracked relative to the mean);
     5. log-normal (all > 0, Shapiro–Wilk on logs p > ``lognormal_p``) → stop when the 95%
-       highest-density interval of the posterior of the log-mean is stable;
+       highest-density interval (Kruschke, DBDA 2nd ed. 2015) of the posterior of the log-mean
+       is stable;
     6. multimodal (BIC picks ≥ 2 components among mixtures of 1..``max_components`` Gaussians,
        per-component or shared variance) → stop when the log-likelihood per sample of the
        selected mixture and its CI are stable;
@@ -305,7 +306,6 @@ class AdaptiveStop:
     min_n: int = 10
     max_n: int = 400
     window: int = 20
-    patience: int = 1
     tolerance: float | None = None
     constant_spread: float = 0.10
     trend_alpha: float = 1e-3
@@ -345,7 +345,7 @@ class AdaptiveStop:
         x = _as_samples(samples)
         state = AdaptiveState()
         decision = Decision("continue", "no samples", None, "min")
-        for j in range(max(1, x.size - self.window - self.patience), x.size + 1):
+        for j in range(max(1, x.size - self.window), x.size + 1):
             decision, state = self.step(x[:j], state)
         return decision
 
@@ -376,7 +376,7 @@ class AdaptiveStop:
         if interval is not None:
             state = self._remember(state, cls, n, interval)
             stable, detail, state = self._stable(x, cls, state)
-            kept = tuple(h for h in state.history if h[1] >= n - self.window - self.patience)
+            kept = tuple(h for h in state.history if h[1] >= n - self.window)
             state = attrs.evolve(state, history=kept)
             if stable:
                 return Decision("stop", f"{cls}: {detail}", cls, rule), state
@@ -455,8 +455,8 @@ class AdaptiveStop:
             mean, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(n))
             return Interval(se / abs(mean), mean, z * se), state
         if cls == LOGNORMAL:
-            # Jeffreys prior: the posterior of the log-mean is Student t, unimodal and
-            # symmetric, so its HDI is the central interval (Kruschke, DBDA 2nd ed., §12.1.1).
+            # Prior p(mu, sigma) ~ 1/sigma: the posterior of the log-mean is Student t (Gelman
+            # et al., BDA3 §3.2), symmetric and unimodal, so its HDI is the central interval.
             y = np.log(x)
             half = float(
                 stats.t.ppf(0.5 + self.confidence / 2, n - 1) * y.std(ddof=1) / math.sqrt(n)
@@ -513,20 +513,13 @@ class AdaptiveStop:
         self, x: np.ndarray, cls: str, state: AdaptiveState
     ) -> tuple[bool, str, AdaptiveState]:
         n = x.size
-        first = n - self.patience + 1
-        if first - self.window < self.min_n:
-            need = self.min_n + self.window + self.patience - 1
-            return False, f"stability needs {need} samples", state
+        if n - self.window < self.min_n:
+            return False, f"stability window needs {self.min_n + self.window} samples", state
         known = {h[1]: h[2] for h in state.history if h[0] == cls}
-        for j in range(first - self.window, n):
+        for j in range(n - self.window, n):
             if j not in known:
                 known[j], state = self._interval(x[:j], cls, state)
                 state = self._remember(state, cls, j, known[j])
-        verdicts = [self._window_verdict(known, m) for m in range(first, n + 1)]
-        stable = all(v[0] for v in verdicts)
-        return stable, f"{_STAT_NAMES[cls]} {verdicts[-1][1]}", state
-
-    def _window_verdict(self, known: dict[int, Interval], n: int) -> tuple[bool, str]:
         now = known[n]
         past = [known[j] for j in range(n - self.window, n)]
         change = max(abs(p.width - now.width) for p in past)
@@ -534,11 +527,11 @@ class AdaptiveStop:
         limit = self.tol * abs(now.width)
         stable = change <= limit and shift <= now.half
         detail = (
-            f"changed {change:.3g} ({'<=' if change <= limit else '>'} {limit:.3g}), "
-            f"centre moved {shift:.3g} ({'<=' if shift <= now.half else '>'} half-width "
-            f"{now.half:.3g}) over the last {self.window}"
+            f"{_STAT_NAMES[cls]} changed {change:.3g} ({'<=' if change <= limit else '>'} {limit:.3g}), "
+            f"centre moved {shift:.3g} ({'<=' if shift <= now.half else '>'} half-width {now.half:.3g}) "
+            f"over the last {self.window}"
         )
-        return stable, detail
+        return stable, detail, state
 
 
 _RULE_NAMES = {

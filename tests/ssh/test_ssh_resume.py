@@ -18,12 +18,14 @@ from benchlang.backends.registry import describe_plugins
 AGENT_MARKER = b"The benchlang worker agent"
 
 
-def _agents() -> list[int]:
+def _agents(workdir: Path) -> list[int]:
+    """Live agent processes serving ``workdir`` (its path is the agent's last argument)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if AGENT_MARKER in (entry / "cmdline").read_bytes():
+                cmdline = (entry / "cmdline").read_bytes()
+                if AGENT_MARKER in cmdline and cmdline.endswith(str(workdir).encode() + b"\0"):
                     state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
                     if state != "Z":
                         found.append(int(entry.name))
@@ -59,7 +61,7 @@ def test_resume_after_the_controller_is_killed(harness, sshd3, ssh_env, tmp_path
   {harness.hosts(sshd3, tmp_path / "w")}
   timeout 10s
   factor n in [1, 2]
-  benchmark b {{ run "sleep 0.05; echo {{n}}" }}
+  benchmark b {{ run "sleep 0.15; echo {{n}}" }}
   design {{ runs 20 series 1 order random }}
 """)
     store = tmp_path / "killed.sqlite"
@@ -76,6 +78,7 @@ def test_resume_after_the_controller_is_killed(harness, sshd3, ssh_env, tmp_path
             break
         time.sleep(0.02)
     assert proc.poll() is None, proc.stderr.read().decode()
+    assert len(_agents(tmp_path / "w")) == 3, "the three agents should be running"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     proc.stderr.close()
@@ -83,9 +86,9 @@ def test_resume_after_the_controller_is_killed(harness, sshd3, ssh_env, tmp_path
     assert 9 <= len(before) < 40
 
     deadline = time.monotonic() + 5
-    while _agents() and time.monotonic() < deadline:
+    while _agents(tmp_path / "w") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _agents() == [], "remote agents outlived the killed controller"
+    assert _agents(tmp_path / "w") == [], "remote agents outlived the killed controller"
 
     again = subprocess.run(
         _benchlang("run", str(spec), "--store", str(store), "--resume"),
@@ -125,3 +128,30 @@ def test_cli_run_on_an_ssh_spec_and_plugins_listing(harness, sshd1, ssh_env, tmp
     assert ssh and all(
         r["status"] == "ok" and r["value"] == "benchlang.backends.ssh:SshBackend" for r in ssh
     )
+
+
+def test_cli_names_a_stopped_host_and_finishes_on_the_others(harness, sshd3, ssh_env, tmp_path):
+    known = tmp_path / "known_hosts_missing_first"
+    known.write_text(
+        "".join(line + "\n" for line in sshd3.known_hosts.read_text().splitlines()[1:])
+    )
+    nodes = ", ".join(f'"{n}"' for n in sshd3.nodes)
+    spec = harness.spec(f"""
+  hosts ssh {{ nodes [{nodes}] identity "{sshd3.identity}" known_hosts "{known}" workdir "{tmp_path / "w"}" }}
+  factor n in [1, 2]
+  benchmark b {{ run "echo {{n}}" }}
+  design {{ runs 3 series 1 }}
+""")
+    done = subprocess.run(
+        _benchlang("run", str(spec), "--store", str(tmp_path / "cli.sqlite")),
+        env=ssh_env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"host {sshd3.nodes[0]} stopped: cannot connect: unknown host key" in done.stderr
+    assert f"reassigned to {sshd3.nodes[1]}, {sshd3.nodes[2]}" in done.stderr
+    trials = _trials(tmp_path / "cli.sqlite")
+    assert len(trials) == 6 and {row[0] for row in trials.values()} == set(sshd3.nodes[1:])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import logging
+from pathlib import Path
 
 import numpy as np
 
@@ -174,7 +174,7 @@ def test_insecure_accept_new_host_keys_records_the_key_and_warns(harness, sshd1,
         "INSECURE" in r.getMessage() and sshd1.nodes[0] in r.getMessage() for r in caplog.records
     )
     assert any("insecure_accept_new_host_keys is on" in r.getMessage() for r in caplog.records)
-    assert json.dumps(known.read_text()).count("[127.0.0.1]") == 1
+    assert known.read_text().count("[127.0.0.1]") == 1
 
 
 def test_ssh_config_file_supplies_host_port_identity_and_known_hosts(harness, sshd1, tmp_path):
@@ -198,3 +198,70 @@ def test_ssh_config_file_supplies_host_port_identity_and_known_hosts(harness, ss
     assert sorted(p.name for p in (tmp_path / "w" / "files").iterdir()) == ["x.txt"], (
         "a second sync nested the directory"
     )
+
+
+def test_missing_command_and_missing_workdir_are_failed_trials_with_reasons(
+    harness, sshd1, tmp_path
+):
+    spec = harness.spec(f"""
+  {harness.hosts(sshd1, tmp_path / "w")}
+  factor what in ["no-such-command-xyz", "true"]
+  benchmark b {{ run "{{what}}" workdir "missing-dir" }}
+  design {{ runs 1 series 1 order fixed }}
+""")
+    _plan, store, summary = harness.run(spec)
+    with store:
+        rows = store.db.execute(
+            "SELECT label, status, exit_status, stderr_tail FROM trials ORDER BY trial"
+        ).fetchall()
+    assert summary.hosts_down == () and [r[1] for r in rows] == ["failed", "failed"]
+    assert all(
+        r[2] == 127 and f"cannot enter '{tmp_path / 'w' / 'missing-dir'}'" in r[3].decode()
+        for r in rows
+    )
+    (tmp_path / "w" / "missing-dir").mkdir()
+    _plan, store, _summary = harness.run(spec, tmp_path / "again.sqlite")
+    with store:
+        rows = store.db.execute(
+            "SELECT label, status, exit_status, stderr_tail FROM trials ORDER BY trial"
+        ).fetchall()
+    assert [r[1] for r in rows] == ["failed", "ok"]
+    assert rows[0][2] == 127 and "cannot start 'no-such-command-xyz'" in rows[0][3].decode()
+
+
+def test_refused_login_stops_the_host_and_names_the_cause(harness, sshd1, tmp_path):
+    spec = harness.spec(f"""
+  {harness.hosts(sshd1, tmp_path / "w", extra='user "no-such-user-xyz"')}
+  benchmark b {{ run "true" }}
+  design {{ runs 1 series 1 }}
+""")
+    _plan, store, summary = harness.run(spec)
+    store.close()
+    ((host, message),) = summary.hosts_down
+    assert (
+        host == sshd1.nodes[0]
+        and "authentication refused" in message
+        and "check user and identity" in message
+    )
+
+
+def test_facts_are_read_on_the_host(harness, sshd1, tmp_path):
+    import os
+    import platform
+
+    spec = harness.spec(f"""
+  {harness.hosts(sshd1, tmp_path / "w")}
+  benchmark b {{ run "true" }}
+  design {{ runs 1 series 1 }}
+""")
+    plan, store, _summary = harness.run(spec)
+    with store:
+        facts = store.host_facts(plan.hash)[sshd1.nodes[0]]
+    meminfo = next(
+        line
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
+    )
+    assert facts["cores"] == str(os.cpu_count())
+    assert facts["kernel"] == f"{platform.system()} {platform.release()}"
+    assert facts["memory"] == meminfo.split(":", 1)[1].strip()

@@ -7,7 +7,8 @@ Benchmarking Experiments for Distributed Internet Services", WWW 2015).
 - :mod:`.mixed`: crossed random effects by REML (statsmodels MixedLM) and by the method of
   moments, with identifiability detection (§3, Eq. 3–4);
 - :mod:`.simulate`: vectorised A/A and A/B simulation (§6, Table 3);
-- :mod:`.advisor`: layout and H, R, T under a cost model (§3.1.2).
+- :mod:`.advisor`: layout and H, R, T under a cost model (§3.1.2);
+- :mod:`.warmup`: warm-up and cool-down lengths from repeated requests (§2.2).
 """
 
 from benchlang.stats.ab.advisor import Advice, CostModel, PlanChoice, advise, advise_from_pilot
@@ -29,6 +30,7 @@ from benchlang.stats.ab.mixed import (
     identifiability,
 )
 from benchlang.stats.ab.simulate import AAResult, ABDesign, simulate_aa, simulate_outcomes
+from benchlang.stats.ab.warmup import WarmupSuggestion, suggest_warmup
 
 __all__ = [
     "AAResult",
@@ -40,6 +42,7 @@ __all__ = [
     "MixedEffectsResult",
     "PlanChoice",
     "VarianceComponents",
+    "WarmupSuggestion",
     "ab_bootstrap",
     "advise",
     "advise_from_pilot",
@@ -55,4 +58,5 @@ __all__ = [
     "layout_variance",
     "simulate_aa",
     "simulate_outcomes",
+    "suggest_warmup",
 ]

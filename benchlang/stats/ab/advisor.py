@@ -121,13 +121,17 @@ def _best_for_layout(
                 if cap < R:
                     continue
             se = math.sqrt(layout_variance(kind, H, R, T, components))
+            if target_se is not None and se > target_se * (1 + 1e-9):
+                continue
             choice = PlanChoice(kind, H, R, T, se, cost.cost(kind, H, R, T))
-            key = (choice.se, choice.cost) if budget is not None else (choice.cost, choice.se)
-            if best is None or key < (
-                (best.se, best.cost) if budget is not None else (best.cost, best.se)
-            ):
+            if best is None or _key(choice, budget) < _key(best, budget):
                 best = choice
     return best
+
+
+def _key(choice: PlanChoice, budget: float | None) -> tuple[float, float]:
+    """Least SE (then cost) under a budget; least cost (then SE) for a target SE."""
+    return (choice.se, choice.cost) if budget is not None else (choice.cost, choice.se)
 
 
 def advise(
@@ -159,10 +163,7 @@ def advise(
             kind, components, cost, budget, target_se, hosts, max_repetitions, request_pool
         )
         (found.append(choice) if choice else infeasible.append(kind))
-    if budget is not None:
-        found.sort(key=lambda c: (c.se, c.cost))
-    else:
-        found.sort(key=lambda c: (c.cost, c.se))
+    found.sort(key=lambda c: _key(c, budget))
     if not found:
         raise ValueError(
             "no layout is feasible: raise the budget or the target SE, or allow more hosts"

@@ -71,13 +71,7 @@ def identifiability(design: ABDesign) -> Identifiability:
     codes = dict(design.factors())
     codes["residual"] = np.arange(design.size)
     version = design.version.astype(np.int64)
-    absorbed = tuple(
-        n
-        for n in FACTORS
-        if codes[n].max() + 1 <= 1
-        or _same_partition(codes[n], version)
-        or np.unique(codes[n] * 2 + version).size == 2
-    )
+    absorbed = tuple(n for n in FACTORS if np.unique(codes[n] * 2 + version).size == 2)
     groups: list[list[str]] = []
     for name in COMPONENTS:
         if name in absorbed:
@@ -115,11 +109,16 @@ class MixedEffectsResult:
 
     def variance_components(self) -> VarianceComponents:
         """The estimates as :class:`VarianceComponents`, each group's sum put on its first member."""
-        values = {}
-        for label, v in self.components.items():
-            names = label.split("+")
-            values["residual" if "residual" in names else names[0]] = max(v, 0.0)
-        return VarianceComponents(**values)
+        return _as_components(self.components)
+
+
+def _as_components(estimates: Mapping[str, float]) -> VarianceComponents:
+    """Clip at 0 and put each group's sum on its first member (the residual if it is one)."""
+    values = {}
+    for label, v in estimates.items():
+        names = label.split("+")
+        values["residual" if "residual" in names else names[0]] = max(v, 0.0)
+    return VarianceComponents(**values)
 
 
 def _label(group: tuple[str, ...]) -> str:
@@ -297,20 +296,7 @@ def fit_mixed_moments(
     est = np.linalg.solve(K, _moment_forms(y[None], design, reps)[0])
     labels = [_label(g) for g in ident.groups]
     estimates = dict(zip(labels, (float(v) for v in est), strict=True))
-    partial = MixedEffectsResult(
-        "moments",
-        0.0,
-        0.0,
-        estimates,
-        {},
-        ident.not_identifiable,
-        1.0,
-        None,
-        None,
-        True,
-        design.size,
-    )
-    vc = partial.variance_components()
+    vc = _as_components(estimates)
     codes = design.factors()
     factors = {n: codes[n] for n in FACTORS if n not in ident.absorbed}
     effect = y[design.version == 1].mean() - y[design.version == 0].mean()

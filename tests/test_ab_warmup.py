@@ -1,0 +1,66 @@
+"""Warm-up and cool-down suggestion from repeated requests (Bakshy & Frachtenberg, WWW 2015, §2.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchlang.plan.layouts import layout_schedule
+from benchlang.stats.ab.designs import VarianceComponents
+from benchlang.stats.ab.simulate import ABDesign, simulate_outcomes
+from benchlang.stats.ab.warmup import suggest_warmup
+
+COMPS = VarianceComponents.from_sd(
+    request=1.0, host=0.3, request_batch=0.2, host_batch=0.1, residual=0.2
+)
+
+
+def data(warm: np.ndarray | None = None, cool: np.ndarray | None = None, seed: int = 0):
+    s = layout_schedule("fully_balanced", 8, 40, 4, seed=seed)
+    d = ABDesign.from_schedule(s)
+    y = simulate_outcomes(d, COMPS, 1, np.random.default_rng(seed))[0]
+    n_run = 40 // 8 * 4
+    if warm is not None:
+        y[s.position < warm.size] += warm[s.position[s.position < warm.size]]
+    if cool is not None:
+        back = n_run - 1 - s.position
+        y[back < cool.size] += cool[back[back < cool.size]]
+    return y, s
+
+
+def suggestions(seeds, **kwargs):
+    out = []
+    for seed in seeds:
+        y, s = data(seed=seed, **kwargs)
+        out.append(suggest_warmup(y, s.request, s.host * 2 + s.batch, s.position))
+    return out
+
+
+def test_no_transient_rarely_suggests_anything():
+    rs = suggestions(range(20))
+    assert sum((r.warmup, r.cooldown) == (0, 0) for r in rs) >= 18
+    assert rs[1].batches == 16 and rs[1].position_mean.size == 20
+    assert abs(np.mean([r.autocorrelation for r in rs])) < 0.1
+
+
+def test_decaying_warmup_and_a_slow_tail_are_found():
+    rs = suggestions(range(20), warm=np.array([2.0, 1.0, 0.5]), cool=np.array([0.8]))
+    assert sum(r.warmup == 3 for r in rs) >= 15
+    assert sum(r.cooldown == 1 for r in rs) >= 15
+    assert all(r.warmup >= 3 and r.cooldown >= 1 for r in rs)
+    assert all(r.position_mean[0] > r.position_mean[5] + 1.0 for r in rs)
+
+
+def test_trials_in_any_row_order_give_the_same_answer():
+    y, s = data(warm=np.array([2.0, 1.0]))
+    perm = np.random.default_rng(1).permutation(y.size)
+    a = suggest_warmup(y, s.request, s.host * 2 + s.batch, s.position)
+    b = suggest_warmup(y[perm], s.request[perm], (s.host * 2 + s.batch)[perm], s.position[perm])
+    assert (a.warmup, a.cooldown) == (b.warmup, b.cooldown)
+    assert a.autocorrelation == pytest.approx(b.autocorrelation)
+
+
+def test_needs_repeated_requests():
+    s = layout_schedule("fully_balanced", 4, 16, 1)
+    with pytest.raises(ValueError, match="repeated"):
+        suggest_warmup(np.ones(s.trials), s.request, s.host * 2 + s.batch, s.position)

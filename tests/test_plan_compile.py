@@ -1,0 +1,239 @@
+"""The compiled plan: determinism across processes, sizing, orders, coverage, quoting."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from benchlang.backends.base import Command
+from benchlang.backends.local import LocalSession
+from benchlang.lang.check import compile_source
+from benchlang.lang.syntax import decode
+from benchlang.plan.compile import compile_plan, configurations, covered_levels
+
+FULL = Path(__file__).parent / "specs" / "full.bench"
+
+
+def experiment_of(body: str, seed: int = 1):
+    text = f"benchlang 1\nexperiment p {{\n  seed {seed}\n{textwrap.dedent(body)}\n}}\n"
+    return compile_source(decode("p.bench", text.encode()))
+
+
+def plan_of(body: str, seed: int = 1):
+    return compile_plan(experiment_of(body, seed))
+
+
+FACTORIAL = """
+  factor a in [1, 2, 3]
+  factor b in ["x", "y"]
+  benchmark k {{ run "echo {{a}} {{b}}" }}
+  design {{ runs {runs} order {order} }}
+"""
+
+
+def test_same_spec_same_bytes_across_processes(run_cli_many):
+    first, second, other_seed = run_cli_many([["plan", FULL, "--json"], ["plan", FULL, "--json"], ["plan", FULL, "--json", "--seed", "8"]])
+    assert first[0] == second[0] == other_seed[0] == 0
+    assert first[1] == second[1]
+    plan = json.loads(first[1])
+    body = first[1].strip()
+    canonical = body[: body.rindex(',"hash":')] + "}"
+    assert plan["hash"] == "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    in_process = compile_plan(compile_source(decode(str(FULL), FULL.read_bytes()), FULL.parent))
+    assert in_process.json_text() + "\n" == first[1]
+    reseeded = json.loads(other_seed[1])
+    assert reseeded["hash"] != plan["hash"]
+    assert reseeded["trials"]["configuration"] != plan["trials"]["configuration"]
+    assert sorted(reseeded["trials"]["configuration"]) == sorted(plan["trials"]["configuration"])
+
+
+def test_hash_changes_with_the_spec_and_the_seed():
+    base = FACTORIAL.format(runs=3, order="random")
+    p1, p2 = plan_of(base), plan_of(base)
+    assert p1.hash == p2.hash and p1.json_text() == p2.json_text()
+    assert plan_of(base + "  title \"other\"\n").hash != p1.hash
+    assert plan_of(base.replace("[1, 2, 3]", "[1, 2, 4]")).hash != p1.hash
+    assert plan_of(base, seed=2).hash != p1.hash
+
+
+@pytest.mark.parametrize(
+    ("percentile", "confidence", "expected"),
+    [(95, 95, 59), (95, 99, 90), (99, 95, 299), (90, 95, 29), (50, 95, 5), (5, 95, 59)],
+)
+def test_runs_auto_follows_thompson_sizing(percentile, confidence, expected):
+    plan = plan_of(f"""
+      benchmark k {{ run "true" }}
+      metric wall_time {{ measure mean }}
+      kpi wall_time {{ percentile {percentile} confidence {confidence}% }}
+      design {{ runs auto order fixed }}
+    """)
+    q = max(percentile, 100 - percentile) / 100
+    formula = math.ceil(math.log(1 - confidence / 100) / math.log(q) - 1e-12)
+    assert formula == expected  # TriScale Table 2
+    runs = next(d for d in plan.derived if d.name == "runs")
+    assert runs.value == expected
+    assert "Thompson" in runs.reason
+    assert plan.n_trials == expected
+
+
+def test_runs_auto_with_excluded_samples_is_the_smallest_binomial_n():
+    plan = plan_of("""
+      benchmark k { run "true" }
+      metric wall_time { measure mean }
+      kpi wall_time { percentile 90 confidence 95% exclude 2 }
+    """)
+    n = np.arange(1, 400)
+    ok = binom.cdf(n - 2 - 1, n, 0.9) >= 0.95
+    assert plan.n_trials == int(n[ok][0])
+    assert not ok[: n[ok][0] - 1].any()
+
+
+def test_series_auto_from_the_variability_score():
+    plan = plan_of("""
+      benchmark k { run "true" }
+      metric wall_time { measure mean }
+      kpi wall_time { percentile 50 confidence 95% }
+      variability wall_time { percentile 25 confidence 75% }
+      design { runs auto series auto span 1h }
+    """)
+    expected = math.ceil(math.log(0.25) / math.log(0.75))
+    assert plan.round_series.max() + 1 == expected == 5
+    assert plan.n_rounds == 5 * 5
+    starts = plan.series_start
+    assert starts[0] == 0 and np.all(np.diff(starts) >= 0) and starts[-1] < 3600
+
+
+def check_rounds(plan, n_configs):
+    """Each round runs every configuration once, at positions 0..C-1."""
+    rounds = plan.trial_configuration.reshape(plan.n_rounds, n_configs)
+    positions = plan.trial_position.reshape(plan.n_rounds, n_configs)
+    assert np.array_equal(np.sort(rounds, axis=1), np.broadcast_to(np.arange(n_configs), rounds.shape))
+    assert np.array_equal(positions, np.broadcast_to(np.arange(n_configs), positions.shape))
+    assert np.array_equal(plan.trial_round, np.repeat(np.arange(plan.n_rounds), n_configs))
+    pairs = set(zip(plan.trial_round.tolist(), plan.trial_configuration.tolist(), strict=True))
+    assert len(pairs) == plan.n_trials == plan.n_rounds * n_configs
+    return rounds
+
+
+def test_fixed_order():
+    plan = plan_of(FACTORIAL.format(runs=4, order="fixed"))
+    rounds = check_rounds(plan, 6)
+    assert (rounds == np.arange(6)).all()
+    assert set(plan.round_order.tolist()) == {0}
+
+
+def test_random_order_permutes_each_round_differently():
+    plan = plan_of(FACTORIAL.format(runs=40, order="random"))
+    rounds = check_rounds(plan, 6)
+    assert set(plan.round_order.tolist()) == {1}
+    distinct = {tuple(r) for r in rounds.tolist()}
+    assert len(distinct) > 20
+    # every configuration reaches every position (no position bias built in)
+    for position in range(6):
+        assert set(rounds[:, position].tolist()) == set(range(6))
+
+
+def test_fixed_vs_random_alternates_half_each():
+    plan = plan_of(FACTORIAL.format(runs=10, order="fixed_vs_random"))
+    rounds = check_rounds(plan, 6)
+    assert plan.n_rounds == 20
+    kinds = plan.round_order.tolist()
+    assert kinds == [0, 1] * 10
+    assert (rounds[0::2] == np.arange(6)).all()
+    random_rounds = rounds[1::2]
+    assert len({tuple(r) for r in random_rounds.tolist()}) > 5
+    order = next(d for d in plan.derived if d.name == "order")
+    assert "interleaved" in order.reason
+
+
+@pytest.mark.parametrize(("coverage", "levels", "kept"), [(50, 10, 5), (34, 10, 4), (1, 10, 1), (99, 7, 7), (100, 3, 3), (25, 9, 3)])
+def test_coverage_keeps_ceil_share_deterministically(coverage, levels, kept):
+    body = f"""
+      factor f in 1..{levels} coverage {coverage}%
+      benchmark k {{ run "echo {{f}}" }}
+    """
+    chosen = [tuple(c.levels[0][1] for c in configurations(experiment_of(body, seed))) for seed in range(12)]
+    assert all(len(c) == kept == math.ceil(coverage / 100 * levels) for c in chosen)
+    assert all(list(c) == sorted(c) and set(c) <= set(range(1, levels + 1)) for c in chosen)
+    again = [tuple(c.levels[0][1] for c in configurations(experiment_of(body, seed))) for seed in range(12)]
+    assert again == chosen
+    if kept < levels:
+        assert len(set(chosen)) > 1, "the seed should pick the levels"
+
+
+def test_coverage_of_one_factor_depends_on_seed_not_on_other_factors():
+    e = experiment_of("""
+      factor f in 1..10 coverage 30%
+      factor g in ["a", "b"]
+      benchmark k { run "echo {f} {g}" }
+    """, seed=5)
+    kept = covered_levels(e.factor("f"), 0, 5)
+    assert len(kept) == 3
+    assert {c.levels[0][1] for c in configurations(e)} == set(kept)
+    assert len(configurations(e)) == 6
+
+
+HOSTILE = ["two words", "it's", 'say "hi"', "$(touch pwned)", "`touch pwned`", "a; touch pwned", "x && touch pwned", "$HOME", "*", "back\\slash", "new\nline", "-n"]
+
+
+def test_factor_values_are_shell_quoted_and_never_executed(tmp_path):
+    levels = ", ".join(json.dumps(v) for v in HOSTILE)
+    e = experiment_of(f"""
+      factor v in [{levels}]
+      benchmark k {{ run "printf '%s|' {{v}}" }}
+    """)
+    session = LocalSession("local", tmp_path)
+    try:
+        for config in configurations(e):
+            value = dict(config.levels)["v"]
+            execution = session.run_blocking(Command(config.command, cwd="."))
+            assert execution.exit_status == 0, execution.stderr
+            assert execution.stdout.decode() == value + "|", config.command
+    finally:
+        import asyncio
+
+        asyncio.run(session.close())
+    assert not (tmp_path / "pwned").exists()
+    assert not (Path.cwd() / "pwned").exists()
+
+
+def test_numbers_in_commands():
+    e = experiment_of("""
+      factor n in [1, 2.5, -3, 1e3]
+      benchmark k { run "echo {n}" }
+    """)
+    assert [c.command for c in configurations(e)] == ["echo 1", "echo 2.5", "echo -3", "echo 1000.0"]
+
+
+def test_million_trial_plan_shape():
+    """A 1e6-trial plan compiles with consistent columns (timing is benchmarks/bench_plan.py)."""
+    plan = plan_of("""
+      factor a in 1..10
+      factor b in 1..10
+      factor c in 1..100
+      benchmark k { run "echo {a} {b} {c}" }
+      design { runs 100 order random }
+    """)
+    assert plan.n_trials == 1_000_000
+    assert plan.trial_configuration.min() == 0 and plan.trial_configuration.max() == 9999
+    assert np.bincount(plan.trial_configuration).tolist() == [100] * 10_000
+
+
+def test_ranges_expand_to_clean_levels():
+    e = experiment_of("""
+      factor f in 0..1 step 0.1
+      factor g in -2..2
+      factor h in 1..9 step 4
+      benchmark k { run "echo {f} {g} {h}" }
+    """)
+    assert e.factor("f").levels == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    assert e.factor("g").levels == (-2, -1, 0, 1, 2)
+    assert e.factor("h").levels == (1, 5, 9)
+    assert configurations(e)[3 * 5 * 3].command == "echo 0.3 -2 1"
