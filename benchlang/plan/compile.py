@@ -51,12 +51,16 @@ def configurations(experiment: model.Experiment) -> tuple[Configuration, ...]:
     structural = {}
     if experiment.design.runtime is not None:
         structural["runtime"] = _seconds(experiment.design.runtime)
+    structural = {k: shlex.quote(_text(v)) for k, v in structural.items()}
     out: list[Configuration] = []
     for bench in experiment.benchmarks:
         names = bench.factors
-        for combo in itertools.product(*(levels[n] for n in names)):
-            values = {**structural, **dict(zip(names, combo, strict=True))}
-            out.append(Configuration(len(out), bench.name, tuple(zip(names, combo, strict=True)), substitute(bench.command, values)))
+        # Each level is quoted once, and its (name, level) pair shared by every configuration.
+        options = [[((n, v), shlex.quote(_text(v))) for v in levels[n]] for n in names]
+        for combo in itertools.product(*options):
+            values = dict(structural)
+            values.update(zip(names, (quoted for _, quoted in combo)))
+            out.append(Configuration(len(out), bench.name, tuple(pair for pair, _ in combo), bench.command.format_map(values)))
     return tuple(out)
 
 
