@@ -69,19 +69,35 @@ print(json.dumps({"total": t1 - t0, "trials": len(trials), "json_mb": len(text) 
 
 
 def run(code: str, stdin: str = "", args: tuple[int, ...] = ()) -> dict:
-    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], input=stdin, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
 def case(title: str, a: int, b: int, c: int, runs: int, targets: bool) -> None:
     ours = run(BENCHLANG, SPEC.format(a=a, b=b, c=c, runs=runs))
     naive = run(NAIVE, args=(a, b, c, runs))
-    print(f"\n{title}: {a} x {b} x {c} levels = {ours['configurations']} configurations, runs {runs}, {ours['trials']:,} trials")
-    print(f"  benchlang: check {ours['check']:.2f} s + compile {ours['compile']:.2f} s + hash {ours['hash']:.2f} s = {ours['total']:.2f} s"
-          f"   (plan JSON {ours['json_mb']:.0f} MB)")
-    print(f"             peak RSS {ours['peak_mib']:.0f} MiB (of which {ours['rss_before_mib']:.0f} MiB is the interpreter and imports)")
-    print(f"  baseline (naive pure-Python plan + json + sha256): {naive['total']:.2f} s, peak RSS {naive['peak_mib']:.0f} MiB")
-    print(f"  ratio benchlang / baseline: time {ours['total'] / naive['total']:.2f}x, memory {ours['peak_mib'] / naive['peak_mib']:.2f}x")
+    print(
+        f"\n{title}: {a} x {b} x {c} levels = {ours['configurations']} configurations, runs {runs}, {ours['trials']:,} trials"
+    )
+    print(
+        f"  benchlang: check {ours['check']:.2f} s + compile {ours['compile']:.2f} s + hash {ours['hash']:.2f} s = {ours['total']:.2f} s"
+        f"   (plan JSON {ours['json_mb']:.0f} MB)"
+    )
+    print(
+        f"             peak RSS {ours['peak_mib']:.0f} MiB (of which {ours['rss_before_mib']:.0f} MiB is the interpreter and imports)"
+    )
+    print(
+        f"  baseline (naive pure-Python plan + json + sha256): {naive['total']:.2f} s, peak RSS {naive['peak_mib']:.0f} MiB"
+    )
+    print(
+        f"  ratio benchlang / baseline: time {ours['total'] / naive['total']:.2f}x, memory {ours['peak_mib'] / naive['peak_mib']:.2f}x"
+    )
     if targets:
         time_ok = "ok" if ours["total"] < TIME_TARGET else "MISSED"
         mem_ok = "ok" if ours["peak_mib"] < MEMORY_TARGET_MIB else "MISSED"

@@ -40,8 +40,21 @@ def benchlang_round(workdir: Path) -> dict[str, float]:
     for leftover in workdir.glob("overhead.sqlite*"):
         leftover.unlink()
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "benchlang", "run", "overhead.bench", "--store", str(store), "--quiet"],
-                   cwd=workdir, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchlang",
+            "run",
+            "overhead.bench",
+            "--store",
+            str(store),
+            "--quiet",
+        ],
+        cwd=workdir,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     process = time.perf_counter() - t0
     db = sqlite3.connect(store)
     first, last, n = db.execute("SELECT min(started), max(ended), count(*) FROM trials").fetchone()
@@ -53,8 +66,12 @@ def benchlang_round(workdir: Path) -> dict[str, float]:
 
 def hyperfine_round(workdir: Path) -> float:
     export = workdir / "hyperfine.json"
-    subprocess.run(["hyperfine", "-N", "--runs", str(TRIALS), "--export-json", str(export), "true"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        ["hyperfine", "-N", "--runs", str(TRIALS), "--export-json", str(export), "true"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return json.loads(export.read_text())["results"][0]["mean"]
 
 
@@ -62,16 +79,45 @@ def commit_time(workdir: Path) -> float:
     """Mean time of one Store.record_trial, as the executor calls it for a `true` trial."""
     from benchlang.run.store import Store, TrialRecord
 
-    rusage = {"wall_time": 5e-4, "user_time": 0.0, "sys_time": 4e-4, "cpu_time": 4e-4, "max_rss": 1e5, "minor_faults": 60.0, "major_faults": 0.0}
+    rusage = {
+        "wall_time": 5e-4,
+        "user_time": 0.0,
+        "sys_time": 4e-4,
+        "cpu_time": 4e-4,
+        "max_rss": 1e5,
+        "minor_faults": 60.0,
+        "major_faults": 0.0,
+    }
     with Store(workdir / "commit.sqlite", create=True) as store:
         store.add_plan("sha256:x", "overhead", "sha256:s", 0, "{}")
         t0 = time.perf_counter()
         for t in range(TRIALS):
-            store.record_trial("sha256:x", TrialRecord(
-                trial=t, series=0, round=t, position=0, host="local", configuration=0, label="t", benchmark="t",
-                levels={}, order_kind="fixed", status="ok", reason=None, exit_status=0, timed_out=False,
-                started=0.0, ended=0.0, attempts=1, stdout_tail=b"", stderr_tail=b"", measures=rusage, series_values={},
-            ))
+            store.record_trial(
+                "sha256:x",
+                TrialRecord(
+                    trial=t,
+                    series=0,
+                    round=t,
+                    position=0,
+                    host="local",
+                    configuration=0,
+                    label="t",
+                    benchmark="t",
+                    levels={},
+                    order_kind="fixed",
+                    status="ok",
+                    reason=None,
+                    exit_status=0,
+                    timed_out=False,
+                    started=0.0,
+                    ended=0.0,
+                    attempts=1,
+                    stdout_tail=b"",
+                    stderr_tail=b"",
+                    measures=rusage,
+                    series_values={},
+                ),
+            )
         return (time.perf_counter() - t0) / TRIALS
 
 
@@ -84,22 +130,34 @@ def main() -> None:
         (workdir / "overhead.bench").write_text(SPEC)
         rows = []
         print(f"{TRIALS} trials of `true`, {ROUNDS} alternating rounds (ms per trial)")
-        print(f"{'round':>5}  {'hyperfine':>9}  {'process':>8}  {'in-run':>8}  {'spawn':>8}  {'in-run/hf':>9}")
+        print(
+            f"{'round':>5}  {'hyperfine':>9}  {'process':>8}  {'in-run':>8}  {'spawn':>8}  {'in-run/hf':>9}"
+        )
         for r in range(ROUNDS):
             ours = benchlang_round(workdir)
             hf = hyperfine_round(workdir)
             rows.append({**ours, "hyperfine": hf})
-            print(f"{r + 1:>5}  {hf * ms:9.3f}  {ours['process'] * ms:8.3f}  {ours['in_run'] * ms:8.3f}  {ours['spawn'] * ms:8.3f}  {ours['in_run'] / hf:9.2f}")
+            print(
+                f"{r + 1:>5}  {hf * ms:9.3f}  {ours['process'] * ms:8.3f}  {ours['in_run'] * ms:8.3f}  {ours['spawn'] * ms:8.3f}  {ours['in_run'] / hf:9.2f}"
+            )
         commit = commit_time(workdir)
     med = {k: statistics.median(row[k] for row in rows) for k in rows[0]}
     ratio = statistics.median(row["in_run"] / row["hyperfine"] for row in rows)
     print()
     print(f"hyperfine -N mean:                 {med['hyperfine'] * ms:.3f} ms  (baseline)")
-    print(f"benchlang, whole process / {TRIALS}: {med['process'] * ms:.3f} ms  ratio {statistics.median(r['process'] / r['hyperfine'] for r in rows):.2f}x  (includes start-up, amortised)")
-    print(f"benchlang, in-run per trial:       {med['in_run'] * ms:.3f} ms  ratio {ratio:.2f}x  (target <= {TARGET:g}x: {'ok' if ratio <= TARGET else 'MISSED'})")
-    print(f"benchlang, mean stored wall_time:  {med['spawn'] * ms:.3f} ms  ratio {statistics.median(r['spawn'] / r['hyperfine'] for r in rows):.2f}x")
+    print(
+        f"benchlang, whole process / {TRIALS}: {med['process'] * ms:.3f} ms  ratio {statistics.median(r['process'] / r['hyperfine'] for r in rows):.2f}x  (includes start-up, amortised)"
+    )
+    print(
+        f"benchlang, in-run per trial:       {med['in_run'] * ms:.3f} ms  ratio {ratio:.2f}x  (target <= {TARGET:g}x: {'ok' if ratio <= TARGET else 'MISSED'})"
+    )
+    print(
+        f"benchlang, mean stored wall_time:  {med['spawn'] * ms:.3f} ms  ratio {statistics.median(r['spawn'] / r['hyperfine'] for r in rows):.2f}x"
+    )
     rest = med["in_run"] - med["spawn"] - commit
-    print(f"where an in-run trial goes: spawn {med['spawn'] * ms:.3f} ms, store commit {commit * ms:.3f} ms, rest {rest * ms:.3f} ms")
+    print(
+        f"where an in-run trial goes: spawn {med['spawn'] * ms:.3f} ms, store commit {commit * ms:.3f} ms, rest {rest * ms:.3f} ms"
+    )
 
 
 if __name__ == "__main__":

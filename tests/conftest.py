@@ -16,28 +16,51 @@ SPECS = REPO / "specs"
 TEST_SPECS = Path(__file__).resolve().parent / "specs"
 
 
-def cli(args: Sequence[str], cwd: str | Path | None = None, input: bytes | None = None, timeout: float = 120.0) -> tuple[int, str, str]:
+def cli(
+    args: Sequence[str],
+    cwd: str | Path | None = None,
+    input: bytes | None = None,
+    timeout: float = 120.0,
+) -> tuple[int, str, str]:
     """Run ``python -m benchlang ARGS`` as a real subprocess: (status, stdout, stderr)."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"}
     done = subprocess.run(
         [sys.executable, "-m", "benchlang", *map(str, args)],
-        cwd=cwd, input=input, capture_output=True, timeout=timeout, env=env,
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+        env=env,
     )
-    return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    return (
+        done.returncode,
+        done.stdout.decode(errors="replace"),
+        done.stderr.decode(errors="replace"),
+    )
 
 
-def cli_many(calls: Sequence[Sequence[str]], cwd: str | Path | None = None, timeout: float = 120.0) -> list[tuple[int, str, str]]:
+def cli_many(
+    calls: Sequence[Sequence[str]], cwd: str | Path | None = None, timeout: float = 120.0
+) -> list[tuple[int, str, str]]:
     """Several CLI calls at once (each a real subprocess), results in call order."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"}
     procs = [
-        subprocess.Popen([sys.executable, "-m", "benchlang", *map(str, args)], cwd=cwd, env=env,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-m", "benchlang", *map(str, args)],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for args in calls
     ]
     out = []
     for proc in procs:
         stdout, stderr = proc.communicate(timeout=timeout)
-        out.append((proc.returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")))
+        out.append(
+            (proc.returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace"))
+        )
     return out
 
 

@@ -22,7 +22,7 @@ def test_version_through_python_m_and_the_console_script(run_cli):
     script = shutil.which("benchlang")
     assert script, "the benchlang console script is not installed"
     console = subprocess.Popen([script, "--version"], stdout=subprocess.PIPE, text=True)
-    status, out, err = run_cli(["--version"])
+    status, out, _err = run_cli(["--version"])
     assert status == 0 and out.strip() == f"benchlang {__version__}"
     assert console.wait(timeout=60) == 0
     assert console.stdout.read().strip() == f"benchlang {__version__}"
@@ -37,7 +37,9 @@ def test_no_command_prints_help_and_exits_2(capsys):
 
 
 def command_names() -> list[str]:
-    (subparsers,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (subparsers,) = [
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    ]
     return sorted(subparsers.choices)
 
 
@@ -60,11 +62,33 @@ def test_help_of_every_command(name, capsys):
     [(95, 95, 0, 59), (50, 95, 0, 5), (99, 95, 0, 299), (95, 99, 0, 90)],
 )
 def test_size_json(percentile, confidence, exclude, expected, capsys):
-    args = build_parser().parse_args(["size", "--percentile", str(percentile), "--confidence", str(confidence), "--exclude", str(exclude), "--json"])
+    args = build_parser().parse_args(
+        [
+            "size",
+            "--percentile",
+            str(percentile),
+            "--confidence",
+            str(confidence),
+            "--exclude",
+            str(exclude),
+            "--json",
+        ]
+    )
     assert args.func(args) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["n"] == expected == math.ceil(math.log(1 - confidence / 100) / math.log(max(percentile, 100 - percentile) / 100) - 1e-12)
-    assert out["percentile"] == percentile and out["confidence"] == confidence and out["exclude"] == exclude
+    assert (
+        out["n"]
+        == expected
+        == math.ceil(
+            math.log(1 - confidence / 100) / math.log(max(percentile, 100 - percentile) / 100)
+            - 1e-12
+        )
+    )
+    assert (
+        out["percentile"] == percentile
+        and out["confidence"] == confidence
+        and out["exclude"] == exclude
+    )
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +109,14 @@ def test_size_through_the_cli(small_commands):
     assert json.loads(out)["n"] == 59
 
 
-@pytest.mark.parametrize("argv", [["--percentile", "100", "--confidence", "95"], ["--percentile", "50", "--confidence", "0"], ["--percentile", "x", "--confidence", "95"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--percentile", "100", "--confidence", "95"],
+        ["--percentile", "50", "--confidence", "0"],
+        ["--percentile", "x", "--confidence", "95"],
+    ],
+)
 def test_size_refuses_bad_input(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(["size", *argv])
@@ -123,5 +154,5 @@ def test_every_example_spec_plans(path):
 
 
 def test_results_on_a_missing_store(small_commands):
-    status, out, err = small_commands["results"]
+    status, _out, err = small_commands["results"]
     assert status == 2 and "no store at" in err and "Traceback" not in err

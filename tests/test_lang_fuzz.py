@@ -19,14 +19,54 @@ from benchlang.lang.grammar import keyword_of_terminal
 from benchlang.lang.syntax import decode
 
 ROOT = Path(__file__).resolve().parents[1]
-SEEDS = sorted((ROOT / "specs").glob("*.bench")) + sorted((Path(__file__).parent / "specs").glob("*.bench"))
+SEEDS = sorted((ROOT / "specs").glob("*.bench")) + sorted(
+    (Path(__file__).parent / "specs").glob("*.bench")
+)
 SEED_TEXTS = [p.read_text(encoding="utf-8") for p in SEEDS]
 TOKEN = re.compile(r'"""(?:.|\n)*?"""|"(?:[^"\\\n]|\\.)*"|\s+|[^\s"]+')
 PIECES = sorted({t for text in SEED_TEXTS for t in TOKEN.findall(text) if not t.isspace()})
-ODD = ["{", "}", "[", "]", "(", ")", '"', '"""', "..", "%", "=", "~", "*", ",", "-1", "0", "1e400",
-       "99999999999999999999", "1e999s", "0.0000001", "auto", "\x00", "é", "\t", "\n", "#", "{{", "}}",
-       '"{x}"', '"{runtime}"', '"{"', "step 0", "in", "from", "series", "hidden", "coverage 0%"]
-VOCAB = sorted({*keyword_of_terminal().values(), *ODD, "x", "n", '"s"', "1", "2.5", "95%", "30s", "1..3"})
+ODD = [
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    '"',
+    '"""',
+    "..",
+    "%",
+    "=",
+    "~",
+    "*",
+    ",",
+    "-1",
+    "0",
+    "1e400",
+    "99999999999999999999",
+    "1e999s",
+    "0.0000001",
+    "auto",
+    "\x00",
+    "é",
+    "\t",
+    "\n",
+    "#",
+    "{{",
+    "}}",
+    '"{x}"',
+    '"{runtime}"',
+    '"{"',
+    "step 0",
+    "in",
+    "from",
+    "series",
+    "hidden",
+    "coverage 0%",
+]
+VOCAB = sorted(
+    {*keyword_of_terminal().values(), *ODD, "x", "n", '"s"', "1", "2.5", "95%", "30s", "1..3"}
+)
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -73,7 +113,11 @@ def test_token_soup_inside_an_experiment(tokens):
     compile_or_spec_error(f"benchlang 1\nexperiment x {{\n{body}\n}}\n".encode())
 
 
-MUTATION = st.tuples(st.sampled_from(["delete", "insert", "duplicate", "replace"]), st.floats(0, 1), st.sampled_from(PIECES + ODD))
+MUTATION = st.tuples(
+    st.sampled_from(["delete", "insert", "duplicate", "replace"]),
+    st.floats(0, 1),
+    st.sampled_from(PIECES + ODD),
+)
 
 
 @SETTINGS
@@ -111,7 +155,9 @@ def test_cli_never_shows_a_traceback(run_cli_many, tmp_path):
         path = tmp_path / f"random{i}.bench"
         path.write_bytes(data)
         paths.append(path)
-    (status, out, err), *others = run_cli_many([["check", *paths], ["plan", paths[1]], ["run", paths[2], "--store", tmp_path / "s.sqlite"]])
+    (status, out, err), *others = run_cli_many(
+        [["check", *paths], ["plan", paths[1]], ["run", paths[2], "--store", tmp_path / "s.sqlite"]]
+    )
     assert status == 2
     assert "Traceback" not in out + err
     for path in paths:

@@ -88,17 +88,29 @@ def test_rusage_builtins(session):
     assert sleep.rusage["user_time"] < 0.15
     burn = session.run_blocking(Command("python3 -c 'x = sum(i*i for i in range(3_000_000))'"))
     assert burn.rusage["user_time"] > 0.05
-    assert burn.rusage["cpu_time"] == pytest.approx(burn.rusage["user_time"] + burn.rusage["sys_time"])
+    assert burn.rusage["cpu_time"] == pytest.approx(
+        burn.rusage["user_time"] + burn.rusage["sys_time"]
+    )
     assert burn.rusage["max_rss"] > 1000  # KiB
     assert burn.rusage["minor_faults"] > 0
-    assert set(burn.rusage) >= {"wall_time", "user_time", "sys_time", "cpu_time", "max_rss", "minor_faults", "major_faults"}
+    assert set(burn.rusage) >= {
+        "wall_time",
+        "user_time",
+        "sys_time",
+        "cpu_time",
+        "max_rss",
+        "minor_faults",
+        "major_faults",
+    }
     assert burn.ended >= burn.started
 
 
 def test_timeout_kills_the_whole_process_group(session, tmp_path):
     """A grandchild in the trial's process group dies with it."""
     started = time.monotonic()
-    run = session.run_blocking(Command("sleep 30 & echo $! > grandchild.pid; echo started; wait", cwd=".", timeout=0.5))
+    run = session.run_blocking(
+        Command("sleep 30 & echo $! > grandchild.pid; echo started; wait", cwd=".", timeout=0.5)
+    )
     elapsed = time.monotonic() - started
     assert run.timed_out and not run.ok
     assert run.exit_status == -9

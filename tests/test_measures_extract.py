@@ -83,7 +83,9 @@ def measured(tmp_path_factory, run_cli):
     workdir = tmp_path_factory.mktemp("measures")
     spec = workdir / "measures.bench"
     shutil.copy(SPEC, spec)
-    status, out, err = run_cli(["run", spec, "--store", workdir / "m.sqlite", "--quiet"], cwd=workdir)
+    status, out, err = run_cli(
+        ["run", spec, "--store", workdir / "m.sqlite", "--quiet"], cwd=workdir
+    )
     assert status == 0, err
     return workdir / "m.sqlite", out
 
@@ -95,27 +97,47 @@ def test_run_stores_every_kind_of_measure(measured):
     assert len(trials) == 6 and {t[2] for t in trials} == {"ok"}
     for trial, levels, _ in trials:
         k = json.loads(levels)["k"]
-        scalars = dict(db.execute("SELECT name, value FROM measures WHERE trial = ?", (trial,)).fetchall())
-        series = {name: np.frombuffer(data, dtype="<f8").tolist() for name, data in db.execute("SELECT name, data FROM series_values WHERE trial = ?", (trial,))}
+        scalars = dict(
+            db.execute("SELECT name, value FROM measures WHERE trial = ?", (trial,)).fetchall()
+        )
+        series = {
+            name: np.frombuffer(data, dtype="<f8").tolist()
+            for name, data in db.execute(
+                "SELECT name, data FROM series_values WHERE trial = ?", (trial,)
+            )
+        }
         assert scalars["lat"] == k + 0.5
         assert scalars["j"] == k
         assert scalars["e"] == 42
         assert scalars["t"] == scalars["wall_time"] > 0
         assert scalars["u"] == scalars["user_time"]
         assert {"sys_time", "cpu_time", "max_rss", "minor_faults", "major_faults"} <= scalars.keys()
-        assert series == {"lats": [1.5, k + 0.5], "ys": [10, 20, 30 + k], "xs": [1, 2, 3], "ls": [4, 5, 6]}
+        assert series == {
+            "lats": [1.5, k + 0.5],
+            "ys": [10, 20, 30 + k],
+            "xs": [1, 2, 3],
+            "ls": [4, 5, 6],
+        }
 
 
 def test_results_json_and_csv_shape(measured, run_cli_many):
     store, _ = measured
-    (status, out, err), csv = run_cli_many([["results", store, "--json"], ["results", store, "--csv"]])
+    (status, out, err), csv = run_cli_many(
+        [["results", store, "--json"], ["results", store, "--csv"]]
+    )
     assert status == 0, err
     rows = json.loads(out)
     assert [r["configuration"]["levels"] for r in rows] == [{"k": 1}, {"k": 2}]
     for row, k in zip(rows, (1, 2), strict=True):
         assert row["configuration"]["benchmark"] == "m"
         assert row["n"] == 3 and row["failures"] == 0
-        assert row["metrics"]["lat"] == {"n": 3, "median": k + 0.5, "min": k + 0.5, "max": k + 0.5, "unit": "ms"}
+        assert row["metrics"]["lat"] == {
+            "n": 3,
+            "median": k + 0.5,
+            "min": k + 0.5,
+            "max": k + 0.5,
+            "unit": "ms",
+        }
         assert row["metrics"]["ys"]["median"] == 30 + k
     status, out, err = csv
     assert status == 0, err

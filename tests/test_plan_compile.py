@@ -39,7 +39,13 @@ FACTORIAL = """
 
 
 def test_same_spec_same_bytes_across_processes(run_cli_many):
-    first, second, other_seed = run_cli_many([["plan", FULL, "--json"], ["plan", FULL, "--json"], ["plan", FULL, "--json", "--seed", "8"]])
+    first, second, other_seed = run_cli_many(
+        [
+            ["plan", FULL, "--json"],
+            ["plan", FULL, "--json"],
+            ["plan", FULL, "--json", "--seed", "8"],
+        ]
+    )
     assert first[0] == second[0] == other_seed[0] == 0
     assert first[1] == second[1]
     plan = json.loads(first[1])
@@ -58,7 +64,7 @@ def test_hash_changes_with_the_spec_and_the_seed():
     base = FACTORIAL.format(runs=3, order="random")
     p1, p2 = plan_of(base), plan_of(base)
     assert p1.hash == p2.hash and p1.json_text() == p2.json_text()
-    assert plan_of(base + "  title \"other\"\n").hash != p1.hash
+    assert plan_of(base + '  title "other"\n').hash != p1.hash
     assert plan_of(base.replace("[1, 2, 3]", "[1, 2, 4]")).hash != p1.hash
     assert plan_of(base, seed=2).hash != p1.hash
 
@@ -114,7 +120,9 @@ def check_rounds(plan, n_configs):
     """Each round runs every configuration once, at positions 0..C-1."""
     rounds = plan.trial_configuration.reshape(plan.n_rounds, n_configs)
     positions = plan.trial_position.reshape(plan.n_rounds, n_configs)
-    assert np.array_equal(np.sort(rounds, axis=1), np.broadcast_to(np.arange(n_configs), rounds.shape))
+    assert np.array_equal(
+        np.sort(rounds, axis=1), np.broadcast_to(np.arange(n_configs), rounds.shape)
+    )
     assert np.array_equal(positions, np.broadcast_to(np.arange(n_configs), positions.shape))
     assert np.array_equal(plan.trial_round, np.repeat(np.arange(plan.n_rounds), n_configs))
     pairs = set(zip(plan.trial_round.tolist(), plan.trial_configuration.tolist(), strict=True))
@@ -153,34 +161,59 @@ def test_fixed_vs_random_alternates_half_each():
     assert "interleaved" in order.reason
 
 
-@pytest.mark.parametrize(("coverage", "levels", "kept"), [(50, 10, 5), (34, 10, 4), (1, 10, 1), (99, 7, 7), (100, 3, 3), (25, 9, 3)])
+@pytest.mark.parametrize(
+    ("coverage", "levels", "kept"),
+    [(50, 10, 5), (34, 10, 4), (1, 10, 1), (99, 7, 7), (100, 3, 3), (25, 9, 3)],
+)
 def test_coverage_keeps_ceil_share_deterministically(coverage, levels, kept):
     body = f"""
       factor f in 1..{levels} coverage {coverage}%
       benchmark k {{ run "echo {{f}}" }}
     """
-    chosen = [tuple(c.levels[0][1] for c in configurations(experiment_of(body, seed))) for seed in range(12)]
+    chosen = [
+        tuple(c.levels[0][1] for c in configurations(experiment_of(body, seed)))
+        for seed in range(12)
+    ]
     assert all(len(c) == kept == math.ceil(coverage / 100 * levels) for c in chosen)
     assert all(list(c) == sorted(c) and set(c) <= set(range(1, levels + 1)) for c in chosen)
-    again = [tuple(c.levels[0][1] for c in configurations(experiment_of(body, seed))) for seed in range(12)]
+    again = [
+        tuple(c.levels[0][1] for c in configurations(experiment_of(body, seed)))
+        for seed in range(12)
+    ]
     assert again == chosen
     if kept < levels:
         assert len(set(chosen)) > 1, "the seed should pick the levels"
 
 
 def test_coverage_of_one_factor_depends_on_seed_not_on_other_factors():
-    e = experiment_of("""
+    e = experiment_of(
+        """
       factor f in 1..10 coverage 30%
       factor g in ["a", "b"]
       benchmark k { run "echo {f} {g}" }
-    """, seed=5)
+    """,
+        seed=5,
+    )
     kept = covered_levels(e.factor("f"), 0, 5)
     assert len(kept) == 3
     assert {c.levels[0][1] for c in configurations(e)} == set(kept)
     assert len(configurations(e)) == 6
 
 
-HOSTILE = ["two words", "it's", 'say "hi"', "$(touch pwned)", "`touch pwned`", "a; touch pwned", "x && touch pwned", "$HOME", "*", "back\\slash", "new\nline", "-n"]
+HOSTILE = [
+    "two words",
+    "it's",
+    'say "hi"',
+    "$(touch pwned)",
+    "`touch pwned`",
+    "a; touch pwned",
+    "x && touch pwned",
+    "$HOME",
+    "*",
+    "back\\slash",
+    "new\nline",
+    "-n",
+]
 
 
 def test_factor_values_are_shell_quoted_and_never_executed(tmp_path):
@@ -209,7 +242,12 @@ def test_numbers_in_commands():
       factor n in [1, 2.5, -3, 1e3]
       benchmark k { run "echo {n}" }
     """)
-    assert [c.command for c in configurations(e)] == ["echo 1", "echo 2.5", "echo -3", "echo 1000.0"]
+    assert [c.command for c in configurations(e)] == [
+        "echo 1",
+        "echo 2.5",
+        "echo -3",
+        "echo 1000.0",
+    ]
 
 
 def test_million_trial_plan_shape():

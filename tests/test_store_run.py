@@ -38,10 +38,27 @@ def gone(pid: int, within: float = 3.0) -> bool:
 
 def record(trial: int, **changes) -> TrialRecord:
     fields = dict(
-        trial=trial, series=0, round=trial // 2, position=trial % 2, host="local", configuration=trial % 2,
-        label=f"b[k={trial % 2}]", benchmark="b", levels={"k": trial % 2}, order_kind="random", status="ok",
-        reason=None, exit_status=0, timed_out=False, started=1.0, ended=2.0, attempts=1,
-        stdout_tail=b"out", stderr_tail=b"", measures={"wall_time": 0.5 + trial}, series_values={},
+        trial=trial,
+        series=0,
+        round=trial // 2,
+        position=trial % 2,
+        host="local",
+        configuration=trial % 2,
+        label=f"b[k={trial % 2}]",
+        benchmark="b",
+        levels={"k": trial % 2},
+        order_kind="random",
+        status="ok",
+        reason=None,
+        exit_status=0,
+        timed_out=False,
+        started=1.0,
+        ended=2.0,
+        attempts=1,
+        stdout_tail=b"out",
+        stderr_tail=b"",
+        measures={"wall_time": 0.5 + trial},
+        series_values={},
     )
     fields.update(changes)
     return TrialRecord(**fields)
@@ -52,7 +69,17 @@ def test_store_round_trip(tmp_path):
     with Store(path, create=True) as store:
         store.add_plan("sha256:p", "exp", "sha256:s", 7, "{}", "x.bench", "text")
         store.record_trial("sha256:p", record(0, series_values={"lat": np.array([1.0, 2.0, 3.0])}))
-        store.record_trial("sha256:p", record(1, status="failed", reason="boom", exit_status=3, stdout_tail=b"x" * (3 * TAIL_BYTES), stderr_tail=b"why"))
+        store.record_trial(
+            "sha256:p",
+            record(
+                1,
+                status="failed",
+                reason="boom",
+                exit_status=3,
+                stdout_tail=b"x" * (3 * TAIL_BYTES),
+                stderr_tail=b"why",
+            ),
+        )
         with pytest.raises(sqlite3.IntegrityError):
             store.record_trial("sha256:p", record(1))
         assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -89,15 +116,19 @@ def failures(tmp_path_factory, run_cli):
 
 
 def test_failed_trials_keep_reason_status_and_output(failures):
-    workdir, store, status, out, err = failures
+    _workdir, store, status, out, err = failures
     assert status == 0, err
     assert "Traceback" not in out + err
     db = sqlite3.connect(store)
-    rows = db.execute("SELECT trial, benchmark, status, reason, exit_status, timed_out, stdout_tail, stderr_tail FROM trials ORDER BY trial").fetchall()
+    rows = db.execute(
+        "SELECT trial, benchmark, status, reason, exit_status, timed_out, stdout_tail, stderr_tail FROM trials ORDER BY trial"
+    ).fetchall()
     assert len(rows) == 12
     by = {}
     for trial, bench, status_, reason, exit_status, timed_out, out_tail, err_tail in rows:
-        by.setdefault(bench, []).append((trial, status_, reason, exit_status, timed_out, out_tail, err_tail))
+        by.setdefault(bench, []).append(
+            (trial, status_, reason, exit_status, timed_out, out_tail, err_tail)
+        )
     assert all(r[1] == "ok" and r[2] is None for r in by["fine"])
     for _, status_, reason, exit_status, timed_out, out_tail, err_tail in by["exits"]:
         assert (status_, exit_status, timed_out) == ("failed", 3, 0)
@@ -105,7 +136,10 @@ def test_failed_trials_keep_reason_status_and_output(failures):
         assert out_tail == b"some-out\n" and err_tail == b"some-err\n"
     for _, status_, reason, _, timed_out, _, _ in by["slow"]:
         assert status_ == "failed" and timed_out == 1 and reason.startswith("the command timed out")
-    assert all("measure: regex 'value ([a-z]+)' in stdout: expected a number, got 'abc'" == r[2] for r in by["garbled"])
+    assert all(
+        r[2] == "measure: regex 'value ([a-z]+)' in stdout: expected a number, got 'abc'"
+        for r in by["garbled"]
+    )
     assert all("no match for regex" in r[2] for r in by["nomatch"])
     assert all("cannot read absent.txt" in r[2] for r in by["nofile"])
     assert "10 trials failed" in out
@@ -124,7 +158,10 @@ def test_results_counts_failures(failures, run_cli):
     assert status == 0, err
     rows = {r["configuration"]["benchmark"]: r for r in json.loads(out)}
     assert rows["fine"]["n"] == 2 and rows["fine"]["failures"] == 0
-    assert all(rows[b]["n"] == 0 and rows[b]["failures"] == 2 for b in ("exits", "slow", "garbled", "nomatch", "nofile"))
+    assert all(
+        rows[b]["n"] == 0 and rows[b]["failures"] == 2
+        for b in ("exits", "slow", "garbled", "nomatch", "nofile")
+    )
 
 
 RESUMABLE = """benchlang 1
@@ -158,7 +195,10 @@ def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
     total = 60
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchlang", "run", "r.bench", "--store", str(store), "--quiet"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -174,10 +214,12 @@ def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
     assert 15 <= len(before) < total, "the kill must land mid-run"
     time.sleep(0.1)  # let an orphaned in-flight trial finish writing
 
-    status, out, err = run_cli(["run", "r.bench", "--store", store, "--quiet"], cwd=tmp_path)
+    status, _out, err = run_cli(["run", "r.bench", "--store", store, "--quiet"], cwd=tmp_path)
     assert status == 2 and "--resume" in err
 
-    status, out, err = run_cli(["run", "r.bench", "--store", store, "--quiet", "--resume"], cwd=tmp_path)
+    status, _out, err = run_cli(
+        ["run", "r.bench", "--store", store, "--quiet", "--resume"], cwd=tmp_path
+    )
     assert status == 0, err
     db = sqlite3.connect(store)
     trials = [t for (t,) in db.execute("SELECT trial FROM trials")]
@@ -191,9 +233,13 @@ def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
     twice = {t for t, n in ran.items() if n > 1}
     assert all(n <= 2 for n in ran.values())
     in_flight = min(set(range(total)) - before)
-    assert twice <= {in_flight}, f"trials {twice} ran again after resume; only {in_flight} was in flight"
+    assert twice <= {in_flight}, (
+        f"trials {twice} ran again after resume; only {in_flight} was in flight"
+    )
     assert not twice & before
 
-    status, out, err = run_cli(["run", "r.bench", "--store", store, "--quiet", "--resume"], cwd=tmp_path)
+    status, _out, err = run_cli(
+        ["run", "r.bench", "--store", store, "--quiet", "--resume"], cwd=tmp_path
+    )
     assert status == 0, err
     assert Counter(int(x) for x in (tmp_path / "ran.txt").read_text().split()) == ran

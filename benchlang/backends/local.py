@@ -13,6 +13,7 @@ configurations of one experiment, not against figures taken with another launche
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import platform
 import select
@@ -65,10 +66,8 @@ def host_facts() -> dict[str, str]:
                     break
         except OSError:
             pass
-    try:
+    with contextlib.suppress(OSError):
         facts["governor"] = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
-    except OSError:
-        pass
     return facts
 
 
@@ -84,8 +83,8 @@ class LocalSession:
     def __init__(self, host: str = "local", spec_dir: Path | None = None) -> None:
         self.host = host
         self.spec_dir = spec_dir or Path.cwd()
-        self._out = tempfile.TemporaryFile(prefix="benchlang-out-")
-        self._err = tempfile.TemporaryFile(prefix="benchlang-err-")
+        self._out = tempfile.TemporaryFile(prefix="benchlang-out-")  # noqa: SIM115 (kept open for the session)
+        self._err = tempfile.TemporaryFile(prefix="benchlang-err-")  # noqa: SIM115 (kept open for the session)
         self._base_env = dict(os.environ)
         self._null = os.open(os.devnull, os.O_RDONLY)
 
@@ -142,10 +141,8 @@ class LocalSession:
 
     @staticmethod
     def _kill_group(pgid: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     async def execute(self, command: Command) -> Execution:
         return self.run_blocking(command)

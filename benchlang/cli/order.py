@@ -13,7 +13,7 @@ from benchlang.run.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("order", help="test whether trial order changed the results", description="Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta %% and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds.")
+    p = subparsers.add_parser("order", help="test whether trial order changed the results", description="Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds.")
     p.add_argument("store", metavar="STORE")
     p.add_argument("--plan")
     p.add_argument("--metric", help="metric to test (default: the first declared)")

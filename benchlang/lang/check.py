@@ -172,7 +172,8 @@ class _Checker:
         runtime = design.runtime if design else None
         for bench_ast, bench in zip(of(ast.Benchmark), benchmarks, strict=False):
             self._check_runtime_use(bench_ast, bench, runtime)
-        for stmt in (setup, teardown, before, after):
+        reset_template = next((i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset" and i.value is not None), None)
+        for stmt in (setup, teardown, before, after, reset_template):
             if stmt is not None:
                 self._check_templates(stmt.value, {}, runtime, allow_factors=False)
 
@@ -313,7 +314,7 @@ class _Checker:
             if not all(math.isfinite(x) for x in (start, stop, step)):
                 self.error("a range needs finite bounds and step", value.span)
                 return None
-            count = int(math.floor((stop - start) / step + 1e-9)) + 1
+            count = math.floor((stop - start) / step + 1e-9) + 1
             if count > MAX_TRIALS:
                 self.error(f"the range {start}..{stop} has {count} levels, more than a plan can hold ({MAX_TRIALS})", value.span, "use a coarser step")
                 return None
@@ -642,9 +643,9 @@ class _Checker:
         kpi_needs = [(_bounded_sizing(k.percentile, k.confidence, k.exclude), k) for k in kpis]
         if stop is not None:
             if runs_wanted is not None:
-                self.error(f"give either 'runs' in the design or a stop rule, not both (the stop rule sets the number of runs)", checked.spans.get("runs"))
+                self.error("give either 'runs' in the design or a stop rule, not both (the stop rule sets the number of runs)", checked.spans.get("runs"))
             runs_wanted = stop.count
-        if runs_wanted == "auto" or runs_wanted is None and kpi_needs:
+        if runs_wanted == "auto" or (runs_wanted is None and kpi_needs):
             if not kpi_needs:
                 self.error("runs auto needs a kpi to size the experiment", checked.spans.get("runs", span), "declare a kpi, or give a number: runs 30")
                 runs, reason = 1, ""
@@ -670,7 +671,7 @@ class _Checker:
                     )
         series_wanted = v.get("series")
         var_needs = [(_bounded_sizing(x.percentile, x.confidence), x) for x in variabilities]
-        if series_wanted == "auto" or series_wanted is None and var_needs:
+        if series_wanted == "auto" or (series_wanted is None and var_needs):
             if not var_needs:
                 series, series_reason = 1, "auto without a variability score: one series"
             else:

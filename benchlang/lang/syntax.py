@@ -342,9 +342,8 @@ def _syntax_diagnostic(error: UnexpectedInput, source: Source) -> Diagnostic:
             hint = f"{hint}; {expectation}" if hint else expectation
         return Diagnostic(message, span, hint)
     if isinstance(error, UnexpectedCharacters):
-        return Diagnostic(
-            f"unexpected character {error.char!r}", Span(error.line, error.column)
-        )
+        hint = "a string is not closed: add the missing '\"'" if error.char == '"' else None
+        return Diagnostic(f"unexpected character {error.char!r}", Span(error.line, error.column), hint)
     return Diagnostic(str(error), None)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchlang import model
-from benchlang.plan.plan import Configuration, Derived, Plan
+from benchlang.plan.plan import Configuration, Derived, Plan, paused_gc
 from benchlang.plan.streams import draws, uniforms
 
 
@@ -59,7 +59,7 @@ def configurations(experiment: model.Experiment) -> tuple[Configuration, ...]:
         options = [[((n, v), shlex.quote(_text(v))) for v in levels[n]] for n in names]
         for combo in itertools.product(*options):
             values = dict(structural)
-            values.update(zip(names, (quoted for _, quoted in combo)))
+            values.update(zip(names, (quoted for _, quoted in combo), strict=True))
             out.append(Configuration(len(out), bench.name, tuple(pair for pair, _ in combo), bench.command.format_map(values)))
     return tuple(out)
 
@@ -82,7 +82,8 @@ def round_orders(n_rounds: int, n_configs: int, kinds: np.ndarray, seed: int) ->
 def compile_plan(experiment: model.Experiment, hosts: Sequence[str] = ("local",)) -> Plan:
     seed = experiment.seed
     design = experiment.design
-    configs = configurations(experiment)
+    with paused_gc():
+        configs = configurations(experiment)
     n_configs = len(configs)
     per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
     n_series = design.series

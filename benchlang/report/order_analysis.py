@@ -10,7 +10,11 @@ import numpy as np
 
 from benchlang.errors import UserError
 from benchlang.report.data import ExperimentData
-from benchlang.report.order import render_carry_over_table, render_order_table, render_position_table
+from benchlang.report.order import (
+    render_carry_over_table,
+    render_order_table,
+    render_position_table,
+)
 from benchlang.stats.order_dependence import OrderDependence, order_dependence
 from benchlang.stats.position_effects import CarryOver, PositionEffect, carry_over, position_effect
 

@@ -184,7 +184,7 @@ class Executor:
     async def _close(self, session: HostSession) -> None:
         try:
             if self.experiment.teardown:
-                await session.execute(Command(self.experiment.teardown, self._env({}), self._cwd(None), self.experiment.timeout))
+                await session.execute(Command(self._experiment_command(self.experiment.teardown), self._env({}), self._cwd(None), self.experiment.timeout))
         except (HostDown, OSError):
             pass
         with contextlib.suppress(HostDown, OSError):
@@ -259,7 +259,7 @@ class Executor:
     async def _setup(self, session: HostSession) -> None:
         exp = self.experiment
         if exp.setup:
-            await self._checked(session, Command(exp.setup, self._env({}), self._cwd(None), exp.timeout), "setup")
+            await self._checked(session, Command(self._experiment_command(exp.setup), self._env({}), self._cwd(None), exp.timeout), "setup")
         for bench in exp.benchmarks:
             if not bench.setup:
                 continue
@@ -268,6 +268,10 @@ class Executor:
             )
             for command in commands:
                 await self._checked(session, Command(command, self._env({}), self._cwd(bench), bench.timeout or exp.timeout), f"setup of benchmark {bench.name}")
+
+    def _experiment_command(self, template: str) -> str:
+        """An experiment-level command with {runtime} filled in and {{ }} unescaped."""
+        return substitute(template, self._values(()))
 
     def _values(self, levels: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
         values = dict(levels)
@@ -295,9 +299,10 @@ class Executor:
         started = time.time()
         reset_status = "none"
         reset = self.experiment.reset
-        if reset is not None and reset.command:
+        if reset is not None:
+            command = self._experiment_command(reset.command) if reset.command else "reboot"
             try:
-                execution = await session.execute(Command(reset.command, self._env({}), self._cwd(None), self.experiment.timeout))
+                execution = await session.execute(Command(command, self._env({}), self._cwd(None), self.experiment.timeout))
             except HostDown:
                 if not (reset.reboot or reset.reconnect):
                     raise
@@ -318,6 +323,7 @@ class Executor:
             self._store_trial(record)
             if stopping:
                 self._observe(record, series)
+            await asyncio.sleep(0)
             if record.timed_out:
                 self._timeouts_in_a_row[session.host] = n = self._timeouts_in_a_row.get(session.host, 0) + 1
                 if n >= self.max_consecutive_timeouts:
@@ -376,8 +382,10 @@ class Executor:
         })
         cwd = self._cwd(bench)
         timeout = bench.timeout or self.experiment.timeout
-        hooks_before = [h for h in (self.experiment.before, bench.before and substitute(bench.before, values)) if h]
-        hooks_after = [h for h in (bench.after and substitute(bench.after, values), self.experiment.after) if h]
+        exp_before = self.experiment.before and self._experiment_command(self.experiment.before)
+        exp_after = self.experiment.after and self._experiment_command(self.experiment.after)
+        hooks_before = [h for h in (exp_before, bench.before and substitute(bench.before, values)) if h]
+        hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
         attempts = 0
         while True:
             attempts += 1

@@ -236,7 +236,7 @@ class Store:
         if plan_hash is None:
             return plans[-1]
         for p in plans:
-            if p.plan_hash == plan_hash or p.plan_hash.removeprefix("sha256:").startswith(plan_hash):
+            if p.plan_hash.removeprefix("sha256:").startswith(plan_hash.removeprefix("sha256:")):
                 return p
         raise UserError(
             f"{self.path} holds no plan {plan_hash}",
