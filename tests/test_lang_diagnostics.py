@@ -39,7 +39,7 @@ def errors_of(text: str, path: str = "t.bench") -> SpecError:
 
 def blocks(err: SpecError) -> list[dict]:
     """Split the rendered text into diagnostics; check each has the compiler layout."""
-    lines = str(err).splitlines()
+    lines = str(err).split("\n")
     if re.fullmatch(r"\d+ errors", lines[-1]):
         assert int(lines[-1].split()[0]) == len(err.diagnostics)
         lines = lines[:-1]
@@ -60,7 +60,7 @@ def caret_text(text: str, block: dict) -> str:
     """The source text the caret (and its ~ run) points at, checked against the real line."""
     source_line, caret = block["rest"][0], block["rest"][1]
     line, col = int(block["line"]), int(block["col"])
-    assert source_line == "  " + text.splitlines()[line - 1].replace("\t", " ")
+    assert source_line == "  " + text.split("\n")[line - 1].rstrip("\r").replace("\t", " ")
     marks = re.fullmatch(r"  ( *)(\^~*)", caret)
     assert marks, caret
     assert len(marks.group(1)) == col - 1
@@ -373,3 +373,19 @@ def test_unknown_escape_keeps_its_backslash_without_warning():
             decode("t.bench", spec("", base='benchmark b { run "echo a\\/b\\tc" }').encode())
         )
     assert experiment.benchmarks[0].command == "echo a\\/b\tc"
+
+
+@pytest.mark.parametrize("odd", ["\x0c", "\u2028", "\x1c", "\x85", "\r"])
+def test_caret_line_counts_only_newlines(odd):
+    """Form feeds, U+2028 and the like are not line breaks to the parser; the shown line
+    must be the one the position refers to (splitlines() once showed the wrong one)."""
+    text = f'benchlang 1\n# a comment {odd} with an odd character\nexperiment t {{\n  seed "x"\n  benchmark b {{ run "x" }}\n}}\n'
+    block, pointed = single(text)
+    assert (block["line"], block["col"]) == ("4", "8")
+    assert pointed == '"x"'
+
+
+def test_crlf_line_endings():
+    text = 'benchlang 1\r\nexperiment t {\r\n  seed "x"\r\n  benchmark b { run "x" }\r\n}\r\n'
+    block, pointed = single(text)
+    assert block["line"] == "3" and pointed == '"x"'

@@ -10,6 +10,7 @@ import random
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -137,6 +138,7 @@ def test_mutated_valid_specs(which, mutations):
     compile_or_spec_error("".join(tokens).encode())
 
 
+@pytest.mark.slow
 def test_cli_never_shows_a_traceback(run_cli_many, tmp_path):
     """Random inputs through the real CLI: exit 2 with diagnostics, never a traceback."""
     rng = random.Random(2024)

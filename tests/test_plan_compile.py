@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binom
 
 from benchlang.backends.base import Command
@@ -38,6 +40,7 @@ FACTORIAL = """
 """
 
 
+@pytest.mark.slow
 def test_same_spec_same_bytes_across_processes(run_cli_many):
     first, second, other_seed = run_cli_many(
         [
@@ -275,3 +278,37 @@ def test_ranges_expand_to_clean_levels():
     assert e.factor("g").levels == (-2, -1, 0, 1, 2)
     assert e.factor("h").levels == (1, 5, 9)
     assert configurations(e)[3 * 5 * 3].command == "echo 0.3 -2 1"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    levels=st.lists(st.integers(1, 5), min_size=0, max_size=3),
+    coverage=st.sampled_from([100, 50, 34, 1]),
+    runs=st.integers(1, 4),
+    series=st.integers(1, 3),
+    order=st.sampled_from(["fixed", "random", "fixed_vs_random"]),
+    seed=st.integers(0, 2**63 - 1),
+    benchmarks=st.integers(1, 2),
+)
+def test_plan_invariants(levels, coverage, runs, series, order, seed, benchmarks):
+    factors = "".join(
+        f"  factor f{i} in 1..{n} coverage {coverage}%\n" for i, n in enumerate(levels)
+    )
+    used = " ".join(f"{{f{i}}}" for i in range(len(levels)))
+    benches = "".join(f'  benchmark b{j} {{ run "echo {j} {used}" }}\n' for j in range(benchmarks))
+    body = f"{factors}{benches}  design {{ runs {runs} series {series} order {order} span 1h }}\n"
+    plan = plan_of(body, seed=seed)
+    kept = math.prod(max(1, math.ceil(coverage / 100 * n - 1e-9)) for n in levels)
+    n_configs = kept * benchmarks
+    assert len(plan.configurations) == n_configs
+    per_series = runs * (2 if order == "fixed_vs_random" else 1)
+    assert plan.n_rounds == per_series * series
+    check_rounds(plan, n_configs)
+    assert plan.round_series.tolist() == sorted(plan.round_series.tolist())
+    assert np.bincount(plan.round_series).tolist() == [per_series] * series
+    assert np.array_equal(plan.trial_series, np.repeat(plan.round_series, n_configs))
+    if order == "fixed_vs_random":
+        assert plan.round_order.tolist() == [0, 1] * (runs * series)
+    assert plan.series_start[0] == 0 and (np.diff(plan.series_start) >= 0).all()
+    assert len({c.command for c in plan.configurations}) == n_configs
+    assert plan_of(body, seed=seed).json_text() == plan.json_text()

@@ -106,6 +106,18 @@ def test_store_refuses_missing_and_foreign_files(tmp_path):
         Store(junk)
 
 
+def test_store_refuses_a_missing_directory_and_an_oversized_seed(tmp_path):
+    with pytest.raises(UserError) as info:
+        Store(tmp_path / "no" / "such" / "s.sqlite", create=True)
+    assert "no directory" in info.value.message
+    with Store(tmp_path / "s.sqlite", create=True) as store:
+        with pytest.raises(UserError) as info:
+            store.add_plan("sha256:p", "exp", "sha256:s", 2**64, "{}")
+        assert "does not fit" in info.value.message
+        store.add_plan("sha256:p", "exp", "sha256:s", -(2**63), "{}")
+        assert store.plan().seed == -(2**63)
+
+
 @pytest.fixture(scope="module")
 def failures(tmp_path_factory, run_cli):
     workdir = tmp_path_factory.mktemp("failures")

@@ -26,8 +26,10 @@ class Source:
     text: str
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        """Line ``line`` as the parser counts lines: split at '\n' only (splitlines would
+        also split at form feeds, U+2028 and the like, and show the wrong line)."""
+        lines = self.text.split("\n")
+        return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
 
 
 @attrs.frozen

@@ -185,6 +185,8 @@ class Store:
         self.path = Path(path)
         if not create and not self.path.exists():
             raise UserError(f"no store at {self.path}", "run an experiment first: benchlang run SPEC --store PATH")
+        if create and not self.path.parent.is_dir():
+            raise UserError(f"cannot create the store {self.path}: no directory {self.path.parent}")
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -212,6 +214,8 @@ class Store:
         self.db.close()
 
     def add_plan(self, plan_hash: str, experiment: str, spec_hash: str, seed: int, plan_json: str, spec_path: str | None = None, spec_text: str | None = None) -> None:
+        if not -(2**63) <= seed < 2**63:
+            raise UserError(f"the seed {seed} does not fit the store (a 64-bit integer)", "use a seed below 2**63")
         self.db.execute(
             "INSERT OR IGNORE INTO plans(plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, created) VALUES (?,?,?,?,?,?,?,?)",
             (plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, time.time()),

@@ -1,0 +1,42 @@
+"""End to end: a real experiment with an ordering effect by construction is flagged by
+`benchlang order`, and the same experiment without the effect is not (OrderSage, ATC 2023)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SPECS = Path(__file__).resolve().parents[1] / "specs"
+
+
+def _order(tmp_path: Path, name: str) -> list[dict]:
+    spec = tmp_path / f"{name}.bench"
+    shutil.copy(SPECS / f"{name}.bench", spec)
+    store = tmp_path / f"{name}.sqlite"
+    run = subprocess.run([sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "Order dependence: fixed vs random order" in run.stdout
+    out = subprocess.run([sys.executable, "-m", "benchlang", "order", str(store), "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.slow
+def test_the_ordering_trap_is_flagged(tmp_path: Path) -> None:
+    rows = {r["configuration"]: r for r in _order(tmp_path, "order-trap")}
+    assert rows["job[task=consume]"]["significant"]
+    assert rows["job[task=consume]"]["delta_percent"] < -50
+    assert not rows["job[task=produce]"]["significant"]
+    assert not rows["job[task=idle]"]["significant"]
+    assert all(r["n_fixed"] == r["n_random"] == 30 for r in rows.values())
+
+
+@pytest.mark.slow
+def test_no_trap_no_flag(tmp_path: Path) -> None:
+    rows = _order(tmp_path, "order-free")
+    assert not any(r["significant"] for r in rows)
