@@ -4,7 +4,6 @@ store (or a CSV from elsewhere)."""
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 from benchlang import model
 from benchlang.cli.common import load_spec
 from benchlang.cli.profile import profile_spec_item
+from benchlang.csvrows import read_rows
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, analyze_values, render_analysis
 from benchlang.report.compare import compare, render_comparisons
@@ -49,13 +49,7 @@ def _settings(text: str, what: str) -> dict[str, float]:
 
 def _from_csv(args: argparse.Namespace) -> list:
     path = Path(args.data)
-    try:
-        with path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror}") from None
-    if not rows:
-        raise UserError(f"{path} has no rows")
+    rows = read_rows(path)
     k = _settings(args.kpi, "kpi")
     v = _settings(args.variability, "variability") if args.variability else None
     series = None

@@ -7,7 +7,6 @@ data is then analysed like any benchlang run (results, analyze, order).
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from benchlang.csvrows import read_rows
 from benchlang.errors import UserError
 from benchlang.plan.plan import Configuration, Derived, Plan
 from benchlang.run.store import Store, TrialRecord
@@ -56,13 +56,7 @@ def _spec_text(name: str, source: str, labels: list[str], metric: str, better: s
 
 def import_csv(path: str | Path, store: Store, columns: Mapping[str, str | None], metric: str = "value", better: str = "lower", name: str | None = None) -> Imported:
     path = Path(path)
-    try:
-        with path.open(newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror}") from None
-    if not rows:
-        raise UserError(f"{path} has no data rows")
+    rows = read_rows(path)
     header = rows[0].keys()
     for role, column in columns.items():
         if column is not None and column not in header:
