@@ -40,20 +40,24 @@ def cli(
 
 
 def cli_many(
-    calls: Sequence[Sequence[str]], cwd: str | Path | None = None, timeout: float = 120.0
+    calls: Sequence[Sequence[str]],
+    cwd: str | Path | Sequence[str | Path] | None = None,
+    timeout: float = 120.0,
 ) -> list[tuple[int, str, str]]:
-    """Several CLI calls at once (each a real subprocess), results in call order."""
+    """Several CLI calls at once (each a real subprocess), results in call order; ``cwd`` is
+    one directory for all or a list with one per call."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"}
+    cwds = list(cwd) if isinstance(cwd, (list, tuple)) else [cwd] * len(calls)
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "benchlang", *map(str, args)],
-            cwd=cwd,
+            cwd=where,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        for args in calls
+        for args, where in zip(calls, cwds, strict=True)
     ]
     out = []
     for proc in procs:

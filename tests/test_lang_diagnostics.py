@@ -389,3 +389,11 @@ def test_crlf_line_endings():
     text = 'benchlang 1\r\nexperiment t {\r\n  seed "x"\r\n  benchmark b { run "x" }\r\n}\r\n'
     block, pointed = single(text)
     assert block["line"] == "3" and pointed == '"x"'
+
+
+def test_a_factor_with_bad_levels_is_reported_once():
+    """Its uses in commands are not reported again as undeclared factors."""
+    text = spec("", base='factor n in []\nbenchmark b { run "echo {n}" }')
+    block, pointed = single(text)
+    assert block["message"] == "factor 'n' has no levels"
+    assert pointed == "[]"

@@ -8,6 +8,7 @@ import math
 import textwrap
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -312,3 +313,48 @@ def test_plan_invariants(levels, coverage, runs, series, order, seed, benchmarks
     assert plan.series_start[0] == 0 and (np.diff(plan.series_start) >= 0).all()
     assert len({c.command for c in plan.configurations}) == n_configs
     assert plan_of(body, seed=seed).json_text() == plan.json_text()
+
+
+def test_big_integer_ranges_stay_exact():
+    e = experiment_of("""
+      factor f in 10000000000000000..10000000000000002
+      benchmark k { run "echo {f}" }
+    """)
+    assert e.factor("f").levels == (10**16, 10**16 + 1, 10**16 + 2)
+
+
+LEVEL = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    names=st.lists(st.text(min_size=1, max_size=6), min_size=0, max_size=3, unique=True),
+    rows=st.lists(
+        st.tuples(
+            st.text(max_size=10), st.text(max_size=20), st.lists(LEVEL, min_size=3, max_size=3)
+        ),
+        min_size=0,
+        max_size=4,
+    ),
+)
+def test_canonical_json_is_json_dumps_byte_for_byte(names, rows):
+    """The plan's hand-assembled JSON equals json.dumps of its dict form, so hashes are
+    those of the documented canonical form."""
+    from benchlang.plan.plan import Configuration
+
+    plan = plan_of(FACTORIAL.format(runs=2, order="random"))
+    configs = tuple(
+        Configuration(i, bench, tuple(zip(names, values[: len(names)], strict=True)), command)
+        for i, (bench, command, values) in enumerate(rows)
+    )
+    plan = attrs.evolve(plan, configurations=configs)
+    expected = json.dumps(plan.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert plan.canonical_json == expected
+    assert (
+        json.loads(plan.json_text())["hash"]
+        == "sha256:" + hashlib.sha256(expected.encode()).hexdigest()
+    )

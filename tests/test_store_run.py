@@ -176,55 +176,62 @@ def test_results_counts_failures(failures, run_cli):
     )
 
 
+GATE = 25
 RESUMABLE = """benchlang 1
 experiment resumable {
   seed 11
   factor k in [1, 2, 3]
   benchmark b {
-    run "echo $BENCHLANG_TRIAL >> ran.txt; sleep 0.02; echo {k}"
-    measure v from stdout regex "([0-9]+)"
+    run "echo $BENCHLANG_TRIAL >> ran.txt; sleep 0.02; while [ $BENCHLANG_TRIAL -ge GATE ] && [ ! -e go ]; do sleep 0.01; done; echo k={k}"
+    measure v from stdout regex "k=([0-9]+)"
   }
   design { runs 20 order random }
 }
-"""
+""".replace("GATE", str(GATE))
 
 
-def count_trials(store: Path) -> int:
+def trials_in(store: Path) -> set[int]:
     try:
         db = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
         try:
-            return db.execute("SELECT count(*) FROM trials").fetchone()[0]
+            return {t for (t,) in db.execute("SELECT trial FROM trials")}
         finally:
             db.close()
     except sqlite3.Error:
-        return 0
+        return set()
+
+
+def started(path: Path) -> list[int]:
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
 
 
 @pytest.mark.slow
 def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
+    """Trial GATE blocks until the file 'go' exists, so the SIGKILL lands deterministically
+    while it is in flight, with trials 0..GATE-1 committed. Every trial appends its index to
+    ran.txt when it starts: after --resume each index is in the store exactly once, and only
+    the in-flight trial may have started twice."""
     (tmp_path / "r.bench").write_text(RESUMABLE)
-    store = tmp_path / "r.sqlite"
+    store, ran_file = tmp_path / "r.sqlite", tmp_path / "ran.txt"
     total = 60
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchlang", "run", "r.bench", "--store", str(store), "--quiet"],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while count_trials(store) < 15 and time.monotonic() < deadline and proc.poll() is None:
+        deadline = time.monotonic() + 90
+        while GATE not in started(ran_file) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.01)
+        assert GATE in started(ran_file), "the run never reached the gated trial"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
+        (tmp_path / "go").touch()  # releases the orphaned in-flight trial
     assert proc.returncode == -signal.SIGKILL
-    db = sqlite3.connect(store)
-    before = {t for (t,) in db.execute("SELECT trial FROM trials")}
-    db.close()
-    assert 15 <= len(before) < total, "the kill must land mid-run"
-    time.sleep(0.1)  # let an orphaned in-flight trial finish writing
+    assert trials_in(store) == set(range(GATE))
+    assert started(ran_file) == list(range(GATE + 1))
 
     status, _out, err = run_cli(["run", "r.bench", "--store", store, "--quiet"], cwd=tmp_path)
     assert status == 2 and "--resume" in err
@@ -238,20 +245,22 @@ def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
     assert sorted(trials) == list(range(total))
     assert db.execute("SELECT count(DISTINCT plan_hash) FROM trials").fetchone()[0] == 1
     assert db.execute("SELECT count(*) FROM trials WHERE status != 'ok'").fetchone()[0] == 0
-    assert db.execute("SELECT count(*) FROM measures WHERE name = 'v'").fetchone()[0] == total
+    rows = db.execute(
+        "SELECT t.levels, m.value FROM trials t JOIN measures m USING (plan_hash, trial) WHERE m.name = 'v'"
+    ).fetchall()
+    assert len(rows) == total
+    assert all(json.loads(levels)["k"] == value for levels, value in rows)
+    per_configuration = db.execute("SELECT count(*) FROM trials GROUP BY configuration").fetchall()
+    assert per_configuration == [(20,), (20,), (20,)]
+    db.close()
 
-    ran = Counter(int(x) for x in (tmp_path / "ran.txt").read_text().split())
+    ran = Counter(started(ran_file))
     assert set(ran) == set(range(total))
-    twice = {t for t, n in ran.items() if n > 1}
-    assert all(n <= 2 for n in ran.values())
-    in_flight = min(set(range(total)) - before)
-    assert twice <= {in_flight}, (
-        f"trials {twice} ran again after resume; only {in_flight} was in flight"
-    )
-    assert not twice & before
+    assert {t for t, n in ran.items() if n > 1} == {GATE}, "only the in-flight trial may run twice"
+    assert ran[GATE] == 2
 
     status, _out, err = run_cli(
         ["run", "r.bench", "--store", store, "--quiet", "--resume"], cwd=tmp_path
     )
     assert status == 0, err
-    assert Counter(int(x) for x in (tmp_path / "ran.txt").read_text().split()) == ran
+    assert Counter(started(ran_file)) == ran, "resuming a finished run must run nothing"

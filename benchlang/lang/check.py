@@ -113,6 +113,7 @@ class _Checker:
         self.source = source
         self.base_dir = base_dir
         self.diagnostics: list[Diagnostic] = []
+        self.broken_factors: set[str] = set()  # declared, with an error already reported
 
     def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(message, span, hint))
@@ -289,6 +290,8 @@ class _Checker:
                 self.error(f"'{f.name}' is reserved for the design and cannot be a factor", f.span)
                 continue
             levels = self._levels(f)
+            if levels is None:
+                self.broken_factors.add(f.name)
             if f.hidden is not None:
                 self.not_supported("a hidden factor", f.hidden)
             coverage = 100.0
@@ -318,10 +321,9 @@ class _Checker:
             if count > MAX_TRIALS:
                 self.error(f"the range {start}..{stop} has {count} levels, more than a plan can hold ({MAX_TRIALS})", value.span, "use a coarser step")
                 return None
-            levels = tuple(float(f"{start + i * step:.15g}") for i in range(count))  # 0.1 * 3 -> 0.3
             if all(isinstance(x, int) for x in (start, stop, step)):
-                levels = tuple(int(x) for x in levels)
-            return levels
+                return tuple(start + i * step for i in range(count))
+            return tuple(float(f"{start + i * step:.15g}") for i in range(count))  # 0.1 * 3 -> 0.3
         if value.kind != "list":
             self.error(f"factor '{f.name}' needs a list or a range of levels, got {value.describe()}", value.span, 'e.g. factor tool in ["xz", "bzip2"] or factor level in 1..9')
             return None
@@ -362,7 +364,7 @@ class _Checker:
                     self.error("placeholder {runtime} has no value", span, "set it in the design: design { runtime 30s }")
             elif name in factor_names:
                 self.error(f"placeholder {{{name}}} cannot be used here: experiment-level commands run once, not per configuration", span)
-            else:
+            elif name not in self.broken_factors:
                 hint = did_you_mean(name, known) or (f"declare it: factor {name} in [...]" if name.isidentifier() else None)
                 self.error(f"placeholder {{{name}}} is not a declared factor", span, hint)
         return tuple(dict.fromkeys(used))

@@ -11,7 +11,9 @@ import functools
 import gc
 import hashlib
 import json
+import math
 from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii as _encode_string
 from typing import Any
 
 import attrs
@@ -32,6 +34,23 @@ def paused_gc() -> Iterator[None]:
         if was_enabled:
             gc.enable()
 ORDER_KINDS = ("fixed", "random")
+
+
+def _json_scalar(value: Any) -> str:
+    """A level as ``json.dumps(..., ensure_ascii=True)`` writes it."""
+    if isinstance(value, str):
+        return _encode_string(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value)
+    return json.dumps(value, ensure_ascii=True)
+
+
+def _configuration_json(c: Configuration) -> str:
+    """``json.dumps(c.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)``."""
+    levels = ",".join(f"{_encode_string(k)}:{_json_scalar(v)}" for k, v in sorted(c.levels, key=lambda kv: kv[0]))
+    return f'{{"benchmark":{_encode_string(c.benchmark)},"command":{_encode_string(c.command)},"index":{c.index},"levels":{{{levels}}}}}'
 
 
 @attrs.frozen
@@ -98,14 +117,14 @@ class Plan:
         """Trial index where each round starts; round r is trials [b[r], b[r+1])."""
         return np.searchsorted(self.trial_round, np.arange(self.n_rounds + 1))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, configurations: bool = True) -> dict[str, Any]:
         return {
             "benchlang_plan": PLAN_FORMAT,
             "experiment": self.experiment,
             "seed": self.seed,
             "spec_hash": self.spec_hash,
             "hosts": list(self.hosts),
-            "configurations": [c.to_json() for c in self.configurations],
+            **({"configurations": [c.to_json() for c in self.configurations]} if configurations else {}),
             "series": {"start": self.series_start.tolist()},
             "rounds": {
                 "series": self.round_series.tolist(),
@@ -123,8 +142,16 @@ class Plan:
 
     @functools.cached_property
     def canonical_json(self) -> str:
+        """``json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)``,
+        byte for byte, without building a dict per configuration (a million-configuration
+        plan would hold them all at once)."""
         with paused_gc():
-            return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+            skeleton = {**self.to_json(configurations=False), "configurations": []}
+            text = json.dumps(skeleton, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+            marker = '"configurations":[]'
+            at = text.index(marker)  # the first key after "benchlang_plan", whose value is a number
+            body = ",".join(map(_configuration_json, self.configurations))
+            return f'{text[:at]}"configurations":[{body}]{text[at + len(marker):]}'
 
     @functools.cached_property
     def hash(self) -> str:
