@@ -22,15 +22,15 @@ experiment ab {{
   metric cpu {{ better lower }}
   design {{ runs {runs} order random }}
   analysis {{
-    compare cpu by impl with bootstrap {{ cluster request replicates 4000 log true confidence 99% }}
+    compare cpu by impl with bootstrap {{ cluster request replicates 4000 log true confidence {confidence}% }}
   }}
 }}
 """
 
 
-def _run(tmp_path: Path, factor: float, runs: int) -> dict:
+def _run(tmp_path: Path, factor: float, runs: int, confidence: int) -> dict:
     spec = tmp_path / "ab.bench"
-    spec.write_text(SPEC.format(factor=factor, runs=runs))
+    spec.write_text(SPEC.format(factor=factor, runs=runs, confidence=confidence))
     store = tmp_path / "ab.sqlite"
     done = subprocess.run(
         [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"],
@@ -61,7 +61,7 @@ def _run(tmp_path: Path, factor: float, runs: int) -> dict:
 
 @pytest.mark.slow
 def test_known_five_percent_slowdown_is_detected(tmp_path: Path) -> None:
-    got = _run(tmp_path, 1.05, runs=6)
+    got = _run(tmp_path, 1.05, runs=6, confidence=95)
     b = got["result"].bootstrap
     assert b is not None and b.log
     assert b.significant, json.dumps(got["result"].to_dict(), default=str)
@@ -71,7 +71,7 @@ def test_known_five_percent_slowdown_is_detected(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_a_is_not_flagged(tmp_path: Path) -> None:
-    got = _run(tmp_path, 1.0, runs=6)
+    got = _run(tmp_path, 1.0, runs=6, confidence=99)
     b = got["result"].bootstrap
     assert b is not None
     assert abs(b.relative_effect) < 0.03

