@@ -171,6 +171,10 @@ class _Checker:
         order_dependence = self._order_dependence(of(ast.AnalysisItem, "order_dependence"))
         profiles = self._profiles(of(ast.AnalysisItem, "profile"))
         runtime = design.runtime if design else None
+        for metric_ast in of(ast.Metric):
+            m = next((x for x in metrics if x.name == metric_ast.name), None)
+            if m is not None and m.trim is not None and m.trim.kind == "duration" and runtime is None:
+                self.error(f"metric '{m.name}': trim by duration needs the design's runtime to convert it to samples", metric_ast.span, "set design { runtime 30s }, or trim a fraction (trim 10%) or a sample count (trim 100)")
         for bench_ast, bench in zip(of(ast.Benchmark), benchmarks, strict=False):
             self._check_runtime_use(bench_ast, bench, runtime)
         reset_template = next((i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset" and i.value is not None), None)

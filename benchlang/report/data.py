@@ -6,7 +6,6 @@ analysed without the spec file at hand.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import attrs
@@ -17,7 +16,7 @@ from benchlang.errors import UserError
 from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import Source, SpecError
 from benchlang.run.store import Store, StoredPlan, TrialTable
-from benchlang.stats.metric import metric as trial_metric
+from benchlang.run.trial_metric import series_metric
 
 
 @attrs.frozen
@@ -56,18 +55,6 @@ def experiment_of(plan: StoredPlan) -> model.Experiment:
         raise UserError(f"the spec stored with plan {plan.plan_hash[:19]} no longer compiles:\n{err}") from None
 
 
-def _trim_samples(trim: model.Trim | None, n: int, runtime: float | None) -> float | int:
-    if trim is None:
-        return 0
-    if trim.kind == "fraction":
-        return float(trim.value)
-    if trim.kind == "samples":
-        return int(trim.value)
-    if not runtime:
-        return 0
-    return math.floor(min(1.0, trim.value / runtime) * n)
-
-
 def metric_values(experiment: model.Experiment, store: Store, plan_hash: str, table: TrialTable) -> dict[str, MetricValues]:
     out = {}
     for m in experiment.metrics:
@@ -80,13 +67,11 @@ def metric_values(experiment: model.Experiment, store: Store, plan_hash: str, ta
         raw = store.series_values(plan_hash, m.measure)
         values = np.full(len(table), np.nan)
         converged = np.zeros(len(table), dtype=bool) if m.convergence else None
-        convergence = (m.convergence.confidence, m.convergence.tolerance) if m.convergence else None
         for i, t in enumerate(table.trial.tolist()):
             series = raw.get(t)
             if series is None or not table.ok[i] or series.size == 0:
                 continue
-            trim = _trim_samples(m.trim, series.size, experiment.design.runtime)
-            result = trial_metric(series, m.aggregate, convergence, trim)
+            result = series_metric(m, series, experiment.design.runtime)
             values[i] = result.value
             if converged is not None:
                 converged[i] = bool(result.converged)

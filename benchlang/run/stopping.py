@@ -11,7 +11,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.run.store import TrialRecord
-from benchlang.stats.metric import metric as trial_metric
+from benchlang.run.trial_metric import series_metric
 from benchlang.stats.stopping import AdaptiveState, AdaptiveStop, Decision, KpiWidthStop
 
 _ADAPTIVE_KEYS = {f.name for f in __import__("attrs").fields(AdaptiveStop)}
@@ -52,9 +52,7 @@ class StoppingController:
             series = np.asarray(record.series_values[m.measure], dtype=float)
             if series.size == 0:
                 return math.nan
-            convergence = (m.convergence.confidence, m.convergence.tolerance) if m.convergence else None
-            trim = m.trim.value if m.trim and m.trim.kind == "fraction" else int(m.trim.value) if m.trim and m.trim.kind == "samples" else 0
-            return float(trial_metric(series, m.aggregate, convergence, trim).value)
+            return float(series_metric(m, series, self.experiment.design.runtime).value)
         return float(record.measures.get(m.measure, math.nan))
 
     def is_stopped(self, series: int, configuration: int) -> bool:
