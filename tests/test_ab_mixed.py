@@ -94,32 +94,43 @@ def test_moments_are_unbiased_and_their_se_matches_their_spread():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("kind", "T"), [("fully_balanced", 3), ("request_balanced", 2), ("host_balanced", 2)]
+    ("kind", "T", "se_ratio"),
+    [("fully_balanced", 3, (0.9, 1.1)), ("request_balanced", 2, (0.35, 1.25)), ("host_balanced", 2, (0.9, 1.1))],
 )
-def test_moments_agree_with_reml_within_their_se(kind, T):
+def test_moments_agree_with_reml_within_their_se(kind, T, se_ratio):
+    """Over six datasets (those where REML converges): every component within 1.5 moment SEs of REML and at least 90% within
+    one; the effects coincide. The request-balanced effect SE rests on 4 hosts per version, whose
+    variance both methods estimate poorly (REML clips it at 0), so its SEs agree only loosely."""
     d = design(kind, H=8, R=48, T=T, seed=2)
-    y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(42), effect=0.1)[0]
-    mom = fit_mixed_moments(y, d, se_replicates=300, seed=3)
-    reml = fit_mixed_reml(y, d)
-    assert reml.converged
-    assert set(mom.components) == set(reml.components)
-    for name, value in mom.components.items():
-        assert abs(value - reml.components[name]) <= mom.component_se[name], name
-    assert mom.effect == pytest.approx(reml.effect, abs=0.25 * mom.effect_se)
-    assert mom.effect_se == pytest.approx(reml.effect_se, rel=0.25)
+    gaps, ratios = [], []
+    for data_seed in range(40, 46):
+        y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(data_seed), effect=0.1)[0]
+        mom = fit_mixed_moments(y, d, se_replicates=300, seed=3)
+        reml = fit_mixed_reml(y, d)
+        if not reml.converged:
+            continue
+        assert set(mom.components) == set(reml.components)
+        gaps += [abs(v - reml.components[n]) / mom.component_se[n] for n, v in mom.components.items()]
+        assert mom.effect == pytest.approx(reml.effect, abs=0.25 * mom.effect_se)
+        ratios.append(mom.effect_se / reml.effect_se)
+    assert len(ratios) >= 5, "REML should converge on most datasets"
+    gaps = np.array(gaps)
+    assert gaps.max() <= 1.5 and np.mean(gaps <= 1.0) >= 0.9
+    assert se_ratio[0] < min(ratios) and max(ratios) < se_ratio[1]
 
 
 def test_moments_effect_se_is_the_analytic_layout_se_at_the_truth():
     d = design("fully_balanced", H=8, R=64, T=3)
-    y = simulate_outcomes(d, TRUE, 1, np.random.default_rng(9))[0]
-    fit = fit_mixed_moments(y, d, se_replicates=0)
-    assert fit.repetitions == 3
-    assert fit.effect_se == pytest.approx(layout_se("fully_balanced", 8, 64, 3, TRUE), rel=0.3)
-    assert fit.icc == pytest.approx(
+    fits = [fit_mixed_moments(simulate_outcomes(d, TRUE, 1, np.random.default_rng(s))[0], d, se_replicates=0) for s in range(20)]
+    assert all(f.repetitions == 3 for f in fits)
+    mean_se = np.mean([f.effect_se for f in fits])
+    assert mean_se == pytest.approx(layout_se("fully_balanced", 8, 64, 3, TRUE), rel=0.1)
+    icc = np.mean([f.icc for f in fits])
+    assert icc == pytest.approx(
         (TRUE.request + TRUE.request_batch) / (TRUE.request + TRUE.request_batch + TRUE.residual),
-        rel=0.25,
+        rel=0.1,
     )
-    assert fit.design_effect == pytest.approx(1 + 2 * fit.icc)
+    assert all(f.design_effect == pytest.approx(1 + 2 * f.icc) for f in fits)
 
 
 def test_auto_picks_moments_for_balanced_designs():

@@ -14,10 +14,12 @@ host_balanced (HB)        2 / host   H                 2R                  no
 fully_balanced (FB)       2 / host   H                 R                   yes, same host
 ========================  =========  ================  ==================  ==================
 
-Request indices point into the request pool (a list or file of the spec): layouts that need
-``2R`` distinct requests use indices ``0 .. 2R-1``, the others ``0 .. R-1``. A seeded
-permutation decides which pool requests go to which version and host (round robin over the
-permuted order, so hosts get ``R // k`` or ``R // k + 1`` requests, ``k`` hosts per version).
+Request indices point into the request pool (a list or file of the spec, ``pool`` entries):
+layouts that need ``2R`` distinct requests draw them from the pool, the others ``R``. A seeded
+permutation of the pool decides which requests are used and which go to which version and host
+(round robin over the permuted order, so hosts get ``R // k`` or ``R // k + 1`` requests, ``k``
+hosts per version). All randomness comes from :mod:`benchlang.plan.streams` (SplitMix64), so a
+schedule is the same on every machine and numpy version.
 In the two-batch layouts the versions are swapped between batches and counterbalanced across
 hosts: host ``h`` runs version ``h % 2`` in batch 0 and the other one in batch 1.
 """
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
+
+from benchlang.plan.streams import draws
 
 LAYOUTS = ("unbalanced", "request_balanced", "host_balanced", "fully_balanced")
 SHORT_NAMES = {
@@ -106,7 +110,8 @@ class LayoutSchedule:
         return duplication_from_trials(self.request[m], self.host[m], self.version[m])
 
 
-def _check(kind: str, hosts: int, requests: int, repetitions: int) -> int:
+def check_layout(kind: str, hosts: int, requests: int, repetitions: int) -> int:
+    """Hosts per version of a valid layout; ValueError says what makes it impossible."""
     if kind not in LAYOUTS:
         raise ValueError(f"unknown layout {kind!r}; expected one of {', '.join(LAYOUTS)}")
     if repetitions < 1 or requests < 1 or hosts < 1:
@@ -133,18 +138,23 @@ def layout_schedule(
     warmup: int = 0,
     cooldown: int = 0,
     seed: int = 0,
+    pool: int | None = None,
 ) -> LayoutSchedule:
     """The trial schedule of one layout (Bakshy & Frachtenberg §4, Table 2, generalised).
 
-    ``requests`` is R, the number of requests per version; ``warmup``/``cooldown`` trials are
-    added at the start/end of every host batch, cycling through that batch's requests.
+    ``requests`` is R, the number of requests per version; ``pool`` the number of requests to
+    choose from (default: exactly as many as the layout needs). ``warmup``/``cooldown`` trials
+    are added at the start/end of every host batch, cycling through that batch's requests.
     """
-    k = _check(kind, hosts, requests, repetitions)
+    k = check_layout(kind, hosts, requests, repetitions)
     if warmup < 0 or cooldown < 0:
         raise ValueError("warmup and cooldown must be non-negative")
-    rng = np.random.default_rng(seed)
     two_pools = kind in ("unbalanced", "host_balanced")
-    pool = rng.permutation(2 * requests if two_pools else requests)
+    needed = 2 * requests if two_pools else requests
+    pool = needed if pool is None else pool
+    if pool < needed:
+        raise ValueError(f"the {kind} layout needs {needed} distinct requests, but only {pool} are given")
+    pool = np.argsort(draws(seed, "layout:pool", np.arange(pool)), kind="stable")[:needed]
     slot = np.arange(requests) % k
     runs: list[tuple[int, int, int, np.ndarray]] = []  # (host, batch, version, requests)
     for v in (0, 1):
@@ -155,7 +165,7 @@ def layout_schedule(
                 runs.append((v * k + j, 0, v, mine))
             else:
                 runs.append((j, (v + j) % 2, v, mine))
-    cols = [_run_rows(h, b, v, reqs, repetitions, warmup, cooldown, rng) for h, b, v, reqs in runs]
+    cols = [_run_rows(h, b, v, reqs, repetitions, warmup, cooldown, seed) for h, b, v, reqs in runs]
     data = {name: np.concatenate([c[name] for c in cols]) for name in cols[0]}
     order = np.lexsort((data["position"], data["host"], data["batch"]))
     data = {name: col[order] for name, col in data.items()}
@@ -181,12 +191,12 @@ def _run_rows(
     repetitions: int,
     warmup: int,
     cooldown: int,
-    rng: np.random.Generator,
+    seed: int,
 ) -> dict[str, np.ndarray]:
     """One host batch: warm-up, T shuffled passes over its requests, cool-down."""
     n = reqs.size
-    keys = rng.random((repetitions, n)).argsort(axis=1)
-    measured = reqs[keys].ravel()
+    keys = draws(seed, "layout:order", host, batch, np.arange(repetitions)[:, None], np.arange(n)[None, :])
+    measured = reqs[np.argsort(keys, axis=1, kind="stable")].ravel()
     request = np.concatenate([reqs[np.arange(warmup) % n], measured, reqs[np.arange(cooldown) % n]])
     repetition = np.concatenate(
         [np.full(warmup, -1), np.repeat(np.arange(repetitions), n), np.full(cooldown, -1)]
@@ -244,7 +254,7 @@ def duplication_coefficients(
     (``nu_R = T``); its k hosts per version get ``R // k`` or ``R // k + 1`` requests.
         Shared requests (RB, FB) give ``omega_R = T``; shared hosts (HB, FB) give ``omega_H = nu_H``.
     """
-    k = _check(kind, H, R, T)
+    k = check_layout(kind, H, R, T)
     q, extra = divmod(R, k)
     per_host = np.array([q + 1] * extra + [q] * (k - extra), dtype=float) * T
     N = float(R * T)
@@ -259,7 +269,7 @@ def layout_counts(
     kind: str, H: int, R: int, T: int, warmup: int = 0, cooldown: int = 0
 ) -> dict[str, int]:
     """Hosts, host batches, distinct requests and trials a layout needs (for ``benchlang plan``)."""
-    k = _check(kind, H, R, T)
+    k = check_layout(kind, H, R, T)
     batches = H if kind in ("unbalanced", "request_balanced") else 2 * H
     measured = 2 * R * T
     return {

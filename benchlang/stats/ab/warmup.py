@@ -50,9 +50,11 @@ def suggest_warmup(
     ``batch`` identifies the host batch of each trial (e.g. ``host * 2 + batch``) and
     ``position`` its index in that batch's execution order; every request must run at least
     twice in a batch. A position's mean residual is compared with those of the middle half of
-    the batch (their median as centre, their spread as the standard error, which also absorbs
-    any shift that a transient gives the request medians); at most ``max_fraction`` of a batch
-    is suggested for either end.
+    the batch: their median is the centre; the standard error is the larger of their spread
+    (which absorbs any shift that a transient gives the request medians) and the residual SD of
+    the middle positions over the square root of the position's trial count (which keeps ten
+    noisy middle means from setting too small a scale). At most ``max_fraction`` of a batch is
+    suggested for either end.
     """
     y = np.asarray(y, dtype=np.float64)
     run = _dense(np.asarray(batch))
@@ -83,7 +85,8 @@ def suggest_warmup(
         mid = mean[reference]
         centre = np.median(mid)
         spread = 1.4826 * np.median(np.abs(mid - centre))
-        return mean - centre, np.full(mean.size, spread)
+        pooled = np.std(resid[np.isin(index, reference)]) / np.sqrt(np.maximum(n, 1))
+        return mean - centre, np.maximum(spread, pooled)
 
     mean, se = profile(pos)
     back_mean, back_se = profile(back)
