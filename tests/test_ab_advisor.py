@@ -111,7 +111,9 @@ def test_pilot_with_inseparable_components_plans_conservatively():
     assert comps.request == 0.0 and comps.host == 0.0
     assert comps.request_batch == pytest.approx(fit.components["request+request_batch"])
     fb = next(c for c in advice.ranking if c.layout == "fully_balanced")
-    assert fb.se == pytest.approx(layout_se("fully_balanced", fb.hosts, fb.requests, fb.repetitions, comps))
+    assert fb.se == pytest.approx(
+        layout_se("fully_balanced", fb.hosts, fb.requests, fb.repetitions, comps)
+    )
     # the same pilot sums with the inseparable ones put on the terms FB cancels: a smaller SE
     optimistic = VarianceComponents(
         request=comps.request_batch, host=comps.host_batch, residual=comps.residual

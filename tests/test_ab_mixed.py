@@ -95,7 +95,11 @@ def test_moments_are_unbiased_and_their_se_matches_their_spread():
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "T", "se_ratio"),
-    [("fully_balanced", 3, (0.9, 1.1)), ("request_balanced", 2, (0.35, 1.25)), ("host_balanced", 2, (0.9, 1.1))],
+    [
+        ("fully_balanced", 3, (0.9, 1.1)),
+        ("request_balanced", 2, (0.35, 1.25)),
+        ("host_balanced", 2, (0.9, 1.1)),
+    ],
 )
 def test_moments_agree_with_reml_within_their_se(kind, T, se_ratio):
     """Over six datasets (those where REML converges): every component within 1.5 moment SEs of REML and at least 90% within
@@ -110,7 +114,9 @@ def test_moments_agree_with_reml_within_their_se(kind, T, se_ratio):
         if not reml.converged:
             continue
         assert set(mom.components) == set(reml.components)
-        gaps += [abs(v - reml.components[n]) / mom.component_se[n] for n, v in mom.components.items()]
+        gaps += [
+            abs(v - reml.components[n]) / mom.component_se[n] for n, v in mom.components.items()
+        ]
         assert mom.effect == pytest.approx(reml.effect, abs=0.25 * mom.effect_se)
         ratios.append(mom.effect_se / reml.effect_se)
     assert len(ratios) >= 5, "REML should converge on most datasets"
@@ -121,7 +127,12 @@ def test_moments_agree_with_reml_within_their_se(kind, T, se_ratio):
 
 def test_moments_effect_se_is_the_analytic_layout_se_at_the_truth():
     d = design("fully_balanced", H=8, R=64, T=3)
-    fits = [fit_mixed_moments(simulate_outcomes(d, TRUE, 1, np.random.default_rng(s))[0], d, se_replicates=0) for s in range(20)]
+    fits = [
+        fit_mixed_moments(
+            simulate_outcomes(d, TRUE, 1, np.random.default_rng(s))[0], d, se_replicates=0
+        )
+        for s in range(20)
+    ]
     assert all(f.repetitions == 3 for f in fits)
     mean_se = np.mean([f.effect_se for f in fits])
     assert mean_se == pytest.approx(layout_se("fully_balanced", 8, 64, 3, TRUE), rel=0.1)

@@ -153,7 +153,9 @@ def layout_schedule(
     needed = 2 * requests if two_pools else requests
     pool = needed if pool is None else pool
     if pool < needed:
-        raise ValueError(f"the {kind} layout needs {needed} distinct requests, but only {pool} are given")
+        raise ValueError(
+            f"the {kind} layout needs {needed} distinct requests, but only {pool} are given"
+        )
     pool = np.argsort(draws(seed, "layout:pool", np.arange(pool)), kind="stable")[:needed]
     slot = np.arange(requests) % k
     runs: list[tuple[int, int, int, np.ndarray]] = []  # (host, batch, version, requests)
@@ -195,7 +197,9 @@ def _run_rows(
 ) -> dict[str, np.ndarray]:
     """One host batch: warm-up, T shuffled passes over its requests, cool-down."""
     n = reqs.size
-    keys = draws(seed, "layout:order", host, batch, np.arange(repetitions)[:, None], np.arange(n)[None, :])
+    keys = draws(
+        seed, "layout:order", host, batch, np.arange(repetitions)[:, None], np.arange(n)[None, :]
+    )
     measured = reqs[np.argsort(keys, axis=1, kind="stable")].ravel()
     request = np.concatenate([reqs[np.arange(warmup) % n], measured, reqs[np.arange(cooldown) % n]])
     repetition = np.concatenate(
