@@ -22,6 +22,8 @@ BUILTIN_MEASURES: dict[str, str] = {
 AGGREGATES = ("mean", "median", "min", "max")
 ORDERS = ("fixed", "random", "fixed_vs_random")
 LAYOUTS = ("unbalanced", "request_balanced", "host_balanced", "fully_balanced")
+VERSION_FACTOR = "version"
+REQUEST_FACTOR = "request"
 
 
 @attrs.frozen
@@ -39,9 +41,16 @@ class Reset:
 
 @attrs.frozen
 class Factor:
+    """A factor and its levels. ``texts``, when given, is what ``{name}`` expands to for each
+    level (the design's ``version`` factor: levels are the version names, texts their strings)."""
+
     name: str
     levels: tuple[Any, ...]
     coverage: float = 100.0
+    texts: tuple[str, ...] | None = None
+
+    def text(self, level: Any) -> Any:
+        return level if self.texts is None else self.texts[self.levels.index(level)]
 
 
 @attrs.frozen
@@ -127,6 +136,20 @@ class Variability:
 
 
 @attrs.frozen
+class Layout:
+    """An A/B layout (Bakshy & Frachtenberg, WWW 2015, §4, Table 2): ``hosts`` H in all,
+    ``requests`` R per version, each repeated ``repetitions`` T times in its host batch, with
+    ``warmup``/``cooldown`` trials run but not analysed at each end of every batch."""
+
+    kind: str
+    hosts: int
+    requests: int
+    repetitions: int = 1
+    warmup: int = 0
+    cooldown: int = 0
+
+
+@attrs.frozen
 class Design:
     runs: int
     runs_reason: str
@@ -135,6 +158,7 @@ class Design:
     order: str = "random"
     runtime: float | None = None
     span: float | None = None
+    layout: Layout | None = None
 
 
 @attrs.frozen

@@ -164,26 +164,44 @@ class LocalSession:
 
 
 class LocalBackend:
-    """``hosts local``: this machine, one trial at a time."""
+    """``hosts local``: this machine, one trial at a time; ``hosts local { slots N }``: N worker
+    slots named ``local:0`` ... ``local:N-1`` that run trials at the same time (the "hosts" of an
+    A/B layout on one machine; give no more slots than cores you can spare)."""
 
     kind: ClassVar[str] = "local"
     supports_reboot: ClassVar[bool] = False
+    MAX_SLOTS: ClassVar[int] = 256
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
-        for key in settings:
-            raise SettingError(key, f"hosts local takes no setting, got '{key}'")
+        for key, value in settings.items():
+            if key != "slots":
+                raise SettingError(key, f"hosts local takes only 'slots', got '{key}'", "hosts local { slots 4 }")
+            if type(value) is not int or not 1 <= value <= cls.MAX_SLOTS:
+                raise SettingError(key, f"slots must be a whole number from 1 to {cls.MAX_SLOTS}, got {value!r}")
 
-    def __init__(self, spec_dir: Path | None = None) -> None:
+    def __init__(self, spec_dir: Path | None = None, slots: int = 1) -> None:
         self.spec_dir = spec_dir
+        self.slots = slots
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], spec_dir: Path) -> LocalBackend:
         cls.check_settings(settings)
-        return cls(spec_dir)
+        return cls(spec_dir, settings.get("slots", 1))
 
     def hosts(self) -> tuple[str, ...]:
-        return ("local",)
+        if self.slots == 1:
+            return ("local",)
+        return tuple(f"local:{i}" for i in range(self.slots))
 
     async def open(self, host: str) -> LocalSession:
-        return LocalSession(host, self.spec_dir)
+        if self.slots == 1:
+            return LocalSession(host, self.spec_dir)
+        return ThreadedLocalSession(host, self.spec_dir)
+
+
+class ThreadedLocalSession(LocalSession):
+    """A worker slot: waits for its trial in a thread, so that slots run side by side."""
+
+    async def execute(self, command: Command) -> Execution:
+        return await asyncio.to_thread(self.run_blocking, command)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from benchlang.cli.common import SpecFailed, load_spec, print_warnings
-from benchlang.plan.compile import configurations
+from benchlang.plan.compile import configurations, trial_count
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -24,8 +24,6 @@ def run(args: argparse.Namespace) -> int:
             continue
         print_warnings(path)
         n_configs = len(configurations(experiment))
-        design = experiment.design
-        per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
-        trials = n_configs * per_series * design.series
+        trials = trial_count(experiment.design, n_configs)
         print(f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials")
     return status

@@ -9,7 +9,9 @@ from collections import Counter
 import attrs
 
 from benchlang.cli.common import load_spec, open_backend
+from benchlang.errors import UserError
 from benchlang.plan.compile import compile_plan
+from benchlang.plan.plan import PlanError
 from benchlang.report.table import render_table
 
 
@@ -26,7 +28,10 @@ def build_plan(spec: str, seed: int | None = None):
     if seed is not None:
         experiment = attrs.evolve(experiment, seed=seed)
     backend = open_backend(experiment, spec)
-    return experiment, backend, compile_plan(experiment, backend.hosts())
+    try:
+        return experiment, backend, compile_plan(experiment, backend.hosts())
+    except PlanError as err:
+        raise UserError(f"{spec}: {err.message}", err.hint) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             progress.note(f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}")
         try:
-            summary = asyncio.run(Executor(experiment, plan, backend, store, progress).run())
+            summary = asyncio.run(Executor(experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None).run())
         except KeyboardInterrupt:
             progress.close()
             print(f"interrupted: finished trials are in {store_path}; continue with: benchlang run {args.spec} --store {store_path} --resume", file=sys.stderr)

@@ -9,9 +9,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
+from benchlang.lang.ab_design import (
+    AB_KEYS,
+    NOT_WITH_LAYOUT,
+    ABDesign,
+    check_ab_design,
+)
 from benchlang.lang.diagnostics import Diagnostic, Source, Span, SpecError, did_you_mean
 from benchlang.lang.syntax import decode, parse
 from benchlang.stats.sizing import sizing
@@ -55,7 +63,7 @@ _COMPARE_SCHEMAS = {
     "mixed_effects": {"method": s.choice("auto", "reml", "moments")},
 }
 _ADAPTIVE_FIELDS = {"min": "min_n", "max": "max_n"}
-_NOT_YET_DESIGN = ("layout", "versions", "requests", "replicate", "warmup", "cooldown")
+_NOT_YET_DESIGN = ("replicate",)
 
 
 def load(path: str | Path, *, display_path: str | None = None) -> model.Experiment:
@@ -158,15 +166,22 @@ class _Checker:
         hosts = self._hosts(self._single(of(ast.Hosts), "'hosts'"))
         env = self._env(of(ast.EnvPair))
 
+        design_block = self._single(of(ast.Block, "design"), "'design'")
+        ab = check_ab_design(self, design_block)
         factors = self._factors(of(ast.Factor))
+        declared = list(factors)
+        if ab is not None:
+            factors += [ab.version, ab.request]
         benchmarks = self._benchmarks(of(ast.Benchmark), factors)
-        self._check_unused_factors(factors, benchmarks, of(ast.Factor))
+        self._check_unused_factors(declared, benchmarks, of(ast.Factor))
+        if ab is not None:
+            benchmarks = self._ab_benchmarks(ab, benchmarks, of(ast.Benchmark))
         measures = self._measure_names(benchmarks)
         metrics = self._metrics(of(ast.Metric), measures)
         kpis = self._kpi_blocks(of(ast.Block, "kpi"), metrics)
         variabilities = self._variability_blocks(of(ast.Block, "variability"), metrics)
         stop = self._stop(self._single(of(ast.Stop), "'stop'"), metrics, kpis)
-        design = self._design(self._single(of(ast.Block, "design"), "'design'"), kpis, variabilities, stop)
+        design = self._design(design_block, kpis, variabilities, stop, ab)
         comparisons = self._analysis(of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors)
         order_dependence = self._order_dependence(of(ast.AnalysisItem, "order_dependence"))
         profiles = self._profiles(of(ast.AnalysisItem, "profile"))
@@ -178,9 +193,14 @@ class _Checker:
         for bench_ast, bench in zip(of(ast.Benchmark), benchmarks, strict=False):
             self._check_runtime_use(bench_ast, bench, runtime)
         reset_template = next((i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset" and i.value is not None), None)
-        for stmt in (setup, teardown, before, after, reset_template):
+        for stmt in (setup, teardown, before, after):
             if stmt is not None:
                 self._check_templates(stmt.value, {}, runtime, allow_factors=False)
+        if reset_template is not None:
+            per_batch = {model.VERSION_FACTOR: ab.version} if ab is not None else {}
+            self._check_templates(reset_template.value, per_batch, runtime, allow_factors=bool(per_batch))
+        if ab is not None:
+            self._ab_restrictions(ab, items, reset, kpis, variabilities, order_dependence)
 
         reset_stmt = next((i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset"), None)
         if reset is not None and (reset.reboot or reset.reconnect):
@@ -192,7 +212,7 @@ class _Checker:
         if seed_stmt is not None and seed_stmt.value.value >= 2**63:
             self.error("the seed must be below 2**63", seed_stmt.value.span)
         if design is not None:
-            self._check_plan_size(factors, benchmarks, design, self._single(of(ast.Block, "design"), "") or tree)
+            self._check_plan_size(factors, benchmarks, design, design_block or tree)
         if not benchmarks and not any(isinstance(i, ast.Benchmark) for i in items):
             self.error("the experiment declares no benchmark", tree.span, "add: benchmark NAME { run \"command\" }")
         if any(d.severity == "error" for d in self.diagnostics):
@@ -225,12 +245,10 @@ class _Checker:
         )
 
     def _check_plan_size(self, factors: list[model.Factor], benchmarks: list[model.Benchmark], design: model.Design, where: Any) -> None:
-        from benchlang.plan.compile import covered_count
+        from benchlang.plan.compile import covered_count, trial_count
 
         kept = {f.name: covered_count(len(f.levels), f.coverage) for f in factors}
-        n_configs = sum(math.prod(kept.get(n, 1) for n in b.factors) for b in benchmarks)
-        per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
-        trials = n_configs * per_series * design.series
+        trials = trial_count(design, sum(math.prod(kept.get(n, 1) for n in b.factors) for b in benchmarks))
         if trials > MAX_TRIALS:
             self.error(f"the plan would have {trials} trials, more than benchlang plans ({MAX_TRIALS})", where.span, "use fewer runs, series or levels (coverage N% keeps a share of a factor's levels)")
 
@@ -638,11 +656,16 @@ class _Checker:
             "relative": width.kind == "percent", "max_n": max_n,
         })
 
-    def _design(self, block: ast.Block | None, kpis: list[model.Kpi], variabilities: list[model.Variability], stop: model.Stop | None) -> model.Design:
-        checked = s.check_settings(block.settings if block else None, _DESIGN_SCHEMA, "design", self.diagnostics, blocks=("layout", "versions", "requests"))
+    def _design(self, block: ast.Block | None, kpis: list[model.Kpi], variabilities: list[model.Variability], stop: model.Stop | None, ab: ABDesign | None) -> model.Design:
+        checked = s.check_settings(block.settings if block else None, _DESIGN_SCHEMA, "design", self.diagnostics, blocks=AB_KEYS)
         for key in _NOT_YET_DESIGN:
             if key in checked.spans:
                 self.not_supported(f"design '{key}'", checked.spans[key])
+        for key in ("warmup", "cooldown"):
+            if key in checked.spans:
+                self.error(f"'{key}' belongs in the layout block", checked.spans[key], f"layout fully_balanced {{ hosts 4 {key} 2 }}")
+        if ab is not None:
+            return self._layout_design(ab, checked, stop)
         v = checked.values
         span = block.span if block else None
         runs_wanted = v.get("runs")
@@ -696,6 +719,45 @@ class _Checker:
         if "span" in v and series == 1:
             self.warn("'span' spreads series over time, but there is only one series", checked.spans["span"])
         return model.Design(runs=runs, runs_reason=reason, series=series, series_reason=series_reason, order=v.get("order", "random"), runtime=v.get("runtime"), span=v.get("span"))
+
+    def _layout_design(self, ab: ABDesign, checked: s.Checked, stop: model.Stop | None) -> model.Design:
+        layout = ab.layout
+        for key in NOT_WITH_LAYOUT:
+            if key in checked.spans:
+                self.error(f"'{key}' does not apply to a layout design", checked.spans[key], "the layout sets the trials: each request runs 'repetitions' times in its host batch")
+        if stop is not None:
+            self.error("a stop rule does not apply to a layout design", ab.span, "the layout fixes every trial in advance; remove the stop rule")
+        return model.Design(
+            runs=layout.repetitions, runs_reason="repetitions of each request in its host batch (layout)",
+            series=1, series_reason="a layout runs one series", order="random", layout=layout,
+        )
+
+    def _ab_benchmarks(self, ab: ABDesign, benchmarks: list[model.Benchmark], nodes: list[ast.Benchmark]) -> list[model.Benchmark]:
+        """A layout runs one benchmark, crossed with the versions and the requests only."""
+        if len(benchmarks) > 1:
+            self.error(f"a layout design runs one benchmark; this experiment has {len(benchmarks)}", nodes[1].span, "compare other benchmarks in separate experiments")
+        spans = {b.name: b.span for b in nodes}
+        out = []
+        for bench in benchmarks:
+            others = [f for f in bench.factors if f not in (model.VERSION_FACTOR, model.REQUEST_FACTOR)]
+            for name in others:
+                self.error(f"benchmark '{bench.name}' uses factor '{name}', but a layout design varies only the version and the request", spans.get(bench.name), "compare versions in one experiment and vary other factors in another")
+            for name, what in ((model.VERSION_FACTOR, "both versions run the same command (an A/A test)"), (model.REQUEST_FACTOR, "every request runs the same command")):
+                if name not in bench.factors:
+                    self.warn(f"benchmark '{bench.name}' does not use {{{name}}}: {what}", spans.get(bench.name), f"put {{{name}}} in its run command")
+            out.append(attrs.evolve(bench, factors=(model.VERSION_FACTOR, model.REQUEST_FACTOR)))
+        return out
+
+    def _ab_restrictions(self, ab: ABDesign, items: list[Any], reset: model.Reset | None, kpis: list[model.Kpi], variabilities: list[model.Variability], order_dependence: dict[str, Any] | None) -> None:
+        """What a layout design cannot be combined with, and a warning for batches without a reset."""
+        hint = "a layout design is analysed with: analysis { compare METRIC by version }"
+        for block in (i for i in items if isinstance(i, ast.Block) and i.keyword in ("kpi", "variability")):
+            self.error(f"{block.keyword} does not apply to a layout design", block.span, hint)
+        if order_dependence is not None:
+            item = next(i for i in items if isinstance(i, ast.AnalysisItem) and i.keyword == "order_dependence")
+            self.error("order_dependence does not apply to a layout design (it needs fixed and random rounds)", item.span, hint)
+        if ab.layout.kind in ("host_balanced", "fully_balanced") and reset is None:
+            self.warn(f"layout {ab.layout.kind} runs two batches per host, but there is no reset: the second batch starts in the state the first left", ab.span, 'reset "systemctl restart my-service" (it may use {version}) runs before every batch')
 
     def _analysis(self, blocks: list[ast.Block], compares: list[ast.Compare], items: list[ast.AnalysisItem], metrics: list[model.Metric], factors: list[model.Factor]) -> tuple[model.Comparison, ...]:
         self._single(blocks, "'analysis'")

@@ -21,6 +21,17 @@ def covered_count(n_levels: int, coverage: float) -> int:
     return max(1, math.ceil(coverage / 100.0 * n_levels - 1e-9))
 
 
+def trial_count(design: model.Design, n_configs: int) -> int:
+    """Trials a design plans: runs x series x configurations, or the layout's trials."""
+    if design.layout is not None:
+        from benchlang.plan.layouts import layout_counts
+
+        L = design.layout
+        return layout_counts(L.kind, L.hosts, L.requests, L.repetitions, L.warmup, L.cooldown)["trials"]
+    per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
+    return n_configs * per_series * design.series
+
+
 def covered_levels(factor: model.Factor, index: int, seed: int) -> tuple[Any, ...]:
     """The levels a factor keeps under ``coverage N%``: ceil(N% x L) of them, chosen by the
     seed, kept in declared order (DataMill's per-factor coverage, de Oliveira et al. 2013)."""
@@ -45,18 +56,29 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def placeholder_values(experiment: model.Experiment, levels: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """What each ``{name}`` of a command expands to (before quoting): the design's runtime,
+    and each level, or its text for factors that have one (the A/B ``version``)."""
+    values: dict[str, Any] = {}
+    if experiment.design.runtime is not None:
+        values["runtime"] = _seconds(experiment.design.runtime)
+    factors = {f.name: f for f in experiment.factors}
+    for name, level in levels:
+        factor = factors.get(name)
+        values[name] = factor.text(level) if factor is not None else level
+    return values
+
+
 def configurations(experiment: model.Experiment) -> tuple[Configuration, ...]:
     """Benchmarks in spec order, each crossed with the factors it uses (declared order)."""
     levels = {f.name: covered_levels(f, i, experiment.seed) for i, f in enumerate(experiment.factors)}
-    structural = {}
-    if experiment.design.runtime is not None:
-        structural["runtime"] = _seconds(experiment.design.runtime)
-    structural = {k: shlex.quote(_text(v)) for k, v in structural.items()}
+    factors = {f.name: f for f in experiment.factors}
+    structural = {k: shlex.quote(_text(v)) for k, v in placeholder_values(experiment, ()).items()}
     out: list[Configuration] = []
     for bench in experiment.benchmarks:
         names = bench.factors
         # Each level is quoted once, and its (name, level) pair shared by every configuration.
-        options = [[((n, v), shlex.quote(_text(v))) for v in levels[n]] for n in names]
+        options = [[((n, v), shlex.quote(_text(factors[n].text(v)))) for v in levels[n]] for n in names]
         for combo in itertools.product(*options):
             values = dict(structural)
             values.update(zip(names, (quoted for _, quoted in combo), strict=True))
@@ -80,6 +102,10 @@ def round_orders(n_rounds: int, n_configs: int, kinds: np.ndarray, seed: int) ->
 
 
 def compile_plan(experiment: model.Experiment, hosts: Sequence[str] = ("local",)) -> Plan:
+    if experiment.design.layout is not None:
+        from benchlang.plan.ab_plan import compile_layout_plan
+
+        return compile_layout_plan(experiment, hosts)
     seed = experiment.seed
     design = experiment.design
     with paused_gc():

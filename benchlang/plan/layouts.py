@@ -29,9 +29,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from benchlang.model import LAYOUTS
 from benchlang.plan.streams import draws
 
-LAYOUTS = ("unbalanced", "request_balanced", "host_balanced", "fully_balanced")
+__all__ = ["LAYOUTS", "check_layout", "duplication_coefficients", "layout_counts", "layout_schedule"]
+
 SHORT_NAMES = {
     "unbalanced": "UB",
     "request_balanced": "RB",

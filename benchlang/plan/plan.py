@@ -34,6 +34,16 @@ def paused_gc() -> Iterator[None]:
         if was_enabled:
             gc.enable()
 ORDER_KINDS = ("fixed", "random")
+PHASES = ("measured", "warmup", "cooldown")
+
+
+class PlanError(ValueError):
+    """A spec that checks but cannot be planned on the backend's hosts."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
 
 
 def _json_scalar(value: Any) -> str:
@@ -95,6 +105,9 @@ class Plan:
     trial_configuration: np.ndarray
     trial_seed: np.ndarray
     derived: tuple[Derived, ...] = ()
+    layout: dict[str, Any] | None = None
+    round_batch: np.ndarray | None = None
+    trial_phase: np.ndarray | None = None
 
     @property
     def n_trials(self) -> int:
@@ -117,7 +130,19 @@ class Plan:
         """Trial index where each round starts; round r is trials [b[r], b[r+1])."""
         return np.searchsorted(self.trial_round, np.arange(self.n_rounds + 1))
 
+    def phase(self, t: int) -> str:
+        """``measured``, or ``warmup``/``cooldown`` for trials a layout runs but does not analyse."""
+        return "measured" if self.trial_phase is None else PHASES[int(self.trial_phase[t])]
+
     def to_json(self, configurations: bool = True) -> dict[str, Any]:
+        out = self._json_body(configurations)
+        if self.layout is not None:
+            out["layout"] = dict(self.layout)
+            out["rounds"]["batch"] = self.round_batch.tolist()
+            out["trials"]["phase"] = [PHASES[k] for k in self.trial_phase.tolist()]
+        return out
+
+    def _json_body(self, configurations: bool) -> dict[str, Any]:
         return {
             "benchlang_plan": PLAN_FORMAT,
             "experiment": self.experiment,

@@ -59,7 +59,9 @@ def ab_arrays(data: ExperimentData, comparison: model.Comparison) -> tuple[np.nd
     keep = t.ok & np.isfinite(y) & (is_control | is_treatment)
     version = is_treatment[keep].astype(np.int8)
     others = [(b, tuple(sorted((k, repr(v)) for k, v in lv.items() if k != comparison.by))) for b, lv in zip(t.benchmark[keep], np.asarray(t.levels, dtype=object)[keep], strict=True)]
-    design = ABDesign(version, _codes(others), _codes(list(t.host[keep])), t.round[keep] % 2)
+    # In a layout a round is one host batch; elsewhere alternate rounds stand in for batches.
+    batch = t.round[keep] if data.experiment.design.layout is not None else t.round[keep] % 2
+    design = ABDesign(version, _codes(others), _codes(list(t.host[keep])), batch)
     return y[keep], design, int(is_control[keep].sum()), int(is_treatment[keep].sum())
 
 

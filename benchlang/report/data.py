@@ -31,10 +31,14 @@ class MetricValues:
 
 @attrs.frozen
 class ExperimentData:
+    """A stored plan's trials and metric values. ``left_out`` counts trials that ran but are not
+    analysed (an A/B layout's warm-up and cool-down, Bakshy & Frachtenberg §2.2)."""
+
     experiment: model.Experiment
     plan: StoredPlan
     table: TrialTable
     metrics: dict[str, MetricValues]
+    left_out: int = 0
 
     def configurations(self) -> list[tuple[int, str, str, dict]]:
         """(index, label, benchmark, levels) of each configuration with trials, plan order."""
@@ -79,8 +83,13 @@ def metric_values(experiment: model.Experiment, store: Store, plan_hash: str, ta
     return out
 
 
-def load_data(store: Store, plan_hash: str | None = None) -> ExperimentData:
+def load_data(store: Store, plan_hash: str | None = None, *, all_phases: bool = False) -> ExperimentData:
+    """The measured trials of a plan (every trial with ``all_phases``)."""
     plan = store.plan(plan_hash)
     experiment = experiment_of(plan)
     table = store.trial_table(plan.plan_hash)
-    return ExperimentData(experiment, plan, table, metric_values(experiment, store, plan.plan_hash, table))
+    left_out = 0
+    if not all_phases and not table.measured.all():
+        left_out = int((~table.measured).sum())
+        table = table.select(table.measured)
+    return ExperimentData(experiment, plan, table, metric_values(experiment, store, plan.plan_hash, table), left_out)

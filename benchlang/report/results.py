@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from benchlang.model import VERSION_FACTOR
 from benchlang.report.data import ExperimentData
 from benchlang.report.table import format_number, render_table
 
@@ -20,13 +21,30 @@ def _summary(values: np.ndarray) -> dict[str, float | None]:
     return {"n": int(v.size), "median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
 
 
+def _groups(data: ExperimentData) -> list[tuple[np.ndarray, dict[str, Any]]]:
+    """Trials summarised together: each configuration, or each version of an A/B layout
+    (whose configurations are the many (version, request) pairs)."""
+    table = data.table
+    if data.experiment.design.layout is None:
+        return [
+            (table.configuration == index, {"index": index, "label": label, "benchmark": benchmark, "levels": levels})
+            for index, label, benchmark, levels in data.configurations()
+        ]
+    version = data.experiment.factor(VERSION_FACTOR)
+    level = np.array([lv.get(VERSION_FACTOR) for lv in table.levels], dtype=object)
+    benchmark = data.experiment.benchmarks[0].name
+    return [
+        (level == name, {"index": None, "label": f"{benchmark}[version={name}]", "benchmark": benchmark, "levels": {VERSION_FACTOR: name}})
+        for name in version.levels
+    ]
+
+
 def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
     table = data.table
     rows = []
-    for index, label, benchmark, levels in data.configurations():
-        mask = table.configuration == index
+    for mask, configuration in _groups(data):
         entry: dict[str, Any] = {
-            "configuration": {"index": index, "label": label, "benchmark": benchmark, "levels": levels},
+            "configuration": configuration,
             "n": int((table.ok & mask).sum()),
             "failures": int((~table.ok & mask).sum()),
             "metrics": {},
@@ -54,7 +72,8 @@ def render_results(data: ExperimentData, stream: TextIO | None = None) -> None:
             s = row["metrics"][name]
             line += [s["median"], s["min"], s["max"]]
         body.append(line)
-    render_table(headers, body, title=f"results: experiment {data.experiment.name}", stream=stream)
+    note = f"; {data.left_out} warm-up/cool-down trials ran and are left out" if data.left_out else ""
+    render_table(headers, body, title=f"results: experiment {data.experiment.name}{note}", stream=stream)
 
 
 def results_csv(data: ExperimentData) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.backends.base import Backend, Command, Execution, HostDown, HostSession
-from benchlang.plan.compile import substitute
+from benchlang.plan.compile import placeholder_values, substitute
 from benchlang.plan.plan import ORDER_KINDS, Plan
 from benchlang.run.measures import MeasureError, extract
 from benchlang.run.progress import Progress
@@ -273,12 +273,15 @@ class Executor:
         """An experiment-level command with {runtime} filled in and {{ }} unescaped."""
         return substitute(template, self._values(()))
 
+    def _reset_command(self, template: str, first_trial: int) -> str:
+        """The reset before a round; in a layout a round is one version's host batch, so the
+        reset may start that version (``{version}``)."""
+        config = self.plan.configurations[int(self.plan.trial_configuration[first_trial])]
+        version = tuple((k, v) for k, v in config.levels if k == model.VERSION_FACTOR) if self.plan.layout else ()
+        return substitute(template, self._values(version))
+
     def _values(self, levels: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
-        values = dict(levels)
-        if self.experiment.design.runtime is not None:
-            runtime = self.experiment.design.runtime
-            values["runtime"] = int(runtime) if float(runtime).is_integer() else runtime
-        return values
+        return placeholder_values(self.experiment, levels)
 
     async def _round(self, session: HostSession, r: int) -> None:
         plan = self.plan
@@ -300,7 +303,7 @@ class Executor:
         reset_status = "none"
         reset = self.experiment.reset
         if reset is not None:
-            command = self._experiment_command(reset.command) if reset.command else "reboot"
+            command = self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
             try:
                 execution = await session.execute(Command(command, self._env({}), self._cwd(None), self.experiment.timeout))
             except HostDown:
@@ -364,7 +367,7 @@ class Executor:
             exit_status=execution.exit_status if execution else None, timed_out=execution.timed_out if execution else False,
             started=execution.started if execution else now, ended=execution.ended if execution else now, attempts=attempts,
             stdout_tail=execution.stdout if execution else b"", stderr_tail=execution.stderr if execution else b"",
-            measures=measures, series_values=series_values,
+            measures=measures, series_values=series_values, phase=plan.phase(t),
         )
 
     async def _trial(self, session: HostSession, t: int, series: int, r: int, order_kind: str) -> TrialRecord:
@@ -405,7 +408,7 @@ class Executor:
             exit_status=execution.exit_status, timed_out=execution.timed_out,
             started=execution.started, ended=execution.ended, attempts=attempts,
             stdout_tail=execution.stdout, stderr_tail=execution.stderr,
-            measures=measures, series_values=series_values,
+            measures=measures, series_values=series_values, phase=plan.phase(t),
         )
 
     async def _attempt(self, session, command, env, cwd, timeout, hooks_before, hooks_after, bench):

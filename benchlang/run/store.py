@@ -20,7 +20,7 @@ import numpy as np
 
 from benchlang.errors import UserError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TAIL_BYTES = 8192
 
 _SCHEMA = """
@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS trials (
     attempts INTEGER NOT NULL DEFAULT 1,
     stdout_tail BLOB,
     stderr_tail BLOB,
+    phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown')),
     PRIMARY KEY (plan_hash, trial)
 );
 CREATE TABLE IF NOT EXISTS measures (
@@ -138,6 +139,7 @@ class TrialRecord:
     stderr_tail: bytes
     measures: Mapping[str, float]
     series_values: Mapping[str, np.ndarray]
+    phase: str = "measured"
 
 
 @attrs.frozen
@@ -169,9 +171,24 @@ class TrialTable:
     ok: np.ndarray
     reason: np.ndarray
     measures: dict[str, np.ndarray]
+    phase: np.ndarray
 
     def __len__(self) -> int:
         return int(self.trial.size)
+
+    @property
+    def measured(self) -> np.ndarray:
+        """Trials that count in analyses (not an A/B layout's warm-up or cool-down)."""
+        return self.phase == "measured"
+
+    def select(self, mask: np.ndarray) -> TrialTable:
+        """The trials where ``mask`` is true, every column alike."""
+        picked = np.flatnonzero(mask)
+        columns = {f.name: getattr(self, f.name) for f in attrs.fields(TrialTable)}
+        out = {k: v[picked] for k, v in columns.items() if isinstance(v, np.ndarray)}
+        out["levels"] = tuple(self.levels[i] for i in picked.tolist())
+        out["measures"] = {k: v[picked] for k, v in self.measures.items()}
+        return TrialTable(**out)
 
 
 def tail(data: bytes, limit: int = TAIL_BYTES) -> bytes:
@@ -201,8 +218,21 @@ class Store:
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) == 1:
+            self._upgrade_from_1()
         elif int(row[0]) != SCHEMA_VERSION:
             raise UserError(f"{self.path} has store schema {row[0]}; this benchlang reads schema {SCHEMA_VERSION}")
+
+    def _upgrade_from_1(self) -> None:
+        """Schema 1 had no trial phase: every trial was measured."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))")
+            self.db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def __enter__(self) -> Store:
         return self
@@ -256,13 +286,13 @@ class Store:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute(
-                "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     plan_hash, record.trial, record.series, record.round, record.position, record.host,
                     record.configuration, record.label, record.benchmark,
                     json.dumps(dict(record.levels), sort_keys=True), record.order_kind, record.status,
                     record.reason, record.exit_status, int(record.timed_out), record.started, record.ended,
-                    record.attempts, tail(record.stdout_tail), tail(record.stderr_tail),
+                    record.attempts, tail(record.stdout_tail), tail(record.stderr_tail), record.phase,
                 ),
             )
             if record.measures:
@@ -317,11 +347,11 @@ class Store:
 
     def trial_table(self, plan_hash: str) -> TrialTable:
         rows = self.db.execute(
-            "SELECT trial, series, round, position, host, configuration, label, benchmark, levels, order_kind, status, reason "
+            "SELECT trial, series, round, position, host, configuration, label, benchmark, levels, order_kind, status, reason, phase "
             "FROM trials WHERE plan_hash = ? ORDER BY trial",
             (plan_hash,),
         ).fetchall()
-        columns = list(zip(*rows, strict=True)) if rows else [()] * 12
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 13
         trial = np.asarray(columns[0], dtype=np.int64)
         measures: dict[str, np.ndarray] = {}
         index = {t: i for i, t in enumerate(trial.tolist())}
@@ -345,6 +375,7 @@ class Store:
             ok=np.asarray([s == "ok" for s in columns[10]], dtype=bool),
             reason=np.asarray(columns[11], dtype=object),
             measures=measures,
+            phase=np.asarray(columns[12], dtype=object),
         )
 
     def series_values(self, plan_hash: str, name: str) -> dict[int, np.ndarray]:
