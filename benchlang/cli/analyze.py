@@ -19,6 +19,7 @@ from benchlang.report.analysis import analyze, analyze_values, render_analysis
 from benchlang.report.compare import compare, render_comparisons
 from benchlang.report.data import load_data
 from benchlang.report.order_analysis import order_report, render_order_report
+from benchlang.report.warmup import render_warmup_advice, warmup_advice
 from benchlang.run.store import Store
 
 
@@ -88,20 +89,28 @@ def run(args: argparse.Namespace) -> int:
             plan_hash = build_plan(args.spec)[2].hash
         with Store(args.store) as store:
             data = load_data(store, plan_hash)
-        if not (data.experiment.kpis or data.experiment.order_dependence or data.experiment.comparisons or data.experiment.profiles):
+            every_phase = load_data(store, plan_hash, all_phases=True) if data.experiment.design.layout else None
+        experiment = data.experiment
+        if not (experiment.kpis or experiment.order_dependence or experiment.comparisons or experiment.profiles or every_phase):
             raise UserError("the spec declares no kpi and no order_dependence analysis", "add e.g.: kpi time { percentile 50 confidence 95% }")
         results = analyze(data)
-        if not args.json:
-            for item in data.experiment.profiles:
-                profile_spec_item(item)
-        if data.experiment.comparisons and not args.json:
-            render_comparisons([compare(data, c) for c in data.experiment.comparisons])
-        if data.experiment.order_dependence is not None and not args.json:
-            render_order_report(order_report(data, None, data.experiment.order_dependence["alpha"]))
-        units = {m.name: m.unit for m in data.experiment.metrics}
+        comparisons = [compare(data, c) for c in experiment.comparisons]
+        warmup = warmup_advice(every_phase) if every_phase is not None else []
+        if args.json:
+            print(json.dumps({"kpis": [r.to_dict() for r in results], "comparisons": [c.to_dict() for c in comparisons], "warmup": [w.to_dict() for w in warmup]}, indent=2, default=_json_default))
+            return 0
+        for item in experiment.profiles:
+            profile_spec_item(item)
+        if comparisons:
+            render_comparisons(comparisons)
+        if warmup:
+            render_warmup_advice(warmup)
+        if experiment.order_dependence is not None:
+            render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
+        units = {m.name: m.unit for m in experiment.metrics}
     if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2, default=_json_default))
-    else:
+        print(json.dumps({"kpis": [r.to_dict() for r in results], "comparisons": [], "warmup": []}, indent=2, default=_json_default))
+    elif results or not args.store:
         render_analysis(results, units)
     return 0
 

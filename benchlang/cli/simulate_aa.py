@@ -5,10 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 
+import numpy as np
+
+from benchlang.cli.common import load_spec
 from benchlang.errors import UserError
 from benchlang.plan.layouts import LAYOUTS
+from benchlang.report.compare import ab_arrays
+from benchlang.report.data import load_data
 from benchlang.report.table import render_table
+from benchlang.run.store import Store
+from benchlang.stats.ab.advisor import conservative_components
 from benchlang.stats.ab.designs import COMPONENTS, VarianceComponents
+from benchlang.stats.ab.mixed import fit_mixed
 from benchlang.stats.ab.simulate import AAResult, simulate_aa
 
 SCHEME_NAMES = {"none": "iid", "request": "request", "host": "host", "host_block": "host-block"}
@@ -46,17 +54,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(Bakshy & Frachtenberg, WWW 2015, Eq. 3-4) and report the Type I error of the iid, "
         "request-, host- and host-block-clustered reweighting bootstraps (§5, §6, Table 3).",
     )
-    p.add_argument("--layout", choices=LAYOUTS, default="fully_balanced")
-    p.add_argument("--hosts", type=int, default=16, help="H, all hosts (default 16)")
-    p.add_argument(
-        "--requests", type=int, default=512, help="R, requests per version (default 512)"
-    )
-    p.add_argument(
-        "--repetitions", type=int, default=1, help="T, repetitions of each request (default 1)"
-    )
+    p.add_argument("spec", nargs="?", metavar="SPEC", help="take the layout, H, R and T from this spec's design")
+    p.add_argument("--layout", choices=LAYOUTS, help="default fully_balanced")
+    p.add_argument("--hosts", type=int, help="H, all hosts (default 16)")
+    p.add_argument("--requests", type=int, help="R, requests per version (default 512)")
+    p.add_argument("--repetitions", type=int, help="T, repetitions of each request (default 1)")
+    p.add_argument("--pilot", metavar="STORE", help="fit the components on this pilot run (method of moments) instead of --components")
     p.add_argument(
         "--components",
-        required=True,
         help="standard deviations, e.g. 'request=1,host=0.1,request_batch=0.1,host_batch=0.08,residual=0.1'",
     )
     p.add_argument(
@@ -74,18 +79,54 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+DEFAULT_DESIGN = {"layout": "fully_balanced", "hosts": 16, "requests": 512, "repetitions": 1}
+
+
+def _design(args: argparse.Namespace) -> dict[str, object]:
+    """The layout and H, R, T: from the spec's design, else the options (or their defaults)."""
+    given = {k: getattr(args, k) for k in DEFAULT_DESIGN if getattr(args, k) is not None}
+    if args.spec is None:
+        return {**DEFAULT_DESIGN, **given}
+    if given:
+        raise UserError(f"--{next(iter(given))} cannot be combined with SPEC: the spec's layout sets it")
+    layout = load_spec(args.spec).design.layout
+    if layout is None:
+        raise UserError(f"{args.spec} has no A/B layout", "add: design { versions {...} layout fully_balanced { hosts 4 } requests [...] }")
+    return {"layout": layout.kind, "hosts": layout.hosts, "requests": layout.requests, "repetitions": layout.repetitions}
+
+
+def _components(args: argparse.Namespace) -> VarianceComponents:
+    if (args.components is None) == (args.pilot is None):
+        raise UserError("give the variance components: --components 'request=1,host=0.1,...' or --pilot STORE")
+    if args.components is not None:
+        return parse_components(args.components)
+    with Store(args.pilot) as store:
+        data = load_data(store)
+    comparison = next(iter(data.experiment.comparisons), None)
+    if comparison is None or comparison.method == "anova":
+        raise UserError(f"the pilot in {args.pilot} has no 'compare METRIC by FACTOR' analysis to take roles from")
+    y, design, n_control, n_treatment = ab_arrays(data, comparison)
+    if min(n_control, n_treatment) < 2:
+        raise UserError("the pilot has fewer than two successful trials on one side")
+    try:
+        return conservative_components(fit_mixed(y, design, "moments"))
+    except (ValueError, np.linalg.LinAlgError) as err:
+        raise UserError(f"cannot fit the pilot's variance components: {err}") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    components = parse_components(args.components)
+    design = _design(args)
+    components = _components(args)
     if args.experiments < 2 or args.replicates < 2:
         raise UserError("--experiments and --replicates must be at least 2")
     if not 0 < args.alpha < 1:
         raise UserError("--alpha must lie in (0, 1)")
     try:
         result = simulate_aa(
-            args.layout,
-            args.hosts,
-            args.requests,
-            args.repetitions,
+            design["layout"],
+            design["hosts"],
+            design["requests"],
+            design["repetitions"],
             components,
             args.experiments,
             args.replicates,

@@ -305,7 +305,7 @@ class Executor:
         if reset is not None:
             command = self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
             try:
-                execution = await session.execute(Command(command, self._env({}), self._cwd(None), self.experiment.timeout))
+                execution = await session.execute(Command(command, self._env({"BENCHLANG_HOST": session.host}), self._cwd(None), self.experiment.timeout))
             except HostDown:
                 if not (reset.reboot or reset.reconnect):
                     raise
