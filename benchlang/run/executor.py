@@ -68,8 +68,8 @@ class Executor:
     When a host stops (cannot connect, failed setup or reset, connection lost and not back
     after ``retries`` reconnections, ``max_consecutive_timeouts`` trials in a row timing out),
     its unfinished rounds go to a shared queue that healthy hosts drain in plan order; with
-    ``pin_hosts`` (layouts that tie trials to hosts) its unfinished trials are stored as failed
-    instead. A trial whose connection drops is retried with exponential backoff, at most
+    ``pin_hosts`` (A/B layouts, whose host batches belong to their host) they are left unrun, for
+    ``--resume`` to run on the same host once it is back. A trial whose connection drops is retried with exponential backoff, at most
     ``retries`` times; the attempts are stored with it.
     """
 
@@ -213,12 +213,8 @@ class Executor:
             return
         n_trials = sum(len(self._unfinished(r)) for r in rounds)
         if self.pin_hosts:
-            reason = f"host {host} stopped: {message}"
-            for r in rounds:
-                for t in self._unfinished(r):
-                    self._store_trial(self._record(t, host, "failed", reason, None, 0, {}, {}))
-            text = f"{n_trials} trials pinned to {host} stored as failed"
-            self.store.record_event(self.plan_hash, "trials_failed", text, host)
+            text = f"{len(rounds)} rounds ({n_trials} trials) pinned to {host} left unrun: continue with --resume once it is back"
+            self.store.record_event(self.plan_hash, "unrun", text, host)
             self.progress.note(text)
             return
         for r in rounds:
@@ -353,22 +349,6 @@ class Executor:
         self.ran += 1
         self.failed += record.status != "ok"
         self.progress.advance(record.status != "ok")
-
-    def _record(self, t: int, host: str, status: str, reason: str | None, execution: Execution | None, attempts: int,
-                measures: dict[str, float], series_values: dict[str, np.ndarray]) -> TrialRecord:
-        plan = self.plan
-        config = plan.configurations[int(plan.trial_configuration[t])]
-        r = int(plan.trial_round[t])
-        now = time.time()
-        return TrialRecord(
-            trial=t, series=int(plan.round_series[r]), round=r, position=int(plan.trial_position[t]), host=host,
-            configuration=config.index, label=config.label, benchmark=config.benchmark,
-            levels=dict(config.levels), order_kind=ORDER_KINDS[int(plan.round_order[r])], status=status, reason=reason,
-            exit_status=execution.exit_status if execution else None, timed_out=execution.timed_out if execution else False,
-            started=execution.started if execution else now, ended=execution.ended if execution else now, attempts=attempts,
-            stdout_tail=execution.stdout if execution else b"", stderr_tail=execution.stderr if execution else b"",
-            measures=measures, series_values=series_values, phase=plan.phase(t),
-        )
 
     async def _trial(self, session: HostSession, t: int, series: int, r: int, order_kind: str) -> TrialRecord:
         plan = self.plan

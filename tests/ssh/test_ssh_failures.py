@@ -1,5 +1,5 @@
 """Host failures on real sshd servers: timeouts kill the remote process group, a killed host's
-rounds move to healthy hosts (or fail when pinned), dropped connections are retried, resets
+rounds move to healthy hosts (or wait for --resume when an A/B layout pins them), dropped connections are retried, resets
 that reconnect work, and repeated timeouts stop a host."""
 
 from __future__ import annotations
@@ -122,8 +122,23 @@ def test_host_killed_mid_run_its_rounds_move_to_healthy_hosts(harness, fresh_ssh
 
 
 @pytest.mark.slow
-def test_pinned_hosts_mark_the_dead_host_trials_failed(harness, fresh_sshd3, tmp_path):
-    spec = _killing_spec(harness, fresh_sshd3, tmp_path)
+def test_a_layout_host_that_dies_keeps_its_batches_and_resume_runs_them_there(
+    harness, fresh_sshd3, tmp_path
+):
+    """An A/B layout pins host batches to hosts (Bakshy & Frachtenberg §4): a dead host's
+    trials are not moved but left unrun, and --resume runs them on that host once it is back."""
+    spec = harness.spec(f"""
+  seed 5
+  {harness.hosts(fresh_sshd3, tmp_path / "w")}
+  timeout 10s
+  reset "echo {{version}} >> resets-$BENCHLANG_HOST"
+  benchmark b {{ run "sleep 0.05; echo {{version}} {{request}}" }}
+  design {{
+    versions {{ control "v1" treatment "v2" }}
+    layout fully_balanced {{ hosts 3 requests 6 repetitions 2 warmup 1 }}
+    requests [1, 2, 3, 4, 5, 6]
+  }}
+""")
     victim = fresh_sshd3.nodes[0]
     plan, store, executor = harness.prepare(spec, pin_hosts=True, **FAST_RETRY)
 
@@ -133,18 +148,32 @@ def test_pinned_hosts_mark_the_dead_host_trials_failed(harness, fresh_sshd3, tmp
         await killer
         return summary
 
+    planned_host = [plan.hosts[h] for h in plan.trial_host.tolist()]
     with store:
         summary = asyncio.run(main())
         rows = _rows(store, plan)
+        assert all(r[2] == "ok" for r in rows) and summary.failed == 0
+        assert [r[1] for r in rows] == [planned_host[r[0]] for r in rows], "pinned trials moved"
+        ran_on_victim = sum(r[1] == victim for r in rows)
+        assert 2 <= ran_on_victim < planned_host.count(victim)
+        assert len(rows) == plan.n_trials - (planned_host.count(victim) - ran_on_victim)
+        assert [e[2] for e in store.events(plan.hash) if e[2] != "retry"] == ["host_down", "unrun"]
+        missing = plan.n_trials - len(rows)
+    fresh_sshd3.servers[0].start()
+    plan, store, executor = harness.prepare(spec, pin_hosts=True, **FAST_RETRY)
+    with store:
+        summary = asyncio.run(executor.run())
+        rows = _rows(store, plan)
+        assert summary.hosts_down == () and summary.ran == missing
         assert [r[0] for r in rows] == list(range(plan.n_trials))
-        planned_host = [plan.hosts[h] for h in plan.trial_host.tolist()]
-        assert [r[1] for r in rows] == planned_host, "pinned trials moved host"
-        failed = [r for r in rows if r[2] == "failed"]
-        assert failed and all(
-            r[1] == victim and r[4] == 0 and f"host {victim} stopped" in r[3] for r in failed
-        )
-        assert all(r[2] == "ok" for r in rows if r[1] != victim)
-        assert summary.failed == len(failed)
+        assert [r[1] for r in rows] == planned_host and all(r[2] == "ok" for r in rows)
+        phases = [
+            p
+            for (p,) in store.db.execute(
+                "SELECT phase FROM trials WHERE plan_hash = ? ORDER BY trial", (plan.hash,)
+            )
+        ]
+        assert phases == [plan.phase(t) for t in range(plan.n_trials)]
 
 
 def test_dropped_connection_is_retried_and_the_attempts_stored(harness, sshd1, tmp_path):
