@@ -27,6 +27,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--alpha must lie strictly between 0 and 1")
     with Store(args.store) as store:
         data = load_data(store, args.plan)
+    if data.experiment.design.layout is not None:
+        raise UserError(
+            "an A/B layout has no fixed- and random-order rounds to compare",
+            "order effects within its host batches show in 'benchlang analyze' (warm-up and cool-down advice)",
+        )
     report = order_report(data, args.metric, args.alpha)
     if args.json:
         if report.dependence is None:

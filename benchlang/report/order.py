@@ -183,7 +183,9 @@ def render_carry_over_table(result: CarryOver, stream: TextIO | None = None) -> 
         stream=stream,
     )
     found = [p for p in result.pairs if p.significant]
-    if found:
+    if not result.n_tests:
+        stream.write("verdict: carry-over not tested (too few trials per predecessor)\n")
+    elif found:
         stream.write(
             "verdict: carry-over found: "
             + ", ".join(f"{p.configuration} after {p.predecessor}" for p in found)
