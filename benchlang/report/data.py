@@ -16,17 +16,7 @@ from benchlang.errors import UserError
 from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import Source, SpecError
 from benchlang.run.store import Store, StoredPlan, TrialTable
-from benchlang.run.trial_metric import series_metric
-
-
-@attrs.frozen
-class MetricValues:
-    """One value per trial (nan: failed, missing, or not converged); converged is None
-    when no convergence test applies."""
-
-    metric: model.Metric
-    values: np.ndarray
-    converged: np.ndarray | None
+from benchlang.run.trial_metric import MetricValues, metric_values
 
 
 @attrs.frozen
@@ -59,30 +49,6 @@ def experiment_of(plan: StoredPlan) -> model.Experiment:
         raise UserError(f"the spec stored with plan {plan.plan_hash[:19]} no longer compiles:\n{err}") from None
 
 
-def metric_values(experiment: model.Experiment, store: Store, plan_hash: str, table: TrialTable) -> dict[str, MetricValues]:
-    out = {}
-    for m in experiment.metrics:
-        is_series = any((b.measure(m.measure) or model.Measure("")).series for b in experiment.benchmarks)
-        if not is_series:
-            values = table.measures.get(m.measure, np.full(len(table), np.nan)).copy()
-            values[~table.ok] = np.nan
-            out[m.name] = MetricValues(m, values, None)
-            continue
-        raw = store.series_values(plan_hash, m.measure)
-        values = np.full(len(table), np.nan)
-        converged = np.zeros(len(table), dtype=bool) if m.convergence else None
-        for i, t in enumerate(table.trial.tolist()):
-            series = raw.get(t)
-            if series is None or not table.ok[i] or series.size == 0:
-                continue
-            result = series_metric(m, series, experiment.design.runtime)
-            values[i] = result.value
-            if converged is not None:
-                converged[i] = bool(result.converged)
-        out[m.name] = MetricValues(m, values, converged)
-    return out
-
-
 def load_data(store: Store, plan_hash: str | None = None, *, all_phases: bool = False) -> ExperimentData:
     """The measured trials of a plan (every trial with ``all_phases``)."""
     plan = store.plan(plan_hash)
@@ -93,3 +59,5 @@ def load_data(store: Store, plan_hash: str | None = None, *, all_phases: bool = 
         left_out = int((~table.measured).sum())
         table = table.select(table.measured)
     return ExperimentData(experiment, plan, table, metric_values(experiment, store, plan.plan_hash, table), left_out)
+
+__all__ = ["ExperimentData", "MetricValues", "experiment_of", "load_data", "metric_values"]

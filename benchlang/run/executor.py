@@ -21,6 +21,7 @@ from benchlang.run.measures import MeasureError, extract
 from benchlang.run.progress import Progress
 from benchlang.run.stopping import StoppingController, decision_from_row
 from benchlang.run.store import Store, TrialRecord
+from benchlang.run.trial_metric import metric_values
 
 TRANSIENT_RETRIES = 3
 RETRY_BACKOFF = 0.5
@@ -129,8 +130,6 @@ class Executor:
 
     def _restore_stopping(self) -> None:
         """On resume: stored decisions, and each stream's values in trial order."""
-        from benchlang.report.data import metric_values
-
         decisions = {(s, c): decision_from_row(a, r, k, why) for s, c, _n, a, r, k, why in self.store.stops(self.plan_hash)}
         table = self.store.trial_table(self.plan_hash)
         if len(table) == 0 and not decisions:

@@ -1,13 +1,16 @@
 """One trial's metric value from its raw series: trim, then the aggregate with the optional
-convergence test (TriScale §4.1). Used by the stopping rule during a run and by reports."""
+convergence test (TriScale §4.1); and every stored trial's value of every metric. Used by the
+stopping rule during a run (and on resume) and by reports."""
 
 from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 
 from benchlang import model
+from benchlang.run.store import Store, TrialTable
 from benchlang.stats.metric import Metric, metric
 
 
@@ -31,3 +34,37 @@ def trim_samples(trim: model.Trim | None, n: int, runtime: float | None) -> floa
 def series_metric(m: model.Metric, series: np.ndarray, runtime: float | None) -> Metric:
     convergence = (m.convergence.confidence, m.convergence.tolerance) if m.convergence else None
     return metric(series, m.aggregate, convergence, trim_samples(m.trim, series.size, runtime))
+
+
+@attrs.frozen
+class MetricValues:
+    """One value per trial (nan: failed, missing, or not converged); converged is None
+    when no convergence test applies."""
+
+    metric: model.Metric
+    values: np.ndarray
+    converged: np.ndarray | None
+
+
+def metric_values(experiment: model.Experiment, store: Store, plan_hash: str, table: TrialTable) -> dict[str, MetricValues]:
+    out = {}
+    for m in experiment.metrics:
+        is_series = any((b.measure(m.measure) or model.Measure("")).series for b in experiment.benchmarks)
+        if not is_series:
+            values = table.measures.get(m.measure, np.full(len(table), np.nan)).copy()
+            values[~table.ok] = np.nan
+            out[m.name] = MetricValues(m, values, None)
+            continue
+        raw = store.series_values(plan_hash, m.measure)
+        values = np.full(len(table), np.nan)
+        converged = np.zeros(len(table), dtype=bool) if m.convergence else None
+        for i, t in enumerate(table.trial.tolist()):
+            series = raw.get(t)
+            if series is None or not table.ok[i] or series.size == 0:
+                continue
+            result = series_metric(m, series, experiment.design.runtime)
+            values[i] = result.value
+            if converged is not None:
+                converged[i] = bool(result.converged)
+        out[m.name] = MetricValues(m, values, converged)
+    return out

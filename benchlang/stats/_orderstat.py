@@ -20,9 +20,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import binom
+from scipy.special import bdtr
 
 _EPS = 1e-12
+
+
+def binom_cdf(k: np.ndarray | int, n: int, p: float) -> np.ndarray:
+    """P(Bin(n, p) <= k), as ``scipy.stats.binom.cdf`` (0 below 0, 1 from n on), through
+    ``scipy.special.bdtr``: scipy.stats costs half a second of start-up for every command."""
+    k = np.asarray(k)
+    return np.where(k < 0, 0.0, bdtr(np.clip(k, 0, n), n, p))
 
 
 def check_percent(name: str, value: float) -> float:
@@ -40,7 +47,7 @@ def upper_rank(n: int, p: float, c: float) -> tuple[int | None, float]:
     """
     if n < 1:
         return None, math.nan
-    cover = binom.cdf(np.arange(n), n, p)
+    cover = binom_cdf(np.arange(n), n, p)
     hit = np.flatnonzero(cover >= c - _EPS)
     if hit.size == 0:
         return None, math.nan
@@ -77,7 +84,7 @@ def two_sided_ranks(n: int, p: float, c: float) -> tuple[int | None, int | None,
     hi, _ = upper_rank(n, p, side)
     if lo is None or hi is None:
         return None, None, math.nan
-    achieved = float(binom.cdf(hi - 1, n, p) - binom.cdf(lo - 1, n, p))
+    achieved = float(binom_cdf(hi - 1, n, p) - binom_cdf(lo - 1, n, p))
     return lo, hi, achieved
 
 
@@ -105,7 +112,7 @@ def min_samples(p: float, c: float, bound: str | None = None, exclude: int = 0) 
     start, chunk = first, max(64, first)
     while True:
         n = np.arange(start, start + chunk)
-        hit = np.flatnonzero(binom.cdf(n - r - 1, n, q) >= c - _EPS)
+        hit = np.flatnonzero(binom_cdf(n - r - 1, n, q) >= c - _EPS)
         if hit.size:
             return int(n[hit[0]])
         start += chunk

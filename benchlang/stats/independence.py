@@ -25,8 +25,6 @@ import math
 
 import attrs
 import numpy as np
-from scipy.stats import chi2, rankdata
-from scipy.stats import t as student_t
 
 from benchlang.stats._orderstat import check_percent
 
@@ -64,6 +62,9 @@ def independence_batch(x: np.ndarray, confidence: float = 95.0) -> dict[str, np.
     Returns arrays of length R: passed, stationary, uncorrelated, trend_p, ljung_box_p and
     the (R x h) ACF. Rows with no variation pass (TriScale treats constant data as valid).
     """
+    from scipy.stats import chi2, rankdata  # lazily: scipy.stats costs every command ~0.5 s
+    from scipy.stats import t as student_t
+
     x = np.atleast_2d(np.asarray(x, dtype=float))
     r, n = x.shape
     alpha = 1.0 - check_percent("confidence", confidence)

@@ -10,7 +10,6 @@ import math
 
 import attrs
 import numpy as np
-from scipy.stats import theilslopes
 
 from benchlang.stats import _windows
 from benchlang.stats._orderstat import check_percent
@@ -137,6 +136,8 @@ def convergence_test(
     series' min and max, TriScale's default bounds), so the tolerance is a fraction of the
     data's range per half run. ``confidence`` and ``tolerance`` are percents.
     """
+    from scipy.stats import theilslopes  # lazily: scipy.stats costs every command ~0.5 s
+
     lo, hi = value_range
     if hi == lo or window_values.size < 2:
         return hi == lo, 0.0, (0.0, 0.0)
