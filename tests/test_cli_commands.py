@@ -144,13 +144,15 @@ def test_every_example_spec_checks(run_cli):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_every_example_spec_plans(path):
+    from benchlang.cli.common import open_backend
     from benchlang.lang.check import load
     from benchlang.plan.compile import compile_plan
 
     experiment = load(path)
-    plan = compile_plan(experiment)
+    hosts = open_backend(experiment, str(path)).hosts()
+    plan = compile_plan(experiment, hosts)
     assert plan.n_trials >= 1
-    assert plan.hash == compile_plan(load(path)).hash
+    assert plan.hash == compile_plan(load(path), hosts).hash
 
 
 def test_results_on_a_missing_store(small_commands):
