@@ -168,6 +168,8 @@ class _Checker:
 
         design_block = self._single(of(ast.Block, "design"), "'design'")
         ab = check_ab_design(self, design_block)
+        if ab is None and design_block is not None and design_block.settings is not None and any(i.key in AB_KEYS for i in design_block.settings.items):
+            self.broken_factors.update((model.VERSION_FACTOR, model.REQUEST_FACTOR))
         factors = self._factors(of(ast.Factor))
         declared = list(factors)
         if ab is not None:
@@ -180,8 +182,9 @@ class _Checker:
         metrics = self._metrics(of(ast.Metric), measures)
         kpis = self._kpi_blocks(of(ast.Block, "kpi"), metrics)
         variabilities = self._variability_blocks(of(ast.Block, "variability"), metrics)
-        stop = self._stop(self._single(of(ast.Stop), "'stop'"), metrics, kpis)
-        design = self._design(design_block, kpis, variabilities, stop, ab)
+        stop_node = self._single(of(ast.Stop), "'stop'")
+        stop = self._stop(stop_node, metrics, kpis)
+        design = self._design(design_block, kpis, variabilities, stop, ab, stop_node.span if stop_node else None)
         comparisons = self._analysis(of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors)
         order_dependence = self._order_dependence(of(ast.AnalysisItem, "order_dependence"))
         profiles = self._profiles(of(ast.AnalysisItem, "profile"))
@@ -387,7 +390,10 @@ class _Checker:
             elif name in factor_names:
                 self.error(f"placeholder {{{name}}} cannot be used here: experiment-level commands run once, not per configuration", span)
             elif name not in self.broken_factors:
-                hint = did_you_mean(name, known) or (f"declare it: factor {name} in [...]" if name.isidentifier() else None)
+                if name in (model.VERSION_FACTOR, model.REQUEST_FACTOR):
+                    hint = f"{{{name}}} comes from an A/B design: design {{ versions {{ ... }} layout KIND {{ hosts H }} requests [...] }}"
+                else:
+                    hint = did_you_mean(name, known) or (f"declare it: factor {name} in [...]" if name.isidentifier() else None)
                 self.error(f"placeholder {{{name}}} is not a declared factor", span, hint)
         return tuple(dict.fromkeys(used))
 
@@ -656,7 +662,7 @@ class _Checker:
             "relative": width.kind == "percent", "max_n": max_n,
         })
 
-    def _design(self, block: ast.Block | None, kpis: list[model.Kpi], variabilities: list[model.Variability], stop: model.Stop | None, ab: ABDesign | None) -> model.Design:
+    def _design(self, block: ast.Block | None, kpis: list[model.Kpi], variabilities: list[model.Variability], stop: model.Stop | None, ab: ABDesign | None, stop_span: Span | None = None) -> model.Design:
         checked = s.check_settings(block.settings if block else None, _DESIGN_SCHEMA, "design", self.diagnostics, blocks=AB_KEYS)
         for key in _NOT_YET_DESIGN:
             if key in checked.spans:
@@ -665,7 +671,7 @@ class _Checker:
             if key in checked.spans:
                 self.error(f"'{key}' belongs in the layout block", checked.spans[key], f"layout fully_balanced {{ hosts 4 {key} 2 }}")
         if ab is not None:
-            return self._layout_design(ab, checked, stop)
+            return self._layout_design(ab, checked, stop, stop_span)
         v = checked.values
         span = block.span if block else None
         runs_wanted = v.get("runs")
@@ -720,16 +726,16 @@ class _Checker:
             self.warn("'span' spreads series over time, but there is only one series", checked.spans["span"])
         return model.Design(runs=runs, runs_reason=reason, series=series, series_reason=series_reason, order=v.get("order", "random"), runtime=v.get("runtime"), span=v.get("span"))
 
-    def _layout_design(self, ab: ABDesign, checked: s.Checked, stop: model.Stop | None) -> model.Design:
+    def _layout_design(self, ab: ABDesign, checked: s.Checked, stop: model.Stop | None, stop_span: Span | None) -> model.Design:
         layout = ab.layout
         for key in NOT_WITH_LAYOUT:
             if key in checked.spans:
                 self.error(f"'{key}' does not apply to a layout design", checked.spans[key], "the layout sets the trials: each request runs 'repetitions' times in its host batch")
         if stop is not None:
-            self.error("a stop rule does not apply to a layout design", ab.span, "the layout fixes every trial in advance; remove the stop rule")
+            self.error("a stop rule does not apply to a layout design", stop_span or ab.span, "the layout fixes every trial in advance; remove the stop rule")
         return model.Design(
             runs=layout.repetitions, runs_reason="repetitions of each request in its host batch (layout)",
-            series=1, series_reason="a layout runs one series", order="random", layout=layout,
+            series=1, series_reason="a layout runs one series", order="random", runtime=checked.values.get("runtime"), layout=layout,
         )
 
     def _ab_benchmarks(self, ab: ABDesign, benchmarks: list[model.Benchmark], nodes: list[ast.Benchmark]) -> list[model.Benchmark]:
@@ -768,6 +774,8 @@ class _Checker:
                 self.error(f"compare on undeclared metric '{c.metric}'", c.span, did_you_mean(c.metric, metric_names))
                 continue
             factor = next((f for f in factors if f.name == c.by), None)
+            if factor is None and c.by in self.broken_factors:
+                continue
             if factor is None:
                 self.error(f"compare by '{c.by}': no such factor", c.span, did_you_mean(c.by, [f.name for f in factors]) or "compare by a factor with two levels: control first, treatment second")
                 continue
