@@ -490,7 +490,7 @@ CASES = [
         "request_in_reset_with_a_layout",
         {"reset": 'reset "echo reset {request}"'},
         {},
-        "placeholder {request} is not a declared factor",
+        "placeholder {request} cannot be used here: the reset runs before each host batch, which runs one version",
         "{request}",
         '{request}"',
         None,

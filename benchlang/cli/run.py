@@ -53,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
             return 130
         finally:
             progress.close()
+        missing = plan.n_trials - len(store.finished_trials(plan.hash)) - summary.not_needed
+        if missing:
+            print(f"PARTIAL: {missing} of {plan.n_trials} planned trials did not run; the results below use the {plan.n_trials - missing - summary.not_needed} that did")
         data = load_data(store, plan.hash)
         render_results(data)
         if experiment.kpis:
@@ -81,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
                 [(labels[c], s, n, a, r, k, why) for s, c, n, a, r, k, why in stops],
                 title=f"stopping ({experiment.stop.kind}): {summary.not_needed} planned trials not needed",
             )
-        missing = plan.n_trials - len(store.finished_trials(plan.hash)) - summary.not_needed
         if missing:
             print(f"{missing} trials did not run; fix the cause and continue with --resume", file=sys.stderr)
             return 1

@@ -102,12 +102,16 @@ def _components(args: argparse.Namespace) -> VarianceComponents:
         return parse_components(args.components)
     with Store(args.pilot) as store:
         data = load_data(store)
-    comparison = next(iter(data.experiment.comparisons), None)
-    if comparison is None or comparison.method == "anova":
+    comparison = next((c for c in data.experiment.comparisons if c.method != "anova"), None)
+    if comparison is None:
         raise UserError(f"the pilot in {args.pilot} has no 'compare METRIC by FACTOR' analysis to take roles from")
     y, design, n_control, n_treatment = ab_arrays(data, comparison)
     if min(n_control, n_treatment) < 2:
         raise UserError("the pilot has fewer than two successful trials on one side")
+    if comparison.settings.get("log"):
+        if (y <= 0).any():
+            raise UserError("the pilot's compare uses log true, but some values are not positive")
+        y = np.log(y)
     try:
         return conservative_components(fit_mixed(y, design, "moments"))
     except (ValueError, np.linalg.LinAlgError) as err:

@@ -17,7 +17,7 @@ from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.diagnostics import Diagnostic, Span
-from benchlang.plan.layouts import check_layout
+from benchlang.plan.layouts import check_layout, hosts_per_version
 
 AB_KEYS = ("versions", "layout", "requests")
 LAYOUT_SCHEMA = {
@@ -177,7 +177,9 @@ def _layout(checker: Reporter, item: ast.Setting, pool: int | None) -> model.Lay
     if requests * per_pool > pool:
         where = checked.spans.get("requests", item.span)
         need = "2 x requests distinct requests" if per_pool == 2 else "as many requests as 'requests'"
-        checker.error(f"layout {kind} needs {requests * per_pool} distinct requests ({need}), but the design lists {pool}", where, f"list more requests, or use requests {pool // per_pool}")
+        busy = hosts_per_version(kind, values["hosts"])
+        hint = f"list more requests, or use requests {pool // per_pool}" if pool // per_pool >= busy else f"list at least {busy * per_pool} requests (each of the {busy} hosts per version needs one)"
+        checker.error(f"layout {kind} needs {requests * per_pool} distinct requests ({need}), but the design lists {pool}", where, hint)
         return None
     if requests < 1:
         checker.error(f"layout {kind} needs at least 2 requests in the pool", item.span)

@@ -179,7 +179,8 @@ class _Checker:
         if ab is not None:
             benchmarks = self._ab_benchmarks(ab, benchmarks, of(ast.Benchmark))
         measures = self._measure_names(benchmarks)
-        metrics = self._metrics(of(ast.Metric), measures)
+        units = {m.name: model.BUILTIN_MEASURES[m.builtin] for b in benchmarks for m in b.measures if m.source == "builtin"}
+        metrics = self._metrics(of(ast.Metric), measures, units)
         kpis = self._kpi_blocks(of(ast.Block, "kpi"), metrics)
         variabilities = self._variability_blocks(of(ast.Block, "variability"), metrics)
         stop_node = self._single(of(ast.Stop), "'stop'")
@@ -198,10 +199,11 @@ class _Checker:
         reset_template = next((i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset" and i.value is not None), None)
         for stmt in (setup, teardown, before, after):
             if stmt is not None:
-                self._check_templates(stmt.value, {}, runtime, allow_factors=False)
+                self._check_templates(stmt.value, {f.name: f for f in factors}, runtime, allow_factors=False)
         if reset_template is not None:
-            per_batch = {model.VERSION_FACTOR: ab.version} if ab is not None else {}
-            self._check_templates(reset_template.value, per_batch, runtime, allow_factors=bool(per_batch))
+            per_batch = (model.VERSION_FACTOR,) if ab is not None else False
+            why = "the reset runs before each host batch, which runs one version" if ab is not None else "the reset runs before each round, not per configuration"
+            self._check_templates(reset_template.value, {f.name: f for f in factors}, runtime, allow_factors=per_batch, where=why)
         if ab is not None:
             self._ab_restrictions(ab, items, reset, kpis, variabilities, order_dependence)
 
@@ -371,8 +373,9 @@ class _Checker:
             levels.append(item.value)
         return tuple(levels)
 
-    def _check_templates(self, value: ast.Value | None, factor_names: dict[str, model.Factor], runtime: float | None, allow_factors: bool = True) -> tuple[str, ...]:
-        """Check ``{placeholders}``; return the factors a template uses."""
+    def _check_templates(self, value: ast.Value | None, factor_names: dict[str, model.Factor], runtime: float | None, allow_factors: bool | tuple[str, ...] = True, where: str = "experiment-level commands run once, not per configuration") -> tuple[str, ...]:
+        """Check ``{placeholders}``; return the factors a template uses. ``allow_factors``: all
+        factors, none, or the names allowed here (``where`` says why the others are not)."""
         if value is None or value.kind != "string":
             return ()
         used = []
@@ -382,13 +385,13 @@ class _Checker:
             if offset < 0:
                 self.error("unbalanced '{' or '}' in a command template", value.span, "write '{{' and '}}' for literal braces")
                 continue
-            if name in factor_names and allow_factors:
+            if name in factor_names and (allow_factors is True or (allow_factors and name in allow_factors)):
                 used.append(name)
             elif name == "runtime":
                 if runtime is None:
                     self.error("placeholder {runtime} has no value", span, "set it in the design: design { runtime 30s }")
             elif name in factor_names:
-                self.error(f"placeholder {{{name}}} cannot be used here: experiment-level commands run once, not per configuration", span)
+                self.error(f"placeholder {{{name}}} cannot be used here: {where}", span)
             elif name not in self.broken_factors:
                 if name in (model.VERSION_FACTOR, model.REQUEST_FACTOR):
                     hint = f"{{{name}}} comes from an A/B design: design {{ versions {{ ... }} layout KIND {{ hosts H }} requests [...] }}"
@@ -510,7 +513,8 @@ class _Checker:
                 names[m.name] = names.get(m.name, False) or m.series
         return names
 
-    def _metrics(self, metrics: list[ast.Metric], measures: dict[str, bool]) -> list[model.Metric]:
+    def _metrics(self, metrics: list[ast.Metric], measures: dict[str, bool], builtin_units: dict[str, str]) -> list[model.Metric]:
+        """``builtin_units``: the unit of each measure that renames a built-in (``measure time = wall_time``)."""
         self._unique(metrics, "metric")
         out = []
         for m in metrics:
@@ -548,7 +552,7 @@ class _Checker:
             out.append(
                 model.Metric(
                     name=m.name, measure=measure_name, aggregate=aggregate,
-                    unit=unit.value.value if unit else model.BUILTIN_MEASURES.get(measure_name),
+                    unit=unit.value.value if unit else model.BUILTIN_MEASURES.get(measure_name, builtin_units.get(measure_name)),
                     better=better.value.value if better else "lower",
                     convergence=convergence, trim=trim,
                 )
