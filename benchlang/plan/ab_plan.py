@@ -43,7 +43,13 @@ def compile_layout_plan(experiment: model.Experiment, hosts: Sequence[str]) -> P
         layout.warmup, layout.cooldown, seed=seed, pool=len(pool),
     )
     configs = configurations(experiment)
-    trial_configuration = (schedule.version.astype(np.int64) * len(pool) + schedule.request).astype(np.int32)
+    index = {c.levels: c.index for c in configs}
+    versions = experiment.factor(model.VERSION_FACTOR).levels
+    lookup = np.array(
+        [[index[((model.VERSION_FACTOR, v), (model.REQUEST_FACTOR, r))] for r in pool] for v in versions],
+        dtype=np.int32,
+    )
+    trial_configuration = lookup[schedule.version, schedule.request]
     keys, trial_round = np.unique(schedule.batch.astype(np.int64) * layout.hosts + schedule.host, return_inverse=True)
     n_rounds, n_trials = int(keys.size), schedule.trials
     dup = schedule.duplication

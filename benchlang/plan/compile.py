@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from benchlang import model
+from benchlang.plan.layouts import layout_counts
 from benchlang.plan.plan import Configuration, Derived, Plan, paused_gc
 from benchlang.plan.streams import draws, uniforms
 
@@ -24,8 +25,6 @@ def covered_count(n_levels: int, coverage: float) -> int:
 def trial_count(design: model.Design, n_configs: int) -> int:
     """Trials a design plans: runs x series x configurations, or the layout's trials."""
     if design.layout is not None:
-        from benchlang.plan.layouts import layout_counts
-
         L = design.layout
         return layout_counts(L.kind, L.hosts, L.requests, L.repetitions, L.warmup, L.cooldown)["trials"]
     per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
