@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from benchlang.plan.layouts import layout_schedule
+from benchlang.design.layouts import layout_schedule
 from benchlang.stats.ab.designs import VarianceComponents
 from benchlang.stats.ab.mixed import fit_mixed_moments, fit_mixed_reml, reml_model
 from benchlang.stats.ab.simulate import ABDesign, simulate_outcomes

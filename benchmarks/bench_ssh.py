@@ -29,12 +29,12 @@ from pathlib import Path
 
 from benchlang.backends.local import LocalBackend
 from benchlang.backends.ssh import SshBackend
-from benchlang.backends.ssh_testbed import Testbed, sshd_missing
 from benchlang.lang.check import load
 from benchlang.plan.compile import compile_plan
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
 from benchlang.run.store import Store
+from benchlang.testing.sshd import Testbed, sshd_missing
 
 SPEC = """benchlang 1
 experiment speed {{

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from benchlang.plan.layouts import LAYOUTS, hosts_per_version, layout_schedule
+from benchlang.design.layouts import LAYOUTS, hosts_per_version, layout_schedule
 from benchlang.stats.ab.advisor import CostModel, advise, advise_from_pilot, conservative_components
 from benchlang.stats.ab.designs import VarianceComponents, layout_se
 from benchlang.stats.ab.mixed import fit_mixed_moments

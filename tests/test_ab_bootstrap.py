@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare, norm, poisson
 
-from benchlang.plan.layouts import layout_schedule
+from benchlang.design.layouts import layout_schedule
 from benchlang.stats.ab.bootstrap import (
     ab_bootstrap,
     bootstrap_se_many,

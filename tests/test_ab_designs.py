@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlang.plan.layouts import LAYOUTS, layout_schedule
+from benchlang.design.layouts import LAYOUTS, layout_schedule
 from benchlang.stats.ab.designs import (
     VarianceComponents,
     contrast_variance,

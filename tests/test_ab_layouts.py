@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlang.plan.layouts import (
+from benchlang.design.layouts import (
     LAYOUTS,
     PHASE_COOLDOWN,
     PHASE_MEASURED,

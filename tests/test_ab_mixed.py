@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlang.plan.layouts import layout_schedule
+from benchlang.design.layouts import layout_schedule
 from benchlang.stats.ab.designs import VarianceComponents, layout_se
 from benchlang.stats.ab.mixed import (
     fit_mixed,

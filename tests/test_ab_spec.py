@@ -21,11 +21,11 @@ import pytest
 
 from benchlang import model
 from benchlang.cli import main
+from benchlang.design.layouts import duplication_coefficients, layout_counts, layout_schedule
 from benchlang.lang.check import compile_source, load, warnings_of
 from benchlang.lang.diagnostics import SpecError, render
 from benchlang.lang.syntax import decode
 from benchlang.plan.compile import compile_plan
-from benchlang.plan.layouts import duplication_coefficients, layout_counts, layout_schedule
 from benchlang.plan.plan import PHASES, PlanError
 
 HEAD = re.compile(

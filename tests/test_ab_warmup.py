@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlang.plan.layouts import layout_schedule
+from benchlang.design.layouts import layout_schedule
 from benchlang.stats.ab.designs import VarianceComponents
 from benchlang.stats.ab.simulate import ABDesign, simulate_outcomes
 from benchlang.stats.ab.warmup import suggest_warmup

@@ -206,7 +206,7 @@ def test_runtime_placeholder_without_design_runtime():
 def test_runtime_placeholder_with_design_runtime_is_substituted():
     text = spec("  design { runtime 30s }\n", base='benchmark b { run "iperf -t {runtime}" }')
     experiment = compile_source(decode("t.bench", text.encode()))
-    from benchlang.plan.compile import configurations
+    from benchlang.plan.configurations import configurations
 
     assert configurations(experiment)[0].command == "iperf -t 30"
 

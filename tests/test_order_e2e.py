@@ -18,10 +18,20 @@ def _order(tmp_path: Path, name: str, alpha: float = 0.05) -> list[dict]:
     spec = tmp_path / f"{name}.bench"
     shutil.copy(SPECS / f"{name}.bench", spec)
     store = tmp_path / f"{name}.sqlite"
-    run = subprocess.run([sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert "Order dependence: fixed vs random order" in run.stdout
-    out = subprocess.run([sys.executable, "-m", "benchlang", "order", str(store), "--json", "--alpha", str(alpha)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "benchlang", "order", str(store), "--json", "--alpha", str(alpha)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -33,7 +43,10 @@ def test_the_ordering_trap_is_flagged(tmp_path: Path) -> None:
     assert rows["job[task=consume]"]["delta_percent"] < -50
     others = [rows["job[task=produce]"], rows["job[task=idle]"]]
     assert all(r["p_value"] > rows["job[task=consume]"]["p_value"] for r in others)
-    assert all(abs(r["delta_percent"]) < abs(rows["job[task=consume]"]["delta_percent"]) / 5 for r in others)
+    assert all(
+        abs(r["delta_percent"]) < abs(rows["job[task=consume]"]["delta_percent"]) / 5
+        for r in others
+    )
     assert all(r["n_fixed"] == r["n_random"] == 30 for r in rows.values())
 
 

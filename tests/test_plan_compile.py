@@ -19,7 +19,8 @@ from benchlang.backends.base import Command
 from benchlang.backends.local import LocalSession
 from benchlang.lang.check import compile_source
 from benchlang.lang.syntax import decode
-from benchlang.plan.compile import compile_plan, configurations, covered_levels
+from benchlang.plan.compile import compile_plan
+from benchlang.plan.configurations import configurations, covered_levels
 
 FULL = Path(__file__).parent / "specs" / "full.bench"
 

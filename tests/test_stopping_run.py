@@ -23,7 +23,9 @@ experiment stopping {
 
 
 def _benchlang(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchlang", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "benchlang", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_constant_configuration_stops_early_and_resume_runs_nothing(tmp_path: Path) -> None:
@@ -37,9 +39,13 @@ def test_constant_configuration_stops_early_and_resume_runs_nothing(tmp_path: Pa
     counts = dict(db.execute("SELECT label, COUNT(*) FROM trials GROUP BY label"))
     assert counts["echo[k=1]"] == 10
     assert 10 <= counts["echo[k=2]"] <= 30
-    stops = db.execute("SELECT configuration, after_trials, action, detected_class FROM stops ORDER BY configuration").fetchall()
+    stops = db.execute(
+        "SELECT configuration, after_trials, action, detected_class FROM stops ORDER BY configuration"
+    ).fetchall()
     assert stops[0] == (0, 10, "stop", "constant")
-    positions = db.execute("SELECT round, GROUP_CONCAT(position) FROM trials GROUP BY round HAVING COUNT(*) = 1").fetchall()
+    positions = db.execute(
+        "SELECT round, GROUP_CONCAT(position) FROM trials GROUP BY round HAVING COUNT(*) = 1"
+    ).fetchall()
     assert all(p == "0" for _, p in positions)
     db.close()
     again = _benchlang("run", str(spec), "--store", str(store), "--resume", "--quiet")

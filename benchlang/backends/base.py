@@ -14,15 +14,9 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import attrs
 
+from benchlang.errors import SettingError
 
-class SettingError(Exception):
-    """A ``hosts`` setting is wrong; ``key`` names it so the spec error points at it."""
-
-    def __init__(self, key: str | None, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
-        self.message = message
-        self.hint = hint
+__all__ = ["Backend", "Command", "Execution", "HostDown", "HostSession", "SettingError"]
 
 
 class HostDown(Exception):

@@ -67,7 +67,9 @@ def host_facts() -> dict[str, str]:
         except OSError:
             pass
     with contextlib.suppress(OSError):
-        facts["governor"] = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+        facts["governor"] = (
+            Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+        )
     return facts
 
 
@@ -99,8 +101,12 @@ class LocalSession:
         argv = argv_for(command.text)
         if command.cwd:
             cwd = str(self.spec_dir / command.cwd)
-            argv = ["/bin/sh", "-c", f"cd -- {shlex.quote(cwd)} && exec \"$@\"", "sh", *argv]
-        actions = [(os.POSIX_SPAWN_DUP2, self._null, 0), (os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)]
+            argv = ["/bin/sh", "-c", f'cd -- {shlex.quote(cwd)} && exec "$@"', "sh", *argv]
+        actions = [
+            (os.POSIX_SPAWN_DUP2, self._null, 0),
+            (os.POSIX_SPAWN_DUP2, out, 1),
+            (os.POSIX_SPAWN_DUP2, err, 2),
+        ]
         started = time.time()
         t0 = time.perf_counter()
         try:
@@ -108,7 +114,9 @@ class LocalSession:
         except (OSError, ValueError) as exc:
             t1 = time.perf_counter()
             message = f"benchlang: cannot start {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}\n".encode()
-            return Execution(127, False, started, time.time(), t1 - t0, b"", message, {"wall_time": t1 - t0})
+            return Execution(
+                127, False, started, time.time(), t1 - t0, b"", message, {"wall_time": t1 - t0}
+            )
         timed_out = False
         if command.timeout is not None:
             pidfd = os.pidfd_open(pid)
@@ -134,9 +142,14 @@ class LocalSession:
             "major_faults": float(usage.ru_majflt),
         }
         return Execution(
-            exit_status=os.waitstatus_to_exitcode(status), timed_out=timed_out, started=started,
-            ended=started + (t1 - t0), wall_time=t1 - t0,
-            stdout=_read(out), stderr=_read(err), rusage=rusage,
+            exit_status=os.waitstatus_to_exitcode(status),
+            timed_out=timed_out,
+            started=started,
+            ended=started + (t1 - t0),
+            wall_time=t1 - t0,
+            stdout=_read(out),
+            stderr=_read(err),
+            rusage=rusage,
         )
 
     @staticmethod
@@ -176,9 +189,13 @@ class LocalBackend:
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         for key, value in settings.items():
             if key != "slots":
-                raise SettingError(key, f"hosts local takes only 'slots', got '{key}'", "hosts local { slots 4 }")
+                raise SettingError(
+                    key, f"hosts local takes only 'slots', got '{key}'", "hosts local { slots 4 }"
+                )
             if type(value) is not int or not 1 <= value <= cls.MAX_SLOTS:
-                raise SettingError(key, f"slots must be a whole number from 1 to {cls.MAX_SLOTS}, got {value!r}")
+                raise SettingError(
+                    key, f"slots must be a whole number from 1 to {cls.MAX_SLOTS}, got {value!r}"
+                )
 
     def __init__(self, spec_dir: Path | None = None, slots: int = 1) -> None:
         self.spec_dir = spec_dir

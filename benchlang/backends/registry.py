@@ -21,7 +21,9 @@ def backend_kinds() -> dict[str, Any]:
     for ep in entry_points_of("benchlang.backends"):
         try:
             kinds[ep.name] = ep.load()
-        except Exception:  # a broken plugin must not break every spec; `benchlang plugins` shows why
+        except (
+            Exception
+        ):  # a broken plugin must not break every spec; `benchlang plugins` shows why
             continue
     return kinds
 

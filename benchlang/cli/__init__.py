@@ -16,8 +16,20 @@ from benchlang.cli.common import SpecFailed
 from benchlang.errors import UserError
 
 COMMANDS = (
-    "check", "plan", "run", "results", "analyze", "record", "order", "import_data", "size",
-    "profile", "stopping_eval", "simulate_aa", "advise", "plugins",
+    "check",
+    "plan",
+    "run",
+    "results",
+    "analyze",
+    "record",
+    "order",
+    "import_data",
+    "size",
+    "profile",
+    "stopping_eval",
+    "simulate_aa",
+    "advise",
+    "plugins",
 )
 
 

@@ -19,15 +19,23 @@ from benchlang.stats.ab import CostModel, advise_from_pilot
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("advise", help="choose the A/B layout and sizes from a pilot run", description="Fit variance components on a pilot run, then rank the four layouts and choose hosts, requests and repetitions that minimise the standard error within a budget, or the cheapest plan reaching a target SE.")
-    p.add_argument("spec", metavar="SPEC", help="the spec with a 'compare METRIC by FACTOR' analysis")
+    p = subparsers.add_parser(
+        "advise",
+        help="choose the A/B layout and sizes from a pilot run",
+        description="Fit variance components on a pilot run, then rank the four layouts and choose hosts, requests and repetitions that minimise the standard error within a budget, or the cheapest plan reaching a target SE.",
+    )
+    p.add_argument(
+        "spec", metavar="SPEC", help="the spec with a 'compare METRIC by FACTOR' analysis"
+    )
     p.add_argument("--pilot", required=True, metavar="STORE", help="store of the pilot run")
     goal = p.add_mutually_exclusive_group()
     goal.add_argument("--budget", type=float, help="total cost allowed (units of --trial-cost)")
     goal.add_argument("--target-se", type=float, help="cheapest plan whose SE is at most this")
     p.add_argument("--batch-cost", type=float, default=0.0, help="setup cost per host batch")
     p.add_argument("--request-cost", type=float, default=0.0, help="fixed cost per request")
-    p.add_argument("--trial-cost", type=float, default=1.0, help="marginal cost per repetition (default 1)")
+    p.add_argument(
+        "--trial-cost", type=float, default=1.0, help="marginal cost per repetition (default 1)"
+    )
     p.add_argument("--max-hosts", type=int, default=64)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -43,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     with Store(args.pilot) as store:
         data = load_data(store)
     if data.experiment.name != experiment.name:
-        raise UserError(f"the pilot store holds experiment {data.experiment.name}, not {experiment.name}")
+        raise UserError(
+            f"the pilot store holds experiment {data.experiment.name}, not {experiment.name}"
+        )
     y, design, n_control, n_treatment = ab_arrays(data, comparison)
     if min(n_control, n_treatment) < 2:
         raise UserError("the pilot has fewer than two successful trials on one side")
@@ -54,12 +64,25 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UserError(str(err)) from None
     if args.json:
-        print(json.dumps({"fit": attrs.asdict(fit), "advice": attrs.asdict(advice)}, indent=2, default=str))
+        print(
+            json.dumps(
+                {"fit": attrs.asdict(fit), "advice": attrs.asdict(advice)}, indent=2, default=str
+            )
+        )
         return 0
-    print(f"pilot: {fit.trials} trials, method {fit.method}; components: " + ", ".join(f"{k} {v:.4g}" for k, v in fit.components.items()))
+    print(
+        f"pilot: {fit.trials} trials, method {fit.method}; components: "
+        + ", ".join(f"{k} {v:.4g}" for k, v in fit.components.items())
+    )
     if fit.not_identifiable:
-        print(f"not identifiable in the pilot: {', '.join(fit.not_identifiable)} (the advice assumes them at their group's estimate)")
-    render_table(["layout", "hosts", "requests/version", "repetitions", "SE", "cost"], [(c.layout, c.hosts, c.requests, c.repetitions, c.se, c.cost) for c in advice.ranking], title=f"advice ({advice.objective}), best first")
+        print(
+            f"not identifiable in the pilot: {', '.join(fit.not_identifiable)} (the advice assumes them at their group's estimate)"
+        )
+    render_table(
+        ["layout", "hosts", "requests/version", "repetitions", "SE", "cost"],
+        [(c.layout, c.hosts, c.requests, c.repetitions, c.se, c.cost) for c in advice.ranking],
+        title=f"advice ({advice.objective}), best first",
+    )
     if advice.infeasible:
         print(f"infeasible: {', '.join(advice.infeasible)}")
     return 0

@@ -24,15 +24,33 @@ from benchlang.run.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("analyze", help="KPIs, variability scores and independence tests", description="Analyse a store with the spec's KPIs and variability scores (TriScale, Jacob et al. JSys 2021), or a CSV of values from elsewhere with --data.")
-    p.add_argument("spec", nargs="?", metavar="SPEC", help="the spec whose plan to analyse (default: the latest plan in the store)")
+    p = subparsers.add_parser(
+        "analyze",
+        help="KPIs, variability scores and independence tests",
+        description="Analyse a store with the spec's KPIs and variability scores (TriScale, Jacob et al. JSys 2021), or a CSV of values from elsewhere with --data.",
+    )
+    p.add_argument(
+        "spec",
+        nargs="?",
+        metavar="SPEC",
+        help="the spec whose plan to analyse (default: the latest plan in the store)",
+    )
     p.add_argument("--store", help="SQLite results file")
     p.add_argument("--plan", help="plan hash to analyse")
     p.add_argument("--data", help="CSV file: one column per metric, optional series column")
-    p.add_argument("--kpi", default="percentile 50 confidence 95%", help="with --data: e.g. 'percentile 50 confidence 95%%'")
+    p.add_argument(
+        "--kpi",
+        default="percentile 50 confidence 95%",
+        help="with --data: e.g. 'percentile 50 confidence 95%%'",
+    )
     p.add_argument("--variability", help="with --data: e.g. 'percentile 25 confidence 75%%'")
     p.add_argument("--series", help="with --data: the column that names each value's series")
-    p.add_argument("--better", choices=("lower", "higher"), default="lower", help="with --data: which direction is better (sets the KPI bound)")
+    p.add_argument(
+        "--better",
+        choices=("lower", "higher"),
+        default="lower",
+        help="with --data: which direction is better (sets the KPI bound)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -89,15 +107,38 @@ def run(args: argparse.Namespace) -> int:
             plan_hash = build_plan(args.spec)[2].hash
         with Store(args.store) as store:
             data = load_data(store, plan_hash)
-            every_phase = load_data(store, plan_hash, all_phases=True) if data.experiment.design.layout else None
+            every_phase = (
+                load_data(store, plan_hash, all_phases=True)
+                if data.experiment.design.layout
+                else None
+            )
         experiment = data.experiment
-        if not (experiment.kpis or experiment.order_dependence or experiment.comparisons or experiment.profiles or every_phase):
-            raise UserError("the spec declares no kpi and no order_dependence analysis", "add e.g.: kpi time { percentile 50 confidence 95% }")
+        if not (
+            experiment.kpis
+            or experiment.order_dependence
+            or experiment.comparisons
+            or experiment.profiles
+            or every_phase
+        ):
+            raise UserError(
+                "the spec declares no kpi and no order_dependence analysis",
+                "add e.g.: kpi time { percentile 50 confidence 95% }",
+            )
         results = analyze(data)
         comparisons = [compare(data, c) for c in experiment.comparisons]
         warmup = warmup_advice(every_phase) if every_phase is not None else []
         if args.json:
-            print(json.dumps({"kpis": [r.to_dict() for r in results], "comparisons": [c.to_dict() for c in comparisons], "warmup": [w.to_dict() for w in warmup]}, indent=2, default=_json_default))
+            print(
+                json.dumps(
+                    {
+                        "kpis": [r.to_dict() for r in results],
+                        "comparisons": [c.to_dict() for c in comparisons],
+                        "warmup": [w.to_dict() for w in warmup],
+                    },
+                    indent=2,
+                    default=_json_default,
+                )
+            )
             return 0
         for item in experiment.profiles:
             profile_spec_item(item)
@@ -109,7 +150,13 @@ def run(args: argparse.Namespace) -> int:
             render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
         units = {m.name: m.unit for m in experiment.metrics}
     if args.json:
-        print(json.dumps({"kpis": [r.to_dict() for r in results], "comparisons": [], "warmup": []}, indent=2, default=_json_default))
+        print(
+            json.dumps(
+                {"kpis": [r.to_dict() for r in results], "comparisons": [], "warmup": []},
+                indent=2,
+                default=_json_default,
+            )
+        )
     elif results or not args.store:
         render_analysis(results, units)
     return 0

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 
 from benchlang.cli.common import SpecFailed, load_spec, print_warnings
-from benchlang.plan.compile import configurations, trial_count
+from benchlang.design.counting import trial_count
+from benchlang.plan.configurations import configurations
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("check", help="validate .bench specs", description="Parse and check specs; report every error. Exit status 2 when any spec has an error.")
+    p = subparsers.add_parser(
+        "check",
+        help="validate .bench specs",
+        description="Parse and check specs; report every error. Exit status 2 when any spec has an error.",
+    )
     p.add_argument("specs", nargs="+", metavar="SPEC", help=".bench file(s)")
     p.set_defaults(func=run)
 
@@ -25,5 +30,7 @@ def run(args: argparse.Namespace) -> int:
         print_warnings(path)
         n_configs = len(configurations(experiment))
         trials = trial_count(experiment.design, n_configs)
-        print(f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials")
+        print(
+            f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials"
+        )
     return status

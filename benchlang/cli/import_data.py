@@ -9,7 +9,11 @@ from benchlang.run.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("import", help="import per-trial data from a CSV", description="Import a CSV with one row per trial into a store, so that results, analyze and order work on it. Defaults match OrderSage's per-trial files (test, order, run_seq, position, value).")
+    p = subparsers.add_parser(
+        "import",
+        help="import per-trial data from a CSV",
+        description="Import a CSV with one row per trial into a store, so that results, analyze and order work on it. Defaults match OrderSage's per-trial files (test, order, run_seq, position, value).",
+    )
     p.add_argument("csv", metavar="FILE.csv")
     p.add_argument("--store", required=True)
     p.add_argument("--name", help="experiment name (default: the file name)")
@@ -17,7 +21,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--better", choices=("lower", "higher"), default="lower")
     for role in ROLES:
         default = DEFAULT_COLUMNS[role]
-        p.add_argument(f"--{role}-column", dest=role, default=default, help=f"column holding the {role}" + (f" (default: {default})" if default else " (default: none)"))
+        p.add_argument(
+            f"--{role}-column",
+            dest=role,
+            default=default,
+            help=f"column holding the {role}"
+            + (f" (default: {default})" if default else " (default: none)"),
+        )
     p.set_defaults(func=run)
 
 
@@ -25,5 +35,7 @@ def run(args: argparse.Namespace) -> int:
     columns = {role: getattr(args, role) or None for role in ROLES}
     with Store(args.store, create=True) as store:
         result = import_csv(args.csv, store, columns, args.metric, args.better, args.name)
-    print(f"imported {result.trials} trials of {result.configurations} configurations in {result.rounds} rounds as experiment {result.experiment} (plan {result.plan_hash[:19]}) into {args.store}")
+    print(
+        f"imported {result.trials} trials of {result.configurations} configurations in {result.rounds} rounds as experiment {result.experiment} (plan {result.plan_hash[:19]}) into {args.store}"
+    )
     return 0

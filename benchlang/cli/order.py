@@ -13,11 +13,17 @@ from benchlang.run.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("order", help="test whether trial order changed the results", description="Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds.")
+    p = subparsers.add_parser(
+        "order",
+        help="test whether trial order changed the results",
+        description="Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds.",
+    )
     p.add_argument("store", metavar="STORE")
     p.add_argument("--plan")
     p.add_argument("--metric", help="metric to test (default: the first declared)")
-    p.add_argument("--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)")
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -36,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         if report.dependence is None:
             raise UserError(report.note or "no fixed-vs-random comparison possible")
-        print(json.dumps(order_json(report.dependence), indent=2, allow_nan=False, default=lambda x: None))
+        print(
+            json.dumps(
+                order_json(report.dependence), indent=2, allow_nan=False, default=lambda x: None
+            )
+        )
     else:
         render_order_report(report)
     return 0

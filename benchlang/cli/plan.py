@@ -16,9 +16,15 @@ from benchlang.report.table import render_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("plan", help="show the compiled plan", description="Compile a spec into its plan: every trial with its series, round, position, host and configuration. Same spec and seed give the same plan, byte for byte.")
+    p = subparsers.add_parser(
+        "plan",
+        help="show the compiled plan",
+        description="Compile a spec into its plan: every trial with its series, round, position, host and configuration. Same spec and seed give the same plan, byte for byte.",
+    )
     p.add_argument("spec", metavar="SPEC")
-    p.add_argument("--json", action="store_true", help="print the full plan as JSON with its content hash")
+    p.add_argument(
+        "--json", action="store_true", help="print the full plan as JSON with its content hash"
+    )
     p.add_argument("--seed", type=int, help="override the spec's seed")
     p.set_defaults(func=run)
 
@@ -41,11 +47,24 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"experiment {experiment.name}" + (f": {experiment.title}" if experiment.title else ""))
     print(f"plan {plan.hash}  (seed {plan.seed}, spec {experiment.spec_hash[:19]})")
-    render_table(["", "value", "why"], [(d.name, d.value, d.reason) for d in plan.derived], title="derived")
+    render_table(
+        ["", "value", "why"], [(d.name, d.value, d.reason) for d in plan.derived], title="derived"
+    )
     per_host = Counter(plan.trial_host.tolist())
-    render_table(["host", "trials", "rounds"], [(h, per_host.get(i, 0), int((plan.round_host == i).sum())) for i, h in enumerate(plan.hosts)], title="hosts")
+    render_table(
+        ["host", "trials", "rounds"],
+        [
+            (h, per_host.get(i, 0), int((plan.round_host == i).sum()))
+            for i, h in enumerate(plan.hosts)
+        ],
+        title="hosts",
+    )
     shown = plan.configurations[:20]
-    render_table(["#", "configuration", "command"], [(c.index, c.label, c.command) for c in shown], title="configurations")
+    render_table(
+        ["#", "configuration", "command"],
+        [(c.index, c.label, c.command) for c in shown],
+        title="configurations",
+    )
     if len(plan.configurations) > len(shown):
         print(f"... and {len(plan.configurations) - len(shown)} more (benchlang plan --json)")
     return 0

@@ -10,7 +10,11 @@ from benchlang.report.table import render_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("plugins", help="list installed backends and statistics plugins", description="List entry points in benchlang.backends, benchlang.statistics and benchlang.factors.")
+    p = subparsers.add_parser(
+        "plugins",
+        help="list installed backends and statistics plugins",
+        description="List entry points in benchlang.backends, benchlang.statistics and benchlang.factors.",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -20,5 +24,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    render_table(["group", "name", "provided by", "object", "status"], [(r["group"], r["name"], r["distribution"], r["value"], r["status"]) for r in rows])
+    render_table(
+        ["group", "name", "provided by", "object", "status"],
+        [(r["group"], r["name"], r["distribution"], r["value"], r["status"]) for r in rows],
+    )
     return 0

@@ -12,7 +12,11 @@ from benchlang.run.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("record", help="the reproducibility record of a run", description="Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version.")
+    p = subparsers.add_parser(
+        "record",
+        help="the reproducibility record of a run",
+        description="Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version.",
+    )
     p.add_argument("spec", nargs="?", metavar="SPEC")
     p.add_argument("--store", required=True)
     p.add_argument("--plan")

@@ -12,7 +12,11 @@ from benchlang.run.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("results", help="summarise a store per configuration", description="Per configuration: successful trials, failures, and median/min/max of each metric.")
+    p = subparsers.add_parser(
+        "results",
+        help="summarise a store per configuration",
+        description="Per configuration: successful trials, failures, and median/min/max of each metric.",
+    )
     p.add_argument("store", metavar="STORE")
     p.add_argument("--plan", help="plan hash (default: the latest plan in the store)")
     fmt = p.add_mutually_exclusive_group()

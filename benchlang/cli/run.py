@@ -22,10 +22,20 @@ from benchlang.run.store import Store
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("run", help="run an experiment", description="Run every trial of a spec's plan, committing each to the store as it finishes.")
+    p = subparsers.add_parser(
+        "run",
+        help="run an experiment",
+        description="Run every trial of a spec's plan, committing each to the store as it finishes.",
+    )
     p.add_argument("spec", metavar="SPEC")
-    p.add_argument("--store", help="SQLite results file (default: <spec name>.sqlite in the current directory)")
-    p.add_argument("--resume", action="store_true", help="continue a run that was interrupted, without repeating finished trials")
+    p.add_argument(
+        "--store", help="SQLite results file (default: <spec name>.sqlite in the current directory)"
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a run that was interrupted, without repeating finished trials",
+    )
     p.add_argument("--seed", type=int, help="override the spec's seed")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(func=run)
@@ -41,21 +51,40 @@ def run(args: argparse.Namespace) -> int:
                 f"{store_path} already holds {len(done)} trials of this plan",
                 "continue it with --resume, or give another --store",
             )
-        store.add_plan(plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text(), args.spec, Path(args.spec).read_text(encoding="utf-8"))
+        store.add_plan(
+            plan.hash,
+            experiment.name,
+            experiment.spec_hash,
+            plan.seed,
+            plan.json_text(),
+            args.spec,
+            Path(args.spec).read_text(encoding="utf-8"),
+        )
         progress = Progress(plan.n_trials, len(done), quiet=args.quiet)
         if not args.quiet:
-            progress.note(f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}")
+            progress.note(
+                f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}"
+            )
         try:
-            summary = asyncio.run(Executor(experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None).run())
+            summary = asyncio.run(
+                Executor(
+                    experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None
+                ).run()
+            )
         except KeyboardInterrupt:
             progress.close()
-            print(f"interrupted: finished trials are in {store_path}; continue with: benchlang run {args.spec} --store {store_path} --resume", file=sys.stderr)
+            print(
+                f"interrupted: finished trials are in {store_path}; continue with: benchlang run {args.spec} --store {store_path} --resume",
+                file=sys.stderr,
+            )
             return 130
         finally:
             progress.close()
         missing = plan.n_trials - len(store.finished_trials(plan.hash)) - summary.not_needed
         if missing:
-            print(f"PARTIAL: {missing} of {plan.n_trials} planned trials did not run; the results below use the {plan.n_trials - missing - summary.not_needed} that did")
+            print(
+                f"PARTIAL: {missing} of {plan.n_trials} planned trials did not run; the results below use the {plan.n_trials - missing - summary.not_needed} that did"
+            )
         data = load_data(store, plan.hash)
         render_results(data)
         if experiment.kpis:
@@ -85,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
                 title=f"stopping ({experiment.stop.kind}): {summary.not_needed} planned trials not needed",
             )
         if missing:
-            print(f"{missing} trials did not run; fix the cause and continue with --resume", file=sys.stderr)
+            print(
+                f"{missing} trials did not run; fix the cause and continue with --resume",
+                file=sys.stderr,
+            )
             return 1
     return 0

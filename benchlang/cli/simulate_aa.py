@@ -8,8 +8,8 @@ import json
 import numpy as np
 
 from benchlang.cli.common import load_spec
+from benchlang.design.layouts import LAYOUTS
 from benchlang.errors import UserError
-from benchlang.plan.layouts import LAYOUTS
 from benchlang.report.compare import ab_arrays
 from benchlang.report.data import load_data
 from benchlang.report.table import render_table
@@ -54,12 +54,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(Bakshy & Frachtenberg, WWW 2015, Eq. 3-4) and report the Type I error of the iid, "
         "request-, host- and host-block-clustered reweighting bootstraps (§5, §6, Table 3).",
     )
-    p.add_argument("spec", nargs="?", metavar="SPEC", help="take the layout, H, R and T from this spec's design")
+    p.add_argument(
+        "spec",
+        nargs="?",
+        metavar="SPEC",
+        help="take the layout, H, R and T from this spec's design",
+    )
     p.add_argument("--layout", choices=LAYOUTS, help="default fully_balanced")
     p.add_argument("--hosts", type=int, help="H, all hosts (default 16)")
     p.add_argument("--requests", type=int, help="R, requests per version (default 512)")
     p.add_argument("--repetitions", type=int, help="T, repetitions of each request (default 1)")
-    p.add_argument("--pilot", metavar="STORE", help="fit the components on this pilot run (method of moments) instead of --components")
+    p.add_argument(
+        "--pilot",
+        metavar="STORE",
+        help="fit the components on this pilot run (method of moments) instead of --components",
+    )
     p.add_argument(
         "--components",
         help="standard deviations, e.g. 'request=1,host=0.1,request_batch=0.1,host_batch=0.08,residual=0.1'",
@@ -88,23 +97,37 @@ def _design(args: argparse.Namespace) -> dict[str, object]:
     if args.spec is None:
         return {**DEFAULT_DESIGN, **given}
     if given:
-        raise UserError(f"--{next(iter(given))} cannot be combined with SPEC: the spec's layout sets it")
+        raise UserError(
+            f"--{next(iter(given))} cannot be combined with SPEC: the spec's layout sets it"
+        )
     layout = load_spec(args.spec).design.layout
     if layout is None:
-        raise UserError(f"{args.spec} has no A/B layout", "add: design { versions {...} layout fully_balanced { hosts 4 } requests [...] }")
-    return {"layout": layout.kind, "hosts": layout.hosts, "requests": layout.requests, "repetitions": layout.repetitions}
+        raise UserError(
+            f"{args.spec} has no A/B layout",
+            "add: design { versions {...} layout fully_balanced { hosts 4 } requests [...] }",
+        )
+    return {
+        "layout": layout.kind,
+        "hosts": layout.hosts,
+        "requests": layout.requests,
+        "repetitions": layout.repetitions,
+    }
 
 
 def _components(args: argparse.Namespace) -> VarianceComponents:
     if (args.components is None) == (args.pilot is None):
-        raise UserError("give the variance components: --components 'request=1,host=0.1,...' or --pilot STORE")
+        raise UserError(
+            "give the variance components: --components 'request=1,host=0.1,...' or --pilot STORE"
+        )
     if args.components is not None:
         return parse_components(args.components)
     with Store(args.pilot) as store:
         data = load_data(store)
     comparison = next((c for c in data.experiment.comparisons if c.method != "anova"), None)
     if comparison is None:
-        raise UserError(f"the pilot in {args.pilot} has no 'compare METRIC by FACTOR' analysis to take roles from")
+        raise UserError(
+            f"the pilot in {args.pilot} has no 'compare METRIC by FACTOR' analysis to take roles from"
+        )
     y, design, n_control, n_treatment = ab_arrays(data, comparison)
     if min(n_control, n_treatment) < 2:
         raise UserError("the pilot has fewer than two successful trials on one side")

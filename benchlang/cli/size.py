@@ -17,8 +17,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Minimal N such that a one-sided confidence bound of the given percentile "
         "exists at the given confidence (TriScale, JSys 2021, §4.5, Eq. 4).",
     )
-    p.add_argument("--percentile", required=True, type=percent_argument, help="percentile in (0, 100)")
-    p.add_argument("--confidence", required=True, type=percent_argument, help="confidence in (0, 100), e.g. 95 or 95%%")
+    p.add_argument(
+        "--percentile", required=True, type=percent_argument, help="percentile in (0, 100)"
+    )
+    p.add_argument(
+        "--confidence",
+        required=True,
+        type=percent_argument,
+        help="confidence in (0, 100), e.g. 95 or 95%%",
+    )
     p.add_argument("--exclude", type=int, default=0, help="extreme samples excluded (default 0)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
@@ -29,7 +36,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--exclude must be a non-negative integer")
     n = sizing(args.percentile, args.confidence, args.exclude)
     if args.json:
-        print(json.dumps({"n": n, "percentile": args.percentile, "confidence": args.confidence, "exclude": args.exclude}))
+        print(
+            json.dumps(
+                {
+                    "n": n,
+                    "percentile": args.percentile,
+                    "confidence": args.confidence,
+                    "exclude": args.exclude,
+                }
+            )
+        )
     else:
         print(n)
     return 0

@@ -14,10 +14,10 @@ from typing import Any, Protocol
 import attrs
 
 from benchlang import model
+from benchlang.design.layouts import check_layout, hosts_per_version
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.diagnostics import Diagnostic, Span
-from benchlang.plan.layouts import check_layout, hosts_per_version
 
 AB_KEYS = ("versions", "layout", "requests")
 LAYOUT_SCHEMA = {
@@ -73,14 +73,22 @@ def check_ab_design(checker: Reporter, block: ast.Block | None) -> ABDesign | No
     layout_item = items["layout"]
     for key in ("versions", "requests"):
         if key not in items:
-            example = 'versions { control "v1" treatment "v2" }' if key == "versions" else 'requests ["a", "b"] or requests from file "requests.txt"'
+            example = (
+                'versions { control "v1" treatment "v2" }'
+                if key == "versions"
+                else 'requests ["a", "b"] or requests from file "requests.txt"'
+            )
             checker.error(f"the layout needs design '{key}'", layout_item.span, f"add: {example}")
     versions = _versions(checker, items.get("versions"))
     pool = _requests(checker, items.get("requests"))
     layout = _layout(checker, layout_item, len(pool) if pool else None)
     if versions is None or pool is None or layout is None:
         return None
-    version = model.Factor(model.VERSION_FACTOR, tuple(name for name, _ in versions), texts=tuple(text for _, text in versions))
+    version = model.Factor(
+        model.VERSION_FACTOR,
+        tuple(name for name, _ in versions),
+        texts=tuple(text for _, text in versions),
+    )
     request = model.Factor(model.REQUEST_FACTOR, pool)
     return ABDesign(layout, version, request, layout_item.span)
 
@@ -89,19 +97,28 @@ def _versions(checker: Reporter, item: ast.Setting | None) -> tuple[tuple[str, s
     if item is None:
         return None
     if item.block is None:
-        checker.error("versions takes a block: versions { control \"...\" treatment \"...\" }", item.span)
+        checker.error(
+            'versions takes a block: versions { control "..." treatment "..." }', item.span
+        )
         return None
     out: list[tuple[str, str]] = []
     for entry in item.block.items:
         if entry.value is None or entry.value.kind != "string" or entry.block is not None:
-            checker.error(f"version '{entry.key}' needs a string: what {{version}} expands to", entry.span, f'{entry.key} "./build-{entry.key}/server"')
+            checker.error(
+                f"version '{entry.key}' needs a string: what {{version}} expands to",
+                entry.span,
+                f'{entry.key} "./build-{entry.key}/server"',
+            )
             return None
         if any(name == entry.key for name, _ in out):
             checker.error(f"version '{entry.key}' is named twice", entry.span)
             return None
         out.append((entry.key, entry.value.value))
     if len(out) != 2:
-        checker.error(f"versions needs exactly two versions (control first, treatment second); got {len(out)}", item.span)
+        checker.error(
+            f"versions needs exactly two versions (control first, treatment second); got {len(out)}",
+            item.span,
+        )
         return None
     return tuple(out)
 
@@ -113,7 +130,11 @@ def _requests(checker: Reporter, item: ast.Setting | None) -> tuple[Any, ...] | 
         return _requests_from_file(checker, item.file)
     value = item.value
     if item.block is not None or value is None or value.kind != "list":
-        checker.error("requests takes a list or a file", item.span, 'requests ["a", "b"] or requests from file "requests.txt"')
+        checker.error(
+            "requests takes a list or a file",
+            item.span,
+            'requests ["a", "b"] or requests from file "requests.txt"',
+        )
         return None
     levels: list[Any] = []
     seen: set[tuple[str, Any]] = set()
@@ -139,7 +160,11 @@ def _requests_from_file(checker: Reporter, path_value: ast.Value) -> tuple[str, 
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or str(err)
-        checker.error(f"cannot read the requests file {path_value.value}: {reason}", path_value.span, "the path is relative to the spec's directory")
+        checker.error(
+            f"cannot read the requests file {path_value.value}: {reason}",
+            path_value.span,
+            "the path is relative to the spec's directory",
+        )
         return None
     levels: list[str] = []
     first_line: dict[str, int] = {}
@@ -148,12 +173,19 @@ def _requests_from_file(checker: Reporter, path_value: ast.Value) -> tuple[str, 
         if not request or request.startswith("#"):
             continue
         if request in first_line:
-            checker.error(f"{path_value.value}:{number}: request {request!r} is listed twice (first on line {first_line[request]})", path_value.span)
+            checker.error(
+                f"{path_value.value}:{number}: request {request!r} is listed twice (first on line {first_line[request]})",
+                path_value.span,
+            )
             return None
         first_line[request] = number
         levels.append(request)
     if not levels:
-        checker.error(f"the requests file {path_value.value} holds no request", path_value.span, "one request per line; blank lines and lines starting with # are skipped")
+        checker.error(
+            f"the requests file {path_value.value} holds no request",
+            path_value.span,
+            "one request per line; blank lines and lines starting with # are skipped",
+        )
         return None
     return tuple(levels)
 
@@ -161,7 +193,10 @@ def _requests_from_file(checker: Reporter, path_value: ast.Value) -> tuple[str, 
 def _layout(checker: Reporter, item: ast.Setting, pool: int | None) -> model.Layout | None:
     if item.value is None or item.value.kind != "word" or item.value.value not in model.LAYOUTS:
         got = repr(item.value.value) if item.value is not None else "nothing"
-        checker.error(f"layout: expected one of {', '.join(model.LAYOUTS)}; got {got}", item.value.span if item.value else item.span)
+        checker.error(
+            f"layout: expected one of {', '.join(model.LAYOUTS)}; got {got}",
+            item.value.span if item.value else item.span,
+        )
         return None
     kind = item.value.value
     checked = s.check_settings(item.block, LAYOUT_SCHEMA, f"layout {kind}", checker.diagnostics)
@@ -176,19 +211,35 @@ def _layout(checker: Reporter, item: ast.Setting, pool: int | None) -> model.Lay
     requests = values.get("requests", pool // per_pool)
     if requests * per_pool > pool:
         where = checked.spans.get("requests", item.span)
-        need = "2 x requests distinct requests" if per_pool == 2 else "as many requests as 'requests'"
+        need = (
+            "2 x requests distinct requests" if per_pool == 2 else "as many requests as 'requests'"
+        )
         busy = hosts_per_version(kind, values["hosts"])
-        hint = f"list more requests, or use requests {pool // per_pool}" if pool // per_pool >= busy else f"list at least {busy * per_pool} requests (each of the {busy} hosts per version needs one)"
-        checker.error(f"layout {kind} needs {requests * per_pool} distinct requests ({need}), but the design lists {pool}", where, hint)
+        hint = (
+            f"list more requests, or use requests {pool // per_pool}"
+            if pool // per_pool >= busy
+            else f"list at least {busy * per_pool} requests (each of the {busy} hosts per version needs one)"
+        )
+        checker.error(
+            f"layout {kind} needs {requests * per_pool} distinct requests ({need}), but the design lists {pool}",
+            where,
+            hint,
+        )
         return None
     if requests < 1:
         checker.error(f"layout {kind} needs at least 2 requests in the pool", item.span)
         return None
-    layout = model.Layout(kind, values["hosts"], requests, values.get("repetitions", 1), values.get("warmup", 0), values.get("cooldown", 0))
+    layout = model.Layout(
+        kind,
+        values["hosts"],
+        requests,
+        values.get("repetitions", 1),
+        values.get("warmup", 0),
+        values.get("cooldown", 0),
+    )
     try:
         check_layout(kind, layout.hosts, layout.requests, layout.repetitions)
     except ValueError as err:
         checker.error(f"layout {kind}: {err}", item.span)
         return None
     return layout
-

@@ -38,7 +38,9 @@ def percent(value: ast.Value) -> float:
         raise Invalid(f"expected a percentage such as 95%, got {value.describe()}")
     number = float(value.value)
     if not 0.0 < number < 100.0:
-        raise Invalid(f"{number:g}% is outside (0%, 100%)", "a percentage must lie strictly between 0 and 100")
+        raise Invalid(
+            f"{number:g}% is outside (0%, 100%)", "a percentage must lie strictly between 0 and 100"
+        )
     return number
 
 
@@ -47,7 +49,10 @@ def percentile(value: ast.Value) -> float:
         raise Invalid(f"expected a percentile such as 95, got {value.describe()}")
     number = float(value.value)
     if not 0.0 < number < 100.0:
-        raise Invalid(f"percentile {number:g} is outside (0, 100)", "a percentile must lie strictly between 0 and 100, e.g. 50 or 95")
+        raise Invalid(
+            f"percentile {number:g} is outside (0, 100)",
+            "a percentile must lie strictly between 0 and 100, e.g. 50 or 95",
+        )
     return number
 
 
@@ -153,11 +158,17 @@ def check_settings(
     for item in settings.items if settings else ():
         if item.key not in schema:
             hint = did_you_mean(item.key, schema) or f"{where} accepts: {', '.join(sorted(schema))}"
-            diagnostics.append(Diagnostic(f"unknown setting '{item.key}' in {where}", item.span, hint))
+            diagnostics.append(
+                Diagnostic(f"unknown setting '{item.key}' in {where}", item.span, hint)
+            )
             continue
         if item.key in spans:
             diagnostics.append(
-                Diagnostic(f"'{item.key}' is set twice in {where}", item.span, f"first set on line {spans[item.key].line}")
+                Diagnostic(
+                    f"'{item.key}' is set twice in {where}",
+                    item.span,
+                    f"first set on line {spans[item.key].line}",
+                )
             )
             continue
         spans[item.key] = item.span
@@ -165,7 +176,12 @@ def check_settings(
         if item.key in blocks:
             nested[item.key] = item
             continue
-        if item.file is not None or item.block is not None or item.value is None or validator is None:
+        if (
+            item.file is not None
+            or item.block is not None
+            or item.value is None
+            or validator is None
+        ):
             diagnostics.append(Diagnostic(f"'{item.key}' in {where} takes a value", item.span))
             continue
         try:

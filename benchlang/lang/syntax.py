@@ -66,7 +66,12 @@ def _literal(token: Token) -> ast.Value:
         return ast.Value("int", int(text), span)
     if kind in ("FLOAT", "NEGATIVE"):
         number = float(text)
-        if kind == "NEGATIVE" and number.is_integer() and "." not in text and "e" not in text.lower():
+        if (
+            kind == "NEGATIVE"
+            and number.is_integer()
+            and "." not in text
+            and "e" not in text.lower()
+        ):
             return ast.Value("int", int(text), span)
         return ast.Value("float", number, span)
     if kind == "PERCENT":
@@ -169,10 +174,14 @@ class _ToAst(Transformer):
         return ast.Statement(str(children[0]), _meta_span(meta), _literal(children[1]))
 
     def better(self, meta, children):
-        return ast.Statement("better", _meta_span(meta), ast.Value("word", str(children[0]), _span(children[0])))
+        return ast.Statement(
+            "better", _meta_span(meta), ast.Value("word", str(children[0]), _span(children[0]))
+        )
 
     def metric_of(self, meta, children):
-        return ast.Statement("of", _meta_span(meta), ast.Value("word", str(children[0]), _span(children[0])))
+        return ast.Statement(
+            "of", _meta_span(meta), ast.Value("word", str(children[0]), _span(children[0]))
+        )
 
     def aggregate(self, meta, children):
         return ast.Value("word", str(children[0]), _span(children[0]))
@@ -202,7 +211,9 @@ class _ToAst(Transformer):
     def factor(self, meta, children):
         coverage = next((c for c in children[2:] if isinstance(c, ast.Value)), None)
         hidden = next((_span(c) for c in children[2:] if isinstance(c, Token)), None)
-        return ast.Factor(str(children[0]), _span(children[0]), _as_value(children[1]), coverage, hidden)
+        return ast.Factor(
+            str(children[0]), _span(children[0]), _as_value(children[1]), coverage, hidden
+        )
 
     def benchmark(self, meta, children):
         items = []
@@ -212,20 +223,28 @@ class _ToAst(Transformer):
 
     def _measure_head(self, children):
         name = children[0]
-        series = len(children) > 1 and isinstance(children[1], Token) and children[1].type == "SERIES"
+        series = (
+            len(children) > 1 and isinstance(children[1], Token) and children[1].type == "SERIES"
+        )
         return name, series, children[2 if series else 1 :]
 
     def measure_builtin(self, meta, children):
         name, series, rest = self._measure_head(children)
-        return ast.Measure(str(name), _span(name), series, builtin=str(rest[0]), builtin_span=_span(rest[0]))
+        return ast.Measure(
+            str(name), _span(name), series, builtin=str(rest[0]), builtin_span=_span(rest[0])
+        )
 
     def measure_extract(self, meta, children):
         name, series, rest = self._measure_head(children)
         stream, extractor = rest
         return ast.Measure(
-            str(name), _span(name), series,
-            stream=stream[0], path=stream[1],
-            extractor=extractor[0], argument=extractor[1],
+            str(name),
+            _span(name),
+            series,
+            stream=stream[0],
+            path=stream[1],
+            extractor=extractor[0],
+            argument=extractor[1],
         )
 
     def stream(self, meta, children):
@@ -244,7 +263,9 @@ class _ToAst(Transformer):
                 convergence_span, convergence = child
             else:
                 items.append(child)
-        return ast.Metric(str(children[0]), _span(children[0]), tuple(items), convergence, convergence_span)
+        return ast.Metric(
+            str(children[0]), _span(children[0]), tuple(items), convergence, convergence_span
+        )
 
     def convergence(self, meta, children):
         settings = children[0] if children else ast.Settings((), _meta_span(meta))
@@ -268,33 +289,56 @@ class _ToAst(Transformer):
     def stop_when(self, meta, children):
         max_count = _literal(children[2]) if len(children) > 2 else None
         return ast.Stop(
-            "when", _meta_span(meta), metric=str(children[0]),
-            width=_as_value(children[1]), max_count=max_count,
+            "when",
+            _meta_span(meta),
+            metric=str(children[0]),
+            width=_as_value(children[1]),
+            max_count=max_count,
         )
 
     def analysis(self, meta, children):
-        return ast.Block("analysis", None, _meta_span(meta), ast.Settings((), _meta_span(meta))), tuple(children)
+        return ast.Block(
+            "analysis", None, _meta_span(meta), ast.Settings((), _meta_span(meta))
+        ), tuple(children)
 
     def compare(self, meta, children):
         method = children[2] if len(children) > 2 else None
         settings = children[3] if len(children) > 3 else None
         return ast.Compare(
-            str(children[0]), str(children[1]), str(method) if method else None,
-            _span(children[0]), _span(method) if method else None, settings,
+            str(children[0]),
+            str(children[1]),
+            str(method) if method else None,
+            _span(children[0]),
+            _span(method) if method else None,
+            settings,
         )
 
     def order_dependence(self, meta, children):
-        return ast.AnalysisItem("order_dependence", _meta_span(meta), settings=children[0] if children else None)
+        return ast.AnalysisItem(
+            "order_dependence", _meta_span(meta), settings=children[0] if children else None
+        )
 
     def anova(self, meta, children):
         terms = tuple(str(c) for c in children[1:] if c.type == "NAME")
         operators = "".join(str(c) for c in children[1:] if c.type == "FORMULA_OP")
-        return ast.AnalysisItem("anova", _meta_span(meta), name=str(children[0]), terms=terms, path=ast.Value("word", operators, _meta_span(meta)))
+        return ast.AnalysisItem(
+            "anova",
+            _meta_span(meta),
+            name=str(children[0]),
+            terms=terms,
+            path=ast.Value("word", operators, _meta_span(meta)),
+        )
 
     def profile(self, meta, children):
         options = tuple(children[2:])
         settings = ast.Settings(options, _meta_span(meta)) if options else None
-        return ast.AnalysisItem("profile", _meta_span(meta), settings=settings, name=str(children[0]), path=_literal(children[1]))
+        return ast.AnalysisItem(
+            "profile",
+            _meta_span(meta),
+            settings=settings,
+            name=str(children[0]),
+            path=_literal(children[1]),
+        )
 
     def profile_option(self, meta, children):
         key = children[0]
@@ -334,7 +378,12 @@ def _syntax_diagnostic(error: UnexpectedInput, source: Source) -> Diagnostic:
             if text.isidentifier() and keywords:
                 close = difflib.get_close_matches(text, keywords, n=1, cutoff=0.6)
                 hint = f"did you mean '{close[0]}'?" if close else None
-            if hint is None and text.isidentifier() and token.type != "NAME" and "a name" in expected:
+            if (
+                hint is None
+                and text.isidentifier()
+                and token.type != "NAME"
+                and "a name" in expected
+            ):
                 hint = f"'{text}' is a keyword and cannot be used as a name here"
         if expected and (hint is None or "did you mean" not in hint):
             shown = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
@@ -343,13 +392,20 @@ def _syntax_diagnostic(error: UnexpectedInput, source: Source) -> Diagnostic:
         return Diagnostic(message, span, hint)
     if isinstance(error, UnexpectedCharacters):
         hint = "a string is not closed: add the missing '\"'" if error.char == '"' else None
-        return Diagnostic(f"unexpected character {error.char!r}", Span(error.line, error.column), hint)
+        return Diagnostic(
+            f"unexpected character {error.char!r}", Span(error.line, error.column), hint
+        )
     return Diagnostic(str(error), None)
 
 
 _FILLERS = {
-    "NAME": "x", "STRING": '""', "INT": "1", "FLOAT": "1.0", "PERCENT": "50%",
-    "DURATION": "1s", "NEGATIVE": "-1",
+    "NAME": "x",
+    "STRING": '""',
+    "INT": "1",
+    "FLOAT": "1.0",
+    "PERCENT": "50%",
+    "DURATION": "1s",
+    "NEGATIVE": "-1",
 }
 _CLOSERS = ("RSQB", "RBRACE")
 
@@ -380,7 +436,11 @@ def _repair(error: UnexpectedToken) -> None:
         # A misspelt keyword (``desing``) is read as the keyword the hint suggests, so the
         # block after it parses and later errors are real ones.
         keywords = keyword_of_terminal()
-        options = {keywords[t]: t for t in parser_state.accepts() if t in keywords and keywords[t].isidentifier()}
+        options = {
+            keywords[t]: t
+            for t in parser_state.accepts()
+            if t in keywords and keywords[t].isidentifier()
+        }
         close = difflib.get_close_matches(str(bad), sorted(options), n=1, cutoff=0.6)
         if close:
             parser_state.feed_token(Token(options[close[0]], close[0]))
@@ -429,7 +489,11 @@ def decode(path: str, data: bytes) -> Source:
         text = data.decode("utf-8", errors="replace")
         raise SpecError(
             Source(path, text),
-            [Diagnostic("the file is not UTF-8 text", Span(line, column), "is this a .bench spec?")],
+            [
+                Diagnostic(
+                    "the file is not UTF-8 text", Span(line, column), "is this a .bench spec?"
+                )
+            ],
         ) from None
 
 
@@ -452,7 +516,16 @@ def parse(source: Source) -> ast.Experiment:
         return len(diagnostics) < _MAX_SYNTAX_ERRORS
 
     if not source.text.strip():
-        raise SpecError(source, [Diagnostic("the spec is empty", Span(1, 1), "a spec starts with 'benchlang 1' and an 'experiment NAME { ... }' block")])
+        raise SpecError(
+            source,
+            [
+                Diagnostic(
+                    "the spec is empty",
+                    Span(1, 1),
+                    "a spec starts with 'benchlang 1' and an 'experiment NAME { ... }' block",
+                )
+            ],
+        )
     try:
         tree = parser().parse(source.text, on_error=on_error)
     except UnexpectedInput as error:
@@ -460,7 +533,9 @@ def parse(source: Source) -> ast.Experiment:
             diagnostics.append(_syntax_diagnostic(error, source))
         raise SpecError(source, diagnostics) from None
     except LarkError as error:
-        raise SpecError(source, diagnostics or [Diagnostic(f"cannot parse: {error}", Span(1, 1))]) from None
+        raise SpecError(
+            source, diagnostics or [Diagnostic(f"cannot parse: {error}", Span(1, 1))]
+        ) from None
     for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "STRING"):
         value = _string_value(str(token))
         if "\x00" in value:
@@ -469,7 +544,13 @@ def parse(source: Source) -> ast.Experiment:
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
-                diagnostics.append(Diagnostic("a string cannot contain a lone surrogate escape", _span(token), "write the character itself, or a pair of surrogates as one \\U escape"))
+                diagnostics.append(
+                    Diagnostic(
+                        "a string cannot contain a lone surrogate escape",
+                        _span(token),
+                        "write the character itself, or a pair of surrogates as one \\U escape",
+                    )
+                )
     if diagnostics:
         raise SpecError(source, diagnostics)
     experiment = _ToAst().transform(tree)
@@ -480,7 +561,12 @@ def _flatten(experiment: ast.Experiment) -> ast.Experiment:
     """Env blocks and the analysis block come back as tuples; lay them out as items."""
     items = []
     for item in experiment.items:
-        if isinstance(item, tuple) and item and isinstance(item[0], ast.Block) and item[0].keyword == "analysis":
+        if (
+            isinstance(item, tuple)
+            and item
+            and isinstance(item[0], ast.Block)
+            and item[0].keyword == "analysis"
+        ):
             items.append(item[0])
             items.extend(item[1])
         elif isinstance(item, tuple):

@@ -33,6 +33,8 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
 ORDER_KINDS = ("fixed", "random")
 PHASES = ("measured", "warmup", "cooldown")
 
@@ -59,7 +61,9 @@ def _json_scalar(value: Any) -> str:
 
 def _configuration_json(c: Configuration) -> str:
     """``json.dumps(c.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)``."""
-    levels = ",".join(f"{_encode_string(k)}:{_json_scalar(v)}" for k, v in sorted(c.levels, key=lambda kv: kv[0]))
+    levels = ",".join(
+        f"{_encode_string(k)}:{_json_scalar(v)}" for k, v in sorted(c.levels, key=lambda kv: kv[0])
+    )
     return f'{{"benchmark":{_encode_string(c.benchmark)},"command":{_encode_string(c.command)},"index":{c.index},"levels":{{{levels}}}}}'
 
 
@@ -77,7 +81,12 @@ class Configuration:
         return f"{self.benchmark}[{','.join(f'{k}={v}' for k, v in self.levels)}]"
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "benchmark": self.benchmark, "levels": dict(self.levels), "command": self.command}
+        return {
+            "index": self.index,
+            "benchmark": self.benchmark,
+            "levels": dict(self.levels),
+            "command": self.command,
+        }
 
 
 @attrs.frozen
@@ -149,7 +158,11 @@ class Plan:
             "seed": self.seed,
             "spec_hash": self.spec_hash,
             "hosts": list(self.hosts),
-            **({"configurations": [c.to_json() for c in self.configurations]} if configurations else {}),
+            **(
+                {"configurations": [c.to_json() for c in self.configurations]}
+                if configurations
+                else {}
+            ),
             "series": {"start": self.series_start.tolist()},
             "rounds": {
                 "series": self.round_series.tolist(),
@@ -176,7 +189,7 @@ class Plan:
             marker = '"configurations":[]'
             at = text.index(marker)  # the first key after "benchlang_plan", whose value is a number
             body = ",".join(map(_configuration_json, self.configurations))
-            return f'{text[:at]}"configurations":[{body}]{text[at + len(marker):]}'
+            return f'{text[:at]}"configurations":[{body}]{text[at + len(marker) :]}'
 
     @functools.cached_property
     def hash(self) -> str:

@@ -53,19 +53,42 @@ def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
             if mv.converged is None and not measured.any():
                 continue
             result = analyze_metric(
-                values, series, k.percentile, k.confidence, k.bound,
-                var.percentile if var else None, var.confidence if var else None, k.exclude,
+                values,
+                series,
+                k.percentile,
+                k.confidence,
+                k.bound,
+                var.percentile if var else None,
+                var.confidence if var else None,
+                k.exclude,
             )
             not_converged = int((~mv.converged[mask]).sum()) if mv.converged is not None else 0
-            out.append(ConfigurationAnalysis(label, k.metric, k, var, result, int(mask.sum()), not_converged))
+            out.append(
+                ConfigurationAnalysis(
+                    label, k.metric, k, var, result, int(mask.sum()), not_converged
+                )
+            )
     return out
 
 
-def analyze_values(values: np.ndarray, series: np.ndarray | None, name: str, kpi: model.Kpi, variability: model.Variability | None) -> ConfigurationAnalysis:
+def analyze_values(
+    values: np.ndarray,
+    series: np.ndarray | None,
+    name: str,
+    kpi: model.Kpi,
+    variability: model.Variability | None,
+) -> ConfigurationAnalysis:
     """The same analysis for data from elsewhere (``benchlang analyze --data``)."""
-    result = analyze_metric(values, series, kpi.percentile, kpi.confidence, kpi.bound,
-                            variability.percentile if variability else None,
-                            variability.confidence if variability else None, kpi.exclude)
+    result = analyze_metric(
+        values,
+        series,
+        kpi.percentile,
+        kpi.confidence,
+        kpi.bound,
+        variability.percentile if variability else None,
+        variability.confidence if variability else None,
+        kpi.exclude,
+    )
     return ConfigurationAnalysis("data", name, kpi, variability, result, int(np.size(values)), 0)
 
 
@@ -73,42 +96,89 @@ def _fmt(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def render_analysis(results: list[ConfigurationAnalysis], units: dict[str, str | None], stream: TextIO | None = None) -> None:
+def render_analysis(
+    results: list[ConfigurationAnalysis], units: dict[str, str | None], stream: TextIO | None = None
+) -> None:
     if not results:
         return
     rows = []
     for r in results:
         for s in r.analysis.series:
             k = s.kpi
-            rows.append([
-                r.configuration, r.metric, s.series, s.trials,
-                f"p{k.percentile:g} {k.bound} bound" if k.enough else f"needs n>={k.min_n}",
-                _fmt(k.value), f"x({k.rank})" if k.rank else "-",
-                f"{k.achieved_confidence:.4g}%" if k.enough else "-",
-                "pass" if k.independent else "FAIL",
-            ])
-    render_table(["configuration", "metric", "series", "n", "KPI", "value", "order stat", "confidence", "independence"], rows, title="KPIs (TriScale §4.2, Thompson order statistics)", stream=stream)
+            rows.append(
+                [
+                    r.configuration,
+                    r.metric,
+                    s.series,
+                    s.trials,
+                    f"p{k.percentile:g} {k.bound} bound" if k.enough else f"needs n>={k.min_n}",
+                    _fmt(k.value),
+                    f"x({k.rank})" if k.rank else "-",
+                    f"{k.achieved_confidence:.4g}%" if k.enough else "-",
+                    "pass" if k.independent else "FAIL",
+                ]
+            )
+    render_table(
+        [
+            "configuration",
+            "metric",
+            "series",
+            "n",
+            "KPI",
+            "value",
+            "order stat",
+            "confidence",
+            "independence",
+        ],
+        rows,
+        title="KPIs (TriScale §4.2, Thompson order statistics)",
+        stream=stream,
+    )
     var_rows = []
     for r in results:
         v = r.analysis.variability
         if v is None:
             continue
-        var_rows.append([
-            r.configuration, r.metric, v.n,
-            _fmt(v.lower) if v.enough else f"needs {v.min_n} series",
-            _fmt(v.upper) if v.enough else "-", _fmt(v.score) if v.enough else "-",
-            f"{100 * v.relative:.3g}%" if v.enough and math.isfinite(v.relative) else "-",
-            f"{v.joint_confidence:.4g}%" + (" (exact)" if v.joint_exact else ""),
-            "pass" if v.independent else "FAIL",
-        ])
+        var_rows.append(
+            [
+                r.configuration,
+                r.metric,
+                v.n,
+                _fmt(v.lower) if v.enough else f"needs {v.min_n} series",
+                _fmt(v.upper) if v.enough else "-",
+                _fmt(v.score) if v.enough else "-",
+                f"{100 * v.relative:.3g}%" if v.enough and math.isfinite(v.relative) else "-",
+                f"{v.joint_confidence:.4g}%" + (" (exact)" if v.joint_exact else ""),
+                "pass" if v.independent else "FAIL",
+            ]
+        )
     if var_rows:
-        render_table(["configuration", "metric", "series", "lower", "upper", "score", "relative", "joint conf.", "independence"], var_rows, title="variability scores (TriScale §4.3)", stream=stream)
+        render_table(
+            [
+                "configuration",
+                "metric",
+                "series",
+                "lower",
+                "upper",
+                "score",
+                "relative",
+                "joint conf.",
+                "independence",
+            ],
+            var_rows,
+            title="variability scores (TriScale §4.3)",
+            stream=stream,
+        )
     import sys
 
     out = stream or sys.stdout
     for r in results:
         if r.analysis.descriptive_only:
-            out.write(f"{r.configuration} / {r.metric}: DESCRIPTIVE ONLY: " + "; ".join(r.analysis.reasons) + "\n")
+            out.write(
+                f"{r.configuration} / {r.metric}: DESCRIPTIVE ONLY: "
+                + "; ".join(r.analysis.reasons)
+                + "\n"
+            )
 
 
 def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> Record:
@@ -116,23 +186,34 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
     metrics = []
     for r in results:
         m = exp.metric(r.metric)
-        measure = f"percentile {m.aggregate:g}" if isinstance(m.aggregate, float) else str(m.aggregate)
+        measure = (
+            f"percentile {m.aggregate:g}" if isinstance(m.aggregate, float) else str(m.aggregate)
+        )
         if m.measure != m.name:
             measure += f" of {m.measure}"
         kpi_values = [s.kpi.value for s in r.analysis.series]
         var = r.analysis.variability
-        metrics.append(MetricRecord(
-            name=r.metric, measure=measure,
-            convergence_expected=m.convergence is not None,
-            convergence_confidence=m.convergence.confidence if m.convergence else None,
-            convergence_tolerance=m.convergence.tolerance if m.convergence else None,
-            kpi_percentile=r.kpi.percentile, kpi_confidence=r.kpi.confidence,
-            variability_percentile=r.variability.percentile if r.variability else None,
-            variability_confidence=r.variability.confidence if r.variability else None,
-            runs=exp.design.runs, series=exp.design.series,
-            runtime=exp.design.runtime, span=exp.design.span,
-            kpi_value=_fmt(kpi_values[0]) if len(kpi_values) == 1 else None,
-            variability_score=_fmt(var.score) if var is not None and var.enough else None,
-            unit=m.unit, configuration=r.configuration,
-        ))
-    return Record(exp.name, exp.spec_hash, data.plan.plan_hash, data.plan.seed, __version__, tuple(metrics))
+        metrics.append(
+            MetricRecord(
+                name=r.metric,
+                measure=measure,
+                convergence_expected=m.convergence is not None,
+                convergence_confidence=m.convergence.confidence if m.convergence else None,
+                convergence_tolerance=m.convergence.tolerance if m.convergence else None,
+                kpi_percentile=r.kpi.percentile,
+                kpi_confidence=r.kpi.confidence,
+                variability_percentile=r.variability.percentile if r.variability else None,
+                variability_confidence=r.variability.confidence if r.variability else None,
+                runs=exp.design.runs,
+                series=exp.design.series,
+                runtime=exp.design.runtime,
+                span=exp.design.span,
+                kpi_value=_fmt(kpi_values[0]) if len(kpi_values) == 1 else None,
+                variability_score=_fmt(var.score) if var is not None and var.enough else None,
+                unit=m.unit,
+                configuration=r.configuration,
+            )
+        )
+    return Record(
+        exp.name, exp.spec_hash, data.plan.plan_hash, data.plan.seed, __version__, tuple(metrics)
+    )

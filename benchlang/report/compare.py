@@ -34,12 +34,22 @@ class ComparisonResult:
     problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"metric": self.comparison.metric, "by": self.comparison.by, "method": self.comparison.method,
-               "control": self.control, "treatment": self.treatment, "trials": self.trials, "problem": self.problem}
+        out = {
+            "metric": self.comparison.metric,
+            "by": self.comparison.by,
+            "method": self.comparison.method,
+            "control": self.control,
+            "treatment": self.treatment,
+            "trials": self.trials,
+            "problem": self.problem,
+        }
         if self.bootstrap is not None:
             out["bootstrap"] = attrs.asdict(self.bootstrap)
         if self.mixed is not None:
-            out["mixed_effects"] = {k: (dict(v) if isinstance(v, dict) or hasattr(v, "items") else v) for k, v in attrs.asdict(self.mixed).items()}
+            out["mixed_effects"] = {
+                k: (dict(v) if isinstance(v, dict) or hasattr(v, "items") else v)
+                for k, v in attrs.asdict(self.mixed).items()
+            }
         return out
 
 
@@ -47,7 +57,9 @@ def _codes(values: list[Any]) -> np.ndarray:
     return np.unique(np.asarray([repr(v) for v in values]), return_inverse=True)[1]
 
 
-def ab_arrays(data: ExperimentData, comparison: model.Comparison) -> tuple[np.ndarray, ABDesign, int, int]:
+def ab_arrays(
+    data: ExperimentData, comparison: model.Comparison
+) -> tuple[np.ndarray, ABDesign, int, int]:
     """Measured values and their (version, request, host, batch) roles, plus trials per side."""
     factor = data.experiment.factor(comparison.by)
     control, treatment = factor.levels[0], factor.levels[1]
@@ -58,7 +70,10 @@ def ab_arrays(data: ExperimentData, comparison: model.Comparison) -> tuple[np.nd
     is_treatment = np.array([x == treatment for x in level], dtype=bool)
     keep = t.ok & np.isfinite(y) & (is_control | is_treatment)
     version = is_treatment[keep].astype(np.int8)
-    others = [(b, tuple(sorted((k, repr(v)) for k, v in lv.items() if k != comparison.by))) for b, lv in zip(t.benchmark[keep], np.asarray(t.levels, dtype=object)[keep], strict=True)]
+    others = [
+        (b, tuple(sorted((k, repr(v)) for k, v in lv.items() if k != comparison.by)))
+        for b, lv in zip(t.benchmark[keep], np.asarray(t.levels, dtype=object)[keep], strict=True)
+    ]
     # In a layout a round is one host batch; elsewhere alternate rounds stand in for batches.
     batch = t.round[keep] if data.experiment.design.layout is not None else t.round[keep] % 2
     design = ABDesign(version, _codes(others), _codes(list(t.host[keep])), batch)
@@ -79,10 +94,17 @@ def compare(data: ExperimentData, comparison: model.Comparison) -> ComparisonRes
         cluster = "none" if cluster == "iid" else cluster
         try:
             result = ab_bootstrap(
-                y, design.version, request=design.request, host=design.host, cluster=cluster,
-                replicates=settings.get("replicates", 10_000), weights=settings.get("weights", "poisson"),
-                log=settings.get("log", False), interval=settings.get("interval", "clt"),
-                confidence=settings.get("confidence", 95.0) / 100.0, seed=data.experiment.seed,
+                y,
+                design.version,
+                request=design.request,
+                host=design.host,
+                cluster=cluster,
+                replicates=settings.get("replicates", 10_000),
+                weights=settings.get("weights", "poisson"),
+                log=settings.get("log", False),
+                interval=settings.get("interval", "clt"),
+                confidence=settings.get("confidence", 95.0) / 100.0,
+                seed=data.experiment.seed,
             )
         except ValueError as err:
             return attrs.evolve(base, problem=str(err))
@@ -99,7 +121,9 @@ def _anova(data: ExperimentData, comparison: model.Comparison) -> ComparisonResu
     y = data.metrics[comparison.metric].values
     keep = t.ok & np.isfinite(y)
     terms = comparison.settings["terms"]
-    factors = {name: [lv.get(name) for lv, k in zip(t.levels, keep, strict=True) if k] for name in terms}
+    factors = {
+        name: [lv.get(name) for lv, k in zip(t.levels, keep, strict=True) if k] for name in terms
+    }
     base = ComparisonResult(comparison, None, None, int(keep.sum()))
     if keep.sum() < 3:
         return attrs.evolve(base, problem="fewer than three successful trials")
@@ -122,24 +146,63 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
         for r in boot:
             b = r.bootstrap
             rel = f"{100 * b.relative_effect:+.3g}%" if b.relative_effect is not None else "-"
-            rows.append([r.comparison.metric, f"{r.comparison.by}: {r.treatment} - {r.control}", _f(b.estimate), rel, _f(b.se),
-                         f"[{b.ci_low:.4g}, {b.ci_high:.4g}]", f"{100 * b.confidence:g}% {b.interval}", f"{b.cluster} ({b.clusters})", "yes" if b.significant else "no"])
-        render_table(["metric", "difference", "estimate", "relative", "SE", "CI", "interval", "clusters", "significant"], rows, title="comparisons: reweighting bootstrap (Bakshy & Frachtenberg §5)", stream=out)
+            rows.append(
+                [
+                    r.comparison.metric,
+                    f"{r.comparison.by}: {r.treatment} - {r.control}",
+                    _f(b.estimate),
+                    rel,
+                    _f(b.se),
+                    f"[{b.ci_low:.4g}, {b.ci_high:.4g}]",
+                    f"{100 * b.confidence:g}% {b.interval}",
+                    f"{b.cluster} ({b.clusters})",
+                    "yes" if b.significant else "no",
+                ]
+            )
+        render_table(
+            [
+                "metric",
+                "difference",
+                "estimate",
+                "relative",
+                "SE",
+                "CI",
+                "interval",
+                "clusters",
+                "significant",
+            ],
+            rows,
+            title="comparisons: reweighting bootstrap (Bakshy & Frachtenberg §5)",
+            stream=out,
+        )
         for r in boot:
             if r.bootstrap.clusters < 20 and r.bootstrap.cluster != "none":
-                out.write(f"note: {r.comparison.metric} by {r.comparison.by}: only {r.bootstrap.clusters} {r.bootstrap.cluster} clusters; with so few the bootstrap interval is somewhat too narrow (docs/ab-designs.md)\n")
+                out.write(
+                    f"note: {r.comparison.metric} by {r.comparison.by}: only {r.bootstrap.clusters} {r.bootstrap.cluster} clusters; with so few the bootstrap interval is somewhat too narrow (docs/ab-designs.md)\n"
+                )
     for r in results:
         if r.comparison.method == "anova" and r.mixed is not None:
             a = r.mixed
-            render_table(["term", "df", "sum sq", "F", "p", "η²"], [(x.term, x.df, x.sum_sq, x.f, x.p_value, x.eta_squared) for x in a.rows],
-                         title=f"ANOVA (DataMill §5): {r.comparison.metric}: {a.formula}, n = {a.n}", stream=out)
+            render_table(
+                ["term", "df", "sum sq", "F", "p", "η²"],
+                [(x.term, x.df, x.sum_sq, x.f, x.p_value, x.eta_squared) for x in a.rows],
+                title=f"ANOVA (DataMill §5): {r.comparison.metric}: {a.formula}, n = {a.n}",
+                stream=out,
+            )
             if not a.assumptions_hold:
-                out.write(f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = {a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy\n")
+                out.write(
+                    f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = {a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy\n"
+                )
             continue
         if r.mixed is not None:
             m = r.mixed
             rows = [[name, _f(v)] for name, v in m.components.items()]
-            render_table(["component", "variance"], rows, title=f"mixed effects ({m.method}): {r.comparison.metric} by {r.comparison.by}: effect {m.effect:.4g} ± {m.effect_se:.3g} (SE)", stream=out)
+            render_table(
+                ["component", "variance"],
+                rows,
+                title=f"mixed effects ({m.method}): {r.comparison.metric} by {r.comparison.by}: effect {m.effect:.4g} ± {m.effect_se:.3g} (SE)",
+                stream=out,
+            )
             if m.not_identifiable:
                 out.write(f"not identifiable in this design: {', '.join(m.not_identifiable)}\n")
             if m.icc is not None:

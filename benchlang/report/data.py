@@ -36,7 +36,12 @@ class ExperimentData:
         for i in np.argsort(self.table.configuration, kind="stable"):
             c = int(self.table.configuration[i])
             if c not in seen:
-                seen[c] = (c, str(self.table.label[i]), str(self.table.benchmark[i]), self.table.levels[i])
+                seen[c] = (
+                    c,
+                    str(self.table.label[i]),
+                    str(self.table.benchmark[i]),
+                    self.table.levels[i],
+                )
         return list(seen.values())
 
 
@@ -44,12 +49,19 @@ def experiment_of(plan: StoredPlan) -> model.Experiment:
     if plan.spec_text is None:
         raise UserError(f"plan {plan.plan_hash[:19]} has no spec text in the store")
     try:
-        return compile_source(Source(plan.spec_path or "<stored spec>", plan.spec_text), Path(plan.spec_path or ".").parent)
+        return compile_source(
+            Source(plan.spec_path or "<stored spec>", plan.spec_text),
+            Path(plan.spec_path or ".").parent,
+        )
     except SpecError as err:
-        raise UserError(f"the spec stored with plan {plan.plan_hash[:19]} no longer compiles:\n{err}") from None
+        raise UserError(
+            f"the spec stored with plan {plan.plan_hash[:19]} no longer compiles:\n{err}"
+        ) from None
 
 
-def load_data(store: Store, plan_hash: str | None = None, *, all_phases: bool = False) -> ExperimentData:
+def load_data(
+    store: Store, plan_hash: str | None = None, *, all_phases: bool = False
+) -> ExperimentData:
     """The measured trials of a plan (every trial with ``all_phases``)."""
     plan = store.plan(plan_hash)
     experiment = experiment_of(plan)
@@ -58,6 +70,9 @@ def load_data(store: Store, plan_hash: str | None = None, *, all_phases: bool = 
     if not all_phases and not table.measured.all():
         left_out = int((~table.measured).sum())
         table = table.select(table.measured)
-    return ExperimentData(experiment, plan, table, metric_values(experiment, store, plan.plan_hash, table), left_out)
+    return ExperimentData(
+        experiment, plan, table, metric_values(experiment, store, plan.plan_hash, table), left_out
+    )
+
 
 __all__ = ["ExperimentData", "MetricValues", "experiment_of", "load_data", "metric_values"]

@@ -28,7 +28,9 @@ class OrderReport:
     note: str | None
 
 
-def order_report(data: ExperimentData, metric: str | None = None, alpha: float = 0.05) -> OrderReport:
+def order_report(
+    data: ExperimentData, metric: str | None = None, alpha: float = 0.05
+) -> OrderReport:
     exp = data.experiment
     if metric is None:
         if not exp.metrics:
@@ -42,15 +44,20 @@ def order_report(data: ExperimentData, metric: str | None = None, alpha: float =
     v, label, order = values[keep], t.label[keep].astype(str), t.order_kind[keep].astype(str)
     better = exp.metric(metric).better
     kinds = set(order.tolist())
-    dependence = order_dependence(v, label, order, alpha, better) if kinds == {"fixed", "random"} else None
+    dependence = (
+        order_dependence(v, label, order, alpha, better) if kinds == {"fixed", "random"} else None
+    )
     positions = carry = None
     note = None
     if "random" in kinds:
         positions = position_effect(v, label, t.position[keep], alpha, order=order)
         carry = carry_over(v, label, t.round[keep], t.position[keep], alpha, order=order)
     if dependence is None:
-        note = ("only fixed-order rounds: order dependence cannot be tested (use order random or fixed_vs_random)"
-                if kinds == {"fixed"} else "no fixed-order rounds: the fixed-vs-random test needs order fixed_vs_random; position and carry-over effects are shown instead")
+        note = (
+            "only fixed-order rounds: order dependence cannot be tested (use order random or fixed_vs_random)"
+            if kinds == {"fixed"}
+            else "no fixed-order rounds: the fixed-vs-random test needs order fixed_vs_random; position and carry-over effects are shown instead"
+        )
     return OrderReport(metric, dependence, positions, carry, note)
 
 

@@ -18,7 +18,12 @@ def _summary(values: np.ndarray) -> dict[str, float | None]:
     v = values[np.isfinite(values)]
     if v.size == 0:
         return {"n": 0, "median": None, "min": None, "max": None}
-    return {"n": int(v.size), "median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
+    return {
+        "n": int(v.size),
+        "median": float(np.median(v)),
+        "min": float(v.min()),
+        "max": float(v.max()),
+    }
 
 
 def _groups(data: ExperimentData) -> list[tuple[np.ndarray, dict[str, Any]]]:
@@ -27,14 +32,25 @@ def _groups(data: ExperimentData) -> list[tuple[np.ndarray, dict[str, Any]]]:
     table = data.table
     if data.experiment.design.layout is None:
         return [
-            (table.configuration == index, {"index": index, "label": label, "benchmark": benchmark, "levels": levels})
+            (
+                table.configuration == index,
+                {"index": index, "label": label, "benchmark": benchmark, "levels": levels},
+            )
             for index, label, benchmark, levels in data.configurations()
         ]
     version = data.experiment.factor(VERSION_FACTOR)
     level = np.array([lv.get(VERSION_FACTOR) for lv in table.levels], dtype=object)
     benchmark = data.experiment.benchmarks[0].name
     return [
-        (level == name, {"index": None, "label": f"{benchmark}[version={name}]", "benchmark": benchmark, "levels": {VERSION_FACTOR: name}})
+        (
+            level == name,
+            {
+                "index": None,
+                "label": f"{benchmark}[version={name}]",
+                "benchmark": benchmark,
+                "levels": {VERSION_FACTOR: name},
+            },
+        )
         for name in version.levels
     ]
 
@@ -72,8 +88,12 @@ def render_results(data: ExperimentData, stream: TextIO | None = None) -> None:
             s = row["metrics"][name]
             line += [s["median"], s["min"], s["max"]]
         body.append(line)
-    note = f"; {data.left_out} warm-up/cool-down trials ran and are left out" if data.left_out else ""
-    render_table(headers, body, title=f"results: experiment {data.experiment.name}{note}", stream=stream)
+    note = (
+        f"; {data.left_out} warm-up/cool-down trials ran and are left out" if data.left_out else ""
+    )
+    render_table(
+        headers, body, title=f"results: experiment {data.experiment.name}{note}", stream=stream
+    )
 
 
 def results_csv(data: ExperimentData) -> str:
@@ -84,10 +104,18 @@ def results_csv(data: ExperimentData) -> str:
         header += [f"{name}_median", f"{name}_min", f"{name}_max"]
     writer.writerow(header)
     for row in results_rows(data):
-        line = [row["configuration"]["label"], row["configuration"]["benchmark"], row["n"], row["failures"]]
+        line = [
+            row["configuration"]["label"],
+            row["configuration"]["benchmark"],
+            row["n"],
+            row["failures"],
+        ]
         for name in data.metrics:
             s = row["metrics"][name]
-            line += ["" if s[k] is None or (isinstance(s[k], float) and math.isnan(s[k])) else repr(s[k]) for k in ("median", "min", "max")]
+            line += [
+                "" if s[k] is None or (isinstance(s[k], float) and math.isnan(s[k])) else repr(s[k])
+                for k in ("median", "min", "max")
+            ]
         writer.writerow(line)
     return out.getvalue()
 
@@ -99,7 +127,9 @@ def failure_lines(store, plan_hash: str, limit: int = 5) -> list[str]:
             lines.append("  ... (benchlang results STORE --json lists them all)")
             break
         last = [x for x in (err or b"").decode(errors="replace").splitlines() if x.strip()]
-        lines.append(f"  trial {trial} {label}: {reason}" + (f" | stderr: {last[-1][:120]}" if last else ""))
+        lines.append(
+            f"  trial {trial} {label}: {reason}" + (f" | stderr: {last[-1][:120]}" if last else "")
+        )
     return lines
 
 

@@ -50,7 +50,11 @@ def render_table(
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
     if title:
         stream.write(title + "\n")
-    stream.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip() + "\n")
+    stream.write(
+        "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip() + "\n"
+    )
     stream.write("  ".join("-" * w for w in widths) + "\n")
     for row in cells:
-        stream.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        stream.write(
+            "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        )

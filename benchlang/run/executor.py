@@ -15,7 +15,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.backends.base import Backend, Command, Execution, HostDown, HostSession
-from benchlang.plan.compile import placeholder_values, substitute
+from benchlang.plan.configurations import placeholder_values, substitute
 from benchlang.plan.plan import ORDER_KINDS, Plan
 from benchlang.run.measures import MeasureError, extract
 from benchlang.run.progress import Progress
@@ -59,7 +59,9 @@ def _describe_failure(execution: Execution, what: str) -> str:
 
 
 def _stderr_line(execution: Execution) -> str:
-    lines = [line for line in execution.stderr.decode(errors="replace").splitlines() if line.strip()]
+    lines = [
+        line for line in execution.stderr.decode(errors="replace").splitlines() if line.strip()
+    ]
     return f": {lines[-1][:200]}" if lines else ""
 
 
@@ -75,9 +77,18 @@ class Executor:
     """
 
     def __init__(
-        self, experiment: model.Experiment, plan: Plan, backend: Backend, store: Store, progress: Progress, *,
-        pin_hosts: bool = False, retries: int = TRANSIENT_RETRIES, backoff: float = RETRY_BACKOFF,
-        reconnect_timeout: float = RECONNECT_TIMEOUT, max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
+        self,
+        experiment: model.Experiment,
+        plan: Plan,
+        backend: Backend,
+        store: Store,
+        progress: Progress,
+        *,
+        pin_hosts: bool = False,
+        retries: int = TRANSIENT_RETRIES,
+        backoff: float = RETRY_BACKOFF,
+        reconnect_timeout: float = RECONNECT_TIMEOUT,
+        max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
     ) -> None:
         self.experiment = experiment
         self.plan = plan
@@ -110,10 +121,21 @@ class Executor:
         already = len(self.finished)
         self.run_started = self.store.mark_run_started(self.plan_hash)
         hosts = self.plan.hosts
-        rounds_by_host = {h: np.flatnonzero(self.plan.round_host == i).tolist() for i, h in enumerate(hosts)}
+        rounds_by_host = {
+            h: np.flatnonzero(self.plan.round_host == i).tolist() for i, h in enumerate(hosts)
+        }
         self._busy = set(hosts)
         await asyncio.gather(*(self._host(host, rounds_by_host[host]) for host in hosts))
-        return RunSummary(self.plan_hash, self.plan.n_trials, already, self.ran, self.failed, tuple(self.hosts_down), time.monotonic() - t0, self._count_not_needed())
+        return RunSummary(
+            self.plan_hash,
+            self.plan.n_trials,
+            already,
+            self.ran,
+            self.failed,
+            tuple(self.hosts_down),
+            time.monotonic() - t0,
+            self._count_not_needed(),
+        )
 
     def _pending_rounds(self, rounds: list[int]) -> list[int]:
         return [r for r in rounds if self._unfinished(r)]
@@ -121,21 +143,32 @@ class Executor:
     def _skipped(self, t: int) -> bool:
         """A trial the stopping rule made unnecessary (its configuration stopped in its series)."""
         plan = self.plan
-        return self.stopping.is_stopped(int(plan.round_series[plan.trial_round[t]]), int(plan.trial_configuration[t]))
+        return self.stopping.is_stopped(
+            int(plan.round_series[plan.trial_round[t]]), int(plan.trial_configuration[t])
+        )
 
     def _count_not_needed(self) -> int:
         if not self.stopping.active:
             return 0
-        return sum(1 for t in range(self.plan.n_trials) if t not in self.finished and self._skipped(t))
+        return sum(
+            1 for t in range(self.plan.n_trials) if t not in self.finished and self._skipped(t)
+        )
 
     def _restore_stopping(self) -> None:
         """On resume: stored decisions, and each stream's values in trial order."""
-        decisions = {(s, c): decision_from_row(a, r, k, why) for s, c, _n, a, r, k, why in self.store.stops(self.plan_hash)}
+        decisions = {
+            (s, c): decision_from_row(a, r, k, why)
+            for s, c, _n, a, r, k, why in self.store.stops(self.plan_hash)
+        }
         table = self.store.trial_table(self.plan_hash)
         if len(table) == 0 and not decisions:
             return
-        values = metric_values(self.experiment, self.store, self.plan_hash, table)[self.stopping.metric.name].values
-        keys = {(int(s), int(c)) for s, c in zip(table.series, table.configuration, strict=True)} | set(decisions)
+        values = metric_values(self.experiment, self.store, self.plan_hash, table)[
+            self.stopping.metric.name
+        ].values
+        keys = {
+            (int(s), int(c)) for s, c in zip(table.series, table.configuration, strict=True)
+        } | set(decisions)
         for key in keys:
             mask = (table.series == key[0]) & (table.configuration == key[1])
             self.stopping.restore(key[0], key[1], values[mask].tolist(), decisions.get(key))
@@ -155,9 +188,15 @@ class Executor:
                 await self._round(session, current)
                 current = None
         except (HostStopped, HostDown) as err:
-            self._host_down(host, err.message, ([current] if current is not None else []) + queue[::-1])
+            self._host_down(
+                host, err.message, ([current] if current is not None else []) + queue[::-1]
+            )
         except OSError as err:
-            self._host_down(host, f"{type(err).__name__}: {err}", ([current] if current is not None else []) + queue[::-1])
+            self._host_down(
+                host,
+                f"{type(err).__name__}: {err}",
+                ([current] if current is not None else []) + queue[::-1],
+            )
         finally:
             self._busy.discard(host)
             self._wake.set()
@@ -171,7 +210,12 @@ class Executor:
         except OSError as err:
             raise HostStopped(host, f"cannot connect: {err}") from None
         except HostDown as err:
-            raise HostStopped(host, err.message if err.message.startswith("cannot") else f"cannot connect: {err.message}") from None
+            raise HostStopped(
+                host,
+                err.message
+                if err.message.startswith("cannot")
+                else f"cannot connect: {err.message}",
+            ) from None
         try:
             self.store.record_host(self.plan_hash, host, await session.facts())
             await self._setup(session)
@@ -183,7 +227,14 @@ class Executor:
     async def _close(self, session: HostSession) -> None:
         try:
             if self.experiment.teardown:
-                await session.execute(Command(self._experiment_command(self.experiment.teardown), self._env({}), self._cwd(None), self.experiment.timeout))
+                await session.execute(
+                    Command(
+                        self._experiment_command(self.experiment.teardown),
+                        self._env({}),
+                        self._cwd(None),
+                        self.experiment.timeout,
+                    )
+                )
         except (HostDown, OSError):
             pass
         with contextlib.suppress(HostDown, OSError):
@@ -222,7 +273,8 @@ class Executor:
         healthy = [h for h in self.plan.hosts if h not in down]
         text = (
             f"{len(rounds)} rounds ({n_trials} trials) of {host} reassigned to {', '.join(healthy)}"
-            if healthy else f"{len(rounds)} rounds ({n_trials} trials) of {host} left unrun: no healthy host remains"
+            if healthy
+            else f"{len(rounds)} rounds ({n_trials} trials) of {host} left unrun: no healthy host remains"
         )
         self.store.record_event(self.plan_hash, "reassigned" if healthy else "unrun", text, host)
         self.progress.note(text)
@@ -248,21 +300,35 @@ class Executor:
     async def _checked(self, session: HostSession, command: Command, what: str) -> Execution:
         execution = await session.execute(command)
         if not execution.ok:
-            raise HostStopped(session.host, _describe_failure(execution, what) + _stderr_line(execution))
+            raise HostStopped(
+                session.host, _describe_failure(execution, what) + _stderr_line(execution)
+            )
         return execution
 
     async def _setup(self, session: HostSession) -> None:
         exp = self.experiment
         if exp.setup:
-            await self._checked(session, Command(self._experiment_command(exp.setup), self._env({}), self._cwd(None), exp.timeout), "setup")
+            await self._checked(
+                session,
+                Command(
+                    self._experiment_command(exp.setup), self._env({}), self._cwd(None), exp.timeout
+                ),
+                "setup",
+            )
         for bench in exp.benchmarks:
             if not bench.setup:
                 continue
             commands = dict.fromkeys(
-                substitute(bench.setup, self._values(c.levels)) for c in self.plan.configurations if c.benchmark == bench.name
+                substitute(bench.setup, self._values(c.levels))
+                for c in self.plan.configurations
+                if c.benchmark == bench.name
             )
             for command in commands:
-                await self._checked(session, Command(command, self._env({}), self._cwd(bench), bench.timeout or exp.timeout), f"setup of benchmark {bench.name}")
+                await self._checked(
+                    session,
+                    Command(command, self._env({}), self._cwd(bench), bench.timeout or exp.timeout),
+                    f"setup of benchmark {bench.name}",
+                )
 
     def _experiment_command(self, template: str) -> str:
         """An experiment-level command with {runtime} filled in and {{ }} unescaped."""
@@ -272,7 +338,11 @@ class Executor:
         """The reset before a round; in a layout a round is one version's host batch, so the
         reset may start that version (``{version}``)."""
         config = self.plan.configurations[int(self.plan.trial_configuration[first_trial])]
-        version = tuple((k, v) for k, v in config.levels if k == model.VERSION_FACTOR) if self.plan.layout else ()
+        version = (
+            tuple((k, v) for k, v in config.levels if k == model.VERSION_FACTOR)
+            if self.plan.layout
+            else ()
+        )
         return substitute(template, self._values(version))
 
     def _values(self, levels: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
@@ -298,17 +368,40 @@ class Executor:
         reset_status = "none"
         reset = self.experiment.reset
         if reset is not None:
-            command = self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
+            command = (
+                self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
+            )
             try:
-                execution = await session.execute(Command(command, self._env({"BENCHLANG_HOST": session.host}), self._cwd(None), self.experiment.timeout))
+                execution = await session.execute(
+                    Command(
+                        command,
+                        self._env({"BENCHLANG_HOST": session.host}),
+                        self._cwd(None),
+                        self.experiment.timeout,
+                    )
+                )
             except HostDown:
                 if not (reset.reboot or reset.reconnect):
                     raise
             if reset.reboot or reset.reconnect:
                 await session.reconnect(self.experiment.timeout or 600.0)
             elif not execution.ok:
-                self.store.record_round(self.plan_hash, r, session.host, order_kind, permutation, started, time.time(), "failed")
-                raise HostStopped(session.host, f"reset before round {r} failed: " + _describe_failure(execution, "reset") + _stderr_line(execution))
+                self.store.record_round(
+                    self.plan_hash,
+                    r,
+                    session.host,
+                    order_kind,
+                    permutation,
+                    started,
+                    time.time(),
+                    "failed",
+                )
+                raise HostStopped(
+                    session.host,
+                    f"reset before round {r} failed: "
+                    + _describe_failure(execution, "reset")
+                    + _stderr_line(execution),
+                )
             reset_status = "ok"
         for position, t in enumerate(trials):
             if t in self.finished:
@@ -323,24 +416,52 @@ class Executor:
                 self._observe(record, series)
             await asyncio.sleep(0)
             if record.timed_out:
-                self._timeouts_in_a_row[session.host] = n = self._timeouts_in_a_row.get(session.host, 0) + 1
+                self._timeouts_in_a_row[session.host] = n = (
+                    self._timeouts_in_a_row.get(session.host, 0) + 1
+                )
                 if n >= self.max_consecutive_timeouts:
                     self._timeouts_in_a_row[session.host] = 0
                     raise HostStopped(session.host, f"{n} trials in a row timed out")
             else:
                 self._timeouts_in_a_row[session.host] = 0
-        self.store.record_round(self.plan_hash, r, session.host, order_kind, permutation, started, time.time(), reset_status)
+        self.store.record_round(
+            self.plan_hash,
+            r,
+            session.host,
+            order_kind,
+            permutation,
+            started,
+            time.time(),
+            reset_status,
+        )
 
     def _observe(self, record: TrialRecord, series: int) -> None:
-        decision = self.stopping.observe(series, record.configuration, self.stopping.value_of(record))
+        decision = self.stopping.observe(
+            series, record.configuration, self.stopping.value_of(record)
+        )
         if decision is None:
             return
         after = len(self.stopping.samples[(series, record.configuration)])
-        self.store.record_stop(self.plan_hash, series, record.configuration, after, decision.action, decision.rule, decision.detected_class, decision.reason)
-        skipped = sum(1 for t in range(self.plan.n_trials) if t not in self.finished and self._skipped(t))
-        self.progress.total = len(self.finished) + sum(len(self._unfinished(q)) for q in range(self.plan.n_rounds))
+        self.store.record_stop(
+            self.plan_hash,
+            series,
+            record.configuration,
+            after,
+            decision.action,
+            decision.rule,
+            decision.detected_class,
+            decision.reason,
+        )
+        skipped = sum(
+            1 for t in range(self.plan.n_trials) if t not in self.finished and self._skipped(t)
+        )
+        self.progress.total = len(self.finished) + sum(
+            len(self._unfinished(q)) for q in range(self.plan.n_rounds)
+        )
         warn = " (warning)" if decision.warned else ""
-        self.progress.note(f"{record.label} series {series}: stopped after {after} trials{warn}: {decision.rule}: {decision.reason}; {skipped} trials not needed")
+        self.progress.note(
+            f"{record.label} series {series}: stopped after {after} trials{warn}: {decision.rule}: {decision.reason}; {skipped} trials not needed"
+        )
 
     def _store_trial(self, record: TrialRecord) -> None:
         self.store.record_trial(self.plan_hash, record)
@@ -349,52 +470,88 @@ class Executor:
         self.failed += record.status != "ok"
         self.progress.advance(record.status != "ok")
 
-    async def _trial(self, session: HostSession, t: int, series: int, r: int, order_kind: str) -> TrialRecord:
+    async def _trial(
+        self, session: HostSession, t: int, series: int, r: int, order_kind: str
+    ) -> TrialRecord:
         plan = self.plan
         config = plan.configurations[int(plan.trial_configuration[t])]
         bench = self.benchmarks[config.benchmark]
         values = self._values(config.levels)
-        bench_env = {k: v.format_map({k2: str(v2) for k2, v2 in values.items()}) for k, v in bench.env}
-        env = self._env({
-            **bench_env,
-            "BENCHLANG_TRIAL": str(t),
-            "BENCHLANG_SEED": str(int(plan.trial_seed[t])),
-            "BENCHLANG_CONFIGURATION": config.label,
-            "BENCHLANG_HOST": session.host,
-        })
+        bench_env = {
+            k: v.format_map({k2: str(v2) for k2, v2 in values.items()}) for k, v in bench.env
+        }
+        env = self._env(
+            {
+                **bench_env,
+                "BENCHLANG_TRIAL": str(t),
+                "BENCHLANG_SEED": str(int(plan.trial_seed[t])),
+                "BENCHLANG_CONFIGURATION": config.label,
+                "BENCHLANG_HOST": session.host,
+            }
+        )
         cwd = self._cwd(bench)
         timeout = bench.timeout or self.experiment.timeout
         exp_before = self.experiment.before and self._experiment_command(self.experiment.before)
         exp_after = self.experiment.after and self._experiment_command(self.experiment.after)
-        hooks_before = [h for h in (exp_before, bench.before and substitute(bench.before, values)) if h]
+        hooks_before = [
+            h for h in (exp_before, bench.before and substitute(bench.before, values)) if h
+        ]
         hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
         attempts = 0
         while True:
             attempts += 1
             try:
-                status, reason, execution, measures, series_values = await self._attempt(session, config.command, env, cwd, timeout, hooks_before, hooks_after, bench)
+                status, reason, execution, measures, series_values = await self._attempt(
+                    session, config.command, env, cwd, timeout, hooks_before, hooks_after, bench
+                )
                 break
             except HostDown as err:
                 if attempts > self.retries:
                     raise
-                self.store.record_event(self.plan_hash, "retry", f"trial {t} attempt {attempts}: {err.message}", session.host)
+                self.store.record_event(
+                    self.plan_hash,
+                    "retry",
+                    f"trial {t} attempt {attempts}: {err.message}",
+                    session.host,
+                )
                 await asyncio.sleep(self.backoff * 2 ** (attempts - 1))
                 await session.reconnect(self.reconnect_timeout)
         return TrialRecord(
-            trial=t, series=series, round=r, position=int(plan.trial_position[t]), host=session.host,
-            configuration=config.index, label=config.label, benchmark=config.benchmark,
-            levels=dict(config.levels), order_kind=order_kind, status=status, reason=reason,
-            exit_status=execution.exit_status, timed_out=execution.timed_out,
-            started=execution.started, ended=execution.ended, attempts=attempts,
-            stdout_tail=execution.stdout, stderr_tail=execution.stderr,
-            measures=measures, series_values=series_values, phase=plan.phase(t),
+            trial=t,
+            series=series,
+            round=r,
+            position=int(plan.trial_position[t]),
+            host=session.host,
+            configuration=config.index,
+            label=config.label,
+            benchmark=config.benchmark,
+            levels=dict(config.levels),
+            order_kind=order_kind,
+            status=status,
+            reason=reason,
+            exit_status=execution.exit_status,
+            timed_out=execution.timed_out,
+            started=execution.started,
+            ended=execution.ended,
+            attempts=attempts,
+            stdout_tail=execution.stdout,
+            stderr_tail=execution.stderr,
+            measures=measures,
+            series_values=series_values,
+            phase=plan.phase(t),
         )
 
     async def _attempt(self, session, command, env, cwd, timeout, hooks_before, hooks_after, bench):
         for hook in hooks_before:
             execution = await session.execute(Command(hook, env, cwd, timeout))
             if not execution.ok:
-                return "failed", _describe_failure(execution, "before hook") + _stderr_line(execution), execution, {}, {}
+                return (
+                    "failed",
+                    _describe_failure(execution, "before hook") + _stderr_line(execution),
+                    execution,
+                    {},
+                    {},
+                )
         execution = await session.execute(Command(command, env, cwd, timeout))
         measures = {k: float(v) for k, v in execution.rusage.items()}
         if not execution.ok:
@@ -412,10 +569,18 @@ class Executor:
         for hook in hooks_after:
             after = await session.execute(Command(hook, env, cwd, timeout))
             if not after.ok:
-                return "failed", _describe_failure(after, "after hook") + _stderr_line(after), execution, measures, series_values
+                return (
+                    "failed",
+                    _describe_failure(after, "after hook") + _stderr_line(after),
+                    execution,
+                    measures,
+                    series_values,
+                )
         return "ok", None, execution, measures, series_values
 
-    async def _read_measure(self, session: HostSession, measure: model.Measure, execution: Execution, cwd: str | None) -> float | np.ndarray:
+    async def _read_measure(
+        self, session: HostSession, measure: model.Measure, execution: Execution, cwd: str | None
+    ) -> float | np.ndarray:
         if measure.source == "builtin":
             if measure.builtin not in execution.rusage:
                 raise MeasureError(f"{measure.name}: the backend does not report {measure.builtin}")
@@ -426,5 +591,7 @@ class Executor:
         try:
             data = await session.read_file(measure.path, cwd)
         except OSError as err:
-            raise MeasureError(f"{measure.name}: cannot read {measure.path}: {err.strerror or err}") from None
+            raise MeasureError(
+                f"{measure.name}: cannot read {measure.path}: {err.strerror or err}"
+            ) from None
         return extract(measure, data.decode(errors="replace"), measure.path)

@@ -22,7 +22,14 @@ from benchlang.plan.plan import Configuration, Derived, Plan
 from benchlang.run.store import Store, TrialRecord
 
 ROLES = ("configuration", "order", "round", "position", "value", "series")
-DEFAULT_COLUMNS = {"configuration": "test", "order": "order", "round": "run_seq", "position": "position", "value": "value", "series": None}
+DEFAULT_COLUMNS = {
+    "configuration": "test",
+    "order": "order",
+    "round": "run_seq",
+    "position": "position",
+    "value": "value",
+    "series": None,
+}
 
 
 @attrs.frozen
@@ -34,7 +41,15 @@ class Imported:
     rounds: int
 
 
-def _spec_text(name: str, source: str, labels: list[str], metric: str, better: str, rounds: int, orders: set[str]) -> str:
+def _spec_text(
+    name: str,
+    source: str,
+    labels: list[str],
+    metric: str,
+    better: str,
+    rounds: int,
+    orders: set[str],
+) -> str:
     order = "fixed_vs_random" if orders == {"fixed", "random"} else next(iter(orders))
     levels = ", ".join(json.dumps(x) for x in labels)
     return (
@@ -54,13 +69,23 @@ def _spec_text(name: str, source: str, labels: list[str], metric: str, better: s
     )
 
 
-def import_csv(path: str | Path, store: Store, columns: Mapping[str, str | None], metric: str = "value", better: str = "lower", name: str | None = None) -> Imported:
+def import_csv(
+    path: str | Path,
+    store: Store,
+    columns: Mapping[str, str | None],
+    metric: str = "value",
+    better: str = "lower",
+    name: str | None = None,
+) -> Imported:
     path = Path(path)
     rows = read_rows(path)
     header = rows[0].keys()
     for role, column in columns.items():
         if column is not None and column not in header:
-            raise UserError(f"{path} has no column {column!r} (for the {role})", f"columns: {', '.join(header)}; map them with --{role}-column")
+            raise UserError(
+                f"{path} has no column {column!r} (for the {role})",
+                f"columns: {', '.join(header)}; map them with --{role}-column",
+            )
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", metric):
         raise UserError(f"metric name {metric!r} is not a name")
 
@@ -77,42 +102,86 @@ def import_csv(path: str | Path, store: Store, columns: Mapping[str, str | None]
         raise UserError(f"{path}: {err}") from None
     orders = np.array(column("order", "random"))
     if not set(orders.tolist()) <= {"fixed", "random"}:
-        raise UserError(f"{path}: the order column holds {sorted(set(orders.tolist()) - {'fixed', 'random'})}; expected fixed or random")
+        raise UserError(
+            f"{path}: the order column holds {sorted(set(orders.tolist()) - {'fixed', 'random'})}; expected fixed or random"
+        )
     labels_raw = column("configuration", "all")
     labels = list(dict.fromkeys(labels_raw))
-    config_index = np.array([labels.index(x) for x in labels_raw]) if len(labels) < 1000 else np.unique(labels_raw, return_inverse=True)[1]
+    config_index = (
+        np.array([labels.index(x) for x in labels_raw])
+        if len(labels) < 1000
+        else np.unique(labels_raw, return_inverse=True)[1]
+    )
 
     execution = np.lexsort((positions, rounds))
     round_ids, trial_round = np.unique(rounds[execution], return_inverse=True)
     first = np.searchsorted(trial_round, np.arange(round_ids.size))
-    round_order = np.array([0 if o == "fixed" else 1 for o in orders[execution][first]], dtype=np.int8)
+    round_order = np.array(
+        [0 if o == "fixed" else 1 for o in orders[execution][first]], dtype=np.int8
+    )
     experiment = name or re.sub(r"\W", "_", path.stem)
     if not re.match(r"[A-Za-z_]", experiment):
         experiment = f"imported_{experiment}"
-    spec_text = _spec_text(experiment, path.name, labels, metric, better, int(round_ids.size), set(orders.tolist()))
+    spec_text = _spec_text(
+        experiment, path.name, labels, metric, better, int(round_ids.size), set(orders.tolist())
+    )
     plan = Plan(
-        experiment=experiment, seed=0, spec_hash="sha256:" + __import__("hashlib").sha256(spec_text.encode()).hexdigest(),
+        experiment=experiment,
+        seed=0,
+        spec_hash="sha256:" + __import__("hashlib").sha256(spec_text.encode()).hexdigest(),
         hosts=("imported",),
-        configurations=tuple(Configuration(i, "imported", (("configuration", x),), x) for i, x in enumerate(labels)),
-        series_start=np.zeros(int(series.max()) + 1), round_series=series[execution][first].astype(np.int32),
-        round_order=round_order, round_host=np.zeros(round_ids.size, dtype=np.int32),
-        trial_round=trial_round.astype(np.int32), trial_position=positions[execution].astype(np.int32),
-        trial_configuration=config_index[execution].astype(np.int32), trial_seed=np.zeros(len(rows), dtype=np.int64),
+        configurations=tuple(
+            Configuration(i, "imported", (("configuration", x),), x) for i, x in enumerate(labels)
+        ),
+        series_start=np.zeros(int(series.max()) + 1),
+        round_series=series[execution][first].astype(np.int32),
+        round_order=round_order,
+        round_host=np.zeros(round_ids.size, dtype=np.int32),
+        trial_round=trial_round.astype(np.int32),
+        trial_position=positions[execution].astype(np.int32),
+        trial_configuration=config_index[execution].astype(np.int32),
+        trial_seed=np.zeros(len(rows), dtype=np.int64),
         derived=(Derived("source", path.name, "imported with benchlang import"),),
     )
-    store.add_plan(plan.hash, experiment, plan.spec_hash, 0, plan.json_text(), f"{path.stem}.imported.bench", spec_text)
+    store.add_plan(
+        plan.hash,
+        experiment,
+        plan.spec_hash,
+        0,
+        plan.json_text(),
+        f"{path.stem}.imported.bench",
+        spec_text,
+    )
     done = store.finished_trials(plan.hash)
     now = time.time()
     for t, row in enumerate(execution.tolist()):
         if t in done:
             continue
         ok = bool(np.isfinite(values[row]))
-        store.record_trial(plan.hash, TrialRecord(
-            trial=t, series=int(series[row]), round=int(trial_round[t]), position=int(positions[row]),
-            host="imported", configuration=int(config_index[row]), label=labels_raw[row], benchmark="imported",
-            levels={"configuration": labels_raw[row]}, order_kind=str(orders[row]),
-            status="ok" if ok else "failed", reason=None if ok else "no value in the imported file",
-            exit_status=0, timed_out=False, started=now, ended=now, attempts=1, stdout_tail=b"", stderr_tail=b"",
-            measures={metric: float(values[row])} if ok else {}, series_values={},
-        ))
+        store.record_trial(
+            plan.hash,
+            TrialRecord(
+                trial=t,
+                series=int(series[row]),
+                round=int(trial_round[t]),
+                position=int(positions[row]),
+                host="imported",
+                configuration=int(config_index[row]),
+                label=labels_raw[row],
+                benchmark="imported",
+                levels={"configuration": labels_raw[row]},
+                order_kind=str(orders[row]),
+                status="ok" if ok else "failed",
+                reason=None if ok else "no value in the imported file",
+                exit_status=0,
+                timed_out=False,
+                started=now,
+                ended=now,
+                attempts=1,
+                stdout_tail=b"",
+                stderr_tail=b"",
+                measures={metric: float(values[row])} if ok else {},
+                series_values={},
+            ),
+        )
     return Imported(plan.hash, experiment, len(rows), len(labels), int(round_ids.size))

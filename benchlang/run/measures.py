@@ -56,7 +56,9 @@ def json_path(document: Any, path: str) -> Any:
                 raise MeasureError(f"json path {path!r}: no key {step!r}")
             node = node[step]
         else:
-            raise MeasureError(f"json path {path!r}: cannot index {type(node).__name__} with {step!r}")
+            raise MeasureError(
+                f"json path {path!r}: cannot index {type(node).__name__} with {step!r}"
+            )
     return node
 
 
@@ -84,7 +86,9 @@ def _column(text: str, column: int | str, where: str) -> np.ndarray:
     header = rows[0]
     if isinstance(column, str):
         if column not in header:
-            raise MeasureError(f"{where} has no column {column!r} (header: {', '.join(header)[:80]})")
+            raise MeasureError(
+                f"{where} has no column {column!r} (header: {', '.join(header)[:80]})"
+            )
         index, body = header.index(column), rows[1:]
     else:
         index = column - 1
@@ -116,7 +120,9 @@ def extract(measure: Measure, text: str, where: str) -> float | np.ndarray:
         value = json_path(_parse_json(text, where), argument)
         if measure.series:
             if not isinstance(value, list):
-                raise MeasureError(f"json path {argument!r} in {where}: expected a list for a series")
+                raise MeasureError(
+                    f"json path {argument!r} in {where}: expected a list for a series"
+                )
             return np.array([_number(v, f"json path {argument!r}") for v in value])
         return _number(value, f"json path {argument!r} in {where}")
     if kind == "column":

@@ -10,7 +10,9 @@ from typing import TextIO
 class Progress:
     """Counts trials done and failed; shows done/total, failures and ETA."""
 
-    def __init__(self, total: int, done: int = 0, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, total: int, done: int = 0, *, quiet: bool = False, stream: TextIO | None = None
+    ) -> None:
         self.total, self.done, self.failed = total, done, 0
         self.stream = stream or sys.stderr
         self.quiet = quiet
@@ -23,9 +25,13 @@ class Progress:
             from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(
-                TextColumn("trials"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("failures {task.fields[failed]}"), TimeRemainingColumn(),
-                transient=True, redirect_stdout=False,
+                TextColumn("trials"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("failures {task.fields[failed]}"),
+                TimeRemainingColumn(),
+                transient=True,
+                redirect_stdout=False,
             )
             self._task = self._bar.add_task("run", total=total, completed=done, failed=0)
             self._bar.start()
@@ -47,7 +53,11 @@ class Progress:
             now = time.monotonic()
             if now >= self._next_line or self.done == self.total:
                 self._next_line = now + 5.0
-                print(f"trials {self.done}/{self.total}, failures {self.failed}, eta {self._eta(now)}", file=self.stream, flush=True)
+                print(
+                    f"trials {self.done}/{self.total}, failures {self.failed}, eta {self._eta(now)}",
+                    file=self.stream,
+                    flush=True,
+                )
 
     def _eta(self, now: float) -> str:
         ran = self.done - self._start_done

@@ -23,7 +23,9 @@ def build_rule(stop: model.Stop) -> AdaptiveStop | KpiWidthStop | None:
         return AdaptiveStop(**{k: v for k, v in stop.settings.items() if k in _ADAPTIVE_KEYS})
     if stop.kind == "kpi_width":
         s = stop.settings
-        return KpiWidthStop(s["percentile"], s["confidence"], s["bound"], s["width"], s["relative"], s["max_n"])
+        return KpiWidthStop(
+            s["percentile"], s["confidence"], s["bound"], s["width"], s["relative"], s["max_n"]
+        )
     return None
 
 
@@ -58,7 +60,9 @@ class StoppingController:
     def is_stopped(self, series: int, configuration: int) -> bool:
         return (series, configuration) in self.stopped
 
-    def restore(self, series: int, configuration: int, values: list[float], decision: Decision | None) -> None:
+    def restore(
+        self, series: int, configuration: int, values: list[float], decision: Decision | None
+    ) -> None:
         """Rebuild state on resume from stored values (and a stored decision, if any)."""
         self.samples[(series, configuration)] = [v for v in values if math.isfinite(v)]
         if decision is not None:
@@ -89,4 +93,9 @@ def decision_from_row(action: str, rule: str, detected_class: str | None, reason
 
 
 def describe(decision: Decision) -> dict[str, Any]:
-    return {"action": decision.action, "rule": decision.rule, "class": decision.detected_class, "reason": decision.reason}
+    return {
+        "action": decision.action,
+        "rule": decision.rule,
+        "class": decision.detected_class,
+        "reason": decision.reason,
+    }

@@ -201,7 +201,10 @@ class Store:
     def __init__(self, path: str | Path, *, create: bool = False) -> None:
         self.path = Path(path)
         if not create and not self.path.exists():
-            raise UserError(f"no store at {self.path}", "run an experiment first: benchlang run SPEC --store PATH")
+            raise UserError(
+                f"no store at {self.path}",
+                "run an experiment first: benchlang run SPEC --store PATH",
+            )
         if create and not self.path.parent.is_dir():
             raise UserError(f"cannot create the store {self.path}: no directory {self.path.parent}")
         try:
@@ -217,18 +220,26 @@ class Store:
     def _check_version(self) -> None:
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
-            self.db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self.db.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
         elif int(row[0]) == 1:
             self._upgrade_from_1()
         elif int(row[0]) != SCHEMA_VERSION:
-            raise UserError(f"{self.path} has store schema {row[0]}; this benchlang reads schema {SCHEMA_VERSION}")
+            raise UserError(
+                f"{self.path} has store schema {row[0]}; this benchlang reads schema {SCHEMA_VERSION}"
+            )
 
     def _upgrade_from_1(self) -> None:
         """Schema 1 had no trial phase: every trial was measured."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.db.execute("ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))")
-            self.db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            self.db.execute(
+                "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
+            )
+            self.db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -243,9 +254,21 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    def add_plan(self, plan_hash: str, experiment: str, spec_hash: str, seed: int, plan_json: str, spec_path: str | None = None, spec_text: str | None = None) -> None:
+    def add_plan(
+        self,
+        plan_hash: str,
+        experiment: str,
+        spec_hash: str,
+        seed: int,
+        plan_json: str,
+        spec_path: str | None = None,
+        spec_text: str | None = None,
+    ) -> None:
         if not -(2**63) <= seed < 2**63:
-            raise UserError(f"the seed {seed} does not fit the store (a 64-bit integer)", "use a seed below 2**63")
+            raise UserError(
+                f"the seed {seed} does not fit the store (a 64-bit integer)",
+                "use a seed below 2**63",
+            )
         self.db.execute(
             "INSERT OR IGNORE INTO plans(plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, created) VALUES (?,?,?,?,?,?,?,?)",
             (plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, time.time()),
@@ -253,8 +276,15 @@ class Store:
 
     def mark_run_started(self, plan_hash: str) -> float:
         """The wall-clock origin of a run (kept across resumes, for series spread over a span)."""
-        self.db.execute("UPDATE plans SET run_started = ? WHERE plan_hash = ? AND run_started IS NULL", (time.time(), plan_hash))
-        return float(self.db.execute("SELECT run_started FROM plans WHERE plan_hash = ?", (plan_hash,)).fetchone()[0])
+        self.db.execute(
+            "UPDATE plans SET run_started = ? WHERE plan_hash = ? AND run_started IS NULL",
+            (time.time(), plan_hash),
+        )
+        return float(
+            self.db.execute(
+                "SELECT run_started FROM plans WHERE plan_hash = ?", (plan_hash,)
+            ).fetchone()[0]
+        )
 
     def plans(self) -> list[StoredPlan]:
         rows = self.db.execute(
@@ -278,7 +308,10 @@ class Store:
         )
 
     def finished_trials(self, plan_hash: str) -> set[int]:
-        return {row[0] for row in self.db.execute("SELECT trial FROM trials WHERE plan_hash = ?", (plan_hash,))}
+        return {
+            row[0]
+            for row in self.db.execute("SELECT trial FROM trials WHERE plan_hash = ?", (plan_hash,))
+        }
 
     def record_trial(self, plan_hash: str, record: TrialRecord) -> None:
         """Write one trial with its measures and series in a single committed transaction."""
@@ -288,11 +321,27 @@ class Store:
             db.execute(
                 "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    plan_hash, record.trial, record.series, record.round, record.position, record.host,
-                    record.configuration, record.label, record.benchmark,
-                    json.dumps(dict(record.levels), sort_keys=True), record.order_kind, record.status,
-                    record.reason, record.exit_status, int(record.timed_out), record.started, record.ended,
-                    record.attempts, tail(record.stdout_tail), tail(record.stderr_tail), record.phase,
+                    plan_hash,
+                    record.trial,
+                    record.series,
+                    record.round,
+                    record.position,
+                    record.host,
+                    record.configuration,
+                    record.label,
+                    record.benchmark,
+                    json.dumps(dict(record.levels), sort_keys=True),
+                    record.order_kind,
+                    record.status,
+                    record.reason,
+                    record.exit_status,
+                    int(record.timed_out),
+                    record.started,
+                    record.ended,
+                    record.attempts,
+                    tail(record.stdout_tail),
+                    tail(record.stderr_tail),
+                    record.phase,
                 ),
             )
             if record.measures:
@@ -303,32 +352,79 @@ class Store:
             if record.series_values:
                 db.executemany(
                     "INSERT INTO series_values VALUES (?,?,?,?)",
-                    [(plan_hash, record.trial, k, np.asarray(v, dtype="<f8").tobytes()) for k, v in record.series_values.items()],
+                    [
+                        (plan_hash, record.trial, k, np.asarray(v, dtype="<f8").tobytes())
+                        for k, v in record.series_values.items()
+                    ],
                 )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
 
-    def record_round(self, plan_hash: str, round_index: int, host: str, order_kind: str, permutation: Iterable[int], started: float, ended: float | None, reset_status: str) -> None:
+    def record_round(
+        self,
+        plan_hash: str,
+        round_index: int,
+        host: str,
+        order_kind: str,
+        permutation: Iterable[int],
+        started: float,
+        ended: float | None,
+        reset_status: str,
+    ) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)",
-            (plan_hash, round_index, host, order_kind, json.dumps(list(permutation)), started, ended, reset_status),
+            (
+                plan_hash,
+                round_index,
+                host,
+                order_kind,
+                json.dumps(list(permutation)),
+                started,
+                ended,
+                reset_status,
+            ),
         )
 
     def record_host(self, plan_hash: str, host: str, facts: Mapping[str, str]) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO hosts VALUES (?,?,?,?)", (plan_hash, host, json.dumps(dict(facts), sort_keys=True), time.time())
+            "INSERT OR REPLACE INTO hosts VALUES (?,?,?,?)",
+            (plan_hash, host, json.dumps(dict(facts), sort_keys=True), time.time()),
         )
 
-    def record_event(self, plan_hash: str, kind: str, message: str, host: str | None = None) -> None:
-        self.db.execute("INSERT INTO events VALUES (?,?,?,?,?)", (plan_hash, time.time(), host, kind, message))
+    def record_event(
+        self, plan_hash: str, kind: str, message: str, host: str | None = None
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO events VALUES (?,?,?,?,?)", (plan_hash, time.time(), host, kind, message)
+        )
 
-    def record_stop(self, plan_hash: str, series: int, configuration: int, after_trials: int, action: str, rule: str, detected_class: str | None, reason: str) -> None:
+    def record_stop(
+        self,
+        plan_hash: str,
+        series: int,
+        configuration: int,
+        after_trials: int,
+        action: str,
+        rule: str,
+        detected_class: str | None,
+        reason: str,
+    ) -> None:
         """A stopping rule ended a configuration's trials in a series (issue: stopping rules)."""
         self.db.execute(
             "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
-            (plan_hash, series, configuration, after_trials, action, rule, detected_class, reason, time.time()),
+            (
+                plan_hash,
+                series,
+                configuration,
+                after_trials,
+                action,
+                rule,
+                detected_class,
+                reason,
+                time.time(),
+            ),
         )
 
     def stops(self, plan_hash: str) -> list[tuple[int, int, int, str, str, str | None, str]]:
@@ -339,7 +435,10 @@ class Store:
         ).fetchall()
 
     def events(self, plan_hash: str) -> list[tuple[float, str | None, str, str]]:
-        return self.db.execute("SELECT at, host, kind, message FROM events WHERE plan_hash = ? ORDER BY at", (plan_hash,)).fetchall()
+        return self.db.execute(
+            "SELECT at, host, kind, message FROM events WHERE plan_hash = ? ORDER BY at",
+            (plan_hash,),
+        ).fetchall()
 
     def host_facts(self, plan_hash: str) -> dict[str, dict[str, str]]:
         rows = self.db.execute("SELECT host, facts FROM hosts WHERE plan_hash = ?", (plan_hash,))
@@ -355,7 +454,9 @@ class Store:
         trial = np.asarray(columns[0], dtype=np.int64)
         measures: dict[str, np.ndarray] = {}
         index = {t: i for i, t in enumerate(trial.tolist())}
-        for name, t, value in self.db.execute("SELECT name, trial, value FROM measures WHERE plan_hash = ?", (plan_hash,)):
+        for name, t, value in self.db.execute(
+            "SELECT name, trial, value FROM measures WHERE plan_hash = ?", (plan_hash,)
+        ):
             column = measures.get(name)
             if column is None:
                 column = measures[name] = np.full(trial.size, np.nan)
@@ -379,10 +480,15 @@ class Store:
         )
 
     def series_values(self, plan_hash: str, name: str) -> dict[int, np.ndarray]:
-        rows = self.db.execute("SELECT trial, data FROM series_values WHERE plan_hash = ? AND name = ?", (plan_hash, name))
+        rows = self.db.execute(
+            "SELECT trial, data FROM series_values WHERE plan_hash = ? AND name = ?",
+            (plan_hash, name),
+        )
         return {t: np.frombuffer(data, dtype="<f8") for t, data in rows}
 
-    def failed_trials(self, plan_hash: str) -> Iterator[tuple[int, str, str, int | None, bytes, bytes]]:
+    def failed_trials(
+        self, plan_hash: str
+    ) -> Iterator[tuple[int, str, str, int | None, bytes, bytes]]:
         yield from self.db.execute(
             "SELECT trial, label, reason, exit_status, stdout_tail, stderr_tail FROM trials WHERE plan_hash = ? AND status = 'failed' ORDER BY trial",
             (plan_hash,),

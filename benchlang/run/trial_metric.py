@@ -46,10 +46,14 @@ class MetricValues:
     converged: np.ndarray | None
 
 
-def metric_values(experiment: model.Experiment, store: Store, plan_hash: str, table: TrialTable) -> dict[str, MetricValues]:
+def metric_values(
+    experiment: model.Experiment, store: Store, plan_hash: str, table: TrialTable
+) -> dict[str, MetricValues]:
     out = {}
     for m in experiment.metrics:
-        is_series = any((b.measure(m.measure) or model.Measure("")).series for b in experiment.benchmarks)
+        is_series = any(
+            (b.measure(m.measure) or model.Measure("")).series for b in experiment.benchmarks
+        )
         if not is_series:
             values = table.measures.get(m.measure, np.full(len(table), np.nan)).copy()
             values[~table.ok] = np.nan

@@ -37,11 +37,20 @@ class Anova:
         return self.residuals_normal_p is None or self.residuals_normal_p > 0.05
 
     def to_dict(self) -> dict:
-        return {"formula": self.formula, "n": self.n, "residuals_normal_p": self.residuals_normal_p,
-                "rows": [attrs.asdict(r) for r in self.rows]}
+        return {
+            "formula": self.formula,
+            "n": self.n,
+            "residuals_normal_p": self.residuals_normal_p,
+            "rows": [attrs.asdict(r) for r in self.rows],
+        }
 
 
-def anova(values: np.ndarray, factors: Mapping[str, Sequence[object]], terms: Sequence[str], operators: str) -> Anova:
+def anova(
+    values: np.ndarray,
+    factors: Mapping[str, Sequence[object]],
+    terms: Sequence[str],
+    operators: str,
+) -> Anova:
     """ANOVA of ``values`` on categorical ``factors``; ``terms`` joined by ``operators``
     (``*`` crosses with interactions, ``+`` adds main effects, ``:`` an interaction only)."""
     import pandas as pd
@@ -51,7 +60,9 @@ def anova(values: np.ndarray, factors: Mapping[str, Sequence[object]], terms: Se
 
     y = np.asarray(values, dtype=float)
     keep = np.isfinite(y)
-    frame = pd.DataFrame({f"f_{k}": np.asarray([str(x) for x in v], dtype=object)[keep] for k, v in factors.items()})
+    frame = pd.DataFrame(
+        {f"f_{k}": np.asarray([str(x) for x in v], dtype=object)[keep] for k, v in factors.items()}
+    )
     frame["y"] = y[keep]
     rhs = f"C(f_{terms[0]}, Sum)"
     for op, term in zip(operators, terms[1:], strict=True):
@@ -68,8 +79,25 @@ def anova(values: np.ndarray, factors: Mapping[str, Sequence[object]], terms: Se
         label = name.replace("C(f_", "").replace(", Sum)", "")
         f_value = None if np.isnan(row["F"]) else float(row["F"])
         p_value = None if np.isnan(row["PR(>F)"]) else float(row["PR(>F)"])
-        rows.append(AnovaRow(label, float(row["df"]), float(row["sum_sq"]), f_value, p_value, float(row["sum_sq"]) / total if total > 0 else 0.0))
+        rows.append(
+            AnovaRow(
+                label,
+                float(row["df"]),
+                float(row["sum_sq"]),
+                f_value,
+                p_value,
+                float(row["sum_sq"]) / total if total > 0 else 0.0,
+            )
+        )
     resid = np.asarray(model.resid)
-    normal_p = float(stats.shapiro(resid).pvalue) if 3 <= resid.size <= 5000 and np.ptp(resid) > 0 else None
-    pretty = "metric ~ " + terms[0] + "".join(f" {op} {t}" for op, t in zip(operators, terms[1:], strict=True))
+    normal_p = (
+        float(stats.shapiro(resid).pvalue)
+        if 3 <= resid.size <= 5000 and np.ptp(resid) > 0
+        else None
+    )
+    pretty = (
+        "metric ~ "
+        + terms[0]
+        + "".join(f" {op} {t}" for op, t in zip(operators, terms[1:], strict=True))
+    )
     return Anova(pretty, tuple(rows), int(keep.sum()), normal_p)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlang.backends.ssh_testbed import Testbed, sshd_missing
+from benchlang.testing.sshd import Testbed, sshd_missing
 
 pytestmark = pytest.mark.ssh
 SKIP = sshd_missing()

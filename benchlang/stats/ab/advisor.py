@@ -26,7 +26,7 @@ import math
 import attrs
 import numpy as np
 
-from benchlang.plan.layouts import LAYOUTS, hosts_per_version, layout_counts
+from benchlang.design.layouts import LAYOUTS, hosts_per_version, layout_counts
 from benchlang.stats.ab.designs import VarianceComponents, layout_variance
 from benchlang.stats.ab.mixed import MixedEffectsResult, fit_mixed
 from benchlang.stats.ab.simulate import ABDesign

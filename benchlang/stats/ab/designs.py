@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import attrs
 import numpy as np
 
-from benchlang.plan.layouts import duplication_coefficients
+from benchlang.design.layouts import duplication_coefficients
 
 COMPONENTS = ("request", "host", "request_batch", "host_batch", "residual")
 

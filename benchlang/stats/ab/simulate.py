@@ -13,7 +13,7 @@ import attrs
 import numpy as np
 from scipy.stats import norm
 
-from benchlang.plan.layouts import LayoutSchedule, layout_schedule
+from benchlang.design.layouts import LayoutSchedule, layout_schedule
 from benchlang.stats.ab.bootstrap import bootstrap_se_many, cluster_codes
 from benchlang.stats.ab.designs import VarianceComponents, layout_se
 

@@ -1,4 +1,4 @@
-"""Throwaway OpenSSH servers on loopback ports, for the SSH backend's tests and benchmark.
+"""Throwaway OpenSSH servers on loopback, for tests and benchmarks only (not used by benchlang runs).
 
 Each server is Debian's ``/usr/sbin/sshd -D -e -f <config>`` with its own generated host key,
 accepting one generated client key; every server is a distinct host ``127.0.0.1:PORT``. The

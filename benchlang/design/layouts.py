@@ -18,7 +18,7 @@ Request indices point into the request pool (a list or file of the spec, ``pool`
 layouts that need ``2R`` distinct requests draw them from the pool, the others ``R``. A seeded
 permutation of the pool decides which requests are used and which go to which version and host
 (round robin over the permuted order, so hosts get ``R // k`` or ``R // k + 1`` requests, ``k``
-hosts per version). All randomness comes from :mod:`benchlang.plan.streams` (SplitMix64), so a
+hosts per version). All randomness comes from :mod:`benchlang.design.streams` (SplitMix64), so a
 schedule is the same on every machine and numpy version.
 In the two-batch layouts the versions are swapped between batches and counterbalanced across
 hosts: host ``h`` runs version ``h % 2`` in batch 0 and the other one in batch 1.
@@ -29,10 +29,16 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from benchlang.design.streams import draws
 from benchlang.model import LAYOUTS
-from benchlang.plan.streams import draws
 
-__all__ = ["LAYOUTS", "check_layout", "duplication_coefficients", "layout_counts", "layout_schedule"]
+__all__ = [
+    "LAYOUTS",
+    "check_layout",
+    "duplication_coefficients",
+    "layout_counts",
+    "layout_schedule",
+]
 
 SHORT_NAMES = {
     "unbalanced": "UB",
