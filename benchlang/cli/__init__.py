@@ -1,7 +1,9 @@
-"""The command line: thin wrappers that call lang, plan, run, stats and report.
+"""The command line: argument parsing only, each command a few calls into ``benchlang.app``.
 
-Each command lives in its own module with ``add_parser(subparsers)``; the module sets
-``func`` on its parser, a function ``(args) -> int`` returning the exit status.
+Commands are found through the lazy table ``COMMANDS`` (name -> module, one-line help): the
+top-level ``--help`` is built from the table alone, and only the command being run (or asked
+for ``--help``) is imported. A command module defines ``configure(parser)``, which adds its
+arguments and sets ``func`` to a function ``(args) -> int`` returning the exit status.
 """
 
 from __future__ import annotations
@@ -10,42 +12,96 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from benchlang import __version__
-from benchlang.cli.common import SpecFailed
-from benchlang.errors import UserError
 
-COMMANDS = (
-    "check",
-    "plan",
-    "run",
-    "results",
-    "analyze",
-    "record",
-    "order",
-    "import_data",
-    "size",
-    "profile",
-    "stopping_eval",
-    "simulate_aa",
-    "advise",
-    "plugins",
-)
+
+class Command(NamedTuple):
+    """Where a command lives and the line ``benchlang --help`` shows for it."""
+
+    module: str
+    help: str
+
+
+COMMANDS: dict[str, Command] = {
+    "check": Command("benchlang.cli.check", "validate .bench specs"),
+    "plan": Command("benchlang.cli.plan", "show the compiled plan"),
+    "run": Command("benchlang.cli.run", "run an experiment"),
+    "results": Command("benchlang.cli.results", "summarise a store per configuration"),
+    "analyze": Command("benchlang.cli.analyze", "KPIs, variability scores and independence tests"),
+    "record": Command("benchlang.cli.record", "the reproducibility record of a run"),
+    "order": Command("benchlang.cli.order", "test whether trial order changed the results"),
+    "import": Command("benchlang.cli.import_data", "import per-trial data from a CSV"),
+    "size": Command("benchlang.cli.size", "minimal number of trials for a one-sided percentile CI"),
+    "profile": Command(
+        "benchlang.cli.profile", "find seasonal periods in regularly sampled condition data"
+    ),
+    "stopping-eval": Command(
+        "benchlang.cli.stopping_eval", "judge the adaptive stopping rule on recorded sample streams"
+    ),
+    "simulate-aa": Command(
+        "benchlang.cli.simulate_aa",
+        "A/A simulation: Type I error of each bootstrap scheme for an A/B layout",
+    ),
+    "advise": Command("benchlang.cli.advise", "choose the A/B layout and sizes from a pilot run"),
+    "plugins": Command("benchlang.cli.plugins", "list installed backends and statistics plugins"),
+}
+
+
+class _LazyParser(argparse.ArgumentParser):
+    """A command's parser that imports its module the first time it parses or shows help."""
+
+    def __init__(self, *args: Any, module: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+
+    def _load(self) -> None:
+        if self._module is not None:
+            module, self._module = self._module, None
+            importlib.import_module(module).configure(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._load()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._load()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._load()
+        return super().format_usage()
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    """Register command ``name`` (from the table) on any subparsers action, configured now.
+
+    For tests and tools that build their own parser around one command module.
+    """
+    parser = subparsers.add_parser(name, help=COMMANDS[name].help)
+    importlib.import_module(COMMANDS[name].module).configure(parser)
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole parser; command modules load only when their command is parsed."""
     parser = argparse.ArgumentParser(
         prog="benchlang",
         description="Rigorous performance experiments from a .bench spec.",
     )
     parser.add_argument("--version", action="version", version=f"benchlang {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"benchlang.cli.{name}").add_parser(subparsers)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_LazyParser)
+    for name, command in COMMANDS.items():
+        subparsers.add_parser(name, help=command.help, module=command.module)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; people's errors print as ``benchlang: error: ...`` and exit 2."""
+    from benchlang.cli.common import SpecFailed
+    from benchlang.errors import UserError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

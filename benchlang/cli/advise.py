@@ -9,6 +9,7 @@ import json
 
 import attrs
 
+from benchlang.cli import add_command
 from benchlang.cli.common import load_spec
 from benchlang.errors import UserError
 from benchlang.report.compare import ab_arrays
@@ -18,12 +19,9 @@ from benchlang.run.store import Store
 from benchlang.stats.ab import CostModel, advise_from_pilot
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "advise",
-        help="choose the A/B layout and sizes from a pilot run",
-        description="Fit variance components on a pilot run, then rank the four layouts and choose hosts, requests and repetitions that minimise the standard error within a budget, or the cheapest plan reaching a target SE.",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang advise``; the lazy table in benchlang.cli calls this."""
+    p.description = "Fit variance components on a pilot run, then rank the four layouts and choose hosts, requests and repetitions that minimise the standard error within a budget, or the cheapest plan reaching a target SE."
     p.add_argument(
         "spec", metavar="SPEC", help="the spec with a 'compare METRIC by FACTOR' analysis"
     )
@@ -86,3 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if advice.infeasible:
         print(f"infeasible: {', '.join(advice.infeasible)}")
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang advise`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "advise")

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from benchlang import model
+from benchlang.cli import add_command
 from benchlang.cli.common import load_spec
 from benchlang.cli.profile import profile_spec_item
 from benchlang.csvrows import read_rows
@@ -23,12 +24,9 @@ from benchlang.report.warmup import render_warmup_advice, warmup_advice
 from benchlang.run.store import Store
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "analyze",
-        help="KPIs, variability scores and independence tests",
-        description="Analyse a store with the spec's KPIs and variability scores (TriScale, Jacob et al. JSys 2021), or a CSV of values from elsewhere with --data.",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang analyze``; the lazy table in benchlang.cli calls this."""
+    p.description = "Analyse a store with the spec's KPIs and variability scores (TriScale, Jacob et al. JSys 2021), or a CSV of values from elsewhere with --data."
     p.add_argument(
         "spec",
         nargs="?",
@@ -166,3 +164,8 @@ def _json_default(value):
     if isinstance(value, np.generic):
         return value.item()
     return str(value)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang analyze`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "analyze")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from benchlang.cli import add_command
 from benchlang.cli.common import SpecFailed, load_spec, print_warnings
 from benchlang.design.counting import trial_count
 from benchlang.plan.configurations import configurations
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "check",
-        help="validate .bench specs",
-        description="Parse and check specs; report every error. Exit status 2 when any spec has an error.",
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang check``; the lazy table in benchlang.cli calls this."""
+    p.description = (
+        "Parse and check specs; report every error. Exit status 2 when any spec has an error."
     )
     p.add_argument("specs", nargs="+", metavar="SPEC", help=".bench file(s)")
     p.set_defaults(func=run)
@@ -34,3 +34,8 @@ def run(args: argparse.Namespace) -> int:
             f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials"
         )
     return status
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang check`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "check")

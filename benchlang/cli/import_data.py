@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from benchlang.cli import add_command
 from benchlang.run.importer import DEFAULT_COLUMNS, ROLES, import_csv
 from benchlang.run.store import Store
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "import",
-        help="import per-trial data from a CSV",
-        description="Import a CSV with one row per trial into a store, so that results, analyze and order work on it. Defaults match OrderSage's per-trial files (test, order, run_seq, position, value).",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang import``; the lazy table in benchlang.cli calls this."""
+    p.description = "Import a CSV with one row per trial into a store, so that results, analyze and order work on it. Defaults match OrderSage's per-trial files (test, order, run_seq, position, value)."
     p.add_argument("csv", metavar="FILE.csv")
     p.add_argument("--store", required=True)
     p.add_argument("--name", help="experiment name (default: the file name)")
@@ -39,3 +37,8 @@ def run(args: argparse.Namespace) -> int:
         f"imported {result.trials} trials of {result.configurations} configurations in {result.rounds} rounds as experiment {result.experiment} (plan {result.plan_hash[:19]}) into {args.store}"
     )
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang import`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "import")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.report.data import load_data
 from benchlang.report.order import order_json
@@ -12,12 +13,9 @@ from benchlang.report.order_analysis import order_report, render_order_report
 from benchlang.run.store import Store
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "order",
-        help="test whether trial order changed the results",
-        description="Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds.",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang order``; the lazy table in benchlang.cli calls this."""
+    p.description = "Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds."
     p.add_argument("store", metavar="STORE")
     p.add_argument("--plan")
     p.add_argument("--metric", help="metric to test (default: the first declared)")
@@ -50,3 +48,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         render_order_report(report)
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang order`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "order")

@@ -8,6 +8,7 @@ from collections import Counter
 
 import attrs
 
+from benchlang.cli import add_command
 from benchlang.cli.common import load_spec, open_backend
 from benchlang.errors import UserError
 from benchlang.plan.compile import compile_plan
@@ -15,12 +16,9 @@ from benchlang.plan.plan import PlanError
 from benchlang.report.table import render_table
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "plan",
-        help="show the compiled plan",
-        description="Compile a spec into its plan: every trial with its series, round, position, host and configuration. Same spec and seed give the same plan, byte for byte.",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang plan``; the lazy table in benchlang.cli calls this."""
+    p.description = "Compile a spec into its plan: every trial with its series, round, position, host and configuration. Same spec and seed give the same plan, byte for byte."
     p.add_argument("spec", metavar="SPEC")
     p.add_argument(
         "--json", action="store_true", help="print the full plan as JSON with its content hash"
@@ -68,3 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if len(plan.configurations) > len(shown):
         print(f"... and {len(plan.configurations) - len(shown)} more (benchlang plan --json)")
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang plan`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "plan")

@@ -6,14 +6,14 @@ import argparse
 import json
 
 from benchlang.backends.registry import describe_plugins
+from benchlang.cli import add_command
 from benchlang.report.table import render_table
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "plugins",
-        help="list installed backends and statistics plugins",
-        description="List entry points in benchlang.backends, benchlang.statistics and benchlang.factors.",
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang plugins``; the lazy table in benchlang.cli calls this."""
+    p.description = (
+        "List entry points in benchlang.backends, benchlang.statistics and benchlang.factors."
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -29,3 +29,8 @@ def run(args: argparse.Namespace) -> int:
         [(r["group"], r["name"], r["distribution"], r["value"], r["status"]) for r in rows],
     )
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang plugins`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "plugins")

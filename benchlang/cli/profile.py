@@ -10,19 +10,16 @@ from pathlib import Path
 
 import numpy as np
 
+from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.report.record import format_duration
 from benchlang.report.table import render_table
 from benchlang.stats.profile import profile
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "profile",
-        help="find seasonal periods in regularly sampled condition data",
-        description="Autocorrelation of condition data sampled every PERIOD, its seasonal peaks "
-        "and the series span to use (TriScale, JSys 2021, §4.6).",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang profile``; the lazy table in benchlang.cli calls this."""
+    p.description = "Autocorrelation of condition data sampled every PERIOD, its seasonal peaks and the series span to use (TriScale, JSys 2021, §4.6)."
     p.add_argument("file", metavar="FILE", help="CSV file, one sample per row")
     p.add_argument("--period", required=True, help="sampling period: 30s, 5m, 2h, 1d, 1w")
     p.add_argument("--column", help="column name (with a header) or 1-based number")
@@ -138,3 +135,8 @@ def profile_spec_item(item: dict) -> None:
     except ValueError as err:
         raise UserError(f"profile {item['name']}: {err}") from None
     render_profile(item["path"], name, item["period"], result)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang profile`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "profile")

@@ -5,18 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 
+from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record
 from benchlang.report.data import load_data
 from benchlang.run.store import Store
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "record",
-        help="the reproducibility record of a run",
-        description="Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version.",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang record``; the lazy table in benchlang.cli calls this."""
+    p.description = "Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version."
     p.add_argument("spec", nargs="?", metavar="SPEC")
     p.add_argument("--store", required=True)
     p.add_argument("--plan")
@@ -42,3 +40,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(record.to_markdown())
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang record`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "record")

@@ -6,16 +6,16 @@ import argparse
 import json
 import sys
 
+from benchlang.cli import add_command
 from benchlang.report.data import load_data
 from benchlang.report.results import render_results, results_csv, results_rows
 from benchlang.run.store import Store
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "results",
-        help="summarise a store per configuration",
-        description="Per configuration: successful trials, failures, and median/min/max of each metric.",
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang results``; the lazy table in benchlang.cli calls this."""
+    p.description = (
+        "Per configuration: successful trials, failures, and median/min/max of each metric."
     )
     p.add_argument("store", metavar="STORE")
     p.add_argument("--plan", help="plan hash (default: the latest plan in the store)")
@@ -35,3 +35,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         render_results(data)
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang results`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "results")

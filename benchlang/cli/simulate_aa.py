@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from benchlang.cli import add_command
 from benchlang.cli.common import load_spec
 from benchlang.design.layouts import LAYOUTS
 from benchlang.errors import UserError
@@ -46,14 +47,9 @@ def parse_components(text: str) -> VarianceComponents:
     return VarianceComponents.from_sd(values)
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "simulate-aa",
-        help="A/A simulation: Type I error of each bootstrap scheme for an A/B layout",
-        description="Simulate A/A experiments of an A/B layout from variance components "
-        "(Bakshy & Frachtenberg, WWW 2015, Eq. 3-4) and report the Type I error of the iid, "
-        "request-, host- and host-block-clustered reweighting bootstraps (§5, §6, Table 3).",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang simulate-aa``; the lazy table in benchlang.cli calls this."""
+    p.description = "Simulate A/A experiments of an A/B layout from variance components (Bakshy & Frachtenberg, WWW 2015, Eq. 3-4) and report the Type I error of the iid, request-, host- and host-block-clustered reweighting bootstraps (§5, §6, Table 3)."
     p.add_argument(
         "spec",
         nargs="?",
@@ -204,3 +200,8 @@ def report(result: AAResult) -> None:
     render_table(
         ["bootstrap", "clusters", f"Type I error (alpha={result.alpha:g})", "mean SE"], rows, title
     )
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang simulate-aa`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "simulate-aa")

@@ -5,18 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from benchlang.cli import add_command
 from benchlang.cli.options import percent_argument
 from benchlang.errors import UserError
 from benchlang.stats.sizing import sizing
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "size",
-        help="minimal number of trials for a one-sided percentile CI",
-        description="Minimal N such that a one-sided confidence bound of the given percentile "
-        "exists at the given confidence (TriScale, JSys 2021, §4.5, Eq. 4).",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang size``; the lazy table in benchlang.cli calls this."""
+    p.description = "Minimal N such that a one-sided confidence bound of the given percentile exists at the given confidence (TriScale, JSys 2021, §4.5, Eq. 4)."
     p.add_argument(
         "--percentile", required=True, type=percent_argument, help="percentile in (0, 100)"
     )
@@ -49,3 +46,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(n)
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang size`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "size")

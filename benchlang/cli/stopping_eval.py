@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.report.table import render_table
 from benchlang.stats.stopping import AdaptiveStop
@@ -30,14 +31,9 @@ HEADERS = (
 )
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "stopping-eval",
-        help="judge the adaptive stopping rule on recorded sample streams",
-        description="Replay each stream sample by sample through the adaptive stopping rule "
-        "(Mittal et al., PMBS '23, §2.1) and report where it stopped, the Kolmogorov-Smirnov "
-        "distance of the stopped prefix to the whole stream and the optimal stopping point.",
-    )
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang stopping-eval``; the lazy table in benchlang.cli calls this."""
+    p.description = "Replay each stream sample by sample through the adaptive stopping rule (Mittal et al., PMBS '23, §2.1) and report where it stopped, the Kolmogorov-Smirnov distance of the stopped prefix to the whole stream and the optimal stopping point."
     p.add_argument("files", nargs="+", metavar="FILE", help="JSON list of numbers, or CSV")
     p.add_argument("--column", help="CSV column name (default: the only numeric column)")
     p.add_argument("--ks", type=float, default=0.1, help="KS threshold (default 0.1)")
@@ -151,3 +147,8 @@ def run(args: argparse.Namespace) -> int:
     for path, e in results:
         print(f"{path.name}: {e.reason}")
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang stopping-eval`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "stopping-eval")
