@@ -1,0 +1,86 @@
+"""Start-up budget: the quick commands never load the heavy libraries.
+
+Each command runs in a fresh interpreter through ``benchlang.cli.main``; at exit the wrapper
+lists which heavy top-level packages are in ``sys.modules``. Deterministic: no timing.
+benchmarks/bench_cli.py measures the time these budgets buy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("scipy", "statsmodels", "pandas", "rich", "asyncssh", "matplotlib")
+
+WRAPPER = """
+import atexit, json, sys
+heavy = {heavy!r}
+def report():
+    loaded = sorted(m for m in heavy if m in sys.modules)
+    sys.stderr.write("\\nBUDGET " + json.dumps({{"heavy": loaded, "modules": len(sys.modules)}}) + "\\n")
+atexit.register(report)
+from benchlang.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def loaded_by(*argv: str) -> dict[str, object]:
+    """Run ``benchlang ARGV`` in a fresh interpreter; the heavy packages it left loaded."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER.format(heavy=HEAVY), *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("BUDGET "), done.stderr
+    return json.loads(line.removeprefix("BUDGET "))
+
+
+QUICK = [
+    ["--version"],
+    ["--help"],
+    ["check", "specs/quickstart.bench"],
+    ["plan", "specs/quickstart.bench"],
+    ["plan", "--help"],
+    ["size", "--percentile", "95", "--confidence", "95"],
+]
+
+
+@pytest.mark.parametrize("argv", QUICK, ids=" ".join)
+def test_quick_commands_load_no_heavy_library(argv):
+    assert loaded_by(*argv)["heavy"] == []
+
+
+def test_help_imports_no_command_module():
+    """`benchlang --help` is built from the lazy table alone."""
+    probe = (
+        "import sys, contextlib, io\n"
+        "from benchlang.cli import COMMANDS, main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--help'])\n"
+        "print(sorted(c.module for c in COMMANDS.values() if c.module in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_wrapper_does_see_heavy_libraries(tmp_path):
+    """Guards the budget test itself: a command that needs scipy is seen loading it."""
+    data = tmp_path / "load.csv"
+    data.write_text("".join(f"{(i % 12) + 0.1 * (i % 5)}\n" for i in range(120)))
+    loaded = loaded_by("profile", str(data), "--period", "1h", "--json")["heavy"]
+    assert {"scipy", "statsmodels"} <= set(loaded)
