@@ -48,6 +48,34 @@ def test_every_registered_command_is_reachable():
     assert {"check", "plan", "run", "results", "size", "plugins"} <= set(command_names())
 
 
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_table_entries_name_modules_that_configure_their_command(name):
+    """The lazy table and the modules agree: each module configures a parser for its name."""
+    import importlib
+
+    module = importlib.import_module(COMMANDS[name].module)
+    parser = argparse.ArgumentParser(prog="benchlang")
+    sub = parser.add_subparsers()
+    module.add_parser(sub)
+    assert set(sub.choices) == {name}
+    assert sub.choices[name].description
+    assert sub._choices_actions[0].help == COMMANDS[name].help
+
+
+def test_top_level_help_lists_every_command_with_its_table_line(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for name, command in COMMANDS.items():
+        assert f"{name} {' '.join(command.help.split())}" in out
+
+
+def test_unknown_command_is_refused_by_argparse(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", command_names())
 def test_help_of_every_command(name, capsys):
     with pytest.raises(SystemExit) as info:
@@ -144,15 +172,34 @@ def test_every_example_spec_checks(run_cli):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_every_example_spec_plans(path):
-    from benchlang.cli.common import open_backend
-    from benchlang.lang.check import load
+    from benchlang.app.plan import build_plan
+    from benchlang.app.spec import load_spec, open_backend
     from benchlang.plan.compile import compile_plan
 
-    experiment = load(path)
-    hosts = open_backend(experiment, str(path)).hosts()
-    plan = compile_plan(experiment, hosts)
+    experiment, _backend, plan = build_plan(path)
     assert plan.n_trials >= 1
-    assert plan.hash == compile_plan(load(path), hosts).hash
+    hosts = open_backend(experiment, str(path)).hosts()
+    assert plan.hash == compile_plan(load_spec(path).experiment, hosts).hash
+
+
+def test_spec_errors_print_diagnostics_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.bench"
+    bad.write_text("benchlang 1\nexperiment x {\n  frobnicate 3\n}\n")
+    for command in (["check"], ["plan"], ["run"]):
+        assert main([*command, str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}:3:" in err and "Traceback" not in err
+
+
+def test_check_prints_warnings_once(tmp_path, capsys):
+    spec = tmp_path / "warn.bench"
+    spec.write_text(
+        'benchlang 1\nexperiment w {\n  factor unused in [1, 2]\n  benchmark b { run "true" }\n}\n'
+    )
+    assert main(["check", str(spec)]) == 0
+    captured = capsys.readouterr()
+    assert "ok: experiment w" in captured.out
+    assert captured.err.count(": warning: ") == 1, captured.err
 
 
 def test_results_on_a_missing_store(small_commands):

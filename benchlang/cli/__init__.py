@@ -101,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; people's errors print as ``benchlang: error: ...`` and exit 2."""
     from benchlang.cli.common import SpecFailed
     from benchlang.errors import UserError
+    from benchlang.lang.diagnostics import SpecError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -110,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SpecFailed:
+        return 2
+    except SpecError as err:
+        print(str(err), file=sys.stderr)
         return 2
     except UserError as err:
         print(f"benchlang: error: {err.message}", file=sys.stderr)

@@ -9,14 +9,9 @@ import json
 
 import attrs
 
+from benchlang.app.ab import advise_layout
 from benchlang.cli import add_command
-from benchlang.cli.common import load_spec
-from benchlang.errors import UserError
-from benchlang.report.compare import ab_arrays
-from benchlang.report.data import load_data
 from benchlang.report.table import render_table
-from benchlang.run.store import Store
-from benchlang.stats.ab import CostModel, advise_from_pilot
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -40,27 +35,17 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    experiment = load_spec(args.spec)
-    if not experiment.comparisons:
-        raise UserError("the spec has no 'compare METRIC by FACTOR' analysis to advise on")
-    if args.budget is None and args.target_se is None:
-        raise UserError("give --budget or --target-se")
-    comparison = experiment.comparisons[0]
-    with Store(args.pilot) as store:
-        data = load_data(store)
-    if data.experiment.name != experiment.name:
-        raise UserError(
-            f"the pilot store holds experiment {data.experiment.name}, not {experiment.name}"
-        )
-    y, design, n_control, n_treatment = ab_arrays(data, comparison)
-    if min(n_control, n_treatment) < 2:
-        raise UserError("the pilot has fewer than two successful trials on one side")
+    from benchlang.stats.ab.advisor import CostModel
+
     cost = CostModel(batch=args.batch_cost, request=args.request_cost, trial=args.trial_cost)
-    kwargs = {"budget": args.budget} if args.budget is not None else {"target_se": args.target_se}
-    try:
-        fit, advice = advise_from_pilot(y, design, cost, max_hosts=args.max_hosts, **kwargs)
-    except ValueError as err:
-        raise UserError(str(err)) from None
+    fit, advice = advise_layout(
+        args.spec,
+        args.pilot,
+        cost,
+        max_hosts=args.max_hosts,
+        budget=args.budget,
+        target_se=args.target_se,
+    )
     if args.json:
         print(
             json.dumps(

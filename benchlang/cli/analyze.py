@@ -6,22 +6,18 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 
-from benchlang import model
+from benchlang.app.analysis import analyze_csv, analyze_store, order_of
+from benchlang.app.plan import plan_hash
 from benchlang.cli import add_command
-from benchlang.cli.common import load_spec
-from benchlang.cli.profile import profile_spec_item
-from benchlang.csvrows import read_rows
+from benchlang.cli.common import print_spec_profile
 from benchlang.errors import UserError
-from benchlang.report.analysis import analyze, analyze_values, render_analysis
-from benchlang.report.compare import compare, render_comparisons
-from benchlang.report.data import load_data
-from benchlang.report.order_analysis import order_report, render_order_report
-from benchlang.report.warmup import render_warmup_advice, warmup_advice
-from benchlang.run.store import Store
+from benchlang.report.analysis import render_analysis
+from benchlang.report.compare import render_comparisons
+from benchlang.report.order_analysis import render_order_report
+from benchlang.report.warmup import render_warmup_advice
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -64,100 +60,48 @@ def _settings(text: str, what: str) -> dict[str, float]:
     return values
 
 
-def _from_csv(args: argparse.Namespace) -> list:
-    path = Path(args.data)
-    rows = read_rows(path)
-    k = _settings(args.kpi, "kpi")
-    v = _settings(args.variability, "variability") if args.variability else None
-    series = None
-    if args.series:
-        if args.series not in rows[0]:
-            raise UserError(f"{path} has no column {args.series!r}")
-        _, series = np.unique([r[args.series] for r in rows], return_inverse=True)
-    results = []
-    for column in rows[0]:
-        if column == args.series:
-            continue
-        try:
-            values = np.array([float(r[column]) if r[column] != "" else np.nan for r in rows])
-        except ValueError:
-            continue
-        bound = "upper" if args.better == "lower" else "lower"
-        kpi = model.Kpi(column, k["percentile"], k["confidence"], bound, int(k.get("exclude", 0)))
-        var = model.Variability(column, v["percentile"], v["confidence"]) if v else None
-        results.append(analyze_values(values, series, column, kpi, var))
-    if not results:
-        raise UserError(f"{path} has no numeric column")
-    return results
-
-
 def run(args: argparse.Namespace) -> int:
     if args.data:
-        results, units = _from_csv(args), {}
-    else:
-        if not args.store:
-            raise UserError("give --store PATH (or --data FILE.csv)")
-        plan_hash = args.plan
-        if args.spec and not plan_hash:
-            from benchlang.cli.plan import build_plan
-
-            load_spec(args.spec)
-            plan_hash = build_plan(args.spec)[2].hash
-        with Store(args.store) as store:
-            data = load_data(store, plan_hash)
-            every_phase = (
-                load_data(store, plan_hash, all_phases=True)
-                if data.experiment.design.layout
-                else None
-            )
-        experiment = data.experiment
-        if not (
-            experiment.kpis
-            or experiment.order_dependence
-            or experiment.comparisons
-            or experiment.profiles
-            or every_phase
-        ):
-            raise UserError(
-                "the spec declares no kpi and no order_dependence analysis",
-                "add e.g.: kpi time { percentile 50 confidence 95% }",
-            )
-        results = analyze(data)
-        comparisons = [compare(data, c) for c in experiment.comparisons]
-        warmup = warmup_advice(every_phase) if every_phase is not None else []
+        kpi = _settings(args.kpi, "kpi")
+        variability = _settings(args.variability, "variability") if args.variability else None
+        results = analyze_csv(args.data, kpi, variability, args.series, args.better)
         if args.json:
-            print(
-                json.dumps(
-                    {
-                        "kpis": [r.to_dict() for r in results],
-                        "comparisons": [c.to_dict() for c in comparisons],
-                        "warmup": [w.to_dict() for w in warmup],
-                    },
-                    indent=2,
-                    default=_json_default,
-                )
-            )
-            return 0
-        for item in experiment.profiles:
-            profile_spec_item(item)
-        if comparisons:
-            render_comparisons(comparisons)
-        if warmup:
-            render_warmup_advice(warmup)
-        if experiment.order_dependence is not None:
-            render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
-        units = {m.name: m.unit for m in experiment.metrics}
+            _print_json(results, [], [])
+        else:
+            render_analysis(results, {})
+        return 0
+    if not args.store:
+        raise UserError("give --store PATH (or --data FILE.csv)")
+    found = analyze_store(args.store, plan_hash(args.spec, args.plan))
     if args.json:
-        print(
-            json.dumps(
-                {"kpis": [r.to_dict() for r in results], "comparisons": [], "warmup": []},
-                indent=2,
-                default=_json_default,
-            )
-        )
-    elif results or not args.store:
-        render_analysis(results, units)
+        _print_json(found.kpis, found.comparisons, found.warmup)
+        return 0
+    experiment = found.data.experiment
+    for item in experiment.profiles:
+        print_spec_profile(item)
+    if found.comparisons:
+        render_comparisons(found.comparisons)
+    if found.warmup:
+        render_warmup_advice(found.warmup)
+    if experiment.order_dependence is not None:
+        render_order_report(order_of(found.data, None, experiment.order_dependence["alpha"]))
+    if found.kpis:
+        render_analysis(found.kpis, {m.name: m.unit for m in experiment.metrics})
     return 0
+
+
+def _print_json(kpis: list, comparisons: list, warmup: list) -> None:
+    print(
+        json.dumps(
+            {
+                "kpis": [r.to_dict() for r in kpis],
+                "comparisons": [c.to_dict() for c in comparisons],
+                "warmup": [w.to_dict() for w in warmup],
+            },
+            indent=2,
+            default=_json_default,
+        )
+    )
 
 
 def _json_default(value):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from benchlang.app.spec import counts
 from benchlang.cli import add_command
-from benchlang.cli.common import SpecFailed, load_spec, print_warnings
-from benchlang.design.counting import trial_count
-from benchlang.plan.configurations import configurations
+from benchlang.cli.common import SpecFailed, load_spec
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -27,9 +26,7 @@ def run(args: argparse.Namespace) -> int:
         except SpecFailed:
             status = 2
             continue
-        print_warnings(path)
-        n_configs = len(configurations(experiment))
-        trials = trial_count(experiment.design, n_configs)
+        n_configs, trials = counts(experiment)
         print(
             f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials"
         )

@@ -1,46 +1,67 @@
-"""Helpers shared by commands: loading a spec, opening a backend, printing diagnostics."""
+"""Printing helpers shared by the commands (not a command): a spec's diagnostics, a profile.
+
+Kept light at import time: ``benchlang.cli.main`` imports this module for every command.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from benchlang import model
-from benchlang.backends.base import Backend, SettingError
-from benchlang.backends.registry import backend_kinds
-from benchlang.errors import UserError
-from benchlang.lang.check import load
-from benchlang.lang.diagnostics import SpecError, render
+if TYPE_CHECKING:
+    from benchlang import model
+    from benchlang.app.profile import Profiled
 
 
 class SpecFailed(Exception):
     """The spec had errors, already printed; exit with status 2."""
 
 
-def load_spec(path: str) -> model.Experiment:
-    """Compile a spec or print every diagnostic and raise SpecFailed."""
+def load_spec(path: str | Path) -> model.Experiment:
+    """Compile a spec once; print its warnings, or every error and raise SpecFailed."""
+    from benchlang.app.spec import load_spec as compile_spec
+    from benchlang.lang.diagnostics import SpecError, render
+
     try:
-        return load(path)
+        compiled = compile_spec(path)
     except SpecError as err:
         print(str(err), file=sys.stderr)
         raise SpecFailed from None
+    for warning in compiled.warnings:
+        print(render(compiled.source, warning), file=sys.stderr)
+    return compiled.experiment
 
 
-def open_backend(experiment: model.Experiment, spec_path: str) -> Backend:
-    kind = experiment.hosts.kind
-    cls = backend_kinds().get(kind)
-    if cls is None:
-        raise UserError(f"no backend named '{kind}' is installed", "see 'benchlang plugins'")
-    try:
-        return cls.from_settings(experiment.hosts.settings, Path(spec_path).resolve().parent)
-    except SettingError as err:
-        raise UserError(f"hosts {kind}: {err.message}", err.hint) from None
+def render_profile(profiled: Profiled) -> None:
+    """The profile of one condition-data column: ACF peaks, periods, recommended span."""
+    from benchlang.report.record import format_duration
+    from benchlang.report.table import render_table
+
+    result, seconds = profiled.result, profiled.seconds
+    span = result.recommended_span
+    print(
+        f"{profiled.path} [{profiled.column}]: {result.n} samples every {format_duration(seconds)}"
+        f" ({result.missing} missing), i.i.d.: {'yes' if result.independence.passed else 'no'}"
+    )
+    rows = [
+        [lag, format_duration(lag * seconds), acf, "yes" if lag in result.periods else ""]
+        for lag, acf in zip(result.peaks, result.peak_acf, strict=True)
+    ]
+    if rows:
+        render_table(["lag", "time", "acf", "period"], rows, title="Significant ACF peaks")
+    else:
+        print("No significant autocorrelation peak: no seasonal component found.")
+    if span is None:
+        print("Recommended series span: any (no seasonal component)")
+    else:
+        periods = ", ".join(format_duration(p * seconds) for p in result.periods)
+        print(f"Seasonal periods: {periods}")
+        print(f"Recommended series span: at least {format_duration(span)}")
 
 
-def print_warnings(path: str) -> None:
-    from benchlang.lang.check import warnings_of
-    from benchlang.lang.syntax import decode
+def print_spec_profile(item: dict[str, Any]) -> None:
+    """Profile and print one ``analysis { profile ... }`` item of a spec."""
+    from benchlang.app.profile import profile_spec_item
 
-    source = decode(path, Path(path).read_bytes())
-    for diagnostic in warnings_of(source, Path(path).parent):
-        print(render(source, diagnostic), file=sys.stderr)
+    render_profile(profile_spec_item(item))

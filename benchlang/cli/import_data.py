@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from benchlang.app.importing import import_file
 from benchlang.cli import add_command
-from benchlang.run.importer import DEFAULT_COLUMNS, ROLES, import_csv
-from benchlang.run.store import Store
+from benchlang.run.importer import DEFAULT_COLUMNS, ROLES
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -31,8 +31,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     columns = {role: getattr(args, role) or None for role in ROLES}
-    with Store(args.store, create=True) as store:
-        result = import_csv(args.csv, store, columns, args.metric, args.better, args.name)
+    result = import_file(args.csv, args.store, columns, args.metric, args.better, args.name)
     print(
         f"imported {result.trials} trials of {result.configurations} configurations in {result.rounds} rounds as experiment {result.experiment} (plan {result.plan_hash[:19]}) into {args.store}"
     )

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from benchlang.app.analysis import order_of_store
 from benchlang.cli import add_command
 from benchlang.errors import UserError
-from benchlang.report.data import load_data
 from benchlang.report.order import order_json
-from benchlang.report.order_analysis import order_report, render_order_report
-from benchlang.run.store import Store
+from benchlang.report.order_analysis import render_order_report
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -27,16 +26,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0.0 < args.alpha < 1.0:
-        raise UserError("--alpha must lie strictly between 0 and 1")
-    with Store(args.store) as store:
-        data = load_data(store, args.plan)
-    if data.experiment.design.layout is not None:
-        raise UserError(
-            "an A/B layout has no fixed- and random-order rounds to compare",
-            "order effects within its host batches show in 'benchlang analyze' (warm-up and cool-down advice)",
-        )
-    report = order_report(data, args.metric, args.alpha)
+    report = order_of_store(args.store, args.plan, args.metric, args.alpha)
     if args.json:
         if report.dependence is None:
             raise UserError(report.note or "no fixed-vs-random comparison possible")

@@ -6,13 +6,10 @@ import argparse
 import sys
 from collections import Counter
 
-import attrs
-
+from benchlang.app.plan import build_plan as build_plan  # re-exported for tests and tools
+from benchlang.app.plan import plan_experiment
 from benchlang.cli import add_command
-from benchlang.cli.common import load_spec, open_backend
-from benchlang.errors import UserError
-from benchlang.plan.compile import compile_plan
-from benchlang.plan.plan import PlanError
+from benchlang.cli.common import load_spec
 from benchlang.report.table import render_table
 
 
@@ -27,19 +24,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def build_plan(spec: str, seed: int | None = None):
-    experiment = load_spec(spec)
-    if seed is not None:
-        experiment = attrs.evolve(experiment, seed=seed)
-    backend = open_backend(experiment, spec)
-    try:
-        return experiment, backend, compile_plan(experiment, backend.hosts())
-    except PlanError as err:
-        raise UserError(f"{spec}: {err.message}", err.hint) from None
-
-
 def run(args: argparse.Namespace) -> int:
-    experiment, _backend, plan = build_plan(args.spec, args.seed)
+    experiment, _backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
     if args.json:
         sys.stdout.write(plan.json_text() + "\n")
         return 0

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from benchlang.app.analysis import record_of
+from benchlang.app.plan import plan_hash
 from benchlang.cli import add_command
-from benchlang.errors import UserError
-from benchlang.report.analysis import analyze, build_record
-from benchlang.report.data import load_data
-from benchlang.run.store import Store
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -23,16 +21,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    plan_hash = args.plan
-    if args.spec and not plan_hash:
-        from benchlang.cli.plan import build_plan
-
-        plan_hash = build_plan(args.spec)[2].hash
-    with Store(args.store) as store:
-        data = load_data(store, plan_hash)
-    if not data.experiment.kpis:
-        raise UserError("the record needs at least one kpi in the spec")
-    record = build_record(data, analyze(data))
+    record = record_of(args.store, plan_hash(args.spec, args.plan))
     if args.format == "json":
         print(json.dumps(record.to_json(), indent=2, default=str))
     elif args.format == "latex":

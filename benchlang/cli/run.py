@@ -7,9 +7,9 @@ import asyncio
 import sys
 from pathlib import Path
 
+from benchlang.app.plan import plan_experiment
 from benchlang.cli import add_command
-from benchlang.cli.plan import build_plan
-from benchlang.cli.profile import profile_spec_item
+from benchlang.cli.common import load_spec, print_spec_profile
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record, render_analysis
 from benchlang.report.compare import compare, render_comparisons
@@ -40,7 +40,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    experiment, backend, plan = build_plan(args.spec, args.seed)
+    experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
     store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
     with Store(store_path, create=True) as store:
         done = store.finished_trials(plan.hash)
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             analysis = analyze(data)
             render_analysis(analysis, {m.name: m.unit for m in experiment.metrics})
         for item in experiment.profiles:
-            profile_spec_item(item)
+            print_spec_profile(item)
         if experiment.comparisons:
             render_comparisons([compare(data, c) for c in experiment.comparisons])
         if experiment.order_dependence is not None:

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from benchlang.app.ab import pilot_components, spec_layout
 from benchlang.cli import add_command
-from benchlang.cli.common import load_spec
 from benchlang.design.layouts import LAYOUTS
 from benchlang.errors import UserError
-from benchlang.report.compare import ab_arrays
-from benchlang.report.data import load_data
 from benchlang.report.table import render_table
-from benchlang.run.store import Store
-from benchlang.stats.ab.advisor import conservative_components
-from benchlang.stats.ab.designs import COMPONENTS, VarianceComponents
-from benchlang.stats.ab.mixed import fit_mixed
-from benchlang.stats.ab.simulate import AAResult, simulate_aa
+
+if TYPE_CHECKING:
+    from benchlang.stats.ab import AAResult, VarianceComponents
 
 SCHEME_NAMES = {"none": "iid", "request": "request", "host": "host", "host_block": "host-block"}
 
 
 def parse_components(text: str) -> VarianceComponents:
     """``request=0.5,host=0.1,...``: standard deviations of the random terms (as in Table 1)."""
+    from benchlang.stats.ab.designs import COMPONENTS, VarianceComponents
+
     values: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = part.partition("=")
@@ -96,18 +93,7 @@ def _design(args: argparse.Namespace) -> dict[str, object]:
         raise UserError(
             f"--{next(iter(given))} cannot be combined with SPEC: the spec's layout sets it"
         )
-    layout = load_spec(args.spec).design.layout
-    if layout is None:
-        raise UserError(
-            f"{args.spec} has no A/B layout",
-            "add: design { versions {...} layout fully_balanced { hosts 4 } requests [...] }",
-        )
-    return {
-        "layout": layout.kind,
-        "hosts": layout.hosts,
-        "requests": layout.requests,
-        "repetitions": layout.repetitions,
-    }
+    return spec_layout(args.spec)
 
 
 def _components(args: argparse.Namespace) -> VarianceComponents:
@@ -117,24 +103,7 @@ def _components(args: argparse.Namespace) -> VarianceComponents:
         )
     if args.components is not None:
         return parse_components(args.components)
-    with Store(args.pilot) as store:
-        data = load_data(store)
-    comparison = next((c for c in data.experiment.comparisons if c.method != "anova"), None)
-    if comparison is None:
-        raise UserError(
-            f"the pilot in {args.pilot} has no 'compare METRIC by FACTOR' analysis to take roles from"
-        )
-    y, design, n_control, n_treatment = ab_arrays(data, comparison)
-    if min(n_control, n_treatment) < 2:
-        raise UserError("the pilot has fewer than two successful trials on one side")
-    if comparison.settings.get("log"):
-        if (y <= 0).any():
-            raise UserError("the pilot's compare uses log true, but some values are not positive")
-        y = np.log(y)
-    try:
-        return conservative_components(fit_mixed(y, design, "moments"))
-    except (ValueError, np.linalg.LinAlgError) as err:
-        raise UserError(f"cannot fit the pilot's variance components: {err}") from None
+    return pilot_components(args.pilot)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--experiments and --replicates must be at least 2")
     if not 0 < args.alpha < 1:
         raise UserError("--alpha must lie in (0, 1)")
+    from benchlang.stats.ab.simulate import simulate_aa
+
     try:
         result = simulate_aa(
             design["layout"],

@@ -1,0 +1,94 @@
+"""A/B layouts (Bakshy & Frachtenberg, WWW 2015): advice from a pilot run, variance
+components for A/A simulation, and a spec's layout. statsmodels and scipy load only here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from benchlang.app.spec import load_spec
+from benchlang.app.stores import load_store
+from benchlang.errors import UserError
+
+if TYPE_CHECKING:
+    from benchlang.report.data import ExperimentData
+    from benchlang.stats.ab import Advice, CostModel, MixedEffectsResult, VarianceComponents
+
+
+def _pilot_arrays(data: ExperimentData, comparison: Any) -> tuple[np.ndarray, Any]:
+    from benchlang.report.compare import ab_arrays
+
+    y, design, n_control, n_treatment = ab_arrays(data, comparison)
+    if min(n_control, n_treatment) < 2:
+        raise UserError("the pilot has fewer than two successful trials on one side")
+    return y, design
+
+
+def advise_layout(
+    spec_path: str | Path,
+    pilot: str | Path,
+    cost: CostModel,
+    *,
+    max_hosts: int,
+    budget: float | None = None,
+    target_se: float | None = None,
+) -> tuple[MixedEffectsResult, Advice]:
+    """Fit the pilot's variance components, then rank layouts and sizes (§3.1.2)."""
+    from benchlang.stats.ab import advise_from_pilot
+
+    experiment = load_spec(spec_path).experiment
+    if not experiment.comparisons:
+        raise UserError("the spec has no 'compare METRIC by FACTOR' analysis to advise on")
+    if budget is None and target_se is None:
+        raise UserError("give --budget or --target-se")
+    data = load_store(pilot)
+    if data.experiment.name != experiment.name:
+        raise UserError(
+            f"the pilot store holds experiment {data.experiment.name}, not {experiment.name}"
+        )
+    y, design = _pilot_arrays(data, experiment.comparisons[0])
+    goal = {"budget": budget} if budget is not None else {"target_se": target_se}
+    try:
+        return advise_from_pilot(y, design, cost, max_hosts=max_hosts, **goal)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+
+
+def pilot_components(pilot: str | Path) -> VarianceComponents:
+    """Variance components fitted (method of moments) on a pilot run, made conservative."""
+    from benchlang.stats.ab.advisor import conservative_components
+    from benchlang.stats.ab.mixed import fit_mixed
+
+    data = load_store(pilot)
+    comparison = next((c for c in data.experiment.comparisons if c.method != "anova"), None)
+    if comparison is None:
+        raise UserError(
+            f"the pilot in {pilot} has no 'compare METRIC by FACTOR' analysis to take roles from"
+        )
+    y, design = _pilot_arrays(data, comparison)
+    if comparison.settings.get("log"):
+        if (y <= 0).any():
+            raise UserError("the pilot's compare uses log true, but some values are not positive")
+        y = np.log(y)
+    try:
+        return conservative_components(fit_mixed(y, design, "moments"))
+    except (ValueError, np.linalg.LinAlgError) as err:
+        raise UserError(f"cannot fit the pilot's variance components: {err}") from None
+
+
+def spec_layout(spec_path: str | Path) -> dict[str, Any]:
+    """The layout and H, R, T of a spec's A/B design."""
+    layout = load_spec(spec_path).experiment.design.layout
+    if layout is None:
+        raise UserError(
+            f"{spec_path} has no A/B layout",
+            "add: design { versions {...} layout fully_balanced { hosts 4 } requests [...] }",
+        )
+    return {
+        "layout": layout.kind,
+        "hosts": layout.hosts,
+        "requests": layout.requests,
+        "repetitions": layout.repetitions,
+    }

@@ -1,0 +1,136 @@
+"""Analysing results: the spec's KPIs, comparisons and warm-up advice over a store, the same
+KPIs over a CSV from elsewhere, the order-dependence report and the reproducibility record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from benchlang import model
+from benchlang.app.stores import load_store
+from benchlang.csvrows import read_table
+from benchlang.errors import UserError
+
+if TYPE_CHECKING:
+    from benchlang.report.analysis import ConfigurationAnalysis
+    from benchlang.report.compare import ComparisonResult
+    from benchlang.report.data import ExperimentData
+    from benchlang.report.order_analysis import OrderReport
+    from benchlang.report.record import Record
+    from benchlang.report.warmup import WarmupAdvice
+
+
+@attrs.frozen
+class StoreAnalysis:
+    """Everything ``benchlang analyze`` shows for one plan of a store."""
+
+    data: ExperimentData
+    kpis: list[ConfigurationAnalysis]
+    comparisons: list[ComparisonResult]
+    warmup: list[WarmupAdvice]
+
+
+def analyze_store(store_path: str | Path, plan_hash: str | None = None) -> StoreAnalysis:
+    """KPIs, comparisons and (for A/B layouts) warm-up advice of a stored plan."""
+    from benchlang.report.analysis import analyze
+    from benchlang.report.compare import compare
+    from benchlang.report.warmup import warmup_advice
+
+    data = load_store(store_path, plan_hash)
+    experiment = data.experiment
+    every_phase = (
+        load_store(store_path, plan_hash, all_phases=True) if experiment.design.layout else None
+    )
+    if not (
+        experiment.kpis
+        or experiment.order_dependence
+        or experiment.comparisons
+        or experiment.profiles
+        or every_phase
+    ):
+        raise UserError(
+            "the spec declares no kpi and no order_dependence analysis",
+            "add e.g.: kpi time { percentile 50 confidence 95% }",
+        )
+    return StoreAnalysis(
+        data,
+        analyze(data),
+        [compare(data, c) for c in experiment.comparisons],
+        warmup_advice(every_phase) if every_phase is not None else [],
+    )
+
+
+def analyze_csv(
+    path: str | Path,
+    kpi: dict[str, float],
+    variability: dict[str, float] | None,
+    series_column: str | None,
+    better: str,
+) -> list[ConfigurationAnalysis]:
+    """TriScale's KPI (and variability score) of every numeric column of a CSV file.
+
+    ``kpi`` and ``variability`` hold ``percentile``, ``confidence`` (and ``exclude``);
+    ``series_column`` names the column that assigns each row to a series.
+    """
+    from benchlang.report.analysis import analyze_values
+
+    table = read_table(path, header=True)
+    series = None
+    if series_column is not None:
+        index = table.index(series_column)
+        labels = [row[index] if index < len(row) else "" for row in table.rows]
+        _, series = np.unique(labels, return_inverse=True)
+    bound = "upper" if better == "lower" else "lower"
+    results = []
+    for column in table.numeric_names():
+        if column == series_column:
+            continue
+        k = model.Kpi(
+            column, kpi["percentile"], kpi["confidence"], bound, int(kpi.get("exclude", 0))
+        )
+        v = (
+            model.Variability(column, variability["percentile"], variability["confidence"])
+            if variability
+            else None
+        )
+        results.append(analyze_values(table.numbers(column), series, column, k, v))
+    if not results:
+        raise UserError(f"{path} has no numeric column")
+    return results
+
+
+def order_of(data: ExperimentData, metric: str | None, alpha: float) -> OrderReport:
+    """Order dependence (OrderSage), position and carry-over effects of a stored plan."""
+    from benchlang.report.order_analysis import order_report
+
+    if not 0.0 < alpha < 1.0:
+        raise UserError("--alpha must lie strictly between 0 and 1")
+    return order_report(data, metric, alpha)
+
+
+def order_of_store(
+    store_path: str | Path, plan_hash: str | None, metric: str | None, alpha: float
+) -> OrderReport:
+    """``order_of`` a store's plan; A/B layouts have no fixed- and random-order rounds."""
+    if not 0.0 < alpha < 1.0:
+        raise UserError("--alpha must lie strictly between 0 and 1")
+    data = load_store(store_path, plan_hash)
+    if data.experiment.design.layout is not None:
+        raise UserError(
+            "an A/B layout has no fixed- and random-order rounds to compare",
+            "order effects within its host batches show in 'benchlang analyze' (warm-up and cool-down advice)",
+        )
+    return order_of(data, metric, alpha)
+
+
+def record_of(store_path: str | Path, plan_hash: str | None = None) -> Record:
+    """The 12-parameter reproducibility record (TriScale §4.4) of a stored plan."""
+    from benchlang.report.analysis import analyze, build_record
+
+    data = load_store(store_path, plan_hash)
+    if not data.experiment.kpis:
+        raise UserError("the record needs at least one kpi in the spec")
+    return build_record(data, analyze(data))
