@@ -4,6 +4,7 @@ one CSV reader that every command taking numbers from a CSV uses."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -121,3 +122,24 @@ def test_rows_and_picked_cells(tmp_path):
     assert values[0] == 1 and math.isnan(values[1])
     with pytest.raises(UserError, match="not a number: 'x'"):
         numbers_of(["x"], "where")
+
+
+def test_import_reads_values_through_the_shared_reader(tmp_path, capsys):
+    """A missing value is a failed trial (as 'nan' was); a non-number names file and column."""
+    from benchlang.cli import main
+
+    good = write(
+        tmp_path,
+        "trials.csv",
+        "test,order,run_seq,position,value\na,fixed,0,0,1.5\nb,fixed,0,1,\na,random,1,0,NA\n",
+    )
+    store = tmp_path / "s.sqlite"
+    assert main(["import", str(good), "--store", str(store)]) == 0
+    assert "imported 3 trials of 2 configurations in 2 rounds" in capsys.readouterr().out
+    assert main(["results", str(store), "--json"]) == 0
+    rows = {r["configuration"]["label"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (rows["a"]["n"], rows["a"]["failures"], rows["b"]["failures"]) == (1, 1, 1)
+    assert rows["a"]["metrics"]["value"]["median"] == 1.5
+    bad = write(tmp_path, "bad.csv", "test,order,run_seq,position,value\na,fixed,0,0,fast\n")
+    assert main(["import", str(bad), "--store", str(tmp_path / "t.sqlite")]) == 2
+    assert "bad.csv: column 'value': not a number: 'fast'" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from benchlang.csvrows import read_rows
+from benchlang.csvrows import numbers_of, read_rows
 from benchlang.errors import UserError
 from benchlang.plan.plan import Configuration, Derived, Plan
 from benchlang.run.store import Store, TrialRecord
@@ -94,7 +94,7 @@ def import_csv(
         return [r[key] for r in rows] if key else [default] * len(rows)
 
     try:
-        values = np.array([float(v) for v in column("value", "nan")])
+        values = numbers_of(column("value", "nan"), f"{path}: column {columns.get('value')!r}")
         rounds = np.array([int(v) for v in column("round", "0")])
         positions = np.array([int(v) for v in column("position", "0")])
         series = np.array([int(v) for v in column("series", "0")])
