@@ -19,8 +19,22 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", metavar="STORE")
     p.add_argument("--plan", help="plan hash (default: the latest plan in the store)")
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true")
-    fmt.add_argument("--csv", action="store_true")
+    fmt.add_argument(
+        "--format",
+        choices=("table", "json", "csv", "markdown"),
+        default="table",
+        help="json: versioned document with per-trial rows (status, failure reason, every "
+        "measure), hosts and the headline; csv: one row per trial; markdown: a table with a "
+        "relative column (docs/exports.md)",
+    )
+    fmt.add_argument(
+        "--json",
+        action="store_true",
+        help="per-configuration summaries with their failed trials (the format of benchlang 0.1)",
+    )
+    fmt.add_argument(
+        "--csv", action="store_true", help="per-configuration summaries (benchlang 0.1's format)"
+    )
     p.set_defaults(func=run)
 
 
@@ -30,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(results_rows(data), indent=2, allow_nan=False, default=str))
     elif args.csv:
         sys.stdout.write(results_csv(data))
+    elif args.format != "table":
+        from benchlang.report.exports import export_text
+
+        sys.stdout.write(export_text(data, args.format))
     else:
         render_results(data)
     return 0

@@ -192,7 +192,16 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         if m.measure != m.name:
             measure += f" of {m.measure}"
         kpi_values = [s.kpi.value for s in r.analysis.series]
+        finite = [v for v in kpi_values if v is not None and math.isfinite(v)]
         var = r.analysis.variability
+        several = len(kpi_values) > 1
+        if several:
+            kpi_value = float(np.median(finite)) if finite else None
+            summary = f"median of {len(finite)} series"
+        else:
+            kpi_value = _fmt(kpi_values[0]) if kpi_values else None
+            summary = None
+        var_ok = var is not None and var.enough
         metrics.append(
             MetricRecord(
                 name=r.metric,
@@ -208,12 +217,23 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 series=exp.design.series,
                 runtime=exp.design.runtime,
                 span=exp.design.span,
-                kpi_value=_fmt(kpi_values[0]) if len(kpi_values) == 1 else None,
-                variability_score=_fmt(var.score) if var is not None and var.enough else None,
+                kpi_value=kpi_value,
+                variability_score=_fmt(var.score) if var_ok else None,
                 unit=m.unit,
                 configuration=r.configuration,
+                kpi_summary=summary,
+                variability_lower=_fmt(var.lower) if var_ok and several else None,
+                variability_upper=_fmt(var.upper) if var_ok and several else None,
             )
         )
+    from benchlang.report.exports import host_lines, host_warnings
+
     return Record(
-        exp.name, exp.spec_hash, data.plan.plan_hash, data.plan.seed, __version__, tuple(metrics)
+        exp.name,
+        exp.spec_hash,
+        data.plan.plan_hash,
+        data.plan.seed,
+        __version__,
+        tuple(metrics),
+        tuple(host_lines(data) + host_warnings(data)),
     )

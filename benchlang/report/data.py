@@ -29,6 +29,10 @@ class ExperimentData:
     table: TrialTable
     metrics: dict[str, MetricValues]
     left_out: int = 0
+    hosts: dict[str, dict[str, str]] = attrs.field(factory=dict)
+    """Each host's recorded facts (CPU model, kernel, governor, ...), as the run stored them."""
+    failures: dict[int, dict] = attrs.field(factory=dict)
+    """Per failed trial: its exit status and last stderr line (``failure_details``)."""
 
     def configurations(self) -> list[tuple[int, str, str, dict]]:
         """(index, label, benchmark, levels) of each configuration with trials, plan order."""
@@ -59,6 +63,18 @@ def experiment_of(plan: StoredPlan) -> model.Experiment:
         ) from None
 
 
+def failure_details(store: Store, plan_hash: str) -> dict[int, dict]:
+    """Per failed trial: exit status and the last non-empty stderr line, from the store."""
+    out = {}
+    for trial, _label, _reason, exit_status, _out, err in store.failed_trials(plan_hash):
+        last = [x for x in (err or b"").decode(errors="replace").splitlines() if x.strip()]
+        out[int(trial)] = {
+            "exit_status": exit_status,
+            "stderr_last_line": last[-1][:500] if last else None,
+        }
+    return out
+
+
 def load_data(
     store: Store, plan_hash: str | None = None, *, all_phases: bool = False
 ) -> ExperimentData:
@@ -71,8 +87,21 @@ def load_data(
         left_out = int((~table.measured).sum())
         table = table.select(table.measured)
     return ExperimentData(
-        experiment, plan, table, metric_values(experiment, store, plan.plan_hash, table), left_out
+        experiment,
+        plan,
+        table,
+        metric_values(experiment, store, plan.plan_hash, table),
+        left_out,
+        store.host_facts(plan.plan_hash),
+        failure_details(store, plan.plan_hash),
     )
 
 
-__all__ = ["ExperimentData", "MetricValues", "experiment_of", "load_data", "metric_values"]
+__all__ = [
+    "ExperimentData",
+    "MetricValues",
+    "experiment_of",
+    "failure_details",
+    "load_data",
+    "metric_values",
+]

@@ -72,6 +72,8 @@ class MetricRecord:
     ``measure`` as written in the spec ("mean", "percentile 95", ...); percents in (0, 100);
     ``runtime`` and ``span`` in seconds or as spec text; ``configuration`` names the
     configuration the KPI and variability values belong to, when there are several.
+    ``kpi_summary`` says how ``kpi_value`` summarises several series' KPIs ("median of 5
+    series KPIs"); ``variability_lower``/``upper`` are the variability interval's ends.
     """
 
     name: str
@@ -91,6 +93,9 @@ class MetricRecord:
     variability_score: float | None = None
     unit: str | None = None
     configuration: str | None = None
+    kpi_summary: str | None = None
+    variability_lower: float | None = None
+    variability_upper: float | None = None
 
     def label(self) -> str:
         return self.name if self.configuration is None else f"{self.name} [{self.configuration}]"
@@ -98,7 +103,6 @@ class MetricRecord:
     def rows(self) -> list[tuple[str, str]]:
         """(parameter, formatted value) in the order of ``PARAMETERS``."""
         conv = self.convergence_expected
-        unit = f" {self.unit}" if self.unit else ""
         return [
             ("Measure", self.measure),
             ("Convergence expected", _fmt(conv)),
@@ -112,12 +116,37 @@ class MetricRecord:
             ("Series", str(self.series)),
             ("Runtime", format_duration(self.runtime)),
             ("Span", format_duration(self.span)),
-            ("KPI", _fmt(self.kpi_value) + (unit if self.kpi_value is not None else "")),
-            (
-                "Variability score",
-                _fmt(self.variability_score) + (unit if self.variability_score is not None else ""),
-            ),
+            ("KPI", self._kpi_text()),
+            ("Variability score", self._variability_text()),
         ]
+
+    def _quantity(self, value: float | None) -> str:
+        if self.kpi_summary is None:
+            unit = f" {self.unit}" if self.unit else ""
+            return _fmt(value) + (unit if value is not None else "")
+        from benchlang.report.table import format_quantity
+
+        return format_quantity(value, self.unit)
+
+    def _kpi_text(self) -> str:
+        return self._quantity(self.kpi_value)
+
+    def _variability_text(self) -> str:
+        text = self._quantity(self.variability_score)
+        lo, hi = self.variability_lower, self.variability_upper
+        if (
+            self.kpi_summary
+            and self.variability_score is not None
+            and lo is not None
+            and hi is not None
+        ):
+            from benchlang.report.table import format_quantity, scale_for
+
+            factor = scale_for(hi, self.unit)[1]
+            lo_text = format_quantity(lo, None, scale=(None, factor))
+            hi_text = format_quantity(hi, None, scale=(None, factor))
+            text += f" [{lo_text}, {hi_text}]"
+        return text
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -133,9 +162,12 @@ class Record:
     seed: int | None
     version: str
     metrics: tuple[MetricRecord, ...]
+    hosts: tuple[str, ...] = ()
+    """One line per host that ran trials (CPU, cores, governor, kernel), then any warning."""
 
     def to_json(self) -> dict:
         return {
+            "hosts": list(self.hosts),
             "experiment": self.experiment,
             "spec_hash": self.spec_hash,
             "plan_hash": self.plan_hash,
@@ -145,22 +177,42 @@ class Record:
         }
 
     def _grid(self) -> tuple[list[str], list[list[str]]]:
-        headers = ["Parameter"] + [m.label() for m in self.metrics]
+        one_metric = len({m.name for m in self.metrics}) == 1
+        headers = ["Parameter"] + [
+            m.configuration if one_metric and m.configuration else m.label() for m in self.metrics
+        ]
         columns = [m.rows() for m in self.metrics]
         rows = [[name] + [col[i][1] for col in columns] for i, name in enumerate(PARAMETERS)]
         return headers, rows
 
     def to_markdown(self) -> str:
         headers, rows = self._grid()
+        one_metric = len({m.name for m in self.metrics}) == 1 and self.metrics[0].configuration
         lines = [
-            f"**Reproducibility record: {self.experiment}** (benchlang {self.version}, "
+            f"**Reproducibility record: {self.experiment}**"
+            + (f", metric `{self.metrics[0].name}`" if one_metric else "")
+            + f"\n(benchlang {self.version}, "
             f"spec `{self.spec_hash[:12]}`, plan `{self.plan_hash[:12]}`, seed {_fmt(self.seed)})",
+            *self._summary_note(),
             "",
             "| " + " | ".join(_md(h) for h in headers) + " |",
             "| --- |" + " ---: |" * (len(headers) - 1),
         ]
         lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+        if self.hosts:
+            lines += ["", *(f"- {_md(h)}" for h in self.hosts)]
         return "\n".join(lines) + "\n"
+
+    def _summary_note(self) -> list[str]:
+        """How several series' KPIs are summarised, when they are."""
+        summaries = {m.kpi_summary for m in self.metrics if m.kpi_summary}
+        if not summaries:
+            return []
+        return [
+            "",
+            f"KPI: the {' / '.join(sorted(summaries))} KPIs. Variability score: upper minus",
+            "lower bound across series, then [lower, upper].",
+        ]
 
     def to_latex(self) -> str:
         headers, rows = self._grid()
@@ -171,6 +223,9 @@ class Record:
             f"(benchlang {_tex(self.version)}, spec \\texttt{{{_tex(self.spec_hash[:12])}}}, "
             f"plan \\texttt{{{_tex(self.plan_hash[:12])}}}, seed {_tex(_fmt(self.seed))})."
         )
+        note = " ".join(self._summary_note()[1:])
+        if note:
+            caption += " " + _tex(note)
         return "\n".join(
             [
                 r"\begin{table}[t]",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import math
+import sys
 from typing import Any, TextIO
 
 import numpy as np
 
 from benchlang.model import VERSION_FACTOR
 from benchlang.report.data import ExperimentData
-from benchlang.report.table import format_number, render_table
+from benchlang.report.table import format_number, format_quantity, render_table, scale_for
 
 
 def _summary(values: np.ndarray) -> dict[str, float | None]:
@@ -63,6 +64,10 @@ def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
             "configuration": configuration,
             "n": int((table.ok & mask).sum()),
             "failures": int((~table.ok & mask).sum()),
+            "failed_trials": [
+                {"trial": int(table.trial[i]), "reason": table.reason[i]}
+                for i in np.flatnonzero(~table.ok & mask)
+            ],
             "metrics": {},
         }
         for name, mv in data.metrics.items():
@@ -76,24 +81,47 @@ def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
 
 
 def render_results(data: ExperimentData, stream: TextIO | None = None) -> None:
+    """Per configuration: trials, failures, and each metric's median and range in human
+    units (one unit per metric column), then the hosts and any warning about them."""
+    from benchlang.report.exports import host_lines, host_warnings
+
     rows = results_rows(data)
-    headers = ["configuration", "n", "failures"]
+    headers = ["configuration", "n", "failed"]
+    align = ["left", "right", "right"]
+    scales = {}
     for name, mv in data.metrics.items():
-        unit = f" ({mv.metric.unit})" if mv.metric.unit else ""
-        headers += [f"{name} median{unit}", "min", "max"]
+        medians = [r["metrics"][name]["median"] for r in rows if r["metrics"][name]["median"]]
+        scales[name] = scale_for(float(np.median(medians)) if medians else None, mv.metric.unit)
+        unit = f" ({scales[name][0]})" if scales[name][0] else ""
+        headers += [f"{name} median{unit}", "range"]
+        align += ["right", "right"]
     body = []
     for row in rows:
         line: list[Any] = [row["configuration"]["label"], row["n"], row["failures"]]
         for name in data.metrics:
             s = row["metrics"][name]
-            line += [s["median"], s["min"], s["max"]]
+            factor = scales[name][1]
+
+            def num(x: float | None, factor: float = factor) -> str:
+                return format_quantity(x, None, scale=(None, factor))
+
+            line += [num(s["median"]), f"{num(s['min'])}–{num(s['max'])}"]
         body.append(line)
     note = (
         f"; {data.left_out} warm-up/cool-down trials ran and are left out" if data.left_out else ""
     )
     render_table(
-        headers, body, title=f"results: experiment {data.experiment.name}{note}", stream=stream
+        headers,
+        body,
+        title=f"results: experiment {data.experiment.name}{note}",
+        stream=stream,
+        align=align,
     )
+    out = stream or sys.stdout
+    for line in host_lines(data):
+        out.write(line + "\n")
+    for warning in host_warnings(data):
+        out.write(warning + "\n")
 
 
 def results_csv(data: ExperimentData) -> str:
@@ -124,7 +152,10 @@ def failure_lines(store, plan_hash: str, limit: int = 5) -> list[str]:
     lines = []
     for i, (trial, label, reason, _exit, _out, err) in enumerate(store.failed_trials(plan_hash)):
         if i >= limit:
-            lines.append("  ... (benchlang results STORE --json lists them all)")
+            lines.append(
+                "  ... (benchlang results STORE --format json lists every trial with its status,"
+                " failure reason, exit status and last stderr line)"
+            )
             break
         last = [x for x in (err or b"").decode(errors="replace").splitlines() if x.strip()]
         lines.append(

@@ -1,0 +1,264 @@
+"""Exports users expect: a versioned JSON document, per-trial CSV, and a Markdown table with a
+relative column (in the manner of hyperfine's ``--export-markdown``). Schema: docs/exports.md.
+
+Also the host facts check: trials that ran on hosts whose CPU model, governor or kernel differ
+are warned about, since their numbers may not be comparable.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from benchlang import __version__
+from benchlang.report.data import ExperimentData
+from benchlang.report.table import format_quantity, scale_for
+
+SCHEMA = 1
+"""Version of the JSON document; raised whenever a field changes meaning or goes away."""
+
+COMPARED_FACTS = ("cpu_model", "governor", "kernel")
+"""Host facts that make numbers incomparable when they differ between hosts."""
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: numpy scalars to Python, nan/inf to None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _deep_clean(value: Any) -> Any:
+    """A JSON-safe copy: dicts and sequences walked, scalars through ``_clean``."""
+    if isinstance(value, dict):
+        return {str(k): _deep_clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_deep_clean(v) for v in value]
+    return _clean(value)
+
+
+def host_warnings(data: ExperimentData) -> list[str]:
+    """One warning per fact in ``COMPARED_FACTS`` that differs between hosts that ran trials."""
+    used = sorted({str(h) for h in data.table.host})
+    facts = {h: data.hosts.get(h, {}) for h in used}
+    out = []
+    for key in COMPARED_FACTS:
+        seen: dict[str, list[str]] = {}
+        for host in used:
+            if key in facts[host]:
+                seen.setdefault(str(facts[host][key]), []).append(host)
+        if len(seen) > 1:
+            parts = "; ".join(f"{v} on {', '.join(hs)}" for v, hs in sorted(seen.items()))
+            out.append(f"warning: trials ran on hosts whose {key} differs: {parts}")
+    return out
+
+
+def host_lines(data: ExperimentData) -> list[str]:
+    """One short line per host that ran trials: CPU, cores, governor, kernel."""
+    used = sorted({str(h) for h in data.table.host})
+    lines = []
+    for host in used:
+        f = data.hosts.get(host, {})
+        parts = [
+            f.get("cpu_model"),
+            f"{f['cores']} cores" if "cores" in f else None,
+            f"governor {f['governor']}" if "governor" in f else None,
+            f.get("kernel"),
+        ]
+        text = ", ".join(p for p in parts if p) or "no facts recorded"
+        lines.append(f"host {host}: {text}")
+    return lines
+
+
+def trial_rows(data: ExperimentData, failures: dict[int, dict] | None = None) -> list[dict]:
+    """Every trial: where and what it ran, its status and failure reason, every measure and
+    every metric value (None when missing). ``failures`` adds, per failed trial, the exit
+    status and the last stderr line (from the store)."""
+    table = data.table
+    failures = data.failures if failures is None else failures
+    measures = sorted(table.measures)
+    rows = []
+    for i in range(len(table)):
+        trial = int(table.trial[i])
+        row: dict[str, Any] = {
+            "trial": trial,
+            "series": int(table.series[i]),
+            "round": int(table.round[i]),
+            "position": int(table.position[i]),
+            "host": str(table.host[i]),
+            "configuration": str(table.label[i]),
+            "benchmark": str(table.benchmark[i]),
+            "levels": dict(table.levels[i]),
+            "phase": str(table.phase[i]),
+            "status": "ok" if table.ok[i] else "failed",
+            "reason": None if table.reason[i] is None else str(table.reason[i]),
+            "measures": {m: _clean(float(table.measures[m][i])) for m in measures},
+            "metrics": {n: _clean(float(mv.values[i])) for n, mv in data.metrics.items()},
+        }
+        if trial in failures:
+            row.update(failures[trial])
+        rows.append(row)
+    return rows
+
+
+def results_document(
+    data: ExperimentData,
+    failures: dict[int, dict] | None = None,
+    headlines: Iterable | None = None,
+) -> dict:
+    """The versioned JSON document (``"schema": SCHEMA``); docs/exports.md lists its fields."""
+    from benchlang.report.results import results_rows
+
+    plan = data.plan
+    configurations = results_rows(data)
+    for row in configurations:
+        row["relative"] = None
+    rel = relative(data)
+    for row in configurations:
+        row["relative"] = rel.get(row["configuration"]["label"])
+    doc = {
+        "schema": SCHEMA,
+        "kind": "benchlang.results",
+        "benchlang_version": __version__,
+        "experiment": data.experiment.name,
+        "plan_hash": plan.plan_hash,
+        "spec_hash": plan.spec_hash,
+        "seed": plan.seed,
+        "left_out": data.left_out,
+        "hosts": data.hosts,
+        "host_warnings": host_warnings(data),
+        "configurations": configurations,
+        "trials": trial_rows(data, failures),
+    }
+    if headlines is not None:
+        doc["headline"] = [h.to_dict() for h in headlines]
+    return _deep_clean(doc)
+
+
+def results_json(data: ExperimentData, failures=None, headlines=None) -> str:
+    return json.dumps(results_document(data, failures, headlines), indent=2) + "\n"
+
+
+def results_trials_csv(data: ExperimentData, failures: dict[int, dict] | None = None) -> str:
+    """Per-trial CSV: one row per trial, a column per factor, measure and metric."""
+    rows = trial_rows(data, failures)
+    factors = sorted({k for r in rows for k in r["levels"]})
+    measures = sorted(data.table.measures)
+    metrics = list(data.metrics)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        ["trial", "series", "round", "position", "host", "configuration", "benchmark"]
+        + factors
+        + ["phase", "status", "reason", "exit_status"]
+        + measures
+        + [f"metric:{m}" for m in metrics]
+    )
+    for r in rows:
+        writer.writerow(
+            [r["trial"], r["series"], r["round"], r["position"], r["host"]]
+            + [r["configuration"], r["benchmark"]]
+            + ["" if r["levels"].get(f) is None else r["levels"][f] for f in factors]
+            + [r["phase"], r["status"], r["reason"] or "", _blank(r.get("exit_status"))]
+            + [_blank(r["measures"][m]) for m in measures]
+            + [_blank(r["metrics"][m]) for m in metrics]
+        )
+    return out.getvalue()
+
+
+def _blank(value: Any) -> str:
+    return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def _main_metric(data: ExperimentData) -> str | None:
+    for k in data.experiment.kpis:
+        return k.metric
+    return next(iter(data.metrics), None)
+
+
+def relative(data: ExperimentData) -> dict[str, float]:
+    """Each configuration's median of the main metric (the first KPI's, else the first
+    metric) over the best configuration's: 1.00 for the best, > 1 for the others."""
+    from benchlang.report.results import results_rows
+
+    name = _main_metric(data)
+    if name is None:
+        return {}
+    better = data.metrics[name].metric.better
+    medians = {
+        r["configuration"]["label"]: r["metrics"][name]["median"] for r in results_rows(data)
+    }
+    finite = {k: v for k, v in medians.items() if v is not None and math.isfinite(v) and v > 0}
+    if not finite:
+        return {}
+    best = min(finite.values()) if better == "lower" else max(finite.values())
+    return {k: (v / best if better == "lower" else best / v) for k, v in finite.items()}
+
+
+def results_markdown(data: ExperimentData) -> str:
+    """A Markdown table in hyperfine's manner: per configuration the median, min and max of
+    the main metric in human units, trials, failures, and the relative column."""
+    from benchlang.report.results import results_rows
+
+    name = _main_metric(data)
+    rows = results_rows(data)
+    rel = relative(data)
+    if name is None:
+        lines = ["| Configuration | Trials | Failures |", "|:---|---:|---:|"]
+        lines += [
+            f"| `{_md(r['configuration']['label'])}` | {r['n']} | {r['failures']} |" for r in rows
+        ]
+        return "\n".join(lines) + "\n"
+    unit = data.metrics[name].metric.unit
+    medians = [r["metrics"][name]["median"] for r in rows if r["metrics"][name]["median"]]
+    shown, factor = scale_for(float(np.median(medians)) if medians else None, unit)
+    suffix = f" [{shown}]" if shown else ""
+    lines = [
+        f"| Configuration | {name} median{suffix} | Min{suffix} | Max{suffix} | Trials "
+        "| Failures | Relative |",
+        "|:---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        s = r["metrics"][name]
+        label = r["configuration"]["label"]
+        cells = [
+            format_quantity(s[k], None, scale=(None, factor)) for k in ("median", "min", "max")
+        ]
+        ratio = rel.get(label)
+        lines.append(
+            f"| `{_md(label)}` | {' | '.join(cells)} | {r['n']} | {r['failures']} | "
+            + ("-" if ratio is None else f"{ratio:.2f}")
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", r"\|").replace("`", "'")
+
+
+def export_text(data: ExperimentData, form: str, analysis: list | None = None) -> str:
+    """``data`` as ``form`` ("json", "csv" or "markdown"); the JSON document carries the
+    headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s results,
+    computed when not given)."""
+    if form == "csv":
+        return results_trials_csv(data)
+    if form == "markdown":
+        return results_markdown(data)
+    if form != "json":
+        raise ValueError(f"unknown export format {form!r}")
+    headlines = None
+    if data.experiment.kpis:
+        from benchlang.report.analysis import analyze
+        from benchlang.report.headline import headline
+
+        headlines = headline(data, analyze(data) if analysis is None else analysis)
+    return results_json(data, headlines=headlines)

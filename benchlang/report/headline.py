@@ -1,0 +1,384 @@
+"""The headline block that ends ``run`` and ``analyze``: per configuration the KPI across
+series (TriScale's view: the series' KPIs and the variability score), then a ranking with
+ratios and cluster-bootstrap intervals (``stats.headline``), then what the confidences mean.
+
+Short enough to paste into a paper; plain text, so nothing in a label is read as markup.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, TextIO
+
+import attrs
+import numpy as np
+
+from benchlang.report.data import ExperimentData
+from benchlang.report.table import format_quantity, scale_for
+from benchlang.stats._orderstat import lower_rank, upper_rank
+from benchlang.stats.headline import Ranking, rank
+
+TIME_UNITS = {"ns", "us", "µs", "ms", "s", "min", "h"}
+WIDTH = 100
+
+
+@attrs.frozen
+class ConfigurationKPI:
+    """One configuration's KPI across series: the series' KPIs, their median (the summary the
+    record shows), and the variability interval across series."""
+
+    label: str
+    trials: int
+    series_kpis: tuple[float, ...]
+    kpi: float
+    lower: float | None
+    upper: float | None
+    relative: float | None
+    reasons: tuple[str, ...] = ()
+    """Why this configuration's KPIs are descriptive only (empty: they are not)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class RankingGroup:
+    """The configurations compared against each other: all of them, or, with several factors,
+    the levels of one factor with every other factor (and the benchmark) held."""
+
+    factor: str | None
+    held: tuple[tuple[str, Any], ...]
+    labels: tuple[str, ...]
+    names: tuple[str, ...]
+    ranking: Ranking
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "factor": self.factor,
+            "held": dict(self.held),
+            "labels": list(self.labels),
+            **self.ranking.to_dict(),
+        }
+
+
+@attrs.frozen
+class MetricHeadline:
+    metric: str
+    unit: str | None
+    better: str
+    kpi_percentile: float
+    kpi_confidence: float
+    bound: str
+    configurations: tuple[ConfigurationKPI, ...]
+    groups: tuple[RankingGroup, ...]
+    runs: tuple[int, ...]
+    ranks: tuple[int, ...]
+    achieved: tuple[float, ...]
+    series: int
+    variability_percentile: float | None
+    variability_confidence: float | None
+    variability_bounds: tuple[int, int, float, float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "better": self.better,
+            "kpi": {
+                "percentile": self.kpi_percentile,
+                "confidence": self.kpi_confidence,
+                "bound": self.bound,
+                "summary": "median of the series KPIs",
+            },
+            "configurations": [c.to_dict() for c in self.configurations],
+            "rankings": [g.to_dict() for g in self.groups],
+        }
+
+
+def _median(values: list[float]) -> float:
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    return float(np.median(v)) if v else math.nan
+
+
+def _groups(configs: list[tuple[int, str, str, dict]]) -> list[tuple[str | None, tuple, list]]:
+    """(factor, held levels, configuration indices) of each ranking: one factor's levels with
+    the benchmark and every other factor held; all configurations when no factor varies."""
+    names = sorted({k for _, _, _, levels in configs for k in levels})
+    varying = [n for n in names if len({repr(lv.get(n)) for _, _, _, lv in configs}) > 1]
+    if not varying:
+        return [(None, (), [c[0] for c in configs])]
+    out = []
+    for factor in varying:
+        buckets: dict[str, tuple[tuple, list[int]]] = {}
+        for index, _label, bench, levels in configs:
+            others = tuple((n, levels.get(n)) for n in varying if n != factor)
+            held = (("benchmark", bench), *others)
+            buckets.setdefault(repr(held), (held, []))[1].append(index)
+        out += [(factor, held, members) for held, members in buckets.values()]
+    return out
+
+
+def _short(levels: dict, factor: str | None, label: str) -> str:
+    """What a ratio sentence calls a configuration: a text level as is (md5sum), a number
+    with its factor (size=2), the whole label when every configuration is ranked."""
+    if factor is None:
+        return label
+    level = levels.get(factor)
+    return level if isinstance(level, str) else f"{factor}={level}"
+
+
+def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
+    """The headline of every KPI metric, from ``report.analysis.analyze``'s results."""
+    exp = data.experiment
+    if exp.design.layout is not None:
+        return []
+    table = data.table
+    configs = data.configurations()
+    by_label = {label: (i, b, lv) for i, label, b, lv in configs}
+    _, host = np.unique(np.asarray(table.host, dtype=str), return_inverse=True)
+    clusters = np.stack([host.ravel(), table.series, table.round], axis=1)
+    out = []
+    for k in exp.kpis:
+        mv = data.metrics[k.metric]
+        mine = [r for r in results if r.metric == k.metric]
+        if not mine:
+            continue
+        rows = []
+        runs, ranks, achieved = [], [], []
+        var_bounds = None
+        n_series = 0
+        for r in mine:
+            series = [s.kpi.value for s in r.analysis.series]
+            for s in r.analysis.series:
+                if s.kpi.enough:
+                    runs.append(s.kpi.n)
+                    ranks.append(s.kpi.rank)
+                    achieved.append(s.kpi.achieved_confidence)
+            v = r.analysis.variability
+            n_series = max(n_series, len(series))
+            enough = v is not None and v.enough
+            if enough and var_bounds is None:
+                c = v.confidence / 100.0
+                rl, cl = lower_rank(v.n, v.percentile_low / 100.0, c)
+                ru, cu = upper_rank(v.n, v.percentile_high / 100.0, c)
+                var_bounds = (rl, ru, 100 * cl, 100 * cu)
+            rows.append(
+                ConfigurationKPI(
+                    r.configuration,
+                    r.trials,
+                    tuple(float(x) for x in series),
+                    _median(series),
+                    v.lower if enough else None,
+                    v.upper if enough else None,
+                    v.relative if enough and math.isfinite(v.relative) else None,
+                    tuple(r.analysis.reasons) if r.analysis.descriptive_only else (),
+                )
+            )
+        groups = []
+        ok = table.ok & np.isfinite(mv.values)
+        for factor, held, members in _groups(configs):
+            if len(members) < 2:
+                continue
+            mask = ok & np.isin(table.configuration, members)
+            index = {c: j for j, c in enumerate(members)}
+            config = np.array([index[c] for c in table.configuration[mask]], dtype=np.int64)
+            ranking = rank(
+                mv.values[mask],
+                config,
+                clusters[mask],
+                percentile=k.percentile,
+                confidence=k.confidence,
+                better=mv.metric.better,
+                level_names=("host", "series", "round"),
+                seed=data.plan.seed or 0,
+            )
+            labels = []
+            for c in members:
+                label = next(lb for i, lb, _, _ in configs if i == c)
+                labels.append(label)
+            names = tuple(_short(by_label[lb][2], factor, lb) for lb in labels)
+            groups.append(RankingGroup(factor, held, tuple(labels), names, ranking))
+        var = exp.variability(k.metric)
+        out.append(
+            MetricHeadline(
+                metric=k.metric,
+                unit=mv.metric.unit,
+                better=mv.metric.better,
+                kpi_percentile=k.percentile,
+                kpi_confidence=k.confidence,
+                bound=k.bound,
+                configurations=tuple(rows),
+                groups=tuple(groups),
+                runs=tuple(runs),
+                ranks=tuple(ranks),
+                achieved=tuple(achieved),
+                series=n_series,
+                variability_percentile=var.percentile if var else None,
+                variability_confidence=var.confidence if var else None,
+                variability_bounds=var_bounds,
+            )
+        )
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{x:.3g}%" if x < 99.95 else f"{x:.4g}%"
+
+
+def _statistic_name(p: float) -> str:
+    return "median" if p == 50 else f"p{p:g}"
+
+
+def _span(values: tuple, fmt) -> str:
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return fmt(lo) if lo == hi else f"{fmt(lo)}–{fmt(hi)}"
+
+
+def _ratio_sentence(h: MetricHeadline, g: RankingGroup, c) -> str:
+    """ "md5sum is 1.82× faster than sha256sum [1.74, 1.91]", or no clear order."""
+    best, other = g.names[c.better], g.names[c.worse]
+    r = f"{c.ratio:.2f}×"
+    finite = math.isfinite(c.lower) and math.isfinite(c.upper)
+    interval = f" [{c.lower:.2f}, {c.upper:.2f}]" if finite else ""
+    if finite and not c.clear:
+        return f"no clear order: {other}/{best} {r}{interval} holds 1"
+    if h.better == "lower" and (h.unit in TIME_UNITS or h.metric in ("time", "wall_time")):
+        word = "faster than"
+    elif h.better == "lower":
+        word = f"lower {h.metric} than"
+    else:
+        word = f"higher {h.metric} than"
+    return f"{best} is {r} {word} {other}{interval}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 or word.endswith("s") else f"{n} {word}s"
+
+
+def _metric_lines(h: MetricHeadline) -> list[str]:
+    stat = _statistic_name(h.kpi_percentile)
+    kpis = [x for c in h.configurations for x in c.series_kpis if math.isfinite(x)]
+    unit_name, factor = scale_for(float(np.median(kpis)) if kpis else None, h.unit)
+    unit = f" ({unit_name})" if unit_name else ""
+
+    def num(x: float | None) -> str:
+        return format_quantity(x, None, scale=(None, factor))
+
+    lines = [
+        f"Headline: {h.metric}{unit}, {h.better} is better. KPI of a series: the "
+        f"{h.kpi_confidence:g}% {h.bound} bound on its {stat};",
+        "  per configuration: the median of its series' KPIs, and their variability.",
+    ]
+    width = 3 + max([len("configuration")] + [len(c.label) for c in h.configurations])
+    vp = h.variability_percentile
+    var_head = ""
+    if vp is not None:
+        var_head = f"variability [p{min(vp, 100 - vp):g}, p{max(vp, 100 - vp):g}]"
+    lines.append(f"  {'configuration':<{width}}  {'KPI':>7}  {'series KPIs':<30}  {var_head}")
+    for c in h.configurations:
+        values = [num(x) for x in c.series_kpis]
+        text = (
+            " ".join(values)
+            if len(values) <= 5
+            else f"{len(values)}: {num(min(c.series_kpis))} to {num(max(c.series_kpis))}"
+        )
+        var = ""
+        if c.lower is not None and c.upper is not None:
+            rel = f" ({100 * c.relative:.2g}%)" if c.relative is not None else ""
+            var = f"[{num(c.lower)}, {num(c.upper)}]{rel}"
+        elif vp is not None:
+            var = f"more series needed than {len(c.series_kpis)}"
+        lines.append(f"  {c.label:<{width}}  {num(c.kpi):>7}  {text:<30}  {var}".rstrip())
+    for c in h.configurations:
+        if c.reasons:
+            lines.append(f"  DESCRIPTIVE ONLY {c.label}: " + "; ".join(c.reasons))
+    benchmarks = {lb.split("[", 1)[0] for c in h.configurations for lb in [c.label]}
+    for g in h.groups:
+        rk = g.ranking
+        held = ", ".join(f"{k}={v}" for k, v in g.held if k != "benchmark" or len(benchmarks) > 1)
+        scope = f" of {g.factor}" if g.factor is not None else ""
+        scope += f" ({held})" if held else ""
+        design = " x ".join(_plural(n, lv) for n, lv in zip(rk.units, rk.levels, strict=True))
+        lines.append(
+            f"Ranking{scope} by {stat} {h.metric}: {rk.confidence:g}% intervals, "
+            f"cluster bootstrap of {design}"
+        )
+        for place, j in enumerate(rk.order, start=1):
+            comparison = next((c for c in rk.comparisons if c.worse == j), None)
+            sentence = _ratio_sentence(h, g, comparison) if comparison else ""
+            label = f"{place}. {g.labels[j]}"
+            lines.append(f"  {label:<{width}}  {num(rk.statistics[j]):>7}  {sentence}".rstrip())
+        if rk.descriptive_only:
+            lines.append("  DESCRIPTIVE ONLY: " + "; ".join(rk.reasons))
+    return lines + _confidence_lines(h)
+
+
+def headline_lines(headlines: list[MetricHeadline]) -> list[str]:
+    """The block as lines, at most ``WIDTH`` characters wide when the labels are short."""
+    lines: list[str] = []
+    for h in headlines:
+        lines += _metric_lines(h)
+    return lines
+
+
+def _confidence_lines(h: MetricHeadline) -> list[str]:
+    out = []
+    if h.achieved:
+        runs = _span(h.runs, str)
+        ranks = _span(h.ranks, lambda r: f"x({r})")
+        achieved = _span(tuple(round(a, 1) for a in h.achieved), lambda a: f"{a:g}%")
+        out.append(
+            f"Confidence: KPI {h.kpi_confidence:g}% asked; with {runs} runs per series the "
+            f"order statistic {ranks} gives {achieved}."
+        )
+    b = h.variability_bounds
+    if b is not None and h.variability_confidence is not None:
+        rl, ru, cl, cu = b
+        out.append(
+            f"  Variability: {h.variability_confidence:g}% asked for each bound; with {h.series} "
+            f"series x({rl}) and x({ru}) give {_pct(cl)} and {_pct(cu)}."
+        )
+        exact = h.variability_percentile == 50
+        out.append(
+            f"  Both hold together with {_pct(cl + cu - 100)} "
+            + (
+                "(exact: the two failures cannot happen at once)."
+                if exact
+                else f"(at least {_pct(cl)} + {_pct(cu)} − 100%: either bound may fail alone)."
+            )
+        )
+    if any(g.ranking.comparisons for g in h.groups):
+        few = min(g.ranking.units[0] for g in h.groups)
+        out.append(
+            f"  Ratios: {h.kpi_confidence:g}% for each interval on its own, not for all at once; "
+            f"widened for {few} top-level units."
+        )
+    return out
+
+
+def render_headline(headlines: list[MetricHeadline], stream: TextIO | None = None) -> None:
+    out = stream or sys.stdout
+    for line in headline_lines(headlines):
+        out.write(line + "\n")
+
+
+def render_run_end(data: ExperimentData, analysis: list | None, args, store: str) -> None:
+    """What ``benchlang run`` prints after the record: the headline (when the spec has KPIs)
+    and the files asked for with ``--export-json/--export-csv/--export-markdown``."""
+    from pathlib import Path
+
+    from benchlang.report.exports import export_text
+
+    if analysis is not None:
+        headlines = headline(data, analysis)
+        if headlines:
+            render_headline(headlines)
+            print(f"Per-series KPIs and independence tests: benchlang analyze --store {store}")
+    for form in ("json", "csv", "markdown"):
+        target = getattr(args, f"export_{form}", None)
+        if target:
+            Path(target).write_text(export_text(data, form, analysis), encoding="utf-8")
+            print(f"wrote {form} to {target}")

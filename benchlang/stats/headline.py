@@ -1,0 +1,299 @@
+"""The headline: per configuration the KPI statistic, and ratios between configurations with
+cluster-bootstrap confidence intervals that respect the design's clustering.
+
+Sources:
+
+* Jacob et al., "TriScale: A Framework Supporting Quantitative Evaluations of Networked
+  Systems", JSys 1(1) 2021, §4.2-§4.3: a configuration is summarised by its series' KPIs and
+  the variability score across series (computed in ``stats.kpi`` / ``stats.variability``;
+  this module adds the comparison between configurations).
+* Davison & Hinkley, *Bootstrap Methods and their Application*, CUP 1997, §3.8 (hierarchical
+  data): resample the top-level units with replacement, then the units inside each chosen one
+  (their "Strategy 1", resampling at every stage), so the bootstrap sees every level's
+  variation; Field & Welsh, "Bootstrapping clustered data", JRSS B 69(3) 2007: the cluster
+  bootstrap is consistent as the number of top-level clusters grows, and too few clusters
+  leave the variance underestimated.
+* Hesterberg, "What teachers should know about the bootstrap", The American Statistician
+  69(4) 2015, §4.2: the *expanded percentile* interval, which widens the percentile interval by
+  ``sqrt(a / (a - 1)) * t_{a-1} / z`` so that small samples (here: few top-level clusters
+  ``a``) do not make it too narrow.
+
+The statistic of a configuration is its KPI percentile (the median for ``percentile 50``) of
+the log metric values, computed on bootstrap weights; the ratio of two configurations is the
+exponential of the difference of their log statistics. Every configuration is resampled with
+the same weights in each replicate, so the rounds that pair configurations stay paired.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+
+MIN_CLUSTERS = 5
+"""Fewer top-level units than this and no interval is given (descriptive only)."""
+
+
+@attrs.frozen
+class Comparison:
+    """``worse`` against ``better`` (indices into the ranking's configurations): the ratio of
+    their statistics, oriented to be >= 1 when the ranking holds, with its interval.
+
+    ``lower``/``upper`` are nan when the ranking is descriptive only. ``clear`` is True when the
+    interval excludes 1 (the order of the two is resolved at ``confidence``).
+    """
+
+    better: int
+    worse: int
+    ratio: float
+    lower: float
+    upper: float
+    confidence: float
+
+    @property
+    def clear(self) -> bool:
+        return bool(self.lower > 1.0) if math.isfinite(self.lower) else False
+
+    def to_dict(self) -> dict:
+        return {
+            "better": self.better,
+            "worse": self.worse,
+            "ratio": self.ratio,
+            "lower": None if math.isnan(self.lower) else self.lower,
+            "upper": None if math.isnan(self.upper) else self.upper,
+            "confidence": self.confidence,
+            "clear": self.clear,
+        }
+
+
+@attrs.frozen
+class Ranking:
+    """Configurations ordered best first by their KPI statistic, and each one compared with
+    the best.
+
+    ``statistics`` is each configuration's statistic (input order), ``order`` the indices
+    best first, ``comparisons`` one per configuration after the best. ``levels`` names the
+    cluster levels resampled (top first) and ``units`` how many units each has.
+    """
+
+    statistics: tuple[float, ...]
+    order: tuple[int, ...]
+    comparisons: tuple[Comparison, ...]
+    percentile: float
+    confidence: float
+    better: str
+    levels: tuple[str, ...]
+    units: tuple[int, ...]
+    replicates: int
+    seed: int
+    descriptive_only: bool
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "statistics": list(self.statistics),
+            "order": list(self.order),
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "percentile": self.percentile,
+            "confidence": self.confidence,
+            "better": self.better,
+            "levels": list(self.levels),
+            "units": list(self.units),
+            "replicates": self.replicates,
+            "seed": self.seed,
+            "descriptive_only": self.descriptive_only,
+            "reasons": list(self.reasons),
+        }
+
+
+def weighted_percentile(sorted_values: np.ndarray, weights: np.ndarray, percentile: float):
+    """The ``percentile`` of ``sorted_values`` (ascending, length n) under each row of
+    ``weights`` (shape (B, n), non-negative): the midpoint of the smallest value whose
+    cumulative weight reaches p·W and the smallest whose cumulative weight exceeds it. With
+    unit weights this is the usual median (mean of the two middle values for even n). Rows
+    of zero total weight give nan. Returns shape (B,)."""
+    w = np.asarray(weights, dtype=float)
+    if sorted_values.size == 0:
+        return np.full(w.shape[0], np.nan)
+    cum = np.cumsum(w, axis=1)
+    total = cum[:, -1:]
+    target = total * (percentile / 100.0)
+    tol = 1e-9 * np.maximum(total, 1.0)
+    lo = np.argmax(cum >= target - tol, axis=1)
+    hi = np.argmax(cum > target + tol, axis=1)
+    hi = np.where((cum > target + tol).any(axis=1), hi, sorted_values.size - 1)
+    out = 0.5 * (sorted_values[lo] + sorted_values[hi])
+    return np.where(total[:, 0] > 0, out, np.nan)
+
+
+def _nested_units(clusters: np.ndarray) -> list[np.ndarray]:
+    """For each level, every trial's unit index at that level, units numbered so that a
+    unit's parent is known: level k's unit is the unique row of ``clusters[:, :k+1]``."""
+    out = []
+    for k in range(clusters.shape[1]):
+        _, index = np.unique(clusters[:, : k + 1], axis=0, return_inverse=True)
+        out.append(index.ravel())
+    return out
+
+
+def multistage_weights(
+    clusters: np.ndarray, replicates: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap weights of the finest units: top-level units drawn with replacement, then
+    inside each drawn unit its children with replacement, down every level (Davison &
+    Hinkley 1997 §3.8). A unit drawn c times contributes c·m draws among its m children; the
+    sum of c independent multinomials is one multinomial of c·m draws, so each level is one
+    vectorised call per parent. Returns (weights (B, L), each trial's leaf index)."""
+    levels = _nested_units(clusters)
+    top = levels[0]
+    n_top = int(top.max()) + 1
+    counts = rng.multinomial(n_top, np.full(n_top, 1.0 / n_top), size=replicates)
+    parent = top
+    for child in levels[1:]:
+        n_child = int(child.max()) + 1
+        parent_of = np.zeros(n_child, dtype=np.int64)
+        parent_of[child] = parent
+        new = np.zeros((replicates, n_child), dtype=np.int64)
+        for p in range(counts.shape[1]):
+            kids = np.flatnonzero(parent_of == p)
+            m = kids.size
+            new[:, kids] = rng.multinomial(counts[:, p] * m, np.full(m, 1.0 / m))
+        counts, parent = new, child
+    return counts, parent
+
+
+def _statistics(
+    logs: np.ndarray, config: np.ndarray, leaf: np.ndarray, weights: np.ndarray, k: int, p: float
+) -> np.ndarray:
+    """Each configuration's weighted percentile of ``logs`` per replicate: shape (B, k)."""
+    out = np.empty((weights.shape[0], k))
+    for j in range(k):
+        mine = np.flatnonzero(config == j)
+        order = mine[np.argsort(logs[mine], kind="stable")]
+        out[:, j] = weighted_percentile(logs[order], weights[:, leaf[order]], p)
+    return out
+
+
+def expansion(units: int, confidence: float) -> float:
+    """Hesterberg's (2015) widening factor of a percentile interval from ``units``
+    independent units: sqrt(a/(a-1)) · t_{a-1, (1+C)/2} / z_{(1+C)/2}."""
+    from scipy import stats
+
+    q = 0.5 + confidence / 200.0
+    a = units
+    return math.sqrt(a / (a - 1)) * float(stats.t.ppf(q, a - 1)) / float(stats.norm.ppf(q))
+
+
+def rank(
+    values: np.ndarray,
+    config: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    percentile: float = 50.0,
+    confidence: float = 95.0,
+    better: str = "lower",
+    level_names: Sequence[str] | None = None,
+    replicates: int = 2000,
+    seed: int = 0,
+    min_clusters: int = MIN_CLUSTERS,
+) -> Ranking:
+    """Rank configurations by their KPI statistic and bound each one's ratio to the best.
+
+    ``values`` are positive metric values (one per trial; nan and non-positive values are
+    left out), ``config`` each trial's configuration index 0..k-1, ``clusters`` an (n, L)
+    array of each trial's unit at each design level, top first (e.g. series then round);
+    levels with a single unit are dropped. ``better`` is "lower" or "higher". Intervals are
+    two-sided at ``confidence`` percent, each comparison on its own (not simultaneous).
+
+    Assumptions, and what happens when they fail: at least ``min_clusters`` units at the top
+    resampled level (else descriptive only: ratios without intervals), and every
+    configuration measured in at least two top-level units.
+    """
+    if better not in ("lower", "higher"):
+        raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
+    if not 0 < confidence < 100 or not 0 < percentile < 100:
+        raise ValueError("percentile and confidence are percents in (0, 100)")
+    v = np.asarray(values, dtype=float).ravel()
+    c = np.asarray(config).ravel().astype(np.int64)
+    cl = np.asarray(clusters).reshape(v.size, -1)
+    names = (
+        list(level_names) if level_names is not None else [f"level {i}" for i in range(cl.shape[1])]
+    )
+    if len(names) != cl.shape[1]:
+        raise ValueError("level_names must name every column of clusters")
+    k = int(c.max()) + 1 if c.size else 0
+    keep = np.isfinite(v) & (v > 0)
+    notes: list[str] = []
+    if (~keep).any():
+        notes.append(f"{int((~keep).sum())} values left out (missing or not positive)")
+    v, c, cl = v[keep], c[keep], cl[keep]
+    varying = [i for i in range(cl.shape[1]) if np.unique(cl[:, i]).size > 1]
+    if varying:
+        cl, names = cl[:, varying], [names[i] for i in varying]
+    else:
+        cl, names = np.arange(v.size)[:, None], ["trial"]
+    units = tuple(int(np.unique(cl[:, : i + 1], axis=0).shape[0]) for i in range(cl.shape[1]))
+    logs = np.log(v)
+    leaf_all = _nested_units(cl)[-1]
+    stats = _statistics(logs, c, leaf_all, np.ones((1, leaf_all.size)), k, percentile)[0]
+    sign = 1.0 if better == "lower" else -1.0
+    present = np.isfinite(stats)
+    order = sorted(
+        range(k), key=lambda j: (not present[j], sign * stats[j] if present[j] else 0, j)
+    )
+    failed: list[str] = []
+    for j in range(k):
+        if not present[j]:
+            failed.append(f"configuration {j} has no positive values")
+        elif np.unique(cl[c == j, 0]).size < 2:
+            failed.append(f"configuration {j} is measured in fewer than two {names[0]} units")
+    if units[0] < min_clusters:
+        failed.append(
+            f"{units[0]} {names[0]} units are too few clusters for a bootstrap interval "
+            f"(it needs at least {min_clusters})"
+        )
+    descriptive = bool(failed)
+    lower = np.full(k, np.nan)
+    upper = np.full(k, np.nan)
+    best = order[0] if order else 0
+    if not descriptive and k > 1:
+        rng = np.random.default_rng(seed)
+        weights, leaf = multistage_weights(cl, replicates, rng)
+        boot = _statistics(logs, c, leaf, weights, k, percentile)
+        diff = sign * (boot - boot[:, [best]])  # log(worse / best), >= 0 when the order holds
+        estimate = sign * (stats - stats[best])
+        a = (100.0 - confidence) / 200.0
+        lo_q = np.nanquantile(diff, a, axis=0)
+        hi_q = np.nanquantile(diff, 1.0 - a, axis=0)
+        center = np.nanmedian(diff, axis=0)
+        grow = expansion(units[0], confidence)
+        lower = np.exp(estimate + (lo_q - center) * grow)
+        upper = np.exp(estimate + (hi_q - center) * grow)
+    comparisons = tuple(
+        Comparison(
+            best,
+            j,
+            float(math.exp(sign * (stats[j] - stats[best]))),
+            float(lower[j]),
+            float(upper[j]),
+            float(confidence),
+        )
+        for j in order[1:]
+        if present[j]
+    )
+    return Ranking(
+        statistics=tuple(float(math.exp(s)) if np.isfinite(s) else math.nan for s in stats),
+        order=tuple(order),
+        comparisons=comparisons,
+        percentile=float(percentile),
+        confidence=float(confidence),
+        better=better,
+        levels=tuple(names),
+        units=units,
+        replicates=int(replicates),
+        seed=int(seed),
+        descriptive_only=descriptive,
+        reasons=tuple(failed + notes),
+    )

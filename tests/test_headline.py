@@ -1,0 +1,122 @@
+"""stats.headline: the cluster-bootstrap ratio intervals cover the true ratio at least as often
+as asked (1,000 seeded datasets per design), exact results on fixed seeded data, and the
+assumption checks (too few clusters -> descriptive only)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchlang.stats.headline import expansion, multistage_weights, rank, weighted_percentile
+
+
+def design(series: int, rounds: int, k: int = 2):
+    """Trial columns of a design: every configuration once per round, rounds in series."""
+    s, r, c = np.meshgrid(np.arange(series), np.arange(rounds), np.arange(k), indexing="ij")
+    return c.ravel(), np.stack([s.ravel(), s.ravel() * rounds + r.ravel()], axis=1)
+
+
+def simulate(rng, series, rounds, sd_series, sd_round, sd_inter, sd_noise, log_ratio):
+    """Log-normal values with series and round effects shared by both configurations, a
+    series x configuration interaction and noise; configuration 1 is exp(log_ratio) slower."""
+    a = rng.normal(0, sd_series, (series, 1, 1))
+    b = rng.normal(0, sd_round, (series, rounds, 1))
+    g = rng.normal(0, sd_inter, (series, 1, 2))
+    e = rng.normal(0, sd_noise, (series, rounds, 2))
+    return np.exp(np.array([0.0, log_ratio]) + a + b + g + e).ravel()
+
+
+@pytest.mark.parametrize(
+    ("series", "rounds", "effects"),
+    [
+        (5, 5, (0.10, 0.05, 0.05, 0.05)),  # the quickstart's shape, with series effects
+        (1, 25, (0.0, 0.05, 0.0, 0.05)),  # one series: rounds are the clusters
+    ],
+)
+def test_ratio_intervals_cover_at_least_nominal(series, rounds, effects):
+    rng = np.random.default_rng(20240601)
+    config, clusters = design(series, rounds)
+    truth = 0.2
+    hits, n = 0, 1000
+    for d in range(n):
+        values = simulate(rng, series, rounds, *effects, truth)
+        r = rank(values, config, clusters, replicates=400, seed=d)
+        c = r.comparisons[0]
+        true = math.exp(truth) if c.worse == 1 else math.exp(-truth)
+        hits += c.lower <= true <= c.upper
+    coverage = hits / n
+    print(f"coverage {series}x{rounds}: {coverage:.3f}")
+    assert coverage >= 0.95
+
+
+def test_exact_ranking_on_fixed_seeded_data():
+    rng = np.random.default_rng(7)
+    config, clusters = design(5, 5, k=3)
+    values = np.exp(np.array([0.5, 0.0, 0.2])[config] + rng.normal(0, 0.03, config.size))
+    r = rank(values, config, clusters, level_names=["series", "round"], seed=1, replicates=2000)
+    assert r.order == (1, 2, 0)
+    assert r.levels == ("series", "round") and r.units == (5, 25)
+    assert not r.descriptive_only and r.reasons == ()
+    got = [
+        (c.better, c.worse, round(c.ratio, 4), round(c.lower, 4), round(c.upper, 4))
+        for c in r.comparisons
+    ]
+    assert got == EXACT, got
+    assert all(c.clear for c in r.comparisons)
+    again = rank(values, config, clusters, level_names=["series", "round"], seed=1, replicates=2000)
+    assert again == r
+
+
+EXACT = [(1, 2, 1.2115, 1.1618, 1.2544), (1, 0, 1.6223, 1.553, 1.6905)]
+
+
+def test_higher_is_better_orients_the_ratio():
+    config, clusters = design(1, 30)
+    values = np.where(config == 0, 100.0, 150.0) * (1 + 0.01 * np.sin(np.arange(config.size)))
+    r = rank(values, config, clusters, better="higher", seed=3)
+    assert r.order == (1, 0)
+    c = r.comparisons[0]
+    assert c.ratio == pytest.approx(1.5, rel=0.02) and c.lower > 1.0
+
+
+def test_too_few_clusters_is_descriptive_only():
+    config, clusters = design(1, 3)
+    values = np.where(config == 0, 1.0, 2.0) + 0.01 * np.arange(config.size)
+    r = rank(values, config, clusters, level_names=["series", "round"])
+    assert r.descriptive_only
+    assert "3 round units are too few clusters" in r.reasons[0]
+    c = r.comparisons[0]
+    assert math.isnan(c.lower) and math.isnan(c.upper) and not c.clear
+    assert c.ratio == pytest.approx(2.0, rel=0.02)
+
+
+def test_missing_and_non_positive_values_are_left_out_and_said():
+    config, clusters = design(1, 10)
+    values = np.where(config == 0, 1.0, 2.0)
+    values[0] = np.nan
+    values[1] = -1.0
+    r = rank(values, config, clusters)
+    assert "2 values left out (missing or not positive)" in r.reasons
+    assert not r.descriptive_only
+
+
+def test_weighted_percentile_is_the_usual_median_with_unit_weights():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    assert weighted_percentile(x, np.ones((1, 4)), 50)[0] == 2.5
+    assert weighted_percentile(x[:3], np.ones((1, 3)), 50)[0] == 2.0
+    assert weighted_percentile(x, np.array([[0, 0, 1, 0]]), 50)[0] == 3.0
+    assert math.isnan(weighted_percentile(x, np.zeros((1, 4)), 50)[0])
+
+
+def test_multistage_weights_keep_every_level_total():
+    clusters = np.array([[s, s * 4 + r] for s in range(3) for r in range(4)])
+    weights, leaf = multistage_weights(clusters, 500, np.random.default_rng(0))
+    assert weights.shape == (500, 12) and (weights.sum(axis=1) == 12).all()
+    assert leaf.tolist() == list(range(12))
+
+
+def test_expansion_factor():
+    assert expansion(5, 95) == pytest.approx(math.sqrt(5 / 4) * 2.7764451 / 1.9599640, rel=1e-6)
+    assert 1 < expansion(100, 95) < 1.02
