@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give --store PATH (or --data FILE.csv)")
     found = analyze_store(args.store, plan_hash(args.spec, args.plan))
     if args.json:
-        _print_json(found.kpis, found.comparisons, found.warmup)
+        from benchlang.report.headline import headline
+
+        _print_json(found.kpis, found.comparisons, found.warmup, headline(found.data, found.kpis))
         return 0
     experiment = found.data.experiment
     for item in experiment.profiles:
@@ -87,16 +89,20 @@ def run(args: argparse.Namespace) -> int:
         render_order_report(order_of(found.data, None, experiment.order_dependence["alpha"]))
     if found.kpis:
         render_analysis(found.kpis, {m.name: m.unit for m in experiment.metrics})
+        from benchlang.report.headline import headline, render_headline
+
+        render_headline(headline(found.data, found.kpis))
     return 0
 
 
-def _print_json(kpis: list, comparisons: list, warmup: list) -> None:
+def _print_json(kpis: list, comparisons: list, warmup: list, headlines: list = ()) -> None:
     print(
         json.dumps(
             {
                 "kpis": [r.to_dict() for r in kpis],
                 "comparisons": [c.to_dict() for c in comparisons],
                 "warmup": [w.to_dict() for w in warmup],
+                "headline": [h.to_dict() for h in headlines],
             },
             indent=2,
             default=_json_default,

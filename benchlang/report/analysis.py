@@ -101,8 +101,11 @@ def render_analysis(
 ) -> None:
     if not results:
         return
+    from benchlang.report.table import format_quantity
+
     rows = []
     for r in results:
+        unit = units.get(r.metric)
         for s in r.analysis.series:
             k = s.kpi
             rows.append(
@@ -111,42 +114,33 @@ def render_analysis(
                     r.metric,
                     s.series,
                     s.trials,
-                    f"p{k.percentile:g} {k.bound} bound" if k.enough else f"needs n>={k.min_n}",
-                    _fmt(k.value),
-                    f"x({k.rank})" if k.rank else "-",
-                    f"{k.achieved_confidence:.4g}%" if k.enough else "-",
+                    f"p{k.percentile:g} {k.bound}" if k.enough else f"needs n>={k.min_n}",
+                    format_quantity(_fmt(k.value), unit),
+                    f"x({k.rank}) {k.achieved_confidence:.3g}%" if k.enough else "-",
                     "pass" if k.independent else "FAIL",
                 ]
             )
     render_table(
-        [
-            "configuration",
-            "metric",
-            "series",
-            "n",
-            "KPI",
-            "value",
-            "order stat",
-            "confidence",
-            "independence",
-        ],
+        ["configuration", "metric", "series", "n", "KPI", "value", "confidence", "independent"],
         rows,
         title="KPIs (TriScale §4.2, Thompson order statistics)",
         stream=stream,
+        align=["left", "left", "right", "right", "left", "right", "right", "left"],
     )
     var_rows = []
     for r in results:
         v = r.analysis.variability
         if v is None:
             continue
+        unit = units.get(r.metric)
         var_rows.append(
             [
                 r.configuration,
                 r.metric,
                 v.n,
-                _fmt(v.lower) if v.enough else f"needs {v.min_n} series",
-                _fmt(v.upper) if v.enough else "-",
-                _fmt(v.score) if v.enough else "-",
+                format_quantity(_fmt(v.lower), unit) if v.enough else f"needs {v.min_n} series",
+                format_quantity(_fmt(v.upper), unit) if v.enough else "-",
+                format_quantity(_fmt(v.score), unit) if v.enough else "-",
                 f"{100 * v.relative:.3g}%" if v.enough and math.isfinite(v.relative) else "-",
                 f"{v.joint_confidence:.4g}%" + (" (exact)" if v.joint_exact else ""),
                 "pass" if v.independent else "FAIL",
@@ -162,12 +156,13 @@ def render_analysis(
                 "upper",
                 "score",
                 "relative",
-                "joint conf.",
-                "independence",
+                "joint",
+                "independent",
             ],
             var_rows,
             title="variability scores (TriScale §4.3)",
             stream=stream,
+            align=["left", "left", "right", "right", "right", "right", "right", "right", "left"],
         )
     import sys
 
