@@ -254,6 +254,13 @@ def _ratio_sentence(h: MetricHeadline, g: RankingGroup, c) -> str:
     return f"{best} is {r} {word} {other}{interval}"
 
 
+def _wrap(text: str) -> list[str]:
+    """``text`` in lines of at most ``WIDTH``, continuation lines indented by four."""
+    import textwrap
+
+    return textwrap.wrap(text, WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 or word.endswith("s") else f"{n} {word}s"
 
@@ -294,7 +301,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         lines.append(f"  {c.label:<{width}}  {num(c.kpi):>7}  {text:<30}  {var}".rstrip())
     for c in h.configurations:
         if c.reasons:
-            lines.append(f"  DESCRIPTIVE ONLY {c.label}: " + "; ".join(c.reasons))
+            lines += _wrap(f"  DESCRIPTIVE ONLY {c.label}: " + "; ".join(c.reasons))
     benchmarks = {lb.split("[", 1)[0] for c in h.configurations for lb in [c.label]}
     for g in h.groups:
         rk = g.ranking
@@ -312,7 +319,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             label = f"{place}. {g.labels[j]}"
             lines.append(f"  {label:<{width}}  {num(rk.statistics[j]):>7}  {sentence}".rstrip())
         if rk.descriptive_only:
-            lines.append("  DESCRIPTIVE ONLY: " + "; ".join(rk.reasons))
+            lines += _wrap("  DESCRIPTIVE ONLY: " + "; ".join(rk.reasons))
     return lines + _confidence_lines(h)
 
 
@@ -330,7 +337,7 @@ def _confidence_lines(h: MetricHeadline) -> list[str]:
         runs = _span(h.runs, str)
         ranks = _span(h.ranks, lambda r: f"x({r})")
         achieved = _span(tuple(round(a, 1) for a in h.achieved), lambda a: f"{a:g}%")
-        out.append(
+        out += _wrap(
             f"Confidence: KPI {h.kpi_confidence:g}% asked; with {runs} runs per series the "
             f"order statistic {ranks} gives {achieved}."
         )
@@ -350,8 +357,9 @@ def _confidence_lines(h: MetricHeadline) -> list[str]:
                 else f"(at least {_pct(cl)} + {_pct(cu)} − 100%: either bound may fail alone)."
             )
         )
-    if any(g.ranking.comparisons for g in h.groups):
-        few = min(g.ranking.units[0] for g in h.groups)
+    bootstrapped = [g for g in h.groups if g.ranking.comparisons and not g.ranking.descriptive_only]
+    if bootstrapped:
+        few = min(g.ranking.units[0] for g in bootstrapped)
         out.append(
             f"  Ratios: {h.kpi_confidence:g}% for each interval on its own, not for all at once; "
             f"widened for {few} top-level units."
