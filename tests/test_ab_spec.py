@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 from benchlang import model
+from benchlang.backends.registry import backend_kinds
 from benchlang.cli import main
 from benchlang.design.layouts import duplication_coefficients, layout_counts, layout_schedule
-from benchlang.lang.check import compile_source, load, warnings_of
+from benchlang.lang.check import check_source, compile_source, load
 from benchlang.lang.diagnostics import SpecError, render
 from benchlang.lang.syntax import decode
 from benchlang.plan.compile import compile_plan
@@ -111,7 +112,7 @@ def hint(block: dict) -> str | None:
 
 def errors_of(text: str, base_dir: Path, path: str = "t.bench") -> list[dict]:
     with pytest.raises(SpecError) as info:
-        compile_source(decode(path, text.encode()), base_dir)
+        compile_source(decode(path, text.encode()), base_dir, backends=backend_kinds())
     found = parse_rendered(str(info.value))
     assert len(found) == len(info.value.diagnostics)
     errors = [b for b in found if b["severity"] == "error"]
@@ -127,8 +128,8 @@ def the_error(blocks: list[dict], message: str) -> dict:
 
 def warnings_in(text: str, base_dir: Path) -> list[dict]:
     source = decode("t.bench", text.encode())
-    compile_source(source, base_dir)  # the spec compiles: warnings only
-    rendered = "\n".join(render(source, d) for d in warnings_of(source, base_dir))
+    compiled = check_source(source, base_dir)  # the spec compiles: warnings only
+    rendered = "\n".join(render(source, d) for d in compiled.warnings)
     return parse_rendered(rendered)
 
 

@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from benchlang.backends.registry import backend_kinds
 from benchlang.lang import check as check_module
 from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import SpecError
@@ -33,7 +34,7 @@ def spec(body: str, base: str = BASE) -> str:
 
 def errors_of(text: str, path: str = "t.bench") -> SpecError:
     with pytest.raises(SpecError) as info:
-        compile_source(decode(path, text.encode()))
+        compile_source(decode(path, text.encode()), backends=backend_kinds())
     return info.value
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import math
 import string as _string
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from benchlang import model
+from benchlang.errors import SettingError
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.ab_design import (
@@ -83,8 +84,22 @@ _ADAPTIVE_FIELDS = {"min": "min_n", "max": "max_n"}
 _NOT_YET_DESIGN = ("replicate",)
 
 
-def load(path: str | Path, *, display_path: str | None = None) -> model.Experiment:
-    """Read, parse and check a spec file; raise SpecError listing every problem."""
+@attrs.frozen
+class Compiled:
+    """A checked spec: the model, the warnings found on the way, and the text it came from."""
+
+    experiment: model.Experiment
+    warnings: tuple[Diagnostic, ...]
+    source: Source
+
+
+def check_file(
+    path: str | Path,
+    *,
+    display_path: str | None = None,
+    backends: Mapping[str, Any] | None = None,
+) -> Compiled:
+    """Read, parse and check a spec file once; raise SpecError listing every problem."""
     path = Path(path)
     shown = display_path or str(path)
     try:
@@ -93,24 +108,44 @@ def load(path: str | Path, *, display_path: str | None = None) -> model.Experime
         raise SpecError(
             Source(shown, ""), [Diagnostic(f"cannot read the spec: {err.strerror}", None)]
         ) from None
-    return compile_source(decode(shown, data), base_dir=path.parent)
+    return check_source(decode(shown, data), base_dir=path.parent, backends=backends)
 
 
-def compile_source(source: Source, base_dir: Path | None = None) -> model.Experiment:
+def check_source(
+    source: Source,
+    base_dir: Path | None = None,
+    *,
+    backends: Mapping[str, Any] | None = None,
+) -> Compiled:
+    """Parse and check a spec once. ``backends`` (kind -> backend class) validates the
+    ``hosts`` settings; None accepts any kind (a spec re-read from a store needs no backend)."""
     tree = parse(source)
-    checker = _Checker(source, base_dir or Path("."))
+    checker = _Checker(source, base_dir or Path("."), backends)
     experiment = checker.check(tree)
-    errors = [d for d in checker.diagnostics if d.severity == "error"]
-    if errors:
+    if experiment is None or any(d.severity == "error" for d in checker.diagnostics):
         raise SpecError(source, checker.diagnostics)
-    return experiment
+    warnings = tuple(d for d in checker.diagnostics if d.severity == "warning")
+    return Compiled(experiment, warnings, source)
 
 
-def warnings_of(source: Source, base_dir: Path | None = None) -> tuple[Diagnostic, ...]:
-    """Warnings of a spec that compiles (unused factors and the like)."""
-    checker = _Checker(source, base_dir or Path("."))
-    checker.check(parse(source))
-    return tuple(d for d in checker.diagnostics if d.severity == "warning")
+def compile_source(
+    source: Source,
+    base_dir: Path | None = None,
+    *,
+    backends: Mapping[str, Any] | None = None,
+) -> model.Experiment:
+    """The checked model of a spec (``check_source`` without the warnings)."""
+    return check_source(source, base_dir, backends=backends).experiment
+
+
+def load(
+    path: str | Path,
+    *,
+    display_path: str | None = None,
+    backends: Mapping[str, Any] | None = None,
+) -> model.Experiment:
+    """The checked model of a spec file (``check_file`` without the warnings)."""
+    return check_file(path, display_path=display_path, backends=backends).experiment
 
 
 def placeholders(template: str) -> list[tuple[str, int]]:
@@ -136,9 +171,12 @@ def _bounded_sizing(percentile: float, confidence: float, exclude: int = 0) -> i
 
 
 class _Checker:
-    def __init__(self, source: Source, base_dir: Path) -> None:
+    def __init__(
+        self, source: Source, base_dir: Path, backends: Mapping[str, Any] | None = None
+    ) -> None:
         self.source = source
         self.base_dir = base_dir
+        self.backends = backends
         self.diagnostics: list[Diagnostic] = []
         self.broken_factors: set[str] = set()  # declared, with an error already reported
 
@@ -285,10 +323,8 @@ class _Checker:
         reset_stmt = next(
             (i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset"), None
         )
-        if reset is not None and (reset.reboot or reset.reconnect):
-            from benchlang.backends.registry import backend_kinds
-
-            backend = backend_kinds().get(hosts.kind)
+        if reset is not None and (reset.reboot or reset.reconnect) and self.backends is not None:
+            backend = self.backends.get(hosts.kind)
             if backend is not None and not getattr(backend, "supports_reboot", False):
                 self.error(
                     f"hosts {hosts.kind} cannot reboot or reconnect between rounds",
@@ -368,10 +404,8 @@ class _Checker:
     def _hosts(self, hosts: ast.Hosts | None) -> model.Hosts:
         if hosts is None:
             return model.Hosts()
-        from benchlang.backends.registry import backend_kinds
-
-        kinds = backend_kinds()
-        if hosts.kind not in kinds:
+        kinds = self.backends
+        if kinds is not None and hosts.kind not in kinds:
             hint = (
                 did_you_mean(hosts.kind, kinds)
                 or f"installed backends: {', '.join(sorted(kinds))} (see 'benchlang plugins')"
@@ -391,8 +425,8 @@ class _Checker:
                 )
             else:
                 values[item.key] = s.literal(item.value)
-        from benchlang.backends.base import SettingError
-
+        if kinds is None:
+            return model.Hosts(hosts.kind, values)
         try:
             kinds[hosts.kind].check_settings(values)
         except SettingError as err:

@@ -87,6 +87,7 @@ def test_sync_must_be_a_directory(tmp_path):
 
 
 def test_checker_points_at_the_bad_hosts_setting(ssh_env, tmp_path):
+    from benchlang.backends.registry import backend_kinds
     from benchlang.lang.check import load
     from benchlang.lang.diagnostics import SpecError
 
@@ -96,11 +97,13 @@ def test_checker_points_at_the_bad_hosts_setting(ssh_env, tmp_path):
         '  benchmark b { run "true" }\n}\n'
     )
     with pytest.raises(SpecError) as err:
-        load(str(spec))
+        load(str(spec), backends=backend_kinds())
     text = str(err.value)
     assert "concurrency 4 is not supported" in text and ":5:" in text
     (tmp_path / "hosts.txt").write_text("n1\nn2:2200\n")
     spec.write_text(
         'benchlang 1\nexperiment e {\n  hosts ssh { nodes from file "hosts.txt" }\n  benchmark b { run "true" }\n}\n'
     )
-    assert load(str(spec)).hosts.settings == {"nodes": {"file": str(tmp_path / "hosts.txt")}}
+    assert load(str(spec), backends=backend_kinds()).hosts.settings == {
+        "nodes": {"file": str(tmp_path / "hosts.txt")}
+    }
