@@ -23,7 +23,8 @@ import atexit, json, sys
 heavy = {heavy!r}
 def report():
     loaded = sorted(m for m in heavy if m in sys.modules)
-    sys.stderr.write("\\nBUDGET " + json.dumps({{"heavy": loaded, "modules": len(sys.modules)}}) + "\\n")
+    ours = sorted(m for m in sys.modules if m.startswith("benchlang"))
+    sys.stderr.write("\\nBUDGET " + json.dumps({{"heavy": loaded, "benchlang": ours}}) + "\\n")
 atexit.register(report)
 from benchlang.cli import main
 sys.exit(main(sys.argv[1:]))
@@ -60,6 +61,11 @@ QUICK = [
 @pytest.mark.parametrize("argv", QUICK, ids=" ".join)
 def test_quick_commands_load_no_heavy_library(argv):
     assert loaded_by(*argv)["heavy"] == []
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"]], ids=" ".join)
+def test_version_and_help_import_only_the_cli_package(argv):
+    assert loaded_by(*argv)["benchlang"] == ["benchlang", "benchlang.cli"]
 
 
 def test_help_imports_no_command_module():

@@ -99,15 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; people's errors print as ``benchlang: error: ...`` and exit 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --version and --help exit here, having imported nothing
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
     from benchlang.cli.common import SpecFailed
     from benchlang.errors import UserError
     from benchlang.lang.diagnostics import SpecError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     try:
         return int(args.func(args) or 0)
     except SpecFailed:
