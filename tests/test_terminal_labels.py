@@ -83,3 +83,7 @@ def test_every_label_is_on_a_terminal_screen(tmp_path):
     for screen in (ran, results, plan):
         for label in LABELS:
             assert label in screen, screen
+    # the headline fits a 100-column screen
+    end = ran[ran.index("Headline:") :]
+    assert max(len(line.rstrip()) for line in end.splitlines()) <= 100, end
+    assert "Headline: v (s)" in end and "Ranking of size" in end and "Ranking of tool" in end

@@ -244,7 +244,7 @@ def _ratio_sentence(h: MetricHeadline, g: RankingGroup, c) -> str:
     finite = math.isfinite(c.lower) and math.isfinite(c.upper)
     interval = f" [{c.lower:.2f}, {c.upper:.2f}]" if finite else ""
     if finite and not c.clear:
-        return f"no clear order: {other}/{best} {r}{interval} holds 1"
+        return f"no clear order: {r}{interval} holds 1"
     if h.better == "lower" and (h.unit in TIME_UNITS or h.metric in ("time", "wall_time")):
         word = "faster than"
     elif h.better == "lower":
@@ -274,17 +274,18 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     def num(x: float | None) -> str:
         return format_quantity(x, None, scale=(None, factor))
 
-    lines = [
-        f"Headline: {h.metric}{unit}, {h.better} is better. KPI of a series: the "
-        f"{h.kpi_confidence:g}% {h.bound} bound on its {stat};",
-        "  per configuration: the median of its series' KPIs, and their variability.",
-    ]
+    lines = _wrap(
+        f"Headline: {h.metric}{unit}, {h.better} is better; KPI: median over series of the "
+        f"{h.kpi_confidence:g}% {h.bound} bound on the {stat}"
+    )
     width = 3 + max([len("configuration")] + [len(c.label) for c in h.configurations])
     vp = h.variability_percentile
     var_head = ""
     if vp is not None:
-        var_head = f"variability [p{min(vp, 100 - vp):g}, p{max(vp, 100 - vp):g}]"
-    lines.append(f"  {'configuration':<{width}}  {'KPI':>7}  {'series KPIs':<30}  {var_head}")
+        var_head = f"variability p{min(vp, 100 - vp):g}–p{max(vp, 100 - vp):g}"
+    lines.append(
+        f"  {'configuration':<{width}}  {'n':>3}  {'KPI':>7}  {'series KPIs':<30}  {var_head}"
+    )
     for c in h.configurations:
         values = [num(x) for x in c.series_kpis]
         text = (
@@ -294,11 +295,13 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         )
         var = ""
         if c.lower is not None and c.upper is not None:
-            rel = f" ({100 * c.relative:.2g}%)" if c.relative is not None else ""
+            rel = f" {100 * c.relative:.2g}%" if c.relative is not None else ""
             var = f"[{num(c.lower)}, {num(c.upper)}]{rel}"
         elif vp is not None:
             var = f"more series needed than {len(c.series_kpis)}"
-        lines.append(f"  {c.label:<{width}}  {num(c.kpi):>7}  {text:<30}  {var}".rstrip())
+        lines.append(
+            f"  {c.label:<{width}}  {c.trials:>3}  {num(c.kpi):>7}  {text:<30}  {var}".rstrip()
+        )
     for c in h.configurations:
         if c.reasons:
             lines += _wrap(f"  DESCRIPTIVE ONLY {c.label}: " + "; ".join(c.reasons))
@@ -309,15 +312,19 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         scope = f" of {g.factor}" if g.factor is not None else ""
         scope += f" ({held})" if held else ""
         design = " x ".join(_plural(n, lv) for n, lv in zip(rk.units, rk.levels, strict=True))
-        lines.append(
-            f"Ranking{scope} by {stat} {h.metric}: {rk.confidence:g}% intervals, "
-            f"cluster bootstrap of {design}"
+        what = (
+            f"{rk.confidence:g}% ratio intervals (each alone), bootstrap of {design}"
+            if not rk.descriptive_only
+            else f"ratios only, {design}"
         )
+        lines += _wrap(f"Ranking{scope} by {stat} {h.metric}; {what}")
         for place, j in enumerate(rk.order, start=1):
             comparison = next((c for c in rk.comparisons if c.worse == j), None)
             sentence = _ratio_sentence(h, g, comparison) if comparison else ""
             label = f"{place}. {g.labels[j]}"
-            lines.append(f"  {label:<{width}}  {num(rk.statistics[j]):>7}  {sentence}".rstrip())
+            lines.append(
+                f"  {label:<{width}}  {'':>3}  {num(rk.statistics[j]):>7}  {sentence}".rstrip()
+            )
         if rk.descriptive_only:
             lines += _wrap("  DESCRIPTIVE ONLY: " + "; ".join(rk.reasons))
     return lines + _confidence_lines(h)
@@ -344,25 +351,16 @@ def _confidence_lines(h: MetricHeadline) -> list[str]:
     b = h.variability_bounds
     if b is not None and h.variability_confidence is not None:
         rl, ru, cl, cu = b
-        out.append(
-            f"  Variability: {h.variability_confidence:g}% asked for each bound; with {h.series} "
-            f"series x({rl}) and x({ru}) give {_pct(cl)} and {_pct(cu)}."
-        )
         exact = h.variability_percentile == 50
-        out.append(
-            f"  Both hold together with {_pct(cl + cu - 100)} "
-            + (
-                "(exact: the two failures cannot happen at once)."
-                if exact
-                else f"(at least {_pct(cl)} + {_pct(cu)} − 100%: either bound may fail alone)."
-            )
+        same = f"{_pct(cl)} each" if round(cl, 1) == round(cu, 1) else f"{_pct(cl)}, {_pct(cu)}"
+        joint = (
+            f"jointly {_pct(cl + cu - 100)} (exact)"
+            if exact
+            else f"jointly ≥ {_pct(cl + cu - 100)} (sum − 100%)"
         )
-    bootstrapped = [g for g in h.groups if g.ranking.comparisons and not g.ranking.descriptive_only]
-    if bootstrapped:
-        few = min(g.ranking.units[0] for g in bootstrapped)
-        out.append(
-            f"  Ratios: {h.kpi_confidence:g}% for each interval on its own, not for all at once; "
-            f"widened for {few} top-level units."
+        out += _wrap(
+            f"  Variability: {h.variability_confidence:g}% asked each; x({rl}), x({ru}) of "
+            f"{h.series} series: {same}, {joint}."
         )
     return out
 

@@ -194,13 +194,12 @@ class Record:
             + f"\n(benchlang {self.version}, "
             f"spec `{self.spec_hash[:12]}`, plan `{self.plan_hash[:12]}`, seed {_fmt(self.seed)})",
             *self._summary_note(),
+            *(_md(h) for h in self.hosts),
             "",
             "| " + " | ".join(_md(h) for h in headers) + " |",
             "| --- |" + " ---: |" * (len(headers) - 1),
         ]
         lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
-        if self.hosts:
-            lines += ["", *(f"- {_md(h)}" for h in self.hosts)]
         return "\n".join(lines) + "\n"
 
     def _summary_note(self) -> list[str]:
@@ -209,9 +208,8 @@ class Record:
         if not summaries:
             return []
         return [
-            "",
-            f"KPI: the {' / '.join(sorted(summaries))} KPIs. Variability score: upper minus",
-            "lower bound across series, then [lower, upper].",
+            f"KPI: {' / '.join(sorted(summaries))} KPIs; variability score: upper - lower bound, "
+            "then [lower, upper].",
         ]
 
     def to_latex(self) -> str:
@@ -223,7 +221,7 @@ class Record:
             f"(benchlang {_tex(self.version)}, spec \\texttt{{{_tex(self.spec_hash[:12])}}}, "
             f"plan \\texttt{{{_tex(self.plan_hash[:12])}}}, seed {_tex(_fmt(self.seed))})."
         )
-        note = " ".join(self._summary_note()[1:])
+        note = " ".join(self._summary_note())
         if note:
             caption += " " + _tex(note)
         return "\n".join(

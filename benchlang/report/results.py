@@ -80,9 +80,12 @@ def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
     return rows
 
 
-def render_results(data: ExperimentData, stream: TextIO | None = None) -> None:
+def render_results(
+    data: ExperimentData, stream: TextIO | None = None, *, hosts: bool = True
+) -> None:
     """Per configuration: trials, failures, and each metric's median and range in human
-    units (one unit per metric column), then the hosts and any warning about them."""
+    units (one unit per metric column), then the hosts (unless ``hosts`` is False) and any
+    warning that they differ."""
     from benchlang.report.exports import host_lines, host_warnings
 
     rows = results_rows(data)
@@ -118,10 +121,25 @@ def render_results(data: ExperimentData, stream: TextIO | None = None) -> None:
         align=align,
     )
     out = stream or sys.stdout
-    for line in host_lines(data):
+    for line in host_lines(data) if hosts else ():
         out.write(line + "\n")
     for warning in host_warnings(data):
         out.write(warning + "\n")
+
+
+def render_run_summary(data: ExperimentData, stream: TextIO | None = None) -> None:
+    """The results table at the end of ``run``, unless the headline carries all it says:
+    with KPIs, no A/B layout, nothing left out and no failed trial, the headline's table
+    has each configuration's trials and the record its hosts."""
+    exp = data.experiment
+    covered = (
+        bool(exp.kpis)
+        and exp.design.layout is None
+        and not data.left_out
+        and bool(data.table.ok.all())
+    )
+    if not covered:
+        render_results(data, stream, hosts=not exp.kpis)
 
 
 def results_csv(data: ExperimentData) -> str:
@@ -164,4 +182,11 @@ def failure_lines(store, plan_hash: str, limit: int = 5) -> list[str]:
     return lines
 
 
-__all__ = ["failure_lines", "format_number", "render_results", "results_csv", "results_rows"]
+__all__ = [
+    "failure_lines",
+    "format_number",
+    "render_results",
+    "render_run_summary",
+    "results_csv",
+    "results_rows",
+]

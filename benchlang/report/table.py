@@ -118,6 +118,7 @@ def render_table(
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
+            show_edge=False,
         )
         for h, a in zip(headers, align, strict=True):
             table.add_column(Text(h), overflow="fold", justify=a)
