@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Iterable
 
 import attrs
+
+MAX_SUGGESTION_CANDIDATES = 200
+SHOWN_LINE = 160
+"""Longest source line shown under a diagnostic; longer lines are cut around the caret."""
 
 
 @attrs.frozen
@@ -28,8 +33,23 @@ class Source:
     def line_text(self, line: int) -> str:
         """Line ``line`` as the parser counts lines: split at '\n' only (splitlines would
         also split at form feeds, U+2028 and the like, and show the wrong line)."""
-        lines = self.text.split("\n")
-        return lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
+        starts = _line_starts(self.text)
+        if not 0 < line <= len(starts):
+            return ""
+        end = self.text.find("\n", starts[line - 1])
+        return self.text[starts[line - 1] : end if end >= 0 else len(self.text)].rstrip("\r")
+
+
+@functools.lru_cache(maxsize=8)
+def _line_starts(text: str) -> tuple[int, ...]:
+    """Offsets where each line starts; cached, so rendering many diagnostics stays linear."""
+    starts = [0]
+    find = text.find
+    at = find("\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = find("\n", at + 1)
+    return tuple(starts)
 
 
 @attrs.frozen
@@ -53,7 +73,10 @@ class SpecError(Exception):
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """A hint naming the closest candidate, or None when nothing is close."""
-    close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    names = sorted(set(candidates))
+    if len(names) > MAX_SUGGESTION_CANDIDATES:
+        return None  # a guess among thousands of names costs more than it helps
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 
 
@@ -64,6 +87,8 @@ def render(source: Source, diagnostic: Diagnostic) -> str:
     out = [f"{where}: {diagnostic.severity}: {diagnostic.message}"]
     if span:
         text = source.line_text(span.line).replace("\t", " ")
+        if len(text) > SHOWN_LINE:
+            text, span = _window(text, span)
         if text:
             width = 1
             if span.end_line == span.line and span.end_column and span.end_column > span.column:
@@ -74,6 +99,19 @@ def render(source: Source, diagnostic: Diagnostic) -> str:
     if diagnostic.hint:
         out.append(f"  hint: {diagnostic.hint}")
     return "\n".join(out)
+
+
+def _window(text: str, span: Span) -> tuple[str, Span]:
+    """About SHOWN_LINE characters of a long line around the caret, so that output stays
+    proportional to the number of diagnostics, not to their product with the line length."""
+    start = max(0, min(span.column - 1 - SHOWN_LINE // 2, len(text) - SHOWN_LINE))
+    cut = text[start : start + SHOWN_LINE]
+    prefix = "..." if start > 0 else ""
+    suffix = "..." if start + SHOWN_LINE < len(text) else ""
+    shift = start - len(prefix)
+    end = span.end_column - shift if span.end_column is not None else None
+    moved = Span(span.line, span.column - shift, span.end_line, end)
+    return prefix + cut + suffix, moved
 
 
 def render_all(source: Source, diagnostics: Iterable[Diagnostic]) -> str:

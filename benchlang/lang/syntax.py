@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast as pyast
 import difflib
+import re
 import warnings
 
 from lark import Token, Transformer, Tree, v_args
@@ -25,6 +26,16 @@ _DESCRIPTIONS = {
     "$END": "the end of the file",
 }
 _MAX_SYNTAX_ERRORS = 20
+_MAX_RECOVERIES = 200
+MAX_NESTING = 64
+"""Deepest nesting of brackets and braces a spec may have; real specs need about 4. The bound
+keeps every recursive pass (tree building, error recovery, checking) far from Python's
+recursion limit, so deep input gets a diagnostic instead of a RecursionError."""
+MAX_DIGITS = 100
+"""Longest number literal: far more than any setting needs, and short enough that every number
+converts to int and float (Python refuses int() of more than 4300 digits; floats overflow)."""
+_NESTING = re.compile(r'"""[\s\S]*?"""|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\]{}()]')
+_LITERALS = frozenset(("STRING", "INT", "FLOAT", "NEGATIVE", "PERCENT", "DURATION"))
 
 
 def _span(node: Token | Tree) -> Span:
@@ -458,7 +469,7 @@ def _repair(error: UnexpectedToken) -> None:
                 token = _filler(terminal)
                 if token is None:
                     continue
-                trial = state.copy()
+                trial = state.copy(deepcopy_values=False)  # fillers only add new nodes
                 try:
                     trial.feed_token(token)
                 except UnexpectedInput:
@@ -501,8 +512,12 @@ def parse(source: Source) -> ast.Experiment:
     """Parse a spec; raise SpecError with every syntax error found (recovering between them)."""
     diagnostics: list[Diagnostic] = []
     seen_lines: set[int] = set()
+    recoveries = [0]
 
     def on_error(error: UnexpectedInput) -> bool:
+        recoveries[0] += 1
+        if recoveries[0] > _MAX_RECOVERIES:
+            return False  # errors on lines already reported: stop, the output would not change
         line = getattr(error, "line", None)
         if isinstance(error, UnexpectedToken) and error.token.type == "$END":
             if line not in seen_lines or not diagnostics:
@@ -526,6 +541,7 @@ def parse(source: Source) -> ast.Experiment:
                 )
             ],
         )
+    _check_nesting(source)
     try:
         tree = parser().parse(source.text, on_error=on_error)
     except UnexpectedInput as error:
@@ -536,7 +552,18 @@ def parse(source: Source) -> ast.Experiment:
         raise SpecError(
             source, diagnostics or [Diagnostic(f"cannot parse: {error}", Span(1, 1))]
         ) from None
-    for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type == "STRING"):
+    for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type in _LITERALS):
+        if token.type != "STRING":
+            digits = sum(c.isdigit() for c in token)
+            if digits > MAX_DIGITS:
+                diagnostics.append(
+                    Diagnostic(
+                        f"this number has {digits} digits, more than benchlang reads ({MAX_DIGITS})",
+                        _span(token),
+                        "write a shorter number (a float such as 1e30 for a large one)",
+                    )
+                )
+            continue
         value = _string_value(str(token))
         if "\x00" in value:
             diagnostics.append(Diagnostic("a string cannot contain a NUL character", _span(token)))
@@ -555,6 +582,33 @@ def parse(source: Source) -> ast.Experiment:
         raise SpecError(source, diagnostics)
     experiment = _ToAst().transform(tree)
     return _flatten(experiment)
+
+
+def _check_nesting(source: Source) -> None:
+    """Refuse nesting deeper than MAX_NESTING before parsing (one linear scan that skips
+    strings and comments), pointing at the bracket that goes too deep."""
+    depth = 0
+    text = source.text
+    for match in _NESTING.finditer(text):
+        symbol = match.group()
+        if symbol in ("[", "{", "("):
+            depth += 1
+            if depth > MAX_NESTING:
+                offset = match.start()
+                line = text.count("\n", 0, offset) + 1
+                column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+                raise SpecError(
+                    source,
+                    [
+                        Diagnostic(
+                            f"brackets nest more than {MAX_NESTING} deep",
+                            Span(line, column, line, column + 1),
+                            "a spec nests a few blocks and lists; close the brackets opened above",
+                        )
+                    ],
+                )
+        elif symbol in ("]", "}", ")"):
+            depth = max(0, depth - 1)
 
 
 def _flatten(experiment: ast.Experiment) -> ast.Experiment:
