@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import shutil
 import string as _string
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -22,6 +23,8 @@ from benchlang.lang.ab_design import (
     check_ab_design,
 )
 from benchlang.lang.diagnostics import Diagnostic, Source, Span, SpecError, did_you_mean
+from benchlang.lang.shell import SHELL_WORDS, parse_template, text_of
+from benchlang.lang.shell import placeholders as shell_placeholders
 from benchlang.lang.syntax import decode, parse
 from benchlang.stats.sizing import sizing
 
@@ -179,6 +182,7 @@ class _Checker:
         self.backends = backends
         self.diagnostics: list[Diagnostic] = []
         self.broken_factors: set[str] = set()  # declared, with an error already reported
+        self.local = False  # hosts local: commands run here, so their programs can be looked up
 
     def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(message, span, hint))
@@ -235,6 +239,7 @@ class _Checker:
         workdir = statement("workdir")
         reset = self._reset(statement("reset"))
         hosts = self._hosts(self._single(of(ast.Hosts), "'hosts'"))
+        self.local = hosts.kind == "local"
         env = self._env(of(ast.EnvPair))
 
         design_block = self._single(of(ast.Block, "design"), "'design'")
@@ -543,6 +548,7 @@ class _Checker:
         runtime: float | None,
         allow_factors: bool | tuple[str, ...] = True,
         where: str = "experiment-level commands run once, not per configuration",
+        shell: bool = True,
     ) -> tuple[str, ...]:
         """Check ``{placeholders}``; return the factors a template uses. ``allow_factors``: all
         factors, none, or the names allowed here (``where`` says why the others are not)."""
@@ -550,7 +556,10 @@ class _Checker:
             return ()
         used = []
         known = [*factor_names, *_STRUCTURE_PLACEHOLDERS]
-        for name, offset in placeholders(value.value):
+        if shell:
+            self._check_shell_contexts(value, factor_names)
+        found = shell_placeholders(value.value) if shell else placeholders(value.value)
+        for name, offset in found:
             span = self._span_in_string(value, offset, len(name) + 2)
             if offset < 0:
                 self.error(
@@ -581,6 +590,64 @@ class _Checker:
                     )
                 self.error(f"placeholder {{{name}}} is not a declared factor", span, hint)
         return tuple(dict.fromkeys(used))
+
+    def _check_shell_contexts(
+        self, value: ast.Value, factor_names: dict[str, model.Factor]
+    ) -> None:
+        """Each placeholder must be quotable where it stands (lang.shell); a level with spaces
+        as a command's program, or a non-number in $((...)), fails every trial."""
+        for ph in parse_template(value.value).placeholders:
+            span = self._span_in_string(value, ph.offset, ph.width)
+            factor = factor_names.get(ph.name)
+            if ph.problem is not None:
+                self.error(
+                    f"placeholder {{{ph.name}}} {ph.problem}",
+                    span,
+                    "a level is always one literal word: put the placeholder unquoted, or in"
+                    " '...', \"...\" or $(...)",
+                )
+            elif ph.context == "arithmetic" and factor is not None:
+                bad = [lv for lv in factor.levels if not isinstance(lv, int | float)]
+                if bad:
+                    self.error(
+                        f"placeholder {{{ph.name}}} is inside $((...)), but level {bad[0]!r} is not a number",
+                        span,
+                        "use numeric levels, or move the placeholder out of the arithmetic",
+                    )
+            elif ph.program and not ph.code and factor is not None:
+                spaced = [t for t in map(text_of, factor.texts or factor.levels) if " " in t]
+                if spaced:
+                    self.warn(
+                        f"{{{ph.name}}} is the program of the command, but level {spaced[0]!r} has a space:"
+                        " a level is one word, so the shell looks for a program with that whole name",
+                        span,
+                        f"if the levels are commands, write {{{ph.name}!code}} to run each as shell code",
+                    )
+
+    def _check_programs(self, value: ast.Value, factor_names: dict[str, model.Factor]) -> None:
+        """Warn when the program of a local command is not on PATH (every trial would fail
+        with status 127); names with a '/' may be built by a setup, so they are left alone."""
+        template = parse_template(value.value)
+        programs: list[str] = []
+        if template.program is not None:
+            programs.append(template.program)
+        elif template.placeholders and template.placeholders[0].program:
+            ph = template.placeholders[0]
+            factor = factor_names.get(ph.name)
+            if factor is not None and template.literals[0].strip() == "":
+                for level in map(text_of, factor.texts or factor.levels):
+                    words = level.split() if ph.code else [level]
+                    if words:
+                        programs.append(words[0])
+        for program in dict.fromkeys(programs):
+            if "/" in program or program in SHELL_WORDS or "=" in program:
+                continue
+            if shutil.which(program) is None:
+                self.warn(
+                    f"program '{program}' is not found on PATH",
+                    value.span,
+                    "install it, or give its path; every trial on hosts local would fail (status 127)",
+                )
 
     def _span_in_string(self, value: ast.Value, offset: int, width: int) -> Span:
         if value.span.end_line != value.span.line or offset < 0:
@@ -613,7 +680,9 @@ class _Checker:
                     used.extend(self._check_templates(stmt.value, factor_names, 1.0))
             env_pairs = [i for i in b.items if isinstance(i, ast.EnvPair)]
             for pair in env_pairs:
-                used.extend(self._check_templates(pair.value, factor_names, 1.0))
+                used.extend(self._check_templates(pair.value, factor_names, 1.0, shell=False))
+            if self.local and run.value is not None and run.value.kind == "string":
+                self._check_programs(run.value, factor_names)
             timeout = self._single(stmts("timeout"), f"'timeout' in benchmark {b.name}")
             workdir = self._single(stmts("workdir"), f"'workdir' in benchmark {b.name}")
             measures = self._measures([i for i in b.items if isinstance(i, ast.Measure)], b.name)

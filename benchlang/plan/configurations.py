@@ -4,7 +4,6 @@ each with its command expanded. Pure and deterministic (coverage draws from desi
 from __future__ import annotations
 
 import itertools
-import shlex
 from typing import Any
 
 import numpy as np
@@ -12,6 +11,7 @@ import numpy as np
 from benchlang import model
 from benchlang.design.counting import covered_count
 from benchlang.design.streams import draws
+from benchlang.lang.shell import parse_template
 from benchlang.plan.plan import Configuration
 
 
@@ -28,15 +28,9 @@ def covered_levels(factor: model.Factor, index: int, seed: int) -> tuple[Any, ..
 
 
 def substitute(template: str, values: dict[str, Any]) -> str:
-    """Fill ``{name}`` placeholders with shell-quoted values (``{{`` is a literal brace)."""
-    quoted = {k: shlex.quote(_text(v)) for k, v in values.items()}
-    return template.format_map(quoted)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return repr(value)
-    return str(value)
+    """Fill ``{name}`` placeholders, each quoted for the shell context it stands in, so a
+    level is one literal word wherever it is (``{{`` is a literal brace; see lang.shell)."""
+    return parse_template(template).render(values)
 
 
 def placeholder_values(
@@ -60,23 +54,18 @@ def configurations(experiment: model.Experiment) -> tuple[Configuration, ...]:
         f.name: covered_levels(f, i, experiment.seed) for i, f in enumerate(experiment.factors)
     }
     factors = {f.name: f for f in experiment.factors}
-    structural = {k: shlex.quote(_text(v)) for k, v in placeholder_values(experiment, ()).items()}
+    structural = placeholder_values(experiment, ())
     out: list[Configuration] = []
     for bench in experiment.benchmarks:
         names = bench.factors
-        # Each level is quoted once, and its (name, level) pair shared by every configuration.
-        options = [
-            [((n, v), shlex.quote(_text(factors[n].text(v)))) for v in levels[n]] for n in names
-        ]
+        template = parse_template(bench.command)  # lexed once, rendered per configuration
+        options = [[((n, v), factors[n].text(v)) for v in levels[n]] for n in names]
         for combo in itertools.product(*options):
             values = dict(structural)
-            values.update(zip(names, (quoted for _, quoted in combo), strict=True))
+            values.update(zip(names, (text for _, text in combo), strict=True))
             out.append(
                 Configuration(
-                    len(out),
-                    bench.name,
-                    tuple(pair for pair, _ in combo),
-                    bench.command.format_map(values),
+                    len(out), bench.name, tuple(pair for pair, _ in combo), template.render(values)
                 )
             )
     return tuple(out)
