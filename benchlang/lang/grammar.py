@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 from importlib import resources
 from pathlib import Path
 
+import lark
 from lark import Lark
 
 
@@ -18,16 +21,39 @@ def grammar_text() -> str:
     )
 
 
+def cache_path(text: str) -> Path | None:
+    """Where the built LALR tables of this grammar are kept: the user's cache directory, keyed
+    on the grammar text and the Lark version (a changed grammar never loads stale tables).
+    None when BENCHLANG_NO_CACHE is set or no cache directory can be made."""
+    if os.environ.get("BENCHLANG_NO_CACHE"):
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchlang"
+    key = hashlib.sha256(f"{lark.__version__}\0{text}".encode()).hexdigest()[:20]
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return base / f"grammar-{key}.lark"
+
+
 @functools.cache
 def parser() -> Lark:
-    return Lark(
-        grammar_text(),
-        parser="lalr",
-        lexer="basic",
-        propagate_positions=True,
-        maybe_placeholders=False,
-        cache=False,
-    )
+    """The LALR parser, loaded from the cache when there (building the tables costs about
+    as much as the rest of ``benchlang check``), else built and saved there."""
+    text = grammar_text()
+    path = cache_path(text)
+    options = {
+        "parser": "lalr",
+        "lexer": "basic",
+        "propagate_positions": True,
+        "maybe_placeholders": False,
+    }
+    if path is not None:
+        try:
+            return Lark(text, cache=str(path), **options)
+        except (OSError, EOFError, ValueError, TypeError, AttributeError):
+            path.unlink(missing_ok=True)  # unreadable or foreign file: rebuild without cache
+    return Lark(text, cache=False, **options)
 
 
 @functools.cache
