@@ -275,7 +275,7 @@ def refused_as_not_built(body: str, what: str) -> None:
     assert "not built yet" in hint(block)
 
 
-@pytest.mark.parametrize("key", check_module._NOT_YET_DESIGN)
+@pytest.mark.parametrize("key", check_module.NOT_YET_DESIGN)
 def test_design_settings_not_built_yet_are_refused(key):
     """Generic over the checker's list, so it stays right as features land."""
     refused_as_not_built(f"  design {{ {key} 2 }}\n", f"design '{key}'")

@@ -1,0 +1,299 @@
+"""Benchmarks, their command templates and measures.
+
+A template's placeholders must be declared factors usable where they stand, and quotable in
+their shell context (lang.shell); on hosts local the program of a run command must be on PATH."""
+
+from __future__ import annotations
+
+import shutil
+import string as _string
+
+from benchlang import model
+from benchlang.lang import ast
+from benchlang.lang.check.context import STRUCTURE_PLACEHOLDERS, Context
+from benchlang.lang.check.hosts import check_env
+from benchlang.lang.diagnostics import did_you_mean
+from benchlang.lang.shell import SHELL_WORDS, parse_template, text_of
+from benchlang.lang.shell import placeholders as shell_placeholders
+
+
+def placeholders(template: str) -> list[tuple[str, int]]:
+    """``{name}`` fields of a non-shell template (an env value, filled by str.format_map) with
+    their offsets; ``("", -1)`` marks an unbalanced brace."""
+    found, offset = [], 0
+    try:
+        for literal_text, field, _spec, _conv in _string.Formatter().parse(template):
+            offset += len(literal_text)
+            if field is not None:
+                found.append((field, offset))
+                offset += len(field) + 2
+    except ValueError:
+        found.append(("", -1))
+    return found
+
+
+def check_templates(
+    ctx: Context,
+    value: ast.Value | None,
+    factor_names: dict[str, model.Factor],
+    runtime: float | None,
+    allow_factors: bool | tuple[str, ...] = True,
+    where: str = "experiment-level commands run once, not per configuration",
+    shell: bool = True,
+) -> tuple[str, ...]:
+    """Check ``{placeholders}``; return the factors a template uses. ``allow_factors``: all
+    factors, none, or the names allowed here (``where`` says why the others are not)."""
+    if value is None or value.kind != "string":
+        return ()
+    used = []
+    known = [*factor_names, *STRUCTURE_PLACEHOLDERS]
+    if shell:
+        check_shell_contexts(ctx, value, factor_names)
+    found = shell_placeholders(value.value) if shell else placeholders(value.value)
+    for name, offset in found:
+        span = ctx.span_in_string(value, offset, len(name) + 2)
+        if offset < 0:
+            ctx.error(
+                "unbalanced '{' or '}' in a command template",
+                value.span,
+                "write '{{' and '}}' for literal braces",
+            )
+            continue
+        if name in factor_names and (
+            allow_factors is True or (allow_factors and name in allow_factors)
+        ):
+            used.append(name)
+        elif name == "runtime":
+            if runtime is None:
+                ctx.error(
+                    "placeholder {runtime} has no value",
+                    span,
+                    "set it in the design: design { runtime 30s }",
+                )
+        elif name in factor_names:
+            ctx.error(f"placeholder {{{name}}} cannot be used here: {where}", span)
+        elif name not in ctx.broken_factors:
+            if name in (model.VERSION_FACTOR, model.REQUEST_FACTOR):
+                hint = f"{{{name}}} comes from an A/B design: design {{ versions {{ ... }} layout KIND {{ hosts H }} requests [...] }}"
+            else:
+                hint = did_you_mean(name, known) or (
+                    f"declare it: factor {name} in [...]" if name.isidentifier() else None
+                )
+            ctx.error(f"placeholder {{{name}}} is not a declared factor", span, hint)
+    return tuple(dict.fromkeys(used))
+
+
+def check_shell_contexts(
+    ctx: Context, value: ast.Value, factor_names: dict[str, model.Factor]
+) -> None:
+    """Each placeholder must be quotable where it stands (lang.shell); a level with spaces
+    as a command's program, or a non-number in $((...)), fails every trial."""
+    for ph in parse_template(value.value).placeholders:
+        span = ctx.span_in_string(value, ph.offset, ph.width)
+        factor = factor_names.get(ph.name)
+        if ph.problem is not None:
+            ctx.error(
+                f"placeholder {{{ph.name}}} {ph.problem}",
+                span,
+                "a level is always one literal word: put the placeholder unquoted, or in"
+                " '...', \"...\" or $(...)",
+            )
+        elif ph.context == "arithmetic" and factor is not None:
+            bad = [lv for lv in factor.levels if not isinstance(lv, int | float)]
+            if bad:
+                ctx.error(
+                    f"placeholder {{{ph.name}}} is inside $((...)), but level {bad[0]!r} is not a number",
+                    span,
+                    "use numeric levels, or move the placeholder out of the arithmetic",
+                )
+        elif ph.program and not ph.code and factor is not None:
+            spaced = [t for t in map(text_of, factor.texts or factor.levels) if " " in t]
+            if spaced:
+                ctx.warn(
+                    f"{{{ph.name}}} is the program of the command, but level {spaced[0]!r} has a space:"
+                    " a level is one word, so the shell looks for a program with that whole name",
+                    span,
+                    f"if the levels are commands, write {{{ph.name}!code}} to run each as shell code",
+                )
+
+
+def check_programs(ctx: Context, value: ast.Value, factor_names: dict[str, model.Factor]) -> None:
+    """Warn when the program of a local command is not on PATH (every trial would fail
+    with status 127); names with a '/' may be built by a setup, so they are left alone."""
+    template = parse_template(value.value)
+    programs: list[str] = []
+    if template.program is not None:
+        programs.append(template.program)
+    elif template.placeholders and template.placeholders[0].program:
+        ph = template.placeholders[0]
+        factor = factor_names.get(ph.name)
+        if factor is not None and template.literals[0].strip() == "":
+            for level in map(text_of, factor.texts or factor.levels):
+                words = level.split() if ph.code else [level]
+                if words:
+                    programs.append(words[0])
+    for program in dict.fromkeys(programs):
+        if "/" in program or program in SHELL_WORDS or "=" in program:
+            continue
+        if shutil.which(program) is None:
+            ctx.warn(
+                f"program '{program}' is not found on PATH",
+                value.span,
+                "install it, or give its path; every trial on hosts local would fail (status 127)",
+            )
+
+
+def check_benchmarks(
+    ctx: Context, benchmarks: list[ast.Benchmark], factors: list[model.Factor]
+) -> list[model.Benchmark]:
+    ctx.unique(benchmarks, "benchmark")
+    factor_names = {f.name: f for f in factors}
+    out = []
+    for b in benchmarks:
+
+        def stmts(kw: str, b: ast.Benchmark = b) -> list[ast.Statement]:
+            return [i for i in b.items if isinstance(i, ast.Statement) and i.keyword == kw]
+
+        run = ctx.single(stmts("run"), f"'run' in benchmark {b.name}")
+        if run is None:
+            ctx.error(
+                f"benchmark '{b.name}' has no 'run' command", b.span, 'add: run "your command"'
+            )
+            continue
+        used = list(check_templates(ctx, run.value, factor_names, 1.0))
+        setup = ctx.single(stmts("setup"), f"'setup' in benchmark {b.name}")
+        before = ctx.single(stmts("before"), f"'before' in benchmark {b.name}")
+        after = ctx.single(stmts("after"), f"'after' in benchmark {b.name}")
+        for stmt in (setup, before, after):
+            if stmt is not None:
+                used.extend(check_templates(ctx, stmt.value, factor_names, 1.0))
+        env_pairs = [i for i in b.items if isinstance(i, ast.EnvPair)]
+        for pair in env_pairs:
+            used.extend(check_templates(ctx, pair.value, factor_names, 1.0, shell=False))
+        if ctx.local and run.value is not None and run.value.kind == "string":
+            check_programs(ctx, run.value, factor_names)
+        timeout = ctx.single(stmts("timeout"), f"'timeout' in benchmark {b.name}")
+        workdir = ctx.single(stmts("workdir"), f"'workdir' in benchmark {b.name}")
+        measures = check_measures(ctx, [i for i in b.items if isinstance(i, ast.Measure)], b.name)
+        out.append(
+            model.Benchmark(
+                name=b.name,
+                command=run.value.value,
+                measures=tuple(measures),
+                factors=tuple(f.name for f in factors if f.name in used),
+                setup=setup.value.value if setup else None,
+                before=before.value.value if before else None,
+                after=after.value.value if after else None,
+                env=check_env(ctx, env_pairs),
+                timeout=timeout.value.value if timeout else None,
+                workdir=workdir.value.value if workdir else None,
+            )
+        )
+    return out
+
+
+def check_runtime_use(
+    ctx: Context, bench_ast: ast.Benchmark, bench: model.Benchmark, runtime: float | None
+) -> None:
+    if runtime is not None:
+        return
+    for item in bench_ast.items:
+        value = getattr(item, "value", None)
+        if isinstance(value, ast.Value) and value.kind == "string":
+            for name, offset in placeholders(value.value):
+                if name == "runtime":
+                    ctx.error(
+                        "placeholder {runtime} has no value",
+                        ctx.span_in_string(value, offset, 9),
+                        "set it in the design: design { runtime 30s }",
+                    )
+
+
+def check_unused_factors(
+    ctx: Context,
+    factors: list[model.Factor],
+    benchmarks: list[model.Benchmark],
+    nodes: list[ast.Factor],
+) -> None:
+    used = {name for b in benchmarks for name in b.factors}
+    spans = {f.name: f.span for f in nodes}
+    for f in factors:
+        if f.name not in used:
+            ctx.warn(
+                f"factor '{f.name}' is not used by any benchmark",
+                spans.get(f.name),
+                f"reference it in a command as {{{f.name}}}",
+            )
+
+
+def check_measures(ctx: Context, measures: list[ast.Measure], bench: str) -> list[model.Measure]:
+    ctx.unique(measures, f"measure in benchmark {bench}")
+    out = []
+    for m in measures:
+        if m.builtin is not None:
+            if m.builtin not in model.BUILTIN_MEASURES:
+                hint = (
+                    did_you_mean(m.builtin, model.BUILTIN_MEASURES)
+                    or f"built-in measures: {', '.join(model.BUILTIN_MEASURES)}"
+                )
+                ctx.error(f"unknown built-in measure '{m.builtin}'", m.builtin_span, hint)
+                continue
+            if m.series:
+                ctx.error(
+                    f"built-in measure '{m.builtin}' is a single number, not a series", m.span
+                )
+                continue
+            out.append(model.Measure(m.name, source="builtin", builtin=m.builtin))
+            continue
+        argument = m.argument.value if m.argument is not None else None
+        if m.extractor == "regex":
+            import re
+
+            try:
+                compiled = re.compile(argument)
+            except re.error as err:
+                ctx.error(f"invalid regular expression: {err}", m.argument.span)
+                continue
+            if compiled.groups > 1:
+                ctx.error(
+                    "the regular expression must have at most one group",
+                    m.argument.span,
+                    "the group (or the whole match) is the number",
+                )
+                continue
+        if m.extractor == "column" and m.argument.kind == "int" and argument < 1:
+            ctx.error("columns are numbered from 1", m.argument.span)
+            continue
+        if m.extractor == "lines" and not m.series:
+            ctx.error(
+                "'lines' reads one number per line: declare the measure as a series",
+                m.span,
+                f"measure {m.name} series from ...",
+            )
+            continue
+        if m.extractor == "column" and not m.series:
+            ctx.error(
+                "'column' reads one number per row: declare the measure as a series",
+                m.span,
+                f"measure {m.name} series from ...",
+            )
+            continue
+        out.append(
+            model.Measure(
+                m.name,
+                series=m.series,
+                source=m.stream,
+                path=m.path.value if m.path is not None else None,
+                extractor=m.extractor,
+                argument=argument,
+            )
+        )
+    return out
+
+
+def measure_names(ctx: Context, benchmarks: list[model.Benchmark]) -> dict[str, bool]:
+    names: dict[str, bool] = dict.fromkeys(model.BUILTIN_MEASURES, False)
+    for b in benchmarks:
+        for m in b.measures:
+            names[m.name] = names.get(m.name, False) or m.series
+    return names

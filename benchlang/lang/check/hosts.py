@@ -1,0 +1,85 @@
+"""Hosts, the reset and environment variables: the settings of where and around what commands run.
+
+Host settings are checked against the backend catalogue the caller passes (lang does not import
+backends); without one, any kind is accepted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlang import model
+from benchlang.errors import SettingError
+from benchlang.lang import ast
+from benchlang.lang import settings as s
+from benchlang.lang.check.context import Context
+from benchlang.lang.diagnostics import Span, did_you_mean
+
+
+def check_reset(ctx: Context, stmt: ast.Statement | None) -> model.Reset | None:
+    if stmt is None:
+        return None
+    if stmt.flag == "reboot" or stmt.flag == "reconnect":
+        return model.Reset(
+            stmt.value.value if stmt.value else None,
+            reboot=stmt.flag == "reboot",
+            reconnect=stmt.flag == "reconnect",
+        )
+    return model.Reset(stmt.value.value)
+
+
+def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
+    if hosts is None:
+        return model.Hosts()
+    kinds = ctx.backends
+    if kinds is not None and hosts.kind not in kinds:
+        hint = (
+            did_you_mean(hosts.kind, kinds)
+            or f"installed backends: {', '.join(sorted(kinds))} (see 'benchlang plugins')"
+        )
+        ctx.error(f"no backend named '{hosts.kind}' is installed", hosts.span, hint)
+        return model.Hosts(hosts.kind)
+    values: dict[str, Any] = {}
+    for item in hosts.settings.items if hosts.settings else ():
+        if item.key in values:
+            ctx.error(f"'{item.key}' is set twice in hosts {hosts.kind}", item.span)
+            continue
+        if item.file is not None:
+            values[item.key] = {"file": str(ctx.base_dir / item.file.value)}
+        elif item.block is not None:
+            ctx.error(f"'{item.key}' in hosts {hosts.kind} takes a value, not a block", item.span)
+        else:
+            values[item.key] = s.literal(item.value)
+    if kinds is None:
+        return model.Hosts(hosts.kind, values)
+    try:
+        kinds[hosts.kind].check_settings(values)
+    except SettingError as err:
+        span = (
+            next((i.span for i in hosts.settings.items if i.key == err.key), hosts.span)
+            if hosts.settings
+            else hosts.span
+        )
+        ctx.error(f"hosts {hosts.kind}: {err.message}", span, err.hint)
+    return model.Hosts(hosts.kind, values)
+
+
+def check_env(ctx: Context, pairs: list[ast.EnvPair]) -> tuple[tuple[str, str], ...]:
+    seen: dict[str, Span] = {}
+    out = []
+    for pair in pairs:
+        if pair.name in seen:
+            ctx.error(
+                f"environment variable '{pair.name}' is set twice",
+                pair.span,
+                f"first set on line {seen[pair.name].line}",
+            )
+            continue
+        seen[pair.name] = pair.span
+        if pair.value.kind in ("list", "range"):
+            ctx.error(
+                f"env {pair.name}: expected a string or a number, got {pair.value.describe()}",
+                pair.value.span,
+            )
+            continue
+        out.append((pair.name, str(pair.value.value)))
+    return tuple(out)

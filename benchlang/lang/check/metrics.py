@@ -1,0 +1,184 @@
+"""Metrics (a measure aggregated per trial), KPIs and variability scores over them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlang import model
+from benchlang.lang import ast
+from benchlang.lang import settings as s
+from benchlang.lang.check.context import MAX_EXCLUDE, Context
+from benchlang.lang.diagnostics import did_you_mean
+
+_KPI_SCHEMA = {
+    "percentile": s.percentile,
+    "confidence": s.percent,
+    "bound": s.choice("upper", "lower"),
+    "exclude": s.count(0, MAX_EXCLUDE),
+}
+_VARIABILITY_SCHEMA = {"percentile": s.percentile, "confidence": s.percent}
+_CONVERGENCE_SCHEMA = {"confidence": s.percent, "tolerance": s.percent}
+
+
+def check_metrics(
+    ctx: Context,
+    metrics: list[ast.Metric],
+    measures: dict[str, bool],
+    builtin_units: dict[str, str],
+) -> list[model.Metric]:
+    """``builtin_units``: the unit of each measure that renames a built-in (``measure time = wall_time``)."""
+    ctx.unique(metrics, "metric")
+    out = []
+    for m in metrics:
+
+        def stmts(kw: str, m: ast.Metric = m) -> list[Any]:
+            return [i for i in m.items if i.keyword == kw]
+
+        of = ctx.single(stmts("of"), f"'of' in metric {m.name}")
+        measure_name = of.value.value if of else m.name
+        if measure_name not in measures:
+            span = of.value.span if of else m.span
+            hint = (
+                did_you_mean(measure_name, measures)
+                or f"declare it in a benchmark (measure {measure_name} ...) or use 'of' to name a measure"
+            )
+            ctx.error(f"metric '{m.name}' refers to no measure named '{measure_name}'", span, hint)
+            continue
+        aggregate: str | float = "mean"
+        agg = ctx.single(stmts("measure"), f"'measure' in metric {m.name}")
+        if agg is not None:
+            if agg.flag == "percentile":
+                try:
+                    aggregate = s.percentile(agg.value)
+                except s.Invalid as err:
+                    ctx.error(err.message, agg.value.span, err.hint)
+                    continue
+            else:
+                aggregate = agg.value.value
+        unit = ctx.single(stmts("unit"), f"'unit' in metric {m.name}")
+        better = ctx.single(stmts("better"), f"'better' in metric {m.name}")
+        trim = check_trim(ctx, ctx.single(stmts("trim"), f"'trim' in metric {m.name}"))
+        convergence = None
+        if m.convergence is not None:
+            checked = s.check_settings(
+                m.convergence,
+                _CONVERGENCE_SCHEMA,
+                f"convergence of metric {m.name}",
+                ctx.diagnostics,
+            )
+            convergence = model.Convergence(**checked.values)
+        series = measures[measure_name]
+        if (convergence is not None or trim is not None) and not series:
+            what = "a convergence test" if convergence is not None else "trim"
+            ctx.error(
+                f"metric '{m.name}': {what} needs a raw series per trial, but '{measure_name}' is a single number",
+                m.convergence_span or m.span,
+                f"declare it as: measure {measure_name} series from ...",
+            )
+            continue
+        out.append(
+            model.Metric(
+                name=m.name,
+                measure=measure_name,
+                aggregate=aggregate,
+                unit=unit.value.value
+                if unit
+                else model.BUILTIN_MEASURES.get(measure_name, builtin_units.get(measure_name)),
+                better=better.value.value if better else "lower",
+                convergence=convergence,
+                trim=trim,
+            )
+        )
+    return out
+
+
+def check_trim(ctx: Context, stmt: ast.Statement | None) -> model.Trim | None:
+    if stmt is None:
+        return None
+    v = stmt.value
+    if v.kind == "percent":
+        if not 0.0 <= v.value < 100.0:
+            ctx.error(f"trim {v.value:g}% must lie in [0%, 100%)", v.span)
+            return None
+        return model.Trim("fraction", v.value / 100.0)
+    if v.kind == "duration":
+        return model.Trim("duration", v.value)
+    return model.Trim("samples", float(v.value))
+
+
+def metric_of_block(
+    ctx: Context, block: ast.Block, metrics: list[model.Metric]
+) -> model.Metric | None:
+    metric = next((m for m in metrics if m.name == block.name), None)
+    if metric is None:
+        names = [m.name for m in metrics]
+        hint = did_you_mean(block.name, names) or f"declare it first: metric {block.name} {{ ... }}"
+        ctx.error(f"{block.keyword} on undeclared metric '{block.name}'", block.span, hint)
+    return metric
+
+
+def has_required(ctx: Context, checked: s.Checked, keys: tuple[str, ...], block: ast.Block) -> bool:
+    missing = [k for k in keys if k not in checked.values and k not in checked.spans]
+    for k in missing:
+        ctx.error(f"{block.keyword} {block.name} needs '{k}'", block.span)
+    return not missing and all(k in checked.values for k in keys)
+
+
+def check_kpis(
+    ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
+) -> list[model.Kpi]:
+    out, seen = [], {}
+    for block in blocks:
+        if block.name in seen:
+            ctx.error(
+                f"duplicate kpi for metric '{block.name}'",
+                block.span,
+                f"first declared on line {seen[block.name].line}",
+            )
+            continue
+        seen[block.name] = block.span
+        metric = metric_of_block(ctx, block, metrics)
+        checked = s.check_settings(
+            block.settings, _KPI_SCHEMA, f"kpi {block.name}", ctx.diagnostics
+        )
+        if metric is None or not has_required(ctx, checked, ("percentile", "confidence"), block):
+            continue
+        v = checked.values
+        default_bound = "upper" if metric.better == "lower" else "lower"
+        out.append(
+            model.Kpi(
+                metric.name,
+                v["percentile"],
+                v["confidence"],
+                v.get("bound", default_bound),
+                v.get("exclude", 0),
+            )
+        )
+    return out
+
+
+def check_variabilities(
+    ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
+) -> list[model.Variability]:
+    out, seen = [], {}
+    for block in blocks:
+        if block.name in seen:
+            ctx.error(
+                f"duplicate variability for metric '{block.name}'",
+                block.span,
+                f"first declared on line {seen[block.name].line}",
+            )
+            continue
+        seen[block.name] = block.span
+        metric = metric_of_block(ctx, block, metrics)
+        checked = s.check_settings(
+            block.settings, _VARIABILITY_SCHEMA, f"variability {block.name}", ctx.diagnostics
+        )
+        if metric is None or not has_required(ctx, checked, ("percentile", "confidence"), block):
+            continue
+        out.append(
+            model.Variability(
+                metric.name, checked.values["percentile"], checked.values["confidence"]
+            )
+        )
+    return out
