@@ -11,6 +11,7 @@ import pytest
 from benchlang_example_backend import PinnedBackend
 
 from benchlang.backends.base import Command, SettingError
+from benchlang.backends.registry import backend_kinds
 from benchlang.lang.check import load
 from benchlang.plan.compile import compile_plan
 from benchlang.run.executor import Executor
@@ -128,11 +129,11 @@ def test_spec_settings_reach_the_backend_through_the_checker(tmp_path):
     body = 'benchlang 1\nexperiment p {{\n  hosts pinned {{ {hosts} }}\n  benchmark b {{ run "true" }}\n}}\n'
     spec = tmp_path / "ok.bench"
     spec.write_text(body.format(hosts=f"cpus [{CORES[0]}] nice 3"))
-    experiment = load(str(spec))
+    experiment = load(str(spec), backends=backend_kinds())
     assert experiment.hosts.kind == "pinned" and dict(experiment.hosts.settings) == {
         "cpus": (CORES[0],),
         "nice": 3,
     }
     spec.write_text(body.format(hosts="cpus [0, 0]"))
     with pytest.raises(SpecError, match="listed twice"):
-        load(str(spec))
+        load(str(spec), backends=backend_kinds())
