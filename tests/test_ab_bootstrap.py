@@ -8,6 +8,8 @@ from scipy.stats import chisquare, norm, poisson
 
 from benchlang.design.layouts import layout_schedule
 from benchlang.stats.ab.bootstrap import (
+    ABBootstrapResult,
+    TooFewClusters,
     ab_bootstrap,
     bootstrap_se_many,
     cluster_codes,
@@ -115,6 +117,7 @@ def test_replicates_losing_a_version_are_dropped_not_averaged():
         host=np.r_[0, 1, 2, 3, 0, 1, 2, 3],
         cluster="host",
         replicates=500,
+        min_clusters=2,  # below the floor on purpose: the drop mechanics are what is tested
     )
     assert r.dropped > 0 and r.replicates + r.dropped == 500
 
@@ -173,3 +176,42 @@ def test_aa_power_with_a_real_effect():
         effect=0.25,
     )
     assert res.rate("host") > 0.9
+
+
+def test_one_cluster_per_version_is_refused_never_se_zero_significant():
+    """UB with 2 hosts, host clusters: each version lies in one cluster, whose weight cancels
+    in its mean, so every replicate would give the same difference (SE 0, "significant")."""
+    rng = np.random.default_rng(3)
+    y = np.r_[rng.normal(1.0, 0.1, 20), rng.normal(1.0, 0.1, 20)]
+    v = np.r_[np.zeros(20, int), np.ones(20, int)]
+    host = v.copy()
+    with pytest.raises(TooFewClusters, match="at least 5 per version") as err:
+        ab_bootstrap(y, v, host=host, cluster="host", replicates=200)
+    assert err.value.per_version == (1, 1)
+    # RB on 2 hosts, host_block: one block holds both versions
+    request = np.tile(np.arange(20), 2)
+    with pytest.raises(TooFewClusters):
+        ab_bootstrap(y, v, host=host, request=request, cluster="host_block", replicates=200)
+    # even with the floor lowered to its minimum, one cluster per version is refused
+    with pytest.raises(TooFewClusters):
+        ab_bootstrap(y, v, host=host, cluster="host", replicates=200, min_clusters=2)
+
+
+def test_zero_se_is_never_significant():
+    r = ABBootstrapResult(
+        estimate=0.3,
+        se=0.0,
+        ci_low=0.3,
+        ci_high=0.3,
+        confidence=0.95,
+        interval="clt",
+        cluster="host",
+        clusters=2,
+        replicates=100,
+        dropped=0,
+        weights="poisson",
+        log=False,
+        mean_control=1.0,
+        mean_treatment=1.3,
+    )
+    assert not r.significant

@@ -20,13 +20,42 @@ import math
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
-from scipy.stats import norm
 
 CLUSTERS = ("none", "request", "host", "host_block")
+MIN_CLUSTERS = 5
+"""Fewest clusters holding trials of each version for a bootstrap interval (see
+:class:`TooFewClusters`)."""
 WEIGHTS = ("poisson", "exponential", "double_or_nothing")
 _BLOCK = 1 << 22  # weights drawn per block: replicates x clusters x experiments elements
+
+
+class TooFewClusters(ValueError):
+    """A version is measured in fewer than ``MIN_CLUSTERS`` clusters: no bootstrap interval.
+
+    With a single cluster per version the cluster weight cancels in the version's weighted
+    mean, so every replicate gives the same difference: SE 0, a zero-width interval and a
+    spurious "significant". With a handful of clusters the cluster bootstrap still
+    underestimates the variance and over-rejects badly: Cameron, Gelbach & Miller,
+    "Bootstrap-based improvements for inference with clustered errors", Rev. Econ. Stat.
+    90(3), 2008, §IV (Monte Carlo with G = 5 ... 30 clusters: the pairs cluster bootstrap and
+    CRVE Wald tests reject a true null far above the nominal 5% at G = 5-10; rejection rates
+    approach nominal only from G ≈ 20-30); Field & Welsh, JRSS B 69(3) 2007 (consistency only as
+    the number of clusters grows). Five per version is the floor below which benchlang gives no
+    interval at all; between 5 and 20 the interval is given with a note that it is likely too
+    narrow (docs/ab-designs.md).
+    """
+
+    def __init__(self, message: str, per_version: tuple[int, ...]):
+        super().__init__(message)
+        self.per_version = per_version
+
+
+def clusters_per_version(version: np.ndarray, codes: np.ndarray) -> tuple[int, ...]:
+    """How many distinct clusters hold trials of each version (0, 1, ...)."""
+    version = np.asarray(version, dtype=np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
+    k = int(version.max()) + 1 if version.size else 0
+    return tuple(int(np.unique(codes[version == v]).size) for v in range(k))
 
 
 @attrs.frozen
@@ -53,8 +82,13 @@ class ABBootstrapResult:
         """``exp(estimate) - 1`` for a log-scale comparison: the relative change of the treatment."""
         return math.expm1(self.estimate) if self.log else None
 
+    clusters_per_version: tuple[int, ...] = ()
+
     @property
     def significant(self) -> bool:
+        """The interval excludes 0, and it has a width: an SE of 0 (or nan) is never significant."""
+        if not (math.isfinite(self.se) and self.se > 0.0):
+            return False
         return not (self.ci_low <= 0.0 <= self.ci_high)
 
 
@@ -103,6 +137,9 @@ def _poisson1(size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
 
 def host_blocks(request: np.ndarray, host: np.ndarray) -> np.ndarray:
     """Per-trial block id: hosts linked by a shared request form one block (§5.2)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
     h = np.unique(np.asarray(host), return_inverse=True)[1]
     r = np.unique(np.asarray(request), return_inverse=True)[1]
     nh, nr = h.max() + 1, r.max() + 1
@@ -142,6 +179,8 @@ def cluster_sums(
     counts = np.bincount(col, minlength=2 * C).reshape(2, C).astype(np.float64)
     if y.ndim == 1:
         return np.bincount(col, weights=y, minlength=2 * C).reshape(2, C), counts
+    import scipy.sparse as sp
+
     ind = sp.csr_matrix((np.ones(col.size), (col, np.arange(col.size))), shape=(2 * C, col.size))
     sums = np.asarray((ind @ y.T).T)
     return sums.reshape(y.shape[0], 2, C), counts
@@ -207,13 +246,22 @@ def ab_bootstrap(
     interval: str = "clt",
     confidence: float = 0.95,
     seed: int | np.random.Generator = 0,
+    min_clusters: int = MIN_CLUSTERS,
+    codes: np.ndarray | None = None,
 ) -> ABBootstrapResult:
     """Treatment - control difference in means with a clustered reweighting bootstrap (§5.1–5.2).
 
     ``interval="clt"`` gives ``estimate ± z * sd(replicates)`` (the paper's choice);
     ``"percentile"`` the replicate quantiles. ``log=True`` compares mean log outcomes, whose
-    difference ``d`` is a relative effect ``exp(d) - 1``.
+    difference ``d`` is a relative effect ``exp(d) - 1``. ``codes`` (cluster ids per trial)
+    overrides ``cluster``'s own codes, for clusters the caller forms (rounds, series);
+    ``cluster`` then only names them.
+
+    Raises :class:`TooFewClusters` when a version has trials in fewer than ``min_clusters``
+    clusters (Cameron, Gelbach & Miller 2008): one cluster per version would give SE 0.
     """
+    if min_clusters < 2:
+        raise ValueError("min_clusters must be >= 2")
     if interval not in ("clt", "percentile"):
         raise ValueError("interval must be 'clt' or 'percentile'")
     if not 0 < confidence < 1:
@@ -221,7 +269,20 @@ def ab_bootstrap(
     if replicates < 2:
         raise ValueError("replicates must be >= 2")
     y, version = _check_inputs(y, version, log)
-    codes = cluster_codes(cluster, y.size, request, host)
+    if codes is None:
+        codes = cluster_codes(cluster, y.size, request, host)
+    else:
+        codes = np.unique(np.asarray(codes), return_inverse=True)[1].ravel()
+        if codes.size != y.size:
+            raise ValueError("codes must have one entry per trial")
+    per_version = clusters_per_version(version, codes)
+    if min(per_version) < min_clusters:
+        raise TooFewClusters(
+            f"cluster {cluster}: {' and '.join(str(c) for c in per_version)} clusters hold the "
+            f"two versions' trials; a bootstrap interval needs at least {min_clusters} per version "
+            "(with one, every replicate gives the same difference: SE 0)",
+            per_version,
+        )
     sums, counts = cluster_sums(y, version, codes)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     reps = replicate_differences(sums, counts, replicates, weights, rng)
@@ -232,6 +293,8 @@ def ab_bootstrap(
     est = float(m1 - m0)
     se = float(valid.std(ddof=1))
     if interval == "clt":
+        from scipy.stats import norm
+
         z = norm.ppf(0.5 + confidence / 2)
         lo, hi = est - z * se, est + z * se
     else:
@@ -251,6 +314,7 @@ def ab_bootstrap(
         log=log,
         mean_control=float(m0),
         mean_treatment=float(m1),
+        clusters_per_version=per_version,
     )
 
 
