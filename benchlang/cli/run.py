@@ -11,11 +11,11 @@ from benchlang.app.plan import plan_experiment
 from benchlang.cli import add_command
 from benchlang.cli.common import load_spec, print_spec_profile
 from benchlang.errors import UserError
-from benchlang.report.analysis import analyze, build_record, render_analysis
+from benchlang.report.analysis import analyze, build_record
 from benchlang.report.compare import compare, render_comparisons
 from benchlang.report.data import load_data
 from benchlang.report.order_analysis import order_report, render_order_report
-from benchlang.report.results import failure_lines, render_results
+from benchlang.report.results import failure_lines, render_run_summary
 from benchlang.report.table import render_table
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
@@ -32,94 +32,260 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--resume",
         action="store_true",
-        help="continue a run that was interrupted, without repeating finished trials",
+        help="continue a run that was interrupted, without repeating finished trials; refuses a store that holds no run of this plan",
+    )
+    p.add_argument(
+        "--resume-or-start",
+        action="store_true",
+        help="like --resume, but start the plan from zero when the store does not hold it yet (creating the store if missing)",
     )
     p.add_argument("--seed", type=int, help="override the spec's seed")
+    p.add_argument(
+        "--ignore-failure",
+        "-i",
+        action="store_true",
+        help="exit 0 even when trials failed (failed trials are stored and reported either way)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
-    store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
-    with Store(store_path, create=True) as store:
-        done = store.finished_trials(plan.hash)
-        if done and not args.resume:
-            raise UserError(
-                f"{store_path} already holds {len(done)} trials of this plan",
-                "continue it with --resume, or give another --store",
-            )
-        store.add_plan(
-            plan.hash,
-            experiment.name,
-            experiment.spec_hash,
-            plan.seed,
-            plan.json_text(),
-            args.spec,
-            Path(args.spec).read_text(encoding="utf-8"),
+    for form, what in (
+        ("json", "the versioned JSON document: per-trial rows, hosts, headline"),
+        ("csv", "one CSV row per trial"),
+        ("markdown", "a Markdown table with a relative column"),
+    ):
+        p.add_argument(
+            f"--export-{form}", metavar="FILE", help=f"also write {what} (docs/exports.md)"
         )
-        progress = Progress(plan.n_trials, len(done), quiet=args.quiet)
-        if not args.quiet:
-            progress.note(
-                f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}"
-            )
-        try:
-            summary = asyncio.run(
-                Executor(
-                    experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None
-                ).run()
-            )
-        except KeyboardInterrupt:
-            progress.close()
-            print(
-                f"interrupted: finished trials are in {store_path}; continue with: benchlang run {args.spec} --store {store_path} --resume",
-                file=sys.stderr,
-            )
-            return 130
-        finally:
-            progress.close()
-        missing = plan.n_trials - len(store.finished_trials(plan.hash)) - summary.not_needed
-        if missing:
-            print(
-                f"PARTIAL: {missing} of {plan.n_trials} planned trials did not run; the results below use the {plan.n_trials - missing - summary.not_needed} that did"
-            )
-        data = load_data(store, plan.hash)
-        render_results(data)
-        if experiment.kpis:
-            analysis = analyze(data)
-            render_analysis(analysis, {m.name: m.unit for m in experiment.metrics})
-        for item in experiment.profiles:
-            print_spec_profile(item)
-        if experiment.comparisons:
-            render_comparisons([compare(data, c) for c in experiment.comparisons])
-        if experiment.order_dependence is not None:
-            render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
-        if experiment.kpis:
-            print()
-            print(build_record(data, analysis).to_markdown())
-        if summary.failed:
-            print(f"{summary.failed} trials failed:")
-            for line in failure_lines(store, plan.hash):
-                print(line)
-        for host, message in summary.hosts_down:
-            print(f"host {host} stopped: {message}", file=sys.stderr)
-        stops = store.stops(plan.hash)
-        if stops:
-            labels = {c.index: c.label for c in plan.configurations}
-            render_table(
-                ["configuration", "series", "stopped after", "action", "rule", "class", "reason"],
-                [(labels[c], s, n, a, r, k, why) for s, c, n, a, r, k, why in stops],
-                title=f"stopping ({experiment.stop.kind}): {summary.not_needed} planned trials not needed",
-            )
-        if missing:
-            print(
-                f"{missing} trials did not run; fix the cause and continue with --resume",
-                file=sys.stderr,
-            )
-            return 1
-    return 0
+    p.set_defaults(func=run, run_parser=p)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register ``benchlang run`` on a parser of one's own (tests, tools)."""
     add_command(subparsers, "run")
+
+
+# Options that say how a run goes, not which plan it is: left out of the resume command.
+_NOT_PLAN = {"help", "store", "resume", "resume_or_start", "func", "run_parser"}
+
+
+def resume_command(args: argparse.Namespace, store_path: Path) -> str:
+    """The command that continues this run: the same spec and every option the user gave
+    (the seed and whatever else shapes the plan), with the store spelled out and --resume."""
+    import shlex
+
+    words = ["benchlang", "run"]
+    parser = getattr(args, "run_parser", None)
+    for action in parser._actions if parser is not None else ():
+        if action.dest in _NOT_PLAN or not hasattr(args, action.dest):
+            continue
+        value = getattr(args, action.dest)
+        if not action.option_strings:
+            words.append(str(value))
+            continue
+        if value is None or value is False or value == action.default:
+            continue
+        option = max(action.option_strings, key=len)
+        if action.nargs == 0:
+            words.append(option)
+        else:
+            for item in value if isinstance(value, list) else [value]:
+                words += [option, str(item)]
+    if parser is None:
+        words.append(args.spec)
+        if args.seed is not None:
+            words += ["--seed", str(args.seed)]
+    words += ["--store", str(store_path), "--resume"]
+    return shlex.join(words)
+
+
+class _Signals:
+    """SIGINT and SIGTERM during ``run``: before trials run, unwind at once; while they run,
+    hand the signal to the executor, which kills the running trials and stops (a second
+    signal kills again whatever is left and cuts the cleanup short)."""
+
+    def __init__(self) -> None:
+        import signal
+
+        self.signum: int | None = None
+        self.executor: Executor | None = None
+        self._previous = {
+            sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        if self.executor is not None:
+            self.executor.interrupt(signum)
+        elif first:
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+
+    from benchlang.run.store import StoreWriteError
+
+    signals = _Signals()
+    store_path: Path | None = None
+    started = False  # the plan is in the store: --resume can continue it
+    try:
+        experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
+        store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
+        with _open_store(args, store_path, plan) as store:
+            store.add_plan(
+                plan.hash,
+                experiment.name,
+                experiment.spec_hash,
+                plan.seed,
+                plan.json_text(),
+                args.spec,
+                Path(args.spec).read_text(encoding="utf-8"),
+            )
+            started = True
+            return _execute(args, signals, experiment, backend, plan, store, store_path)
+    except KeyboardInterrupt:
+        signals.restore()
+        signum = signals.signum or signal.SIGINT
+        where = (
+            f"; continue with: {resume_command(args, store_path)}"
+            if started and store_path is not None
+            else ""
+        )
+        print(f"interrupted by {signal.Signals(signum).name}{where}", file=sys.stderr)
+        return 128 + signum
+    except StoreWriteError as err:
+        signals.restore()
+        print(f"benchlang: error: {err.message}", file=sys.stderr)
+        if started and store_path is not None:
+            print(
+                f"  hint: {err.hint}; once fixed, continue with: {resume_command(args, store_path)}",
+                file=sys.stderr,
+            )
+        else:
+            print(f"  hint: {err.hint}", file=sys.stderr)
+        return 1
+    finally:
+        signals.restore()
+
+
+def _open_store(args: argparse.Namespace, store_path: Path, plan) -> Store:
+    """The store, opened for writing, after the refusals of docs/store.md#resume."""
+    if args.resume and not args.resume_or_start:
+        hint = "start the run without --resume, or give the --store it wrote to"
+        if not store_path.exists():
+            raise UserError(f"no store at {store_path}: nothing to resume", hint)
+        if store_path.is_file() and store_path.stat().st_size == 0:
+            raise UserError(f"{store_path} is empty: nothing to resume", hint)
+    store = Store(store_path, create=not args.resume or args.resume_or_start, write=True)
+    try:
+        resume = args.resume or args.resume_or_start
+        if args.resume and not args.resume_or_start and not store.has_plan(plan.hash):
+            others = store.plans()
+            if not others:
+                raise UserError(
+                    f"{store_path} holds no run yet: nothing to resume",
+                    "start the run without --resume",
+                )
+            held = ", ".join(f"{p.plan_hash[:19]} ({p.experiment}, seed {p.seed})" for p in others)
+            raise UserError(
+                f"{store_path} holds no run of this plan ({plan.hash[:19]}, seed {plan.seed}), only {held}",
+                "resume with the same spec text and --seed as the run (any change to either makes a new plan), or start this plan there with --resume-or-start",
+            )
+        done = store.finished_trials(plan.hash)
+        if done and not resume:
+            raise UserError(
+                f"{store_path} already holds {len(done)} trials of this plan",
+                "continue it with --resume, or give another --store",
+            )
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _execute(args, signals, experiment, backend, plan, store, store_path) -> int:
+    import signal
+
+    from benchlang.run.progress import printable
+
+    done = store.finished_trials(plan.hash)
+    progress = Progress(plan.n_trials, len(done), quiet=args.quiet)
+    if not args.quiet:
+        progress.note(
+            f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}"
+        )
+    executor = Executor(
+        experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None, reap=True
+    )
+    signals.executor = executor
+    try:
+        summary = asyncio.run(executor.run())
+    finally:
+        progress.close()
+    if summary.interrupted is not None:
+        held = len(store.finished_trials(plan.hash))
+        print(
+            f"interrupted by {signal.Signals(summary.interrupted).name}: the running trials were stopped and will run again;"
+            f" {held} of {plan.n_trials} trials are in {store_path}; continue with: {resume_command(args, store_path)}",
+            file=sys.stderr,
+        )
+        return 128 + summary.interrupted
+    signals.executor = None
+    signals.restore()
+    missing = plan.n_trials - len(store.finished_trials(plan.hash)) - summary.not_needed
+    if missing:
+        print(
+            f"PARTIAL: {missing} of {plan.n_trials} planned trials did not run; the results below use the {plan.n_trials - missing - summary.not_needed} that did"
+        )
+    data = load_data(store, plan.hash)
+    render_run_summary(data)
+    if experiment.kpis:
+        analysis = analyze(data)
+    for item in experiment.profiles:
+        print_spec_profile(item)
+    if experiment.comparisons:
+        render_comparisons([compare(data, c) for c in experiment.comparisons])
+    if experiment.order_dependence is not None:
+        render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
+    if experiment.kpis:
+        print()
+        print(build_record(data, analysis).to_markdown())
+    from benchlang.report.headline import render_run_end
+
+    render_run_end(data, analysis if experiment.kpis else None, args, str(store_path))
+    failed = store.count_failed(plan.hash)
+    if failed:
+        print(f"{failed} trials failed:")
+        for line in failure_lines(store, plan.hash):
+            print(printable(line))
+    for host, message in summary.hosts_down:
+        print(printable(f"host {host} stopped: {message}"), file=sys.stderr)
+    stops = store.stops(plan.hash)
+    if stops:
+        labels = {c.index: c.label for c in plan.configurations}
+        render_table(
+            ["configuration", "series", "stopped after", "action", "rule", "class", "reason"],
+            [(labels[c], s, n, a, r, k, why) for s, c, n, a, r, k, why in stops],
+            title=f"stopping ({experiment.stop.kind}): {summary.not_needed} planned trials not needed",
+        )
+    if missing:
+        print(
+            f"{missing} trials did not run; fix the cause and continue with: {resume_command(args, store_path)}",
+            file=sys.stderr,
+        )
+        return 1
+    if failed and not args.ignore_failure:
+        print(
+            f"{failed} of {plan.n_trials} trials failed (exit status 1); accept failed trials with --ignore-failure (-i)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

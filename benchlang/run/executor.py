@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import os
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,7 +22,7 @@ from benchlang.plan.plan import ORDER_KINDS, Plan
 from benchlang.run.measures import MeasureError, extract
 from benchlang.run.progress import Progress
 from benchlang.run.stopping import StoppingController, decision_from_row
-from benchlang.run.store import Store, TrialRecord
+from benchlang.run.store import StopRecord, Store, TrialRecord
 from benchlang.run.trial_metric import metric_values
 
 TRANSIENT_RETRIES = 3
@@ -39,6 +41,57 @@ class RunSummary:
     hosts_down: tuple[tuple[str, str], ...]
     duration: float
     not_needed: int = 0
+    interrupted: int | None = None
+    """The signal (SIGINT, SIGTERM) that stopped the run early, if any."""
+
+
+def _descendants(root: int) -> list[int]:
+    """Live (not zombie) processes descending from ``root``, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if fields[0] in (b"Z", b"X"):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_descendants() -> int:
+    """SIGKILL every process this one started, directly or not: each one's whole process group
+    (a trial runs in its own), or the process alone when it shares this process's group.
+    Repeats until none is left alive (a process may fork while its group is being killed).
+    Returns how many processes were found. Safe to call from a signal handler."""
+    me, own_group = os.getpid(), os.getpgrp()
+    total = 0
+    for _ in range(10):
+        pids = _descendants(me)
+        if not pids:
+            break
+        total += len(pids)
+        for pid in pids:
+            try:
+                group = os.getpgid(pid)
+                if group == own_group:
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+        time.sleep(0.005)
+    return total
 
 
 class HostStopped(Exception):
@@ -89,6 +142,7 @@ class Executor:
         backoff: float = RETRY_BACKOFF,
         reconnect_timeout: float = RECONNECT_TIMEOUT,
         max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
+        reap: bool = False,
     ) -> None:
         self.experiment = experiment
         self.plan = plan
@@ -113,6 +167,12 @@ class Executor:
         self._timeouts_in_a_row: dict[str, int] = {}
         self.stopping = StoppingController(experiment)
         self.not_needed = 0
+        self.reap = reap
+        self.interrupted: int | None = None
+        self._halting = False
+        self._error: BaseException | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
         if self.stopping.active:
             self._restore_stopping()
 
@@ -125,7 +185,15 @@ class Executor:
             h: np.flatnonzero(self.plan.round_host == i).tolist() for i, h in enumerate(hosts)
         }
         self._busy = set(hosts)
-        await asyncio.gather(*(self._host(host, rounds_by_host[host]) for host in hosts))
+        self._loop = asyncio.get_running_loop()
+        self._tasks = [
+            asyncio.ensure_future(self._guarded(host, rounds_by_host[host])) for host in hosts
+        ]
+        if self._halting:  # interrupted before the tasks existed
+            self._cancel_all()
+        await asyncio.gather(*self._tasks)
+        if self._error is not None:
+            raise self._error
         return RunSummary(
             self.plan_hash,
             self.plan.n_trials,
@@ -135,7 +203,64 @@ class Executor:
             tuple(self.hosts_down),
             time.monotonic() - t0,
             self._count_not_needed(),
+            self.interrupted,
         )
+
+    # -- stopping early ------------------------------------------------------------------
+    #
+    # A signal or a failed store write halts the run: every host task is cancelled, and the
+    # backend's execute kills its command's process group on cancellation (the HostSession
+    # contract, docs/plugins.md); with ``reap`` (benchlang run) every process descending from
+    # this one is also killed, so nothing is left running even when a backend cannot be
+    # cancelled. A trial that was running is not stored (its result would be the kill's):
+    # ``--resume`` runs it again.
+
+    def interrupt(self, signum: int) -> None:
+        """Stop the run because of a signal. Callable from a signal handler, more than once:
+        each call kills again what is left and cancels again what is still cleaning up."""
+        if self.interrupted is None:
+            self.interrupted = signum
+        self._halting = True
+        if self.reap:
+            kill_descendants()
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._cancel_all)
+
+    def _halt(self, error: BaseException) -> None:
+        """A host task failed in a way that ends the whole run (the store cannot be written)."""
+        if self._error is None:
+            self._error = error
+        self._halting = True
+        if self.reap:
+            kill_descendants()
+        self._cancel_all()
+
+    def _cancel_all(self) -> None:
+        current = asyncio.current_task()
+        for task in self._tasks:
+            if task is not current and not task.done():
+                task.cancel()
+
+    def _check_halt(self) -> None:
+        if self._halting:
+            raise asyncio.CancelledError
+
+    async def _guarded(self, host: str, rounds: list[int]) -> None:
+        try:
+            await self._host(host, rounds)
+        except asyncio.CancelledError:
+            if not self._halting:
+                raise
+        except Exception as err:
+            self._halt(err)
+
+    async def _exec(self, session: HostSession, command: Command) -> Execution:
+        """Every command goes through here: none starts once the run is halting, and none
+        that ended while it was halting counts."""
+        self._check_halt()
+        execution = await session.execute(command)
+        self._check_halt()
+        return execution
 
     def _pending_rounds(self, rounds: list[int]) -> list[int]:
         return [r for r in rounds if self._unfinished(r)]
@@ -225,20 +350,22 @@ class Executor:
         return session
 
     async def _close(self, session: HostSession) -> None:
+        """Run the teardown (not when the run is halting) and close the session."""
         try:
-            if self.experiment.teardown:
-                await session.execute(
-                    Command(
-                        self._experiment_command(self.experiment.teardown),
-                        self._env({}),
-                        self._cwd(None),
-                        self.experiment.timeout,
+            if self.experiment.teardown and not self._halting:
+                with contextlib.suppress(HostDown, OSError):
+                    await self._exec(
+                        session,
+                        Command(
+                            self._experiment_command(self.experiment.teardown),
+                            self._env({}),
+                            self._cwd(None),
+                            self.experiment.timeout,
+                        ),
                     )
-                )
-        except (HostDown, OSError):
-            pass
-        with contextlib.suppress(HostDown, OSError):
-            await session.close()
+        finally:
+            with contextlib.suppress(HostDown, OSError):
+                await session.close()
 
     async def _adopt(self, host: str) -> int | None:
         """This host's own rounds are done: take a round a stopped host left (plan order), or
@@ -255,6 +382,8 @@ class Executor:
             await self._wake.wait()
 
     def _host_down(self, host: str, message: str, rounds: Sequence[int] = ()) -> None:
+        if self._halting:  # the run is stopping: nothing is reassigned, the host is not at fault
+            return
         self.hosts_down.append((host, message))
         self.store.record_event(self.plan_hash, "host_down", message, host)
         self.progress.note(f"host {host} stopped: {message}")
@@ -298,7 +427,7 @@ class Executor:
         return env
 
     async def _checked(self, session: HostSession, command: Command, what: str) -> Execution:
-        execution = await session.execute(command)
+        execution = await self._exec(session, command)
         if not execution.ok:
             raise HostStopped(
                 session.host, _describe_failure(execution, what) + _stderr_line(execution)
@@ -372,13 +501,14 @@ class Executor:
                 self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
             )
             try:
-                execution = await session.execute(
+                execution = await self._exec(
+                    session,
                     Command(
                         command,
                         self._env({"BENCHLANG_HOST": session.host}),
                         self._cwd(None),
                         self.experiment.timeout,
-                    )
+                    ),
                 )
             except HostDown:
                 if not (reset.reboot or reset.reconnect):
@@ -409,11 +539,14 @@ class Executor:
             if stopping and self._skipped(t):
                 continue
             record = await self._trial(session, t, series, r, order_kind)
+            self._check_halt()
+            stop = None
             if stopping:
                 record = attrs.evolve(record, position=position)
-            self._store_trial(record)
-            if stopping:
-                self._observe(record, series)
+                stop = self._decide(record, series)
+            self._store_trial(record, stop)
+            if stop is not None:
+                self._announce_stop(record, stop)
             await asyncio.sleep(0)
             if record.timed_out:
                 self._timeouts_in_a_row[session.host] = n = (
@@ -424,6 +557,7 @@ class Executor:
                     raise HostStopped(session.host, f"{n} trials in a row timed out")
             else:
                 self._timeouts_in_a_row[session.host] = 0
+        self._check_halt()
         self.store.record_round(
             self.plan_hash,
             r,
@@ -435,23 +569,27 @@ class Executor:
             reset_status,
         )
 
-    def _observe(self, record: TrialRecord, series: int) -> None:
+    def _decide(self, record: TrialRecord, series: int) -> StopRecord | None:
+        """Feed the trial to the stopping rule; its decision, if it stops now, is committed in
+        the same transaction as the trial."""
         decision = self.stopping.observe(
             series, record.configuration, self.stopping.value_of(record)
         )
         if decision is None:
-            return
-        after = len(self.stopping.samples[(series, record.configuration)])
-        self.store.record_stop(
-            self.plan_hash,
+            return None
+        return StopRecord(
             series,
             record.configuration,
-            after,
+            len(self.stopping.samples[(series, record.configuration)]),
             decision.action,
             decision.rule,
             decision.detected_class,
             decision.reason,
         )
+
+    def _announce_stop(self, record: TrialRecord, stop: StopRecord) -> None:
+        series, after = stop.series, stop.after_trials
+        decision = self.stopping.stopped[(series, stop.configuration)]
         skipped = sum(
             1 for t in range(self.plan.n_trials) if t not in self.finished and self._skipped(t)
         )
@@ -463,8 +601,8 @@ class Executor:
             f"{record.label} series {series}: stopped after {after} trials{warn}: {decision.rule}: {decision.reason}; {skipped} trials not needed"
         )
 
-    def _store_trial(self, record: TrialRecord) -> None:
-        self.store.record_trial(self.plan_hash, record)
+    def _store_trial(self, record: TrialRecord, stop: StopRecord | None = None) -> None:
+        self.store.record_trial(self.plan_hash, record, stop)
         self.finished.add(record.trial)
         self.ran += 1
         self.failed += record.status != "ok"
@@ -543,7 +681,7 @@ class Executor:
 
     async def _attempt(self, session, command, env, cwd, timeout, hooks_before, hooks_after, bench):
         for hook in hooks_before:
-            execution = await session.execute(Command(hook, env, cwd, timeout))
+            execution = await self._exec(session, Command(hook, env, cwd, timeout))
             if not execution.ok:
                 return (
                     "failed",
@@ -552,7 +690,7 @@ class Executor:
                     {},
                     {},
                 )
-        execution = await session.execute(Command(command, env, cwd, timeout))
+        execution = await self._exec(session, Command(command, env, cwd, timeout))
         measures = {k: float(v) for k, v in execution.rusage.items()}
         if not execution.ok:
             return "failed", _describe_failure(execution, "the command"), execution, measures, {}
@@ -567,7 +705,7 @@ class Executor:
         except MeasureError as err:
             return "failed", f"measure: {err}", execution, measures, series_values
         for hook in hooks_after:
-            after = await session.execute(Command(hook, env, cwd, timeout))
+            after = await self._exec(session, Command(hook, env, cwd, timeout))
             if not after.ok:
                 return (
                     "failed",

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from typing import TextIO
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and
+# isolates that reorder what a terminal shows.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every control character a trial could have written (escape sequences,
+    carriage returns, backspaces, bells, bidirectional overrides) shown as ``\\xNN`` /
+    ``\\uNNNN`` instead of acted on by the terminal; ``one_line`` also escapes newlines."""
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    text = _UNPRINTABLE.sub(escape, text)
+    return text.replace("\n", "\\n") if one_line else text
 
 
 class Progress:
@@ -37,10 +55,13 @@ class Progress:
             self._bar.start()
 
     def note(self, message: str) -> None:
+        """One line for the user; control characters in it (it may quote a trial's output)
+        are escaped, and rich markup in it is not interpreted."""
         if self.quiet:
             return
+        message = printable(message)
         if self._bar is not None:
-            self._bar.console.print(message)
+            self._bar.console.print(message, markup=False, highlight=False, emoji=False)
         else:
             print(message, file=self.stream, flush=True)
 

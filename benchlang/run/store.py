@@ -8,9 +8,16 @@ and ``--resume`` then runs exactly those trials again. Schema: docs/store.md.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
+import os
+import socket
 import sqlite3
+import sys
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -155,6 +162,19 @@ class StoredPlan:
 
 
 @attrs.frozen
+class StopRecord:
+    """A stopping rule ended a configuration's trials in a series (docs/stopping.md)."""
+
+    series: int
+    configuration: int
+    after_trials: int
+    action: str
+    rule: str
+    detected_class: str | None
+    reason: str
+
+
+@attrs.frozen
 class TrialTable:
     """Trials of one plan, column-wise, with scalar measures as float arrays (nan = missing)."""
 
@@ -195,11 +215,144 @@ def tail(data: bytes, limit: int = TAIL_BYTES) -> bytes:
     return data[-limit:] if len(data) > limit else data
 
 
-class Store:
-    """A benchlang results file. Use as a context manager; one writer at a time."""
+class StoreWriteError(UserError):
+    """Writing to the store failed (disk full, read-only file system, I/O error). Every trial
+    committed before is intact; ``benchlang run`` exits 1 and ``--resume`` continues."""
 
-    def __init__(self, path: str | Path, *, create: bool = False) -> None:
+
+class StoreBusy(UserError):
+    """Another process is writing to this store (one writer per store)."""
+
+
+_WRITE_PROBLEMS = {
+    "SQLITE_FULL": "the disk is full",
+    "SQLITE_READONLY": "it is read-only",
+    "SQLITE_READONLY_DBMOVED": "it was moved or deleted while open",
+    "SQLITE_IOERR": "disk I/O error",
+    "SQLITE_CANTOPEN": "it cannot be opened for writing",
+    "SQLITE_BUSY": "another program holds a write lock on it",
+}
+
+
+def _describe_sqlite(err: sqlite3.Error) -> str:
+    name = getattr(err, "sqlite_errorname", "") or ""
+    for prefix, text in _WRITE_PROBLEMS.items():
+        if name == prefix or name.startswith(prefix + "_"):
+            return text
+    return str(err)
+
+
+def _describe_os(err: OSError) -> str:
+    if err.errno == errno.ENOSPC:
+        return "the disk is full"
+    if err.errno == errno.EROFS:
+        return "the file system is read-only"
+    return err.strerror or str(err)
+
+
+def _format_since(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def lock_path(path: str | Path) -> Path:
+    """The sidecar file a writer holds an exclusive ``flock`` on (docs/store.md#one-writer)."""
+    return Path(f"{path}.lock")
+
+
+class _WriterLock:
+    """An exclusive, non-blocking ``flock`` on ``<store>.lock``, holding the owner's pid, host
+    and start time so that a refused writer can name it. The kernel releases it when the
+    owner exits, however it exits (SIGKILL included)."""
+
+    def __init__(self, store: Path) -> None:
+        self.path = lock_path(store)
+        self.created = False
+        try:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                self.created = True
+            except FileExistsError:
+                fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError as err:
+            raise StoreWriteError(
+                f"cannot write to the store {store}: cannot create {self.path.name}: {_describe_os(err)}",
+                "give a --store on a writable file system",
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = self._owner(fd)
+            os.close(fd)
+            raise StoreBusy(
+                f"{store} is in use by another writer: {owner}",
+                "one benchlang run per store: wait for it to end, stop it, or give another --store",
+            ) from None
+        except OSError as err:
+            os.close(fd)
+            raise StoreWriteError(
+                f"cannot lock the store {store}: {_describe_os(err)}",
+                "give a --store on a local file system",
+            ) from None
+        self.fd = fd
+        owner = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": time.time(),
+            "command": " ".join(["benchlang", *sys.argv[1:2]]) if sys.argv else "benchlang",
+        }
+        data = json.dumps(owner).encode()
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+        except OSError:
+            pass  # the lock holds without its description; a refused writer says so
+
+    @staticmethod
+    def _owner(fd: int) -> str:
+        for _ in range(20):  # the owner writes its description right after locking
+            try:
+                info = json.loads(os.pread(fd, 4096, 0) or b"null")
+            except (OSError, ValueError):
+                info = None
+            if isinstance(info, dict) and "pid" in info:
+                return (
+                    f"pid {info['pid']} on host {info.get('host', '?')}"
+                    f" since {_format_since(float(info.get('since', 0)))}"
+                    f" ({info.get('command', 'benchlang')})"
+                )
+            time.sleep(0.01)
+        return "a process that did not say who it is"
+
+    def release(self, *, discard: bool = False) -> None:
+        """Unlock; ``discard`` also removes a lock file this writer created (it refused the
+        file, so no store is left to guard)."""
+        if discard and self.created:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)  # closing the last descriptor releases the flock
+            self.fd = -1
+
+
+class Store:
+    """A benchlang results file. Use as a context manager.
+
+    ``Store(path)`` opens an existing store **read-only** (``mode=ro``; ``immutable=1`` on
+    read-only media): it never changes the file, creates no table, switches no journal mode
+    and upgrades nothing. ``Store(path, create=True)`` opens it for writing, creating it (mode
+    0600) when missing; ``write=True`` opens an existing store for writing. A writer holds an
+    exclusive lock on ``<path>.lock`` until it is closed: one writer per store.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = False, write: bool = False) -> None:
         self.path = Path(path)
+        self.writable = create or write
+        self._lock: _WriterLock | None = None
+        self.db: sqlite3.Connection | None = None
+        self._schema = SCHEMA_VERSION
+        if self.path.is_dir():
+            raise UserError(f"{self.path} is not a benchlang store: it is a directory")
         if not create and not self.path.exists():
             raise UserError(
                 f"no store at {self.path}",
@@ -207,43 +360,174 @@ class Store:
             )
         if create and not self.path.parent.is_dir():
             raise UserError(f"cannot create the store {self.path}: no directory {self.path.parent}")
+        self._created = False
+        try:
+            if self.writable:
+                self._open_writer(create)
+            else:
+                self._open_reader()
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Opening failed: close, and leave no empty file or lock behind that this call made."""
+        if self.db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+            self.db = None
+        if self._created:
+            with contextlib.suppress(OSError):
+                if self.path.stat().st_size == 0:
+                    self.path.unlink()
+        if self._lock is not None:
+            self._lock.release(discard=True)
+            self._lock = None
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _not_a_store(self, why: str) -> UserError:
+        return UserError(f"{self.path} is not a benchlang store: {why}")
+
+    def _inspect(self, db: sqlite3.Connection) -> int | None:
+        """The file's schema version; None for an empty database. Reads only."""
+        try:
+            tables = {
+                name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if not tables:
+                return None
+            row = None
+            if "meta" in tables:
+                row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as err:
+            if getattr(err, "sqlite_errorname", "") == "SQLITE_CANTOPEN":
+                raise
+            raise self._not_a_store(str(err)) from None
+        if row is None:
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise self._not_a_store(f"it holds other tables ({shown})")
+        try:
+            version = int(row[0])
+        except ValueError:
+            raise self._not_a_store(f"unreadable schema version {row[0]!r}") from None
+        if version not in (1, SCHEMA_VERSION):
+            raise UserError(
+                f"{self.path} has store schema {version}; this benchlang reads schema {SCHEMA_VERSION}"
+            )
+        return version
+
+    def _open_reader(self) -> None:
+        if self.path.stat().st_size == 0:
+            raise self._not_a_store("the file is empty")
+        base = "file:" + urllib.parse.quote(str(self.path.resolve()))
+        try:
+            self.db = sqlite3.connect(
+                f"{base}?mode=ro", uri=True, isolation_level=None, timeout=30.0
+            )
+            version = self._inspect(self.db)
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+                raise self._not_a_store(str(err)) from None
+            # Read-only media: a WAL file cannot get its shared-memory index; nothing can
+            # change the file there, so it is read as immutable.
+            if self.db is not None:
+                self.db.close()
+            self.db = sqlite3.connect(f"{base}?mode=ro&immutable=1", uri=True, isolation_level=None)
+            try:
+                version = self._inspect(self.db)
+            except sqlite3.DatabaseError as err2:
+                raise self._not_a_store(str(err2)) from None
+        if version is None:
+            raise self._not_a_store("it holds no table")
+        self._schema = version
+
+    def _open_writer(self, create: bool) -> None:
+        self._lock = _WriterLock(self.path)
+        created = False
+        if not self.path.exists():
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except OSError as err:
+                raise StoreWriteError(
+                    f"cannot create the store {self.path}: {_describe_os(err)}"
+                ) from None
+            created = self._created = True
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            version = self._inspect(self.db)
+        except sqlite3.DatabaseError as err:
+            raise self._not_a_store(str(err)) from None
+        if version is None and not (create or created):
+            raise self._not_a_store(
+                "the file is empty" if self.path.stat().st_size == 0 else "it holds no table"
+            )
+        try:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.executescript(_SCHEMA)
-            self._check_version()
-        except sqlite3.DatabaseError as err:
-            raise UserError(f"{self.path} is not a benchlang store: {err}") from None
-
-    def _check_version(self) -> None:
-        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self.db.execute(
-                "INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-        elif int(row[0]) == 1:
+        except sqlite3.OperationalError as err:
+            raise self._write_error(err) from None
+        if version is None:
+            with self._transaction() as db:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+        elif version == 1:
             self._upgrade_from_1()
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise UserError(
-                f"{self.path} has store schema {row[0]}; this benchlang reads schema {SCHEMA_VERSION}"
-            )
+        self._schema = SCHEMA_VERSION
 
     def _upgrade_from_1(self) -> None:
         """Schema 1 had no trial phase: every trial was measured."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            self.db.execute(
+        with self._transaction() as db:
+            db.execute(
                 "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
             )
-            self.db.execute(
+            db.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
+
+    # -- writing ------------------------------------------------------------------------
+
+    def _write_error(self, err: sqlite3.Error) -> StoreWriteError:
+        return StoreWriteError(
+            f"cannot write to the store {self.path}: {_describe_sqlite(err)}",
+            "every trial committed before is intact",
+        )
+
+    def _rollback(self) -> None:
+        if self.db is not None and self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT``; a write failure rolls back (when SQLite has
+        not already) and becomes a StoreWriteError."""
+        if not self.writable or self.db is None:
+            raise UserError(f"{self.path} was opened read-only")
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            yield db
+            db.execute("COMMIT")
+        except sqlite3.IntegrityError:
+            self._rollback()
             raise
+        except sqlite3.Error as err:
+            self._rollback()
+            raise self._write_error(err) from None
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
+        with self._transaction() as db:
+            db.execute(sql, tuple(params))
 
     def __enter__(self) -> Store:
         return self
@@ -252,7 +536,13 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self.db.close()
+        if self.db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+            self.db = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def add_plan(
         self,
@@ -269,14 +559,19 @@ class Store:
                 f"the seed {seed} does not fit the store (a 64-bit integer)",
                 "use a seed below 2**63",
             )
-        self.db.execute(
+        self._write(
             "INSERT OR IGNORE INTO plans(plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, created) VALUES (?,?,?,?,?,?,?,?)",
             (plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, time.time()),
         )
 
+    def has_plan(self, plan_hash: str) -> bool:
+        """Whether a run of this plan was ever started in this store."""
+        row = self.db.execute("SELECT 1 FROM plans WHERE plan_hash = ?", (plan_hash,)).fetchone()
+        return row is not None
+
     def mark_run_started(self, plan_hash: str) -> float:
         """The wall-clock origin of a run (kept across resumes, for series spread over a span)."""
-        self.db.execute(
+        self._write(
             "UPDATE plans SET run_started = ? WHERE plan_hash = ? AND run_started IS NULL",
             (time.time(), plan_hash),
         )
@@ -313,11 +608,21 @@ class Store:
             for row in self.db.execute("SELECT trial FROM trials WHERE plan_hash = ?", (plan_hash,))
         }
 
-    def record_trial(self, plan_hash: str, record: TrialRecord) -> None:
-        """Write one trial with its measures and series in a single committed transaction."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
+    def count_failed(self, plan_hash: str) -> int:
+        """How many trials of the plan failed (every phase)."""
+        return int(
+            self.db.execute(
+                "SELECT count(*) FROM trials WHERE plan_hash = ? AND status = 'failed'",
+                (plan_hash,),
+            ).fetchone()[0]
+        )
+
+    def record_trial(
+        self, plan_hash: str, record: TrialRecord, stop: StopRecord | None = None
+    ) -> None:
+        """Write one trial with its measures and series, and the stopping decision it led to
+        (if any), in a single committed transaction."""
+        with self._transaction() as db:
             db.execute(
                 "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
@@ -357,10 +662,11 @@ class Store:
                         for k, v in record.series_values.items()
                     ],
                 )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            if stop is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
+                    (plan_hash, *attrs.astuple(stop), time.time()),
+                )
 
     def record_round(
         self,
@@ -373,7 +679,7 @@ class Store:
         ended: float | None,
         reset_status: str,
     ) -> None:
-        self.db.execute(
+        self._write(
             "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)",
             (
                 plan_hash,
@@ -388,7 +694,7 @@ class Store:
         )
 
     def record_host(self, plan_hash: str, host: str, facts: Mapping[str, str]) -> None:
-        self.db.execute(
+        self._write(
             "INSERT OR REPLACE INTO hosts VALUES (?,?,?,?)",
             (plan_hash, host, json.dumps(dict(facts), sort_keys=True), time.time()),
         )
@@ -396,35 +702,15 @@ class Store:
     def record_event(
         self, plan_hash: str, kind: str, message: str, host: str | None = None
     ) -> None:
-        self.db.execute(
+        self._write(
             "INSERT INTO events VALUES (?,?,?,?,?)", (plan_hash, time.time(), host, kind, message)
         )
 
-    def record_stop(
-        self,
-        plan_hash: str,
-        series: int,
-        configuration: int,
-        after_trials: int,
-        action: str,
-        rule: str,
-        detected_class: str | None,
-        reason: str,
-    ) -> None:
-        """A stopping rule ended a configuration's trials in a series (issue: stopping rules)."""
-        self.db.execute(
+    def record_stop(self, plan_hash: str, stop: StopRecord) -> None:
+        """A stopping rule's decision on its own (a run commits it with its trial instead)."""
+        self._write(
             "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                plan_hash,
-                series,
-                configuration,
-                after_trials,
-                action,
-                rule,
-                detected_class,
-                reason,
-                time.time(),
-            ),
+            (plan_hash, *attrs.astuple(stop), time.time()),
         )
 
     def stops(self, plan_hash: str) -> list[tuple[int, int, int, str, str, str | None, str]]:
@@ -446,8 +732,9 @@ class Store:
 
     def trial_table(self, plan_hash: str) -> TrialTable:
         rows = self.db.execute(
-            "SELECT trial, series, round, position, host, configuration, label, benchmark, levels, order_kind, status, reason, phase "
-            "FROM trials WHERE plan_hash = ? ORDER BY trial",
+            "SELECT trial, series, round, position, host, configuration, label, benchmark, levels, order_kind, status, reason, "
+            + ("phase" if self._schema >= 2 else "'measured'")
+            + " FROM trials WHERE plan_hash = ? ORDER BY trial",
             (plan_hash,),
         ).fetchall()
         columns = list(zip(*rows, strict=True)) if rows else [()] * 13
