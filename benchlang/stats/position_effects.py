@@ -20,6 +20,7 @@ from benchlang.stats.order_dependence import (
     kruskal_h,
     trial_arrays,
 )
+from benchlang.stats.rank_exact import EXACT_MAX_N, spearman_exact_p
 
 START = "(round start)"
 
@@ -123,6 +124,8 @@ def position_effect(
             continue
         constant = np.all(pv == pv[0])
         rho, p_rho = (0.0, 1.0) if constant else stats.spearmanr(pp, pv)
+        if not constant and pp.size <= EXACT_MAX_N:
+            p_rho = spearman_exact_p(pp, pv)  # exact for small n (Kendall & Gibbons §3.3)
         order_groups = np.argsort(inverse, kind="stable")
         splits = np.cumsum(np.bincount(inverse))[:-1]
         h, p_kw = kruskal_h(*np.split(pv[order_groups], splits))
