@@ -73,7 +73,7 @@ def test_moments_are_unbiased_and_their_se_matches_their_spread():
         fit = fit_mixed_moments(y, d, se_replicates=0)
         ests.append(
             [
-                fit.components[n]
+                fit.raw_components[n]
                 for n in ("request", "host", "request_batch", "host_batch", "residual")
             ]
         )
@@ -166,3 +166,43 @@ def test_no_estimable_random_term_falls_back_to_least_squares():
     assert reml.effect == pytest.approx(y[v == 1].mean() - y[v == 0].mean())
     assert reml.effect_se == pytest.approx(mom.effect_se)
     assert reml.components == pytest.approx(mom.components)
+
+
+def test_variance_components_are_never_negative_and_clipping_is_said():
+    """A host x batch variance of 0: the unbiased moment estimate is negative in about half of
+    the data sets; the reported components are clipped at 0 and the clipped names listed."""
+    import io
+
+    from benchlang.report.compare import render_comparisons
+
+    zero = VarianceComponents.from_sd(
+        request=1.0, host=0.3, request_batch=0.2, host_batch=0.0, residual=0.3
+    )
+    d = design("fully_balanced", H=8, R=32, T=2)
+    negative = 0
+    for seed in range(30):
+        y = simulate_outcomes(d, zero, 1, np.random.default_rng(500 + seed))[0]
+        fit = fit_mixed_moments(y, d, se_replicates=0)
+        assert min(fit.components.values()) >= 0.0
+        assert set(fit.clipped) == {k for k, v in fit.raw_components.items() if v < 0}
+        for k in fit.clipped:
+            assert fit.components[k] == 0.0 and fit.raw_components[k] < 0
+        negative += bool(fit.clipped)
+        if fit.clipped and negative == 1:
+            from types import SimpleNamespace
+
+            buf = io.StringIO()
+            fake = SimpleNamespace(
+                comparison=SimpleNamespace(metric="t", by="version", method="mixed_effects"),
+                mixed=fit,
+                problem=None,
+                bootstrap=None,
+                levels=None,
+                notes=(),
+            )
+            render_comparisons([fake], buf)
+            text = buf.getvalue()
+            table = text.split("--------\n", 1)[1].split("clipped at 0")[0]
+            assert all(float(line.split()[-1]) >= 0 for line in table.splitlines())
+            assert "clipped at 0" in text
+    assert negative >= 5  # the case is exercised

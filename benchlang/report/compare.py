@@ -467,6 +467,12 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                 title=f"mixed effects ({m.method}): {r.comparison.metric} by {r.comparison.by}: effect {m.effect:.4g} ± {m.effect_se:.3g} (SE)",
                 stream=out,
             )
+            clipped = getattr(m, "clipped", ())
+            if clipped:
+                raw = ", ".join(f"{k} {m.raw_components[k]:.3g}" for k in clipped)
+                out.write(
+                    f"clipped at 0 (negative estimates: the component cannot be told from 0 with these data): {raw}\n"
+                )
             if m.not_identifiable:
                 out.write(f"not identifiable in this design: {', '.join(m.not_identifiable)}\n")
             if m.icc is not None:

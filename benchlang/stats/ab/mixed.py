@@ -90,9 +90,14 @@ class MixedEffectsResult:
     """Treatment effect and variance components of a crossed random-effects fit (§3, Eq. 3–4).
 
     ``components`` maps each estimable name (a single component, or ``a+b`` for an inseparable
-    group; the group holding the residual is named after all its members) to its variance.
-    ``component_se`` holds standard errors where the method provides them. ``icc`` and
-    ``design_effect`` (§3.1) are None when request and residual variance cannot be separated.
+    group; the group holding the residual is named after all its members) to its variance,
+    **clipped at 0**: a variance cannot be negative, and a negative moment estimate means the
+    component is too small to be told from 0 with these data (Searle, Casella & McCulloch,
+    *Variance Components*, 1992, §4.4 and §4.7: truncating the ANOVA estimator at 0, which
+    is also closer in mean squared error). ``raw_components`` keeps the unbiased estimates as
+    solved and ``clipped`` names the components set to 0. ``component_se`` holds standard
+    errors where the method provides them. ``icc`` and ``design_effect`` (§3.1) are None when
+    request and residual variance cannot be separated.
     """
 
     method: str
@@ -106,6 +111,8 @@ class MixedEffectsResult:
     design_effect: float | None
     converged: bool
     trials: int
+    raw_components: Mapping[str, float] = attrs.field(factory=dict)
+    clipped: tuple[str, ...] = ()
 
     def variance_components(self) -> VarianceComponents:
         """The estimates as :class:`VarianceComponents`, each group's sum put on its first member."""
@@ -150,7 +157,7 @@ def _summary(
         method=method,
         effect=float(effect),
         effect_se=float(effect_se),
-        components=dict(estimates),
+        components={k: max(float(v), 0.0) for k, v in estimates.items()},
         component_se=dict(ses),
         not_identifiable=ident.not_identifiable,
         repetitions=float(reps),
@@ -158,6 +165,8 @@ def _summary(
         design_effect=deff,
         converged=converged,
         trials=design.size,
+        raw_components=dict(estimates),
+        clipped=tuple(k for k, v in estimates.items() if v < 0),
     )
 
 
@@ -283,7 +292,8 @@ def fit_mixed_moments(
     """Method-of-moments (expected mean squares) fit of Eq. 3–4; exact expectations, any design.
 
     Estimates solve ``K s2 = T`` (see :func:`_moment_system`); they are unbiased and may be
-    negative (reported as is; :meth:`MixedEffectsResult.variance_components` clips at 0). The
+    negative: ``components`` clips them at 0 and names them in ``clipped``,
+    ``raw_components`` keeps them as solved. The
     effect is the difference in version means with its exact variance under the fitted components
     (:func:`benchlang.stats.ab.designs.contrast_variance`). Component SEs: the SD of the
     estimator over ``se_replicates`` data sets simulated from the fit (0 skips it).
