@@ -192,18 +192,48 @@ def reml_model(y: np.ndarray, design: ABDesign):
     return MixedLM(y, X, np.zeros(design.size), exog_vc=VCSpec(names, colnames, mats)), ident
 
 
+def reml_start(y: np.ndarray, design: ABDesign, model, ident: Identifiability):
+    """Start values for REML: the method-of-moments components (Henderson's method 1, exact
+    and closed-form; clipped to a small positive fraction of the residual so that every
+    component starts inside the parameter space), relative to the residual variance as
+    MixedLM parameterises them, and the OLS fixed effects."""
+    from statsmodels.regression.mixed_linear_model import MixedLMParams
+
+    mom = fit_mixed_moments(y, design, se_replicates=0)
+    scale = max(mom.components[_label(next(g for g in ident.groups if "residual" in g))], 1e-12)
+    vcomp = np.array([max(mom.components[n], 1e-4 * scale) for n in model.exog_vc.names]) / scale
+    beta = np.linalg.lstsq(model.exog, np.asarray(y, dtype=np.float64), rcond=None)[0]
+    return MixedLMParams.from_components(fe_params=beta, cov_re=np.zeros((0, 0)), vcomp=vcomp)
+
+
 def fit_mixed_reml(y: np.ndarray, design: ABDesign) -> MixedEffectsResult:
     """REML fit with statsmodels MixedLM: crossed effects as variance components of one group (§3).
 
     Inseparable components are fitted once, as their sum (see :func:`identifiability`).
     Component standard errors are not reported: MixedLM's are on its internal scale.
+
+    Optimiser: L-BFGS (Nocedal & Wright, *Numerical Optimization*, 2nd ed., §7.2) on the
+    profiled REML log-likelihood, started at the method-of-moments estimates
+    (:func:`reml_start`), which are consistent, so the optimiser starts near the optimum.
+    statsmodels' default (BFGS from its own start, then L-BFGS, then CG when that fails)
+    spends most of its time in the failed first attempts: 5-8x slower on the layout
+    benchmarks (docs/ab-designs.md). When L-BFGS does not converge, statsmodels' default
+    sequence is run as before.
     """
     model, ident = reml_model(y, design)
     if not model.exog_vc.names:
         return _ols_summary(y, design, ident)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = model.fit(reml=True)
+        try:
+            fit = model.fit(
+                reml=True, method=["lbfgs"], start_params=reml_start(y, design, model, ident)
+            )
+        except (ValueError, np.linalg.LinAlgError):
+            fit = None
+        if fit is None or not fit.converged:
+            model, _ = reml_model(y, design)
+            fit = model.fit(reml=True)
     names = list(model.exog_vc.names)
     estimates = dict(zip(names, (float(v) for v in np.atleast_1d(fit.vcomp)), strict=True))
     estimates[_label(next(g for g in ident.groups if "residual" in g))] = float(fit.scale)
