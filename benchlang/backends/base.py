@@ -44,6 +44,13 @@ class Execution:
 
     exit_status is the exit code, or minus the signal number when killed by a signal.
     rusage holds the built-in measures the backend could read (wall_time is always set).
+
+    Optional, for backends that bound the output they keep (docs/measures.md): ``stdout`` and
+    ``stderr`` may hold only the last bytes of a stream; ``*_truncated`` then says so,
+    ``*_size`` is the stream's full length and ``*_path`` a local file holding all of it,
+    valid until the session's next ``execute`` or ``close``. ``unavailable`` maps a built-in
+    measure the backend could not take to the reason (a failed measure, never a wrong number).
+    ``left_running`` counts the processes the command left behind, killed when it ended.
     """
 
     exit_status: int
@@ -54,6 +61,14 @@ class Execution:
     stdout: bytes
     stderr: bytes
     rusage: Mapping[str, float] = attrs.field(factory=dict)
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    stdout_size: int | None = None
+    stderr_size: int | None = None
+    stdout_path: str | None = None
+    stderr_path: str | None = None
+    unavailable: Mapping[str, str] = attrs.field(factory=dict)
+    left_running: int = 0
 
     @property
     def ok(self) -> bool:

@@ -1,23 +1,30 @@
-"""The local backend: each trial a subprocess in its own process group on this machine.
+"""The local backend: each trial in its own process group (and cgroup v2 where writable) on
+this machine, measured by a small C launcher so that its measures describe the command alone.
 
-Overhead is kept to one posix_spawn: commands without shell syntax are executed directly
-(as ``hyperfine -N`` does), a timeout is awaited on a pidfd, and ``wait4`` returns the
-child's resource usage, from which the built-in measures come.
+Per trial (docs/measures.md): benchlang spawns the launcher (launcher.c, one posix_spawn); the
+launcher forks the command into a new process group and the session's cgroup, waits for it
+with ``wait4`` (its rusage and wall time), enforces the timeout, then kills and reaps whatever
+the command left running (group, cgroup, and every re-parented descendant: it is a child
+subreaper) before it reports on fd 3. stdout and stderr go to files of their own for each
+trial; the Execution keeps their last ``OUTPUT_KEEP`` bytes and points at the full files.
+Waiting is on a pidfd registered with the event loop, so ``execute`` can be cancelled: the
+launcher is then told (SIGTERM) to kill the trial, and the cgroup is emptied.
 
-max_rss caveat: Linux records the resident high-water mark of the address space a child
-leaves at exec; a spawned child leaves its parent's, so max_rss has a floor of the
-launcher's resident size (tens of MiB for a Python launcher). Compare max_rss across
-configurations of one experiment, not against figures taken with another launcher.
+Without a C compiler, commands are spawned directly (process group, cgroup through a
+``/bin/sh`` prologue), and ``max_rss`` is unavailable with the reason: a child spawned from
+this Python process inherits its resident size as the floor of ``ru_maxrss``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import platform
 import select
 import shlex
+import shutil
 import signal
 import tempfile
 import time
@@ -25,11 +32,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+import attrs
+
 from benchlang import __version__
 from benchlang.backends.base import Command, Execution, SettingError
+from benchlang.backends.launcher import TrialCgroup, launcher
 
 _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
-OUTPUT_LIMIT = 64 * 1024 * 1024
+OUTPUT_KEEP = 1024 * 1024
+"""Bytes of each stream kept in memory per trial (the tail); the full stream stays on disk."""
+_OUTPUT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
 def argv_for(text: str) -> list[str]:
@@ -73,107 +85,312 @@ def host_facts() -> dict[str, str]:
     return facts
 
 
-def _read(fd: int) -> bytes:
+def _high(fd: int) -> int:
+    """Move a descriptor to 10 or above: the spawn's dup2 actions write fds 0-4 in order, and
+    a source among them would be overwritten before it is copied."""
+    if fd >= 10:
+        return fd
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return high
+
+
+def _tail(fd: int) -> tuple[bytes, int]:
+    """The last OUTPUT_KEEP bytes of a stream's file, and its full size."""
     size = os.fstat(fd).st_size
-    os.lseek(fd, max(0, size - OUTPUT_LIMIT), os.SEEK_SET)
-    return os.read(fd, OUTPUT_LIMIT) if size else b""
+    keep = min(size, OUTPUT_KEEP)
+    return (os.pread(fd, keep, size - keep) if keep else b""), size
+
+
+@attrs.define
+class _Trial:
+    """A running trial: its process (the launcher, or the command in the fallback) and files."""
+
+    pid: int
+    out: int
+    err: int
+    out_path: str
+    err_path: str
+    started: float
+    t0: float
+
+
+def _parse_report(text: bytes) -> list[str] | None:
+    for line in reversed(text.decode(errors="replace").splitlines()):
+        fields = line.split()
+        if len(fields) == 14 and fields[:2] == ["benchlang-launch", "1"]:
+            return fields[2:]
+    return None
 
 
 class LocalSession:
-    """Runs commands on this machine; two scratch files receive stdout and stderr."""
+    """Runs commands on this machine, one at a time; each trial writes its own scratch files."""
 
     def __init__(self, host: str = "local", spec_dir: Path | None = None) -> None:
         self.host = host
         self.spec_dir = spec_dir or Path.cwd()
-        self._out = tempfile.TemporaryFile(prefix="benchlang-out-")  # noqa: SIM115 (kept open for the session)
-        self._err = tempfile.TemporaryFile(prefix="benchlang-err-")  # noqa: SIM115 (kept open for the session)
         self._base_env = dict(os.environ)
-        self._null = os.open(os.devnull, os.O_RDONLY)
+        self._launcher = launcher()
+        cgroup = TrialCgroup.create()
+        self._cgroup = cgroup if isinstance(cgroup, TrialCgroup) else None
+        self._cgroup_reason = cgroup if isinstance(cgroup, str) else ""
+        self._scratch = tempfile.mkdtemp(prefix="benchlang-trials-")
+        self._null = _high(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        self._status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._status_w = _high(status_w)
+        self._count = 0
+        self._previous: tuple[str, str] | None = None
 
-    def run_blocking(self, command: Command) -> Execution:
-        out, err = self._out.fileno(), self._err.fileno()
-        for fd in (out, err):
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
+    # -- the per-trial path ------------------------------------------------------------------
+
+    def _start(self, command: Command) -> _Trial | Execution:
+        if self._previous is not None:
+            for path in self._previous:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+        self._count += 1
+        base = f"{self._scratch}/{self._count}"
+        out_path, err_path = base + ".out", base + ".err"
+        self._previous = (out_path, err_path)
+        out = _high(os.open(out_path, _OUTPUT_FLAGS, 0o600))
+        err = _high(os.open(err_path, _OUTPUT_FLAGS, 0o600))
         env = self._base_env
         if command.env:
             env = {**env, **command.env}
         argv = argv_for(command.text)
-        if command.cwd:
-            cwd = str(self.spec_dir / command.cwd)
-            argv = ["/bin/sh", "-c", f'cd -- {shlex.quote(cwd)} && exec "$@"', "sh", *argv]
+        cwd = str(self.spec_dir / command.cwd) if command.cwd else None
         actions = [
             (os.POSIX_SPAWN_DUP2, self._null, 0),
             (os.POSIX_SPAWN_DUP2, out, 1),
             (os.POSIX_SPAWN_DUP2, err, 2),
         ]
+        path = self._launcher.path
+        if path is not None:
+            prefix = [path]
+            if command.timeout is not None:
+                prefix += ["-t", repr(max(0.0, float(command.timeout)))]
+            if cwd:
+                prefix += ["-C", cwd]
+            actions.append((os.POSIX_SPAWN_DUP2, self._status_w, 3))
+            if self._cgroup is not None:
+                prefix += ["-g", "4"]
+                actions.append((os.POSIX_SPAWN_DUP2, self._cgroup.fd, 4))
+            argv = [*prefix, "--", *argv]
+        else:
+            if cwd:
+                argv = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', cwd, *argv]
+            if self._cgroup is not None:
+                procs = str(self._cgroup.path / "cgroup.procs")
+                argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', procs, *argv]
         started = time.time()
         t0 = time.perf_counter()
         try:
             pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
         except (OSError, ValueError) as exc:
-            t1 = time.perf_counter()
-            message = f"benchlang: cannot start {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}\n".encode()
+            for fd in (out, err):
+                os.close(fd)
+            wall = time.perf_counter() - t0
+            reason = getattr(exc, "strerror", None) or exc
+            message = f"benchlang: cannot start {argv[0]!r}: {reason}\n".encode()
             return Execution(
-                127, False, started, time.time(), t1 - t0, b"", message, {"wall_time": t1 - t0}
+                127, False, started, time.time(), wall, b"", message, {"wall_time": wall}
             )
-        timed_out = False
-        if command.timeout is not None:
-            pidfd = os.pidfd_open(pid)
-            try:
-                poller = select.poll()
-                poller.register(pidfd, select.POLLIN)
-                if not poller.poll(max(0.0, command.timeout) * 1000.0):
-                    timed_out = True
-                    self._kill_group(pid)
-            finally:
-                os.close(pidfd)
-        _, status, usage = os.wait4(pid, 0)
-        t1 = time.perf_counter()
-        if timed_out:
-            self._kill_group(pid)
-        rusage = {
-            "wall_time": t1 - t0,
-            "user_time": usage.ru_utime,
-            "sys_time": usage.ru_stime,
-            "cpu_time": usage.ru_utime + usage.ru_stime,
-            "max_rss": float(usage.ru_maxrss),
-            "minor_faults": float(usage.ru_minflt),
-            "major_faults": float(usage.ru_majflt),
-        }
+        return _Trial(pid, out, err, out_path, err_path, started, t0)
+
+    def _finish(self, trial: _Trial, status: int, usage: Any, timed_out: bool) -> Execution:
+        """Build the Execution once the trial's process is reaped and nothing of it is left."""
+        elapsed = time.perf_counter() - trial.t0
+        unavailable: dict[str, str] = {}
+        left = 0
+        if self._launcher.path is not None:
+            report = b""
+            with contextlib.suppress(BlockingIOError):
+                while chunk := os.read(self._status_r, 65536):
+                    report += chunk
+            fields = _parse_report(report)
+            if fields is None:
+                exit_status = os.waitstatus_to_exitcode(status)
+                rusage = {"wall_time": elapsed}
+                why = f"the trial's launcher ended without a report (status {exit_status})"
+                unavailable = dict.fromkeys(_RUSAGE_NAMES, why)
+            else:
+                code, wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[:7])
+                exit_status = code
+                timed_out = timed_out or fields[9] == "1"
+                left = int(fields[11])
+                user, system = utime / 1e6, stime / 1e6
+                rusage = {
+                    "wall_time": wall_ns / 1e9,
+                    "user_time": user,
+                    "sys_time": system,
+                    "cpu_time": user + system,
+                    "max_rss": float(maxrss),
+                    "minor_faults": float(minflt),
+                    "major_faults": float(majflt),
+                }
+        else:
+            exit_status = os.waitstatus_to_exitcode(status)
+            rusage = {
+                "wall_time": elapsed,
+                "user_time": usage.ru_utime,
+                "sys_time": usage.ru_stime,
+                "cpu_time": usage.ru_utime + usage.ru_stime,
+                "minor_faults": float(usage.ru_minflt),
+                "major_faults": float(usage.ru_majflt),
+            }
+            unavailable["max_rss"] = (
+                "max_rss needs benchlang's C launcher (a child spawned from Python reports "
+                f"Python's resident size): {self._launcher.reason}"
+            )
+        stdout, out_size = _tail(trial.out)
+        stderr, err_size = _tail(trial.err)
+        os.close(trial.out)
+        os.close(trial.err)
         return Execution(
-            exit_status=os.waitstatus_to_exitcode(status),
+            exit_status=exit_status,
             timed_out=timed_out,
-            started=started,
-            ended=started + (t1 - t0),
-            wall_time=t1 - t0,
-            stdout=_read(out),
-            stderr=_read(err),
+            started=trial.started,
+            ended=trial.started + elapsed,
+            wall_time=rusage["wall_time"],
+            stdout=stdout,
+            stderr=stderr,
             rusage=rusage,
+            stdout_truncated=out_size > len(stdout),
+            stderr_truncated=err_size > len(stderr),
+            stdout_size=out_size,
+            stderr_size=err_size,
+            stdout_path=trial.out_path,
+            stderr_path=trial.err_path,
+            unavailable=unavailable,
+            left_running=left,
         )
 
-    @staticmethod
-    def _kill_group(pgid: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+    def _kill(self, trial: _Trial) -> None:
+        """Kill a trial from here: the fallback's timeout, or a cancelled execute."""
+        if self._launcher.path is not None:
+            # The launcher kills and reaps the trial on SIGTERM; SIGKILL it if it hangs.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(trial.pid, signal.SIGTERM)
+            if not _exits_within(trial.pid, 2.0):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(trial.pid, signal.SIGKILL)
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(trial.pid, signal.SIGKILL)
+        if self._cgroup is not None:
+            self._cgroup.kill()
+
+    def _after_exit(self, trial: _Trial) -> None:
+        """The fallback's clean-up once the command exited: its group and its cgroup."""
+        if self._launcher.path is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(trial.pid, signal.SIGKILL)
+            if self._cgroup is not None and self._cgroup.populated():
+                self._cgroup.kill()
+
+    def run_blocking(self, command: Command) -> Execution:
+        """Run a command and wait for it in this thread (for worker threads and tools)."""
+        trial = self._start(command)
+        if isinstance(trial, Execution):
+            return trial
+        timed_out = False
+        fallback_timeout = self._launcher.path is None and command.timeout is not None
+        if fallback_timeout and not _exits_within(trial.pid, max(0.0, command.timeout)):
+            timed_out = True
+            self._kill(trial)
+        _, status, usage = os.wait4(trial.pid, 0)
+        self._after_exit(trial)
+        return self._finish(trial, status, usage, timed_out)
 
     async def execute(self, command: Command) -> Execution:
-        return self.run_blocking(command)
+        trial = self._start(command)
+        if isinstance(trial, Execution):
+            return trial
+        timeout = None if self._launcher.path is not None else command.timeout
+        try:
+            exited = await _wait_exit(trial.pid, timeout)
+        except BaseException:
+            self._kill(trial)
+            os.waitpid(trial.pid, 0)
+            for fd in (trial.out, trial.err):
+                os.close(fd)
+            with contextlib.suppress(BlockingIOError):
+                while os.read(self._status_r, 65536):
+                    pass
+            raise
+        if not exited:
+            self._kill(trial)
+        _, status, usage = os.wait4(trial.pid, 0)
+        self._after_exit(trial)
+        return self._finish(trial, status, usage, not exited)
+
+    # -- the rest of the protocol ------------------------------------------------------------
 
     async def read_file(self, path: str, cwd: str | None = None) -> bytes:
         full = (self.spec_dir / cwd if cwd else Path.cwd()) / path
         return await asyncio.to_thread(full.read_bytes)
 
     async def facts(self) -> dict[str, str]:
-        return host_facts()
+        facts = host_facts()
+        if self._cgroup is not None:
+            facts["isolation"] = "cgroup"
+            facts["isolation_detail"] = f"process group + cgroup v2 {self._cgroup.path}"
+        else:
+            facts["isolation"] = "pgroup"
+            facts["isolation_detail"] = f"process group only: {self._cgroup_reason}"
+        facts["launcher"] = self._launcher.path or f"none ({self._launcher.reason})"
+        return facts
 
     async def reconnect(self, timeout: float) -> None:
         raise SettingError("reset", "the local backend cannot reboot this machine")
 
     async def close(self) -> None:
-        os.close(self._null)
-        self._out.close()
-        self._err.close()
+        if self._null < 0:
+            return
+        for fd in (self._null, self._status_r, self._status_w):
+            os.close(fd)
+        self._null = -1
+        if self._cgroup is not None:
+            self._cgroup.close()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+_RUSAGE_NAMES = ("user_time", "sys_time", "cpu_time", "max_rss", "minor_faults", "major_faults")
+
+
+def _exits_within(pid: int, seconds: float) -> bool:
+    """Wait on a pidfd (man 2 pidfd_open) without reaping: True when the process ended."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        return bool(poller.poll(seconds * 1000.0))
+    finally:
+        os.close(pidfd)
+
+
+async def _wait_exit(pid: int, timeout: float | None) -> bool:
+    """Await a process's exit through its pidfd on the event loop (so it can be cancelled);
+    False on timeout. The process is not reaped."""
+    loop = asyncio.get_running_loop()
+    pidfd = os.pidfd_open(pid)
+    done = loop.create_future()
+
+    def ready() -> None:
+        if not done.done():
+            done.set_result(True)
+
+    loop.add_reader(pidfd, ready)
+    try:
+        if timeout is None:
+            return await done
+        try:
+            return await asyncio.wait_for(done, max(0.0, timeout))
+        except TimeoutError:
+            return False
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
 
 
 class LocalBackend:
@@ -218,7 +435,5 @@ class LocalBackend:
 
 
 class ThreadedLocalSession(LocalSession):
-    """A worker slot: waits for its trial in a thread, so that slots run side by side."""
-
-    async def execute(self, command: Command) -> Execution:
-        return await asyncio.to_thread(self.run_blocking, command)
+    """A worker slot. ``LocalSession.execute`` awaits its trial on the event loop, so slots
+    already run side by side; the class stays for code that names it."""
