@@ -3,9 +3,15 @@ host, on one channel of the persistent connection, as ``python3 -u -c <this sour
 
 It reads one JSON request per line on stdin and answers with one JSON header line followed by
 the raw bytes the header announces. Each command is spawned in a new session (``setsid``; its
-process group id is its pid) with stdout and stderr in scratch files; a timeout, a ``kill``
-request or the controller's connection closing (end of stdin) kills the whole process group.
-``wait4`` gives the same built-in measures as the local backend, measured on the host.
+process group id is its pid) and, where the host's cgroup v2 is writable, in the agent's trial
+cgroup (so a ``setsid`` grandchild cannot escape), with stdout and stderr in files of its own.
+When the command exits, times out, a ``kill`` request comes or the controller's connection
+closes (end of stdin), everything it left is killed and reaped before the answer: its process
+group, its cgroup (freeze, kill each pid, thaw), and every orphan, since the agent is a child
+subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``, man 2 prctl). ``facts`` reports ``isolation``:
+``cgroup`` or ``pgroup``. ``wait4`` gives the built-in measures, measured on the host; the
+answer also carries ``out_size``/``err_size`` and ``out_truncated``/``err_truncated`` (only
+the last OUTPUT_LIMIT bytes of a stream are sent).
 
 Requests: ``{"op": "exec", "argv", "env", "cwd", "timeout"}``, ``{"op": "read", "path",
 "cwd"}``, ``{"op": "facts"}``. This file must keep running on any Python >= 3.8 (Debian's
@@ -17,12 +23,14 @@ import json
 import os
 import platform
 import select
+import shutil
 import signal
 import sys
 import tempfile
 import time
 
-OUTPUT_LIMIT = 64 * 1024 * 1024
+OUTPUT_LIMIT = 1024 * 1024
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _send(header, *payloads):
@@ -33,9 +41,143 @@ def _send(header, *payloads):
 
 
 def _tail(fd):
+    """The last OUTPUT_LIMIT bytes of a stream's file, and its full size."""
     size = os.fstat(fd).st_size
-    os.lseek(fd, max(0, size - OUTPUT_LIMIT), os.SEEK_SET)
-    return os.read(fd, OUTPUT_LIMIT) if size else b""
+    keep = min(size, OUTPUT_LIMIT)
+    return (os.pread(fd, keep, size - keep) if keep else b""), size
+
+
+def _become_subreaper():
+    """Orphaned descendants (``setsid`` ones too) are re-parented to the agent (man 2 prctl),
+    which kills and reaps them after each command. False where prctl is out of reach."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children():
+    """The agent's direct children (/proc/PID/task/TID/children, else a scan of /proc)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as handle:
+            return [int(pid) for pid in handle.read().split()]
+    except OSError:
+        pass
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/" + name + "/stat") as handle:
+                if int(handle.read().rsplit(")", 1)[1].split()[1]) == me:
+                    found.append(int(name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _reap_all():
+    """Kill and reap every child, generation after generation, until none is left (ECHILD).
+    Returns how many were killed."""
+    killed = 0
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return killed
+        if pid:
+            continue
+        for child in _children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+                killed += 1
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return killed
+
+
+class Cgroup:
+    """The agent's trial cgroup: a child of its own cgroup v2, when that is writable."""
+
+    def __init__(self):
+        self.path = None
+        self.reason = ""
+        try:
+            own = None
+            with open("/proc/self/cgroup") as handle:
+                for line in handle:
+                    if line.startswith("0::"):
+                        own = line[3:].strip()
+            if own is None:
+                raise OSError("no cgroup v2 hierarchy")
+            mount = None
+            with open("/proc/self/mountinfo") as handle:
+                for line in handle:
+                    left, _, right = line.partition(" - ")
+                    if right.split(" ", 1)[0] == "cgroup2":
+                        fields = left.split()
+                        root = fields[3]
+                        rel = os.path.relpath(own, root) if root != "/" else own.lstrip("/")
+                        mount = os.path.join(fields[4], rel)
+                        break
+            if mount is None:
+                raise OSError("cgroup2 is not mounted")
+            path = os.path.join(mount, f"benchlang-agent-{os.getpid()}")
+            os.mkdir(path)
+            if not os.path.exists(os.path.join(path, "cgroup.freeze")):
+                os.rmdir(path)
+                raise OSError("no cgroup.freeze (Linux < 5.2)")
+            self.path = path
+        except OSError as exc:
+            self.reason = "cgroup v2: " + (exc.strerror or str(exc))
+
+    def _read(self, name):
+        with open(os.path.join(self.path, name)) as handle:
+            return handle.read()
+
+    def _write(self, name, text):
+        with contextlib.suppress(OSError), open(os.path.join(self.path, name), "w") as handle:
+            handle.write(text)
+
+    def populated(self):
+        try:
+            return "populated 1" in self._read("cgroup.events")
+        except OSError:
+            return False
+
+    def kill(self):
+        """Freeze, SIGKILL each pid, thaw, until empty (cgroup-v2.rst "cgroup.freeze"; not
+        cgroup.kill, which on Linux 6.x spoils the cgroup for later clone3 children)."""
+        if self.path is None or not self.populated():
+            return 0
+        killed = 0
+        self._write("cgroup.freeze", "1")
+        deadline = time.monotonic() + 5.0
+        try:
+            while self.populated() and time.monotonic() < deadline:
+                with contextlib.suppress(OSError):
+                    for pid in self._read("cgroup.procs").split():
+                        with contextlib.suppress(ProcessLookupError, ValueError):
+                            os.kill(int(pid), signal.SIGKILL)
+                            killed += 1
+                with contextlib.suppress(ChildProcessError):
+                    while os.waitpid(-1, os.WNOHANG)[0]:
+                        pass
+                time.sleep(0.001)
+        finally:
+            self._write("cgroup.freeze", "0")
+        return killed
+
+    def close(self):
+        if self.path is not None:
+            self.kill()
+            with contextlib.suppress(OSError):
+                os.rmdir(self.path)
 
 
 def _kill_group(pgid):
@@ -74,9 +216,11 @@ def _facts():
 class Agent:
     def __init__(self, workdir):
         self.workdir = workdir
-        self.out = tempfile.TemporaryFile(prefix="benchlang-out-")  # noqa: SIM115 (kept for the session)
-        self.err = tempfile.TemporaryFile(prefix="benchlang-err-")  # noqa: SIM115
+        self.scratch = tempfile.mkdtemp(prefix="benchlang-agent-")
+        self.count = 0
         self.null = os.open(os.devnull, os.O_RDONLY)
+        self.subreaper = _become_subreaper()
+        self.cgroup = Cgroup()
         self.base_env = dict(os.environ)
         self.stdin = sys.stdin.buffer
 
@@ -122,15 +266,48 @@ class Agent:
             if pidfd is not None:
                 os.close(pidfd)
 
+    def isolation(self):
+        if self.cgroup.path is not None:
+            return {"isolation": "cgroup", "isolation_detail": self.cgroup.path}
+        detail = "process group only: " + self.cgroup.reason
+        return {"isolation": "pgroup", "isolation_detail": detail}
+
+    def clean_up(self, pid):
+        """Kill and reap what the command left: its group, its cgroup, every orphan."""
+        left = 0
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+            left += 1
+        left += self.cgroup.kill()
+        if self.subreaper:
+            left += _reap_all()
+        return left
+
     def execute(self, request):
-        out, err = self.out.fileno(), self.err.fileno()
-        for fd in (out, err):
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
+        self.count += 1
+        base = os.path.join(self.scratch, str(self.count))
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+        out = os.open(base + ".out", flags, 0o600)
+        err = os.open(base + ".err", flags, 0o600)
+        try:
+            return self._execute(request, out, err)
+        finally:
+            os.close(out)
+            os.close(err)
+            for suffix in (".out", ".err"):
+                with contextlib.suppress(OSError):
+                    os.unlink(base + suffix)
+
+    def _execute(self, request, out, err):
         env = self.base_env
         if request.get("env"):
             env = dict(env, **request["env"])
-        argv = request["argv"]
+        argv = command = request["argv"]
+        if self.cgroup.path is not None:
+            # The command enters the cgroup through a shell prologue (posix_spawn cannot place
+            # a child in a cgroup), so say here, as posix_spawnp would, when it cannot start.
+            procs = os.path.join(self.cgroup.path, "cgroup.procs")
+            argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', procs, *argv]
         actions = [
             (os.POSIX_SPAWN_DUP2, self.null, 0),
             (os.POSIX_SPAWN_DUP2, out, 1),
@@ -141,7 +318,9 @@ class Agent:
         what = "enter " + repr(where)
         try:
             os.chdir(where)
-            what = "start " + repr(argv[0])
+            what = "start " + repr(command[0])
+            if argv is not command and not shutil.which(command[0], path=env.get("PATH")):
+                raise FileNotFoundError(2, "No such file or directory")
             pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
         except OSError as exc:
             wall = time.perf_counter() - t0
@@ -163,7 +342,7 @@ class Agent:
         timed_out, gone = self.wait(pid, request.get("timeout"))
         _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - t0
-        _kill_group(pid)
+        left = self.clean_up(pid)
         if gone:
             return False
         rusage = {
@@ -176,7 +355,7 @@ class Agent:
             "major_faults": float(usage.ru_majflt),
         }
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-        stdout, stderr = _tail(out), _tail(err)
+        (stdout, out_size), (stderr, err_size) = _tail(out), _tail(err)
         header = {
             "status": code,
             "timed_out": timed_out,
@@ -184,6 +363,11 @@ class Agent:
             "rusage": rusage,
             "out": len(stdout),
             "err": len(stderr),
+            "out_size": out_size,
+            "err_size": err_size,
+            "out_truncated": out_size > len(stdout),
+            "err_truncated": err_size > len(stderr),
+            "left_running": left,
         }
         _send(header, stdout, stderr)
         return True
@@ -216,7 +400,7 @@ class Agent:
             elif op == "read":
                 self.read(request)
             elif op == "facts":
-                payload = json.dumps(_facts()).encode()
+                payload = json.dumps(dict(_facts(), **self.isolation())).encode()
                 _send({"data": len(payload)}, payload)
             elif op != "kill":
                 _send({"error": f"unknown request {op!r}", "data": 0})
@@ -232,7 +416,12 @@ def main():
     except OSError as exc:
         _send({"fatal": f"cannot use workdir {workdir}: {exc.strerror or exc}"})
         return 2
-    Agent(workdir).serve()
+    agent = Agent(workdir)
+    try:
+        agent.serve()
+    finally:
+        agent.cgroup.close()
+        shutil.rmtree(agent.scratch, ignore_errors=True)
     return 0
 
 
