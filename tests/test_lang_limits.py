@@ -88,9 +88,9 @@ def test_a_long_line_is_shown_cut_around_the_caret():
 def test_one_megabyte_string_is_linear_in_time_and_memory():
     text = SPEC % ('  title "' + "a" * 1_000_000 + '"')
     tracemalloc.start()
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a busy machine does not inflate it
     compiled = check_source(Source("t.bench", text))
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert len(compiled.experiment.title) == 1_000_000
@@ -100,10 +100,10 @@ def test_one_megabyte_string_is_linear_in_time_and_memory():
 
 def test_many_errors_on_one_huge_line_render_in_linear_time():
     text = "benchlang 1 experiment e { " + 'seed "x" ' * 20_000 + "}"
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a busy machine does not inflate it
     with pytest.raises(SpecError):
         check_source(Source("t.bench", text))
-    assert time.perf_counter() - start < 5.0
+    assert time.process_time() - start < 5.0
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ def session(tmp_path):
     asyncio.run(s.close())
 
 
-def gone(pid: int, within: float = 3.0) -> bool:
+def gone(pid: int, within: float = 30.0) -> bool:
     """The process no longer exists (or is a zombie waiting for init to reap it)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -83,7 +83,7 @@ def test_consecutive_commands_do_not_mix_output(session):
 
 def test_rusage_builtins(session):
     sleep = session.run_blocking(Command("sleep 0.2"))
-    assert 0.19 <= sleep.wall_time < 2.0
+    assert 0.19 <= sleep.wall_time < 20.0  # the upper bound only rules out nonsense under load
     assert sleep.rusage["wall_time"] == sleep.wall_time
     assert sleep.rusage["user_time"] < 0.15
     burn = session.run_blocking(Command("python3 -c 'x = sum(i*i for i in range(3_000_000))'"))
@@ -109,20 +109,20 @@ def test_timeout_kills_the_whole_process_group(session, tmp_path):
     """A grandchild in the trial's process group dies with it."""
     started = time.monotonic()
     run = session.run_blocking(
-        Command("sleep 30 & echo $! > grandchild.pid; echo started; wait", cwd=".", timeout=0.5)
+        Command("sleep 60 & echo $! > grandchild.pid; echo started; wait", cwd=".", timeout=5)
     )
     elapsed = time.monotonic() - started
     assert run.timed_out and not run.ok
     assert run.exit_status == -9
-    assert elapsed < 5
+    assert elapsed < 30  # killed at the timeout, long before the sleep would end
     assert run.stdout == b"started\n"
     grandchild = int((tmp_path / "grandchild.pid").read_text())
     assert gone(grandchild), f"grandchild {grandchild} survived the timeout"
 
 
 def test_timeout_of_a_direct_exec(session):
-    run = session.run_blocking(Command("sleep 30", timeout=0.2))
-    assert run.timed_out and run.wall_time < 5
+    run = session.run_blocking(Command("sleep 60", timeout=0.2))
+    assert run.timed_out and run.wall_time < 30
 
 
 def test_no_timeout_when_fast(session):

@@ -23,7 +23,7 @@ from benchlang.run.store import TAIL_BYTES, Store, TrialRecord
 SPECS = Path(__file__).parent / "specs"
 
 
-def gone(pid: int, within: float = 3.0) -> bool:
+def gone(pid: int, within: float = 30.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:

@@ -82,12 +82,33 @@ def test_a_spec_runs_through_the_executor_one_host_per_core(tmp_path):
     assert table.measures["v"].tolist() == [float(lv["n"]) for lv in table.levels]
 
 
+# pair.sh DIR N: the k-th trial of each host announces itself in DIR, then waits (30 s at most,
+# then fails) until the k-th trial of the other host has announced itself too.
+PAIR_SH = """\
+k=$(( $(cat "$1/count.$BENCHLANG_HOST" 2>/dev/null || echo 0) + 1 ))
+echo $k > "$1/count.$BENCHLANG_HOST"; : > "$1/started.$k.$BENCHLANG_HOST"
+i=0
+while [ $(ls "$1" | grep -c "^started\\.$k\\.") -lt 2 ]; do
+  i=$((i + 1))
+  if [ $i -gt 3000 ]; then echo "no partner for trial $k" >&2; exit 1; fi
+  sleep 0.01
+done
+echo $2
+"""
+
+
 @pytest.mark.skipif(len(CORES) < 2, reason="needs two cores")
 def test_hosts_on_two_cores_run_at_the_same_time(tmp_path):
+    """The k-th trials of the two hosts wait for each other (a barrier): run one host after the
+    other and every trial fails after 30 s. The stored start/end times of each pair overlap;
+    elapsed time is not measured, so a busy machine cannot fail this."""
+    (tmp_path / "pair.sh").write_text(PAIR_SH)
+    (tmp_path / "marks").mkdir()
     spec = tmp_path / "side.bench"
     spec.write_text(
         "benchlang 1\nexperiment side {\n  factor n in [1, 2]\n"
-        '  benchmark b { run "sleep 0.2; echo {n}" }\n  design { runs 4 series 1 }\n}\n'
+        f'  benchmark b {{ run "sh {tmp_path}/pair.sh {tmp_path}/marks {{n}}" }}\n'
+        "  design { runs 4 series 1 }\n}\n"
     )
     experiment = load(str(spec))
     backend = PinnedBackend.from_settings({"cpus": tuple(CORES[:2])}, tmp_path)
@@ -96,14 +117,16 @@ def test_hosts_on_two_cores_run_at_the_same_time(tmp_path):
         store.add_plan(
             plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
         )
-        asyncio.run(
+        summary = asyncio.run(
             Executor(experiment, plan, backend, store, Progress(plan.n_trials, quiet=True)).run()
         )
-        spans = store.db.execute(
-            "SELECT host, MIN(started), MAX(ended) FROM trials GROUP BY host"
-        ).fetchall()
-    whole = max(s[2] for s in spans) - min(s[1] for s in spans)
-    assert len(spans) == 2 and whole < 0.75 * sum(s[2] - s[1] for s in spans)
+        rows = store.db.execute("SELECT host, started, ended FROM trials").fetchall()
+    assert summary.failed == 0 and len(rows) == 8
+    by_host = {h: sorted((s, e) for host, s, e in rows if host == h) for h in backend.hosts()}
+    assert [len(v) for v in by_host.values()] == [4, 4]
+    first, second = by_host.values()
+    for k, ((s0, e0), (s1, e1)) in enumerate(zip(first, second, strict=True)):
+        assert max(s0, s1) < min(e0, e1), f"pair {k + 1} did not overlap"
 
 
 def test_registered_through_the_entry_point():
