@@ -4,8 +4,9 @@ Both run side by side, alternating, ROUNDS times (the machine may be shared; the
 the rounds is reported). Per trial, benchlang's time is shown three ways:
   - process: the whole `benchlang run` wall time / 1000 (includes interpreter start-up),
   - in-run: (last trial's end - first trial's start) / 1000, from the store,
-  - spawn: the mean stored wall_time (posix_spawn to wait4, what hyperfine also times),
-each divided by hyperfine's mean. Target (issue 2): in-run at most 2x hyperfine.
+  - spawn: the mean stored wall_time (the launcher's fork to wait4, what hyperfine also times),
+each divided by hyperfine's mean. Targets ("A runner that never lies"): in-run at most 1.3x
+hyperfine's mean, the stored wall_time at most 1.2x.
 The in-run time is split into spawn, store commit (timed on its own: 1000 record_trial
 calls into a fresh store) and the rest (executor bookkeeping, env, measures, progress).
 
@@ -26,7 +27,8 @@ from pathlib import Path
 
 TRIALS = 1000
 ROUNDS = 3
-TARGET = 2.0
+TARGET = 1.3
+WALL_TARGET = 1.2
 SPEC = f"""benchlang 1
 experiment overhead {{
   benchmark t {{ run "true" }}
@@ -151,8 +153,9 @@ def main() -> None:
     print(
         f"benchlang, in-run per trial:       {med['in_run'] * ms:.3f} ms  ratio {ratio:.2f}x  (target <= {TARGET:g}x: {'ok' if ratio <= TARGET else 'MISSED'})"
     )
+    wall_ratio = statistics.median(r["spawn"] / r["hyperfine"] for r in rows)
     print(
-        f"benchlang, mean stored wall_time:  {med['spawn'] * ms:.3f} ms  ratio {statistics.median(r['spawn'] / r['hyperfine'] for r in rows):.2f}x"
+        f"benchlang, mean stored wall_time:  {med['spawn'] * ms:.3f} ms  ratio {wall_ratio:.2f}x  (target <= {WALL_TARGET:g}x: {'ok' if wall_ratio <= WALL_TARGET else 'MISSED'})"
     )
     rest = med["in_run"] - med["spawn"] - commit
     print(

@@ -4,7 +4,7 @@
  *
  * benchlang (a ~100 MiB Python process) cannot spawn the command itself and keep max_rss right:
  * at exec, Linux folds the old address space's peak RSS into the new program's
- * signal->maxrss (fs/exec.c, setup_new_exec -> __set_mm_maxrss / acct of hiwater_rss), so a child
+ * signal->maxrss (fs/exec.c, exec_mmap -> setmax_mm_hiwater_rss), so a child
  * spawned from Python reports Python's resident size as its floor. This launcher is small (its
  * resident size is ~1 MiB, like GNU time's), forks the command, waits for it with wait4 and
  * writes the command's own rusage (man 2 wait4, man 2 getrusage) as one line on fd 3.

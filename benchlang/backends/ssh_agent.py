@@ -101,6 +101,26 @@ def _reap_all():
             return killed
 
 
+def _remove_stale(parent):
+    """Empty and remove the cgroups of agents that are gone (killed with their connection)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(parent):
+            pid = name[len("benchlang-agent-") :]
+            if not name.startswith("benchlang-agent-") or not pid.isdigit():
+                continue
+            if os.path.exists("/proc/" + pid):
+                continue
+            path = os.path.join(parent, name)
+            with contextlib.suppress(OSError), open(os.path.join(path, "cgroup.kill"), "w") as f:
+                f.write("1")
+            for _ in range(50):
+                try:
+                    os.rmdir(path)
+                    break
+                except OSError:
+                    time.sleep(0.002)
+
+
 class Cgroup:
     """The agent's trial cgroup: a child of its own cgroup v2, when that is writable."""
 
@@ -127,6 +147,7 @@ class Cgroup:
                         break
             if mount is None:
                 raise OSError("cgroup2 is not mounted")
+            _remove_stale(mount)
             path = os.path.join(mount, f"benchlang-agent-{os.getpid()}")
             os.mkdir(path)
             if not os.path.exists(os.path.join(path, "cgroup.freeze")):
