@@ -261,12 +261,6 @@ asyncio.run(main())
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="benchlang/backends/local.py does not honour the cancellation contract yet: "
-    "LocalSession.execute blocks the event loop (run_blocking), ThreadedLocalSession.execute "
-    "leaves its command running in its thread; remove this marker once it kills the group",
-)
 @pytest.mark.parametrize("session", [LocalSession, ThreadedLocalSession], ids=lambda c: c.__name__)
 def test_local_execute_kills_the_process_group_on_cancellation(tmp_path, session):
     """The HostSession contract (docs/plugins.md): a cancelled execute kills its command's
