@@ -178,7 +178,7 @@ def test_a_schema_1_store_is_upgraded_in_place_and_keeps_its_trials(tmp_path):
     db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with Store(path) as store:
+    with Store(path, write=True) as store:
         store.record_trial("sha256:p", _record(0))
         table = store.trial_table("sha256:p")
     assert table.trial.tolist() == [0, 1] and table.phase.tolist() == ["warmup", "measured"]

@@ -87,7 +87,7 @@ def test_hook_order_env_and_workdir(runs):
 
 def test_a_failing_before_hook_fails_only_its_trial(runs):
     root, (status, _out, err) = runs["gated"]
-    assert status == 0, err
+    assert status == 1 and "2 of 4 trials failed" in err, err
     db = sqlite3.connect(root / "s.sqlite")
     rows = db.execute("SELECT trial, label, status, reason FROM trials ORDER BY trial").fetchall()
     assert [(t, s) for t, _, s, _ in rows] == [(0, "ok"), (1, "failed"), (2, "ok"), (3, "failed")]
