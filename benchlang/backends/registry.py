@@ -4,28 +4,59 @@
 from __future__ import annotations
 
 import functools
-from importlib.metadata import EntryPoint, entry_points
+from collections.abc import Iterator, MutableMapping
+from importlib.metadata import EntryPoint
 from typing import Any
+
+from benchlang.entrypoints import entry_points_of
+
+__all__ = ["GROUPS", "BackendCatalogue", "backend_kinds", "describe_plugins", "entry_points_of"]
 
 GROUPS = ("benchlang.backends", "benchlang.statistics", "benchlang.factors")
 
 
-def entry_points_of(group: str) -> tuple[EntryPoint, ...]:
-    return tuple(sorted(entry_points(group=group), key=lambda ep: ep.name))
+class BackendCatalogue(MutableMapping[str, Any]):
+    """Backend kind -> class, loading a plugin only when its kind is asked for.
+
+    A spec uses one kind; importing every installed backend (and what each imports) would
+    make `check` pay for plugins it never touches. A kind whose plugin fails to load is
+    absent (`benchlang plugins` shows why); iteration lists the registered names. A class
+    can also be registered directly (tests, applications embedding benchlang).
+    """
+
+    def __init__(self, points: tuple[EntryPoint, ...]) -> None:
+        self._points = {ep.name: ep for ep in points}
+        self._loaded: dict[str, Any] = {}
+
+    def __getitem__(self, kind: str) -> Any:
+        if kind not in self._loaded:
+            point = self._points[kind]  # KeyError: not installed
+            try:
+                self._loaded[kind] = point.load()
+            except Exception as err:  # a broken plugin must not break every spec
+                raise KeyError(kind) from err
+        return self._loaded[kind]
+
+    def __setitem__(self, kind: str, cls: Any) -> None:
+        self._loaded[kind] = cls
+
+    def __delitem__(self, kind: str) -> None:
+        if kind not in self._loaded and kind not in self._points:
+            raise KeyError(kind)
+        self._loaded.pop(kind, None)
+        self._points.pop(kind, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._points, *self._loaded]))
+
+    def __len__(self) -> int:
+        return len(self._points.keys() | self._loaded.keys())
 
 
 @functools.cache
-def backend_kinds() -> dict[str, Any]:
-    """Backend kind -> class, for every installed backend that loads."""
-    kinds = {}
-    for ep in entry_points_of("benchlang.backends"):
-        try:
-            kinds[ep.name] = ep.load()
-        except (
-            Exception
-        ):  # a broken plugin must not break every spec; `benchlang plugins` shows why
-            continue
-    return kinds
+def backend_kinds() -> BackendCatalogue:
+    """The installed backends, by kind (loaded on first use of each)."""
+    return BackendCatalogue(entry_points_of("benchlang.backends"))
 
 
 def describe_plugins() -> list[dict[str, str]]:
