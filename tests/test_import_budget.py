@@ -90,3 +90,17 @@ def test_the_wrapper_does_see_heavy_libraries(tmp_path):
     data.write_text("".join(f"{(i % 12) + 0.1 * (i % 5)}\n" for i in range(120)))
     loaded = loaded_by("profile", str(data), "--period", "1h", "--json")["heavy"]
     assert {"scipy", "statsmodels"} <= set(loaded)
+
+
+def test_a_run_and_its_closing_report_load_no_scipy(tmp_path):
+    """`run` of a KPI spec (plan, trials, store, results, KPI, independence, headline, record)
+    needs none of the heavy libraries: the order statistics, ranks and Ljung-Box tail are
+    numpy (benchmarks/bench_run_fixed_cost.py measures what this buys)."""
+    spec = tmp_path / "noop.bench"
+    spec.write_text(
+        'benchlang 1\nexperiment noop {\n  seed 1\n  benchmark b {\n    run "true"\n'
+        '    measure time = wall_time\n  }\n  metric time { measure mean unit "s" better lower }\n'
+        "  kpi time { percentile 50 confidence 95% }\n  design { runs 5 }\n}\n"
+    )
+    loaded = loaded_by("run", str(spec), "--store", str(tmp_path / "s.sqlite"))
+    assert loaded["heavy"] == []

@@ -226,3 +226,34 @@ def test_kpi_with_excluded_extremes():
     assert math.isnan(kpi(x[:60], 95, 95, "upper", exclude=1).value)
     low = kpi(more, 5, 95, "lower", exclude=2)
     assert low.min_n == sizing(5, 95, 2) and low.rank >= 3
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 15, 16, 17, 37, 100, 1000, 20000])
+def test_the_numpy_binomial_cdf_matches_scipy(n):
+    """The order-statistic ranks rest on a pure-numpy binomial CDF (no scipy at run time)."""
+    from scipy.special import bdtr
+
+    from benchlang.stats._orderstat import binom_cdf
+
+    k = np.arange(-2, n + 3)
+    tolerance = 1e-13 if n <= 100 else 5e-11
+    for p in (0.0, 1e-6, 0.01, 0.25, 0.5, 0.9, 0.99, 1.0):
+        expected = np.where(k < 0, 0.0, bdtr(np.clip(k, 0, n), n, p))
+        assert np.max(np.abs(binom_cdf(k, n, p) - expected)) <= tolerance, p
+    ps = np.array([0.1, 0.5, 0.9])[:, None]
+    grid = np.arange(n)[None, :]
+    assert np.allclose(binom_cdf(grid, n, ps), bdtr(grid, n, ps), rtol=0, atol=tolerance)
+
+
+def test_the_numpy_ranks_and_chi_square_tail_match_scipy():
+    """The independence test runs without scipy.stats (a run's closing report stays fast)."""
+    from benchlang.stats._special import chi2_sf, rankdata
+
+    rng = np.random.default_rng(1)
+    ties = rng.integers(0, 5, (4, 30)).astype(float)
+    assert np.array_equal(rankdata(ties, axis=1), stats.rankdata(ties, axis=1))
+    values = rng.normal(size=50)
+    assert np.array_equal(rankdata(values), stats.rankdata(values))
+    x = np.linspace(0.0, 80.0, 400)
+    for df in (1, 2, 3, 4, 5, 10, 11, 40, 41):
+        assert np.max(np.abs(chi2_sf(x, df) - stats.chi2.sf(x, df))) < 1e-13, df

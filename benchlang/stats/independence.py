@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 
 from benchlang.stats._orderstat import check_percent
+from benchlang.stats._special import chi2_sf, rankdata
 from benchlang.stats.rank_exact import EXACT_MAX_N, spearman_trend_exact_p
 
 MIN_N = 4
@@ -66,9 +67,6 @@ def independence_batch(x: np.ndarray, confidence: float = 95.0) -> dict[str, np.
     Returns arrays of length R: passed, stationary, uncorrelated, trend_p, ljung_box_p and
     the (R x h) ACF. Rows with no variation pass (TriScale treats constant data as valid).
     """
-    from scipy.stats import chi2, rankdata  # lazily: scipy.stats costs every command ~0.5 s
-    from scipy.stats import t as student_t
-
     x = np.atleast_2d(np.asarray(x, dtype=float))
     r, n = x.shape
     alpha = 1.0 - check_percent("confidence", confidence)
@@ -97,12 +95,14 @@ def independence_batch(x: np.ndarray, confidence: float = 95.0) -> dict[str, np.
         if (~constant).any():
             trend_p[~constant] = spearman_trend_exact_p(x[~constant])
     else:
-        trend_p = np.where(constant, 1.0, 2.0 * student_t.sf(np.abs(stat), n - 2))
+        from scipy.special import stdtr  # n > 10 only; scipy.special, not scipy.stats
+
+        trend_p = np.where(constant, 1.0, 2.0 * stdtr(n - 2, -np.abs(stat)))
     h = ljung_box_lags(n)
     acf = _acf_rows(x, h)
     k = np.arange(1, h + 1)
     q = n * (n + 2) * np.sum(acf**2 / (n - k), axis=1)
-    lb_p = np.where(constant, 1.0, chi2.sf(q, h))
+    lb_p = np.where(constant, 1.0, chi2_sf(q, h))
     acf = np.where(constant[:, None], 0.0, acf)
     stationary = trend_p > alpha / 2
     uncorrelated = lb_p > alpha / 2

@@ -14,7 +14,6 @@ from typing import Literal
 import attrs
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from benchlang.stats.rank_exact import kruskal_exact_p
 
@@ -34,6 +33,8 @@ def median_ci_ranks(n: ArrayLike, level: float) -> tuple[np.ndarray, np.ndarray,
     (n small: 2^(1-n) > 1 - level) the ranks fall back to (1, n) and the returned achieved
     level says so. Vectorised over ``n``; returns ``(j, k, achieved_level)``.
     """
+    from scipy import stats
+
     n = np.asarray(n, dtype=np.int64)
     if np.any(n < 1):
         raise ValueError("median_ci_ranks needs n >= 1 samples")
@@ -67,6 +68,8 @@ def kruskal_h(*groups: np.ndarray) -> tuple[float, float]:
     1952 §6; :func:`benchlang.stats.rank_exact.kruskal_exact_p`) when the groups admit at
     most 20,000 splits (e.g. 2 groups of 8, 3 groups of 3 and 4), else scipy's chi-square
     approximation with k - 1 degrees of freedom."""
+    from scipy import stats
+
     pooled = np.concatenate(groups)
     if pooled.size == 0 or np.all(pooled == pooled[0]):
         return 0.0, 1.0

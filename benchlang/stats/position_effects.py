@@ -12,7 +12,6 @@ from __future__ import annotations
 import attrs
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from benchlang.stats.order_dependence import (
     eta_squared_h,
@@ -103,6 +102,8 @@ def position_effect(
     trials): Bonferroni over every test made. Pass ``order`` to keep only "random" trials;
     in fixed rounds position is constant per configuration, so nothing can be tested.
     """
+    from scipy import stats
+
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     v, c, pos = trial_arrays(values, configuration, position)
@@ -240,6 +241,8 @@ def carry_over(
     pairs tested (alpha / n_tests), since the strongest predecessor is picked from them.
     ``strongest`` holds, per configuration, the pair with the largest |shift|.
     """
+    from scipy import stats
+
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     v, c, rnd, pos = trial_arrays(values, configuration, round_id, position)

@@ -22,6 +22,8 @@ import functools
 
 import numpy as np
 
+from benchlang.stats._special import rankdata
+
 EXACT_MAX_N = 10
 
 
@@ -51,8 +53,6 @@ def _null_distribution(xw: tuple[int, ...], yv: tuple[int, ...]) -> tuple[np.nda
 
 
 def _doubled_ranks(a: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
-
     return np.rint(2.0 * rankdata(a)).astype(np.int64)
 
 
@@ -118,8 +118,6 @@ def kruskal_exact_p(*groups: np.ndarray) -> float | None:
     Ties are kept as midranks; the tie correction is the same for every split, so it
     cancels from the comparison."""
     from math import factorial, prod
-
-    from scipy.stats import rankdata
 
     sizes = tuple(int(np.asarray(g).size) for g in groups)
     n = sum(sizes)

@@ -22,7 +22,6 @@ from typing import Literal
 
 import attrs
 import numpy as np
-from scipy import stats
 
 from benchlang.stats.sizing import sizing
 
@@ -388,6 +387,8 @@ class AdaptiveStop:
     def _classify(
         self, x: np.ndarray, state: AdaptiveState
     ) -> tuple[str, Action | None, str, Interval | None, AdaptiveState]:
+        from scipy import stats
+
         n = x.size
         mean = float(x.mean())
         spread = float(x.max() - x.min())
@@ -449,6 +450,8 @@ class AdaptiveStop:
         self, x: np.ndarray, cls: str, state: AdaptiveState
     ) -> tuple[Interval, AdaptiveState]:
         """The interval a class tracks, on one prefix."""
+        from scipy import stats
+
         n = x.size
         z = stats.norm.ppf(0.5 + self.confidence / 2)
         if cls == GAUSSIAN:
@@ -486,6 +489,8 @@ class AdaptiveStop:
 
     def _mixture(self, x: np.ndarray, state: AdaptiveState) -> tuple[Interval, int, AdaptiveState]:
         """The BIC-selected mixture (Schwarz 1978): CI of its log-likelihood per sample, and K."""
+        from scipy import stats
+
         mu, sd = x.mean(), x.std()
         z = (x - mu) / sd
         start = state.mixtures

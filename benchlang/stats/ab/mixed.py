@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 from benchlang.stats.ab.designs import (
     COMPONENTS,
@@ -170,7 +173,9 @@ def _summary(
     )
 
 
-def _indicator(codes: np.ndarray) -> sp.csr_array:
+def _indicator(codes: np.ndarray) -> scipy.sparse.csr_array:
+    import scipy.sparse as sp
+
     n = codes.size
     return sp.csr_array((np.ones(n), (np.arange(n), codes)), shape=(n, int(codes.max()) + 1))
 
@@ -262,6 +267,8 @@ def _moment_system(
     For a factor g with indicator Z_g, counts n_a, the form is ``T_g = y' M Z_g D_g^-1 Z_g' M y``
     with M the projection off the two version means; ``E T_g = sum_k s2_k tr(Z_k' M P_g M Z_k)``.
     """
+    import scipy.sparse as sp
+
     codes = design.factors()
     version = design.version.astype(np.int64)
     Nv = np.bincount(version, minlength=2).astype(np.float64)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-from scipy.stats import norm
 
 from benchlang.design.layouts import LayoutSchedule, layout_schedule
 from benchlang.stats.ab.bootstrap import bootstrap_se_many, cluster_codes
@@ -119,6 +118,8 @@ def simulate_aa(
     with ``replicates`` replicates and a two-sided CLT test at level ``alpha``. With ``effect=0``
     the rates are Type I errors, otherwise powers.
     """
+    from scipy.stats import norm
+
     if experiments < 2:
         raise ValueError("experiments must be >= 2")
     rng = np.random.default_rng(seed)
