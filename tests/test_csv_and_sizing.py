@@ -135,7 +135,7 @@ def test_import_reads_values_through_the_shared_reader(tmp_path, capsys):
     )
     store = tmp_path / "s.sqlite"
     assert main(["import", str(good), "--store", str(store)]) == 0
-    assert "imported 3 trials of 2 configurations in 2 rounds" in capsys.readouterr().out
+    assert "imported 3 trials, 2 failed of 2 configurations in 2 rounds" in capsys.readouterr().out
     assert main(["results", str(store), "--json"]) == 0
     rows = {r["configuration"]["label"]: r for r in json.loads(capsys.readouterr().out)}
     assert (rows["a"]["n"], rows["a"]["failures"], rows["b"]["failures"]) == (1, 1, 1)

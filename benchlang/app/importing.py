@@ -1,22 +1,27 @@
-"""Importing per-trial data from another tool's CSV into a store."""
+"""Importing another tool's results (hyperfine, pyperf, per-trial CSV, plugins) into a store."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from benchlang.run.importer import Imported, import_csv
+from benchlang.run.importers.registry import detect_importer, load_importer
+from benchlang.run.importers.writer import Imported, experiment_name, write_trials
 from benchlang.run.store import Store
 
 
 def import_file(
-    csv_path: str | Path,
+    path: str | Path,
     store_path: str | Path,
-    columns: Mapping[str, str | None],
-    metric: str = "value",
-    better: str = "lower",
+    options: Mapping[str, Any],
     name: str | None = None,
+    tool: str | None = None,
 ) -> Imported:
-    """Import a CSV (one row per trial) into a store, creating it if needed."""
+    """Read ``path`` with the named importer (else the one that recognizes the file) and
+    store its trials as an experiment, creating the store if needed."""
+    path = Path(path)
+    importer = load_importer(tool) if tool else detect_importer(path)
+    table = importer.read(path, options)
     with Store(store_path, create=True) as store:
-        return import_csv(csv_path, store, columns, metric, better, name)
+        return write_trials(table, store, experiment_name(table, name, path.stem))

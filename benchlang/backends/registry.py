@@ -12,7 +12,12 @@ from benchlang.entrypoints import entry_points_of
 
 __all__ = ["GROUPS", "BackendCatalogue", "backend_kinds", "describe_plugins", "entry_points_of"]
 
-GROUPS = ("benchlang.backends", "benchlang.statistics", "benchlang.factors")
+GROUPS = (
+    "benchlang.backends",
+    "benchlang.statistics",
+    "benchlang.factors",
+    "benchlang.importers",
+)
 
 
 class BackendCatalogue(MutableMapping[str, Any]):

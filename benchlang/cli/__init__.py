@@ -32,7 +32,9 @@ COMMANDS: dict[str, Command] = {
     "analyze": Command("benchlang.cli.analyze", "KPIs, variability scores and independence tests"),
     "record": Command("benchlang.cli.record", "the reproducibility record of a run"),
     "order": Command("benchlang.cli.order", "test whether trial order changed the results"),
-    "import": Command("benchlang.cli.import_data", "import per-trial data from a CSV"),
+    "import": Command(
+        "benchlang.cli.import_data", "import results of hyperfine, pyperf or a per-trial CSV"
+    ),
     "size": Command("benchlang.cli.size", "minimal number of trials for a one-sided percentile CI"),
     "profile": Command(
         "benchlang.cli.profile", "find seasonal periods in regularly sampled condition data"

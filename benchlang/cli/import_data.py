@@ -1,4 +1,4 @@
-"""``benchlang import``: per-trial data from a CSV into a store."""
+"""``benchlang import``: another tool's results (hyperfine, pyperf, a per-trial CSV) into a store."""
 
 from __future__ import annotations
 
@@ -6,20 +6,27 @@ import argparse
 
 from benchlang.app.importing import import_file
 from benchlang.cli import add_command
-from benchlang.run.importer import DEFAULT_COLUMNS, ROLES
+from benchlang.run.importers.csv import DEFAULT_COLUMNS, ROLES
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang import``; the lazy table in benchlang.cli calls this."""
-    p.description = "Import a CSV with one row per trial into a store, so that results, analyze and order work on it. Defaults match OrderSage's per-trial files (test, order, run_seq, position, value)."
-    p.add_argument("csv", metavar="FILE.csv")
+    p.description = (
+        "Import another tool's results into a store, so that results, analyze, order and diff "
+        "work on them: hyperfine --export-json, pyperf JSON, or a CSV with one row per trial "
+        "(OrderSage's columns by default: test, order, run_seq, position, value). The format "
+        "is recognized from the file; --format names it (plugins add formats)."
+    )
+    p.add_argument("file", metavar="FILE")
     p.add_argument("--store", required=True)
+    p.add_argument("--format", dest="tool", help="importer name (default: recognized)")
     p.add_argument("--name", help="experiment name (default: the file name)")
-    p.add_argument("--metric", default="value", help="metric name for the values (default: value)")
-    p.add_argument("--better", choices=("lower", "higher"), default="lower")
+    csv = p.add_argument_group("CSV files")
+    csv.add_argument("--metric", default="value", help="metric name (default: value)")
+    csv.add_argument("--better", choices=("lower", "higher"), default="lower")
     for role in ROLES:
         default = DEFAULT_COLUMNS[role]
-        p.add_argument(
+        csv.add_argument(
             f"--{role}-column",
             dest=role,
             default=default,
@@ -30,11 +37,20 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    columns = {role: getattr(args, role) or None for role in ROLES}
-    result = import_file(args.csv, args.store, columns, args.metric, args.better, args.name)
+    options = {
+        "columns": {role: getattr(args, role) or None for role in ROLES},
+        "metric": args.metric,
+        "better": args.better,
+    }
+    result = import_file(args.file, args.store, options, args.name, args.tool)
+    failed = f", {result.failed} failed" if result.failed else ""
     print(
-        f"imported {result.trials} trials of {result.configurations} configurations in {result.rounds} rounds as experiment {result.experiment} (plan {result.plan_hash[:19]}) into {args.store}"
+        f"imported {result.trials} trials{failed} of {result.configurations} configurations "
+        f"in {result.rounds} rounds from {result.tool} as experiment {result.experiment} "
+        f"(plan {result.plan_hash[:19]}) into {args.store}"
     )
+    for note in result.notes:
+        print(f"note: {note}")
     return 0
 
 

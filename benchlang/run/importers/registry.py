@@ -1,0 +1,46 @@
+"""The installed importers (entry-point group ``benchlang.importers``), loaded when used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchlang.entrypoints import entry_points_of
+from benchlang.run.importers.base import ImportFileError
+
+GROUP = "benchlang.importers"
+
+
+def importer_names() -> tuple[str, ...]:
+    return tuple(ep.name for ep in entry_points_of(GROUP))
+
+
+def load_importer(name: str) -> Any:
+    """The importer class registered as ``name``; ImportFileError naming the installed ones."""
+    points = {ep.name: ep for ep in entry_points_of(GROUP)}
+    if name not in points:
+        raise ImportFileError(
+            f"no importer named '{name}' is installed",
+            f"importers: {', '.join(sorted(points))} (see 'benchlang plugins')",
+        )
+    return points[name].load()
+
+
+def detect_importer(path: Path) -> Any:
+    """The first installed importer (by name) that recognizes the file."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError as err:
+        raise ImportFileError(f"cannot read {path}: {err.strerror or err}") from None
+    for name in importer_names():
+        try:
+            importer = load_importer(name)
+        except Exception:  # a broken plugin is shown by `benchlang plugins`, not here
+            continue
+        if importer.recognizes(path, head):
+            return importer
+    raise ImportFileError(
+        f"cannot tell which tool wrote {path}",
+        f"name its format with --format ({', '.join(importer_names())})",
+    )
