@@ -35,6 +35,7 @@ COMMANDS: dict[str, Command] = {
     "import": Command(
         "benchlang.cli.import_data", "import results of hyperfine, pyperf or a per-trial CSV"
     ),
+    "diff": Command("benchlang.cli.diff", "before/after of one spec on two stores; a gate"),
     "size": Command("benchlang.cli.size", "minimal number of trials for a one-sided percentile CI"),
     "profile": Command(
         "benchlang.cli.profile", "find seasonal periods in regularly sampled condition data"
