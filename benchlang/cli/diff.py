@@ -6,6 +6,7 @@ import argparse
 import re
 
 from benchlang.app.diff import diff_stores
+from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.report.diff import render
 
@@ -49,3 +50,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(render(result, args.form), end="")
     return 1 if result.regressions else 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang diff`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "diff")
