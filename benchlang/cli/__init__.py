@@ -35,6 +35,12 @@ COMMANDS: dict[str, Command] = {
     "import": Command(
         "benchlang.cli.import_data", "import results of hyperfine, pyperf or a per-trial CSV"
     ),
+    "bundle": Command(
+        "benchlang.cli.bundle", "archive a run to publish: spec, plan, store, record"
+    ),
+    "replicate": Command(
+        "benchlang.cli.replicate", "check a bundle, rerun it, judge the replication"
+    ),
     "diff": Command("benchlang.cli.diff", "before/after of one spec on two stores; a gate"),
     "size": Command("benchlang.cli.size", "minimal number of trials for a one-sided percentile CI"),
     "profile": Command(
