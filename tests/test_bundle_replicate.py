@@ -128,3 +128,16 @@ def test_a_tampered_bundle_is_refused(published, tmp_path):
     assert status == 2
     assert "problem: spec/value.awk differs from its published SHA-256" in out
     assert "does not match its manifest" in err and "Traceback" not in err
+
+
+def test_hosts_replaces_the_published_hosts_and_matches_by_label(published, tmp_path):
+    status, out, err = cli(
+        ["replicate", str(published / "a.tar.gz"), "--workdir", str(tmp_path),
+         "--hosts", "local { slots 2 }"],
+        tmp_path, SALT="2",
+    )  # fmt: skip
+    assert status == 0, out + err
+    assert "runs on 'hosts local { slots 2 }'" in out
+    assert "plan differs from the published one" in out and "replication: AGREE" in out
+    rewritten = (tmp_path / "pub" / "spec" / "pub.hosts.bench").read_text()
+    assert "hosts local { slots 2 }" in rewritten and rewritten.count("hosts") == 1

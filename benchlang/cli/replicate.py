@@ -11,6 +11,7 @@ from pathlib import Path
 from benchlang.app.replicate import judge, open_bundle
 from benchlang.cli import add_command
 from benchlang.errors import UserError
+from benchlang.lang.rewrite import replace_hosts
 
 EXIT = {"agree": 0, "disagree": 1, "could not compare": 3}
 
@@ -32,6 +33,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="check and re-analyse the published trials; run nothing",
     )
     p.add_argument("--store", help="the replication's store (default: WORKDIR/replication.sqlite)")
+    p.add_argument(
+        "--hosts",
+        metavar="STATEMENT",
+        help="run on these hosts instead of the published ones: the spec's hosts statement "
+        'without the keyword, e.g. \'ssh { nodes ["n1", "n2"] user "me" }\' or \'local\'',
+    )
     p.set_defaults(func=run)
 
 
@@ -55,13 +62,18 @@ def run(args: argparse.Namespace) -> int:
         print("re-analysing the published trials (--analyze-only)")
     else:
         replication = Path(args.store or workdir / "replication.sqlite").resolve()
+        spec = opened.spec
+        if args.hosts:
+            spec = spec.with_name(f"{spec.stem}.hosts{spec.suffix}")
+            spec.write_text(replace_hosts(opened.spec.read_text(), args.hosts, str(opened.spec)))
+            print(f"hosts replaced: {spec.name} runs on 'hosts {args.hosts.strip()}'")
         command = [
-            sys.executable, "-m", "benchlang", "run", str(opened.spec),
+            sys.executable, "-m", "benchlang", "run", str(spec),
             "--store", str(replication), "--seed", str(opened.seed), "--quiet",
             *(["--resume"] if replication.exists() else []),
         ]  # fmt: skip
         print(f"rerunning the plan: {' '.join(command[2:])}")
-        status = subprocess.run(command, cwd=opened.spec.parent).returncode
+        status = subprocess.run(command, cwd=spec.parent).returncode
         if status not in (0, 1):
             print(f"the rerun stopped with exit status {status}")
             return status
