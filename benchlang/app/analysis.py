@@ -33,16 +33,22 @@ class StoreAnalysis:
     warmup: list[WarmupAdvice]
 
 
-def analyze_store(store_path: str | Path, plan_hash: str | None = None) -> StoreAnalysis:
+def analyze_store(
+    store_path: str | Path,
+    plan_hash: str | None = None,
+    experiment: model.Experiment | None = None,
+) -> StoreAnalysis:
     """KPIs, comparisons and (for A/B layouts) warm-up advice of a stored plan."""
     from benchlang.report.analysis import analyze
     from benchlang.report.compare import compare
     from benchlang.report.warmup import warmup_advice
 
-    data = load_store(store_path, plan_hash)
+    data = load_store(store_path, plan_hash, experiment=experiment)
     experiment = data.experiment
     every_phase = (
-        load_store(store_path, plan_hash, all_phases=True) if experiment.design.layout else None
+        load_store(store_path, plan_hash, all_phases=True, experiment=experiment)
+        if experiment.design.layout
+        else None
     )
     if not (
         experiment.kpis
@@ -126,11 +132,15 @@ def order_of_store(
     return order_of(data, metric, alpha)
 
 
-def record_of(store_path: str | Path, plan_hash: str | None = None) -> Record:
+def record_of(
+    store_path: str | Path,
+    plan_hash: str | None = None,
+    experiment: model.Experiment | None = None,
+) -> Record:
     """The 12-parameter reproducibility record (TriScale §4.4) of a stored plan."""
     from benchlang.report.analysis import analyze, build_record
 
-    data = load_store(store_path, plan_hash)
+    data = load_store(store_path, plan_hash, experiment=experiment)
     if not data.experiment.kpis:
         raise UserError("the record needs at least one kpi in the spec")
     return build_record(data, analyze(data))

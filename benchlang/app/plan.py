@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import NamedTuple
 
@@ -12,7 +13,8 @@ from benchlang.app.spec import load_spec, open_backend
 from benchlang.backends.base import Backend
 from benchlang.errors import UserError
 from benchlang.plan.compile import compile_plan
-from benchlang.plan.plan import Plan, PlanError
+from benchlang.plan.plan import Derived, Plan, PlanError, shape_of
+from benchlang.run.store import Store, StoredPlan
 
 
 class Planned(NamedTuple):
@@ -41,9 +43,54 @@ def build_plan(spec_path: str | Path, seed: int | None = None) -> Planned:
     return plan_experiment(load_spec(spec_path).experiment, spec_path, seed)
 
 
-def plan_hash(spec_path: str | Path | None, given: str | None) -> str | None:
-    """The plan to read from a store: ``given`` (--plan), else the plan the spec compiles to,
-    else None (the store's latest plan)."""
+class Target(NamedTuple):
+    """The stored plan to analyse, and the experiment to analyse it with: None for the
+    stored spec; the given spec's when it differs from the stored run's only in what does not
+    shape the trials (its analysis, a KPI's confidence with the same sizes, comments)."""
+
+    plan_hash: str | None
+    experiment: model.Experiment | None = None
+    note: str | None = None
+
+
+def matching_plan(store: Store, plan: Plan) -> StoredPlan | None:
+    """The stored plan that is ``plan``, or else runs the very same trials (latest first)."""
+    plans = store.plans()
+    for stored in plans:
+        if stored.plan_hash == plan.hash:
+            return stored
+    for stored in reversed(plans):
+        if shape_of(json.loads(stored.plan_json)) == plan.shape_hash:
+            return stored
+    return None
+
+
+def adopt_stored_identity(plan: Plan, stored: StoredPlan) -> Plan:
+    """``plan`` under the identity of the stored plan with the same trials (its hash)."""
+    document = json.loads(stored.plan_json)
+    derived = tuple(Derived(**d) for d in document.get("derived", []))
+    adopted = plan.with_identity(document["spec_hash"], derived)
+    if adopted.hash != stored.plan_hash:
+        raise UserError(f"the stored plan {stored.plan_hash[:19]} could not be matched")
+    return adopted
+
+
+def analysis_target(
+    store_path: str | Path, spec_path: str | Path | None, given: str | None
+) -> Target:
+    """The plan to read from a store: ``given`` (--plan); else the plan the spec compiles
+    to, or the stored plan with the same trials (analysed with the spec); else None (the
+    store's latest plan)."""
     if given or spec_path is None:
-        return given
-    return build_plan(spec_path).plan.hash
+        return Target(given)
+    planned = build_plan(spec_path)
+    with Store(store_path) as store:
+        stored = matching_plan(store, planned.plan)
+    if stored is None or stored.plan_hash == planned.plan.hash:
+        return Target(planned.plan.hash)
+    return Target(
+        stored.plan_hash,
+        planned.experiment,
+        f"{spec_path} differs from the stored run's spec only in what does not shape its trials: "
+        f"analysing the trials of plan {stored.plan_hash[:19]} with this spec",
+    )

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchlang import model
 from benchlang.report.data import ExperimentData, load_data
 from benchlang.run.store import Store
 
 
 def load_store(
-    store_path: str | Path, plan_hash: str | None = None, *, all_phases: bool = False
+    store_path: str | Path,
+    plan_hash: str | None = None,
+    *,
+    all_phases: bool = False,
+    experiment: model.Experiment | None = None,
 ) -> ExperimentData:
     """A plan's trials and metric values (the store's latest plan when ``plan_hash`` is None).
 
     The store is closed before returning, so a long analysis never holds it open.
     """
     with Store(store_path) as store:
-        return load_data(store, plan_hash, all_phases=all_phases)
+        return load_data(store, plan_hash, all_phases=all_phases, experiment=experiment)

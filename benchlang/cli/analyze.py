@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 
 import numpy as np
 
 from benchlang.app.analysis import analyze_csv, analyze_store, order_of
-from benchlang.app.plan import plan_hash
+from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
 from benchlang.cli.common import print_spec_profile
 from benchlang.errors import UserError
@@ -72,7 +73,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.store:
         raise UserError("give --store PATH (or --data FILE.csv)")
-    found = analyze_store(args.store, plan_hash(args.spec, args.plan))
+    target = analysis_target(args.store, args.spec, args.plan)
+    if target.note:
+        print(f"note: {target.note}", file=sys.stderr)
+    found = analyze_store(args.store, target.plan_hash, target.experiment)
     if args.json:
         from benchlang.report.headline import headline
 

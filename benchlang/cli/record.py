@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from benchlang.app.analysis import record_of
-from benchlang.app.plan import plan_hash
+from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
 
 
@@ -21,7 +22,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    record = record_of(args.store, plan_hash(args.spec, args.plan))
+    target = analysis_target(args.store, args.spec, args.plan)
+    if target.note:
+        print(f"note: {target.note}", file=sys.stderr)
+    record = record_of(args.store, target.plan_hash, target.experiment)
     if args.format == "json":
         print(json.dumps(record.to_json(), indent=2, default=str))
     elif args.format == "latex":

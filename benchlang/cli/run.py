@@ -139,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
         store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
-        with _open_store(args, store_path, plan) as store:
+        store = _open_store(args, store_path, plan)
+        plan = _stored_identity(store, plan, args.spec)
+        with store:
             store.add_plan(
                 plan.hash,
                 experiment.name,
@@ -176,6 +178,26 @@ def run(args: argparse.Namespace) -> int:
         signals.restore()
 
 
+def _stored_identity(store: Store, plan, spec: str):
+    """The stored plan when the spec differs from the stored run's only in what does not
+    shape its trials (its analysis): the run continues it, analysed with this spec."""
+    from benchlang.app.plan import adopt_stored_identity, matching_plan
+
+    try:
+        stored = matching_plan(store, plan)
+        if stored is None or stored.plan_hash == plan.hash:
+            return plan
+        print(
+            f"note: {spec} differs from the stored run's spec only in what does not shape its "
+            f"trials: continuing plan {stored.plan_hash[:19]}, analysed with this spec",
+            file=sys.stderr,
+        )
+        return adopt_stored_identity(plan, stored)
+    except BaseException:
+        store.close()
+        raise
+
+
 def _open_store(args: argparse.Namespace, store_path: Path, plan) -> Store:
     """The store, opened for writing, after the refusals of docs/store.md#resume."""
     if args.resume and not args.resume_or_start:
@@ -187,7 +209,9 @@ def _open_store(args: argparse.Namespace, store_path: Path, plan) -> Store:
     store = Store(store_path, create=not args.resume or args.resume_or_start, write=True)
     try:
         resume = args.resume or args.resume_or_start
-        if args.resume and not args.resume_or_start and not store.has_plan(plan.hash):
+        from benchlang.app.plan import matching_plan
+
+        if args.resume and not args.resume_or_start and matching_plan(store, plan) is None:
             others = store.plans()
             if not others:
                 raise UserError(
@@ -197,9 +221,10 @@ def _open_store(args: argparse.Namespace, store_path: Path, plan) -> Store:
             held = ", ".join(f"{p.plan_hash[:19]} ({p.experiment}, seed {p.seed})" for p in others)
             raise UserError(
                 f"{store_path} holds no run of this plan ({plan.hash[:19]}, seed {plan.seed}), only {held}",
-                "resume with the same spec text and --seed as the run (any change to either makes a new plan), or start this plan there with --resume-or-start",
+                "resume with the spec and --seed of the run (a change to its factors, benchmarks, design or sizes, or to the seed, makes a new plan; a change to its analysis does not), or start this plan there with --resume-or-start",
             )
-        done = store.finished_trials(plan.hash)
+        same = matching_plan(store, plan)
+        done = store.finished_trials(same.plan_hash) if same is not None else set()
         if done and not resume:
             raise UserError(
                 f"{store_path} already holds {len(done)} trials of this plan",
@@ -245,7 +270,7 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         print(
             f"PARTIAL: {missing} of {plan.n_trials} planned trials did not run; the results below use the {plan.n_trials - missing - summary.not_needed} that did"
         )
-    data = load_data(store, plan.hash)
+    data = load_data(store, plan.hash, experiment=experiment)
     render_run_summary(data)
     if experiment.kpis:
         analysis = analyze(data)

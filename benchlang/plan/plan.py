@@ -192,9 +192,32 @@ class Plan:
             return f'{text[:at]}"configurations":[{body}]{text[at + len(marker) :]}'
 
     @functools.cached_property
+    def shape_hash(self) -> str:
+        """The hash of what shapes the trials alone (:func:`shape_of`)."""
+        return shape_of(json.loads(self.canonical_json))
+
+    def with_identity(self, spec_hash: str, derived: tuple[Derived, ...]) -> Plan:
+        """This plan under another spec's identity: for a spec that differs from a stored
+        run's only in what does not shape its trials, the stored plan itself."""
+        return attrs.evolve(self, spec_hash=spec_hash, derived=derived)
+
+    @functools.cached_property
     def hash(self) -> str:
         return "sha256:" + hashlib.sha256(self.canonical_json.encode()).hexdigest()
 
     def json_text(self) -> str:
         """The plan as published: canonical JSON with its content hash."""
         return self.canonical_json[:-1] + f',"hash":"{self.hash}"}}'
+
+
+NOT_SHAPING = ("spec_hash", "derived", "hash")
+"""Plan fields that say where a plan came from, not what its trials are: a spec whose
+analysis, KPI confidence (with the same sizes) or comments change keeps its trials."""
+
+
+def shape_of(document: dict[str, Any]) -> str:
+    """SHA-256 of a plan document (``Plan.to_json()`` or a stored plan's JSON) without the
+    fields in NOT_SHAPING: equal for two plans that run the very same trials."""
+    body = {k: v for k, v in document.items() if k not in NOT_SHAPING}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

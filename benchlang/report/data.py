@@ -76,11 +76,16 @@ def failure_details(store: Store, plan_hash: str) -> dict[int, dict]:
 
 
 def load_data(
-    store: Store, plan_hash: str | None = None, *, all_phases: bool = False
+    store: Store,
+    plan_hash: str | None = None,
+    *,
+    all_phases: bool = False,
+    experiment: model.Experiment | None = None,
 ) -> ExperimentData:
-    """The measured trials of a plan (every trial with ``all_phases``)."""
+    """The measured trials of a plan (every trial with ``all_phases``), analysed with the
+    stored spec, or with ``experiment`` (a spec whose changes do not shape the trials)."""
     plan = store.plan(plan_hash)
-    experiment = experiment_of(plan)
+    experiment = experiment or experiment_of(plan)
     table = store.trial_table(plan.plan_hash)
     left_out = 0
     if not all_phases and not table.measured.all():
