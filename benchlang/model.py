@@ -157,8 +157,10 @@ class Design:
     series_reason: str
     order: str = "random"
     runtime: float | None = None
-    span: float | None = None
+    span: float | str | None = None
+    """Seconds each series runs over (TriScale §4.6), or "auto" until the plan resolves it."""
     layout: Layout | None = None
+    span_reason: str | None = None
 
 
 @attrs.frozen

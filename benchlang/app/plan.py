@@ -31,11 +31,36 @@ def plan_experiment(
     """Plan an already loaded experiment; ``seed`` overrides the spec's seed."""
     if seed is not None:
         experiment = attrs.evolve(experiment, seed=seed)
+    if experiment.design.span == "auto":
+        experiment = resolve_span(experiment)
     backend = open_backend(experiment, spec_path)
     try:
         return Planned(experiment, backend, compile_plan(experiment, backend.hosts()))
     except PlanError as err:
         raise UserError(f"{spec_path}: {err.message}", err.hint) from None
+
+
+def resolve_span(experiment: model.Experiment) -> model.Experiment:
+    """``span auto``: the longest span the spec's profile analyses recommend (TriScale §4.6:
+    a series must cover the longest seasonal period of the conditions)."""
+    from benchlang.app.profile import profile_spec_item
+    from benchlang.report.record import format_duration
+
+    found = []
+    for item in experiment.profiles:
+        profiled = profile_spec_item(item)
+        if profiled.result.recommended_span is not None:
+            found.append((profiled.result.recommended_span, item["name"]))
+    if not found:
+        names = ", ".join(item["name"] for item in experiment.profiles)
+        raise UserError(
+            f"span auto: the profile ({names}) found no seasonal period, so it recommends no span",
+            "give the span yourself: design { span 1d }",
+        )
+    span, name = max(found)
+    reason = f"auto: the longest seasonal period profile {name} found, {format_duration(span)}"
+    design = attrs.evolve(experiment.design, span=span, span_reason=reason)
+    return attrs.evolve(experiment, design=design)
 
 
 def build_plan(spec_path: str | Path, seed: int | None = None) -> Planned:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from benchlang import model
 from benchlang.csvrows import read_numeric_column
 from benchlang.errors import UserError
 
@@ -44,3 +46,44 @@ def profile_spec_item(item: dict[str, Any]) -> Profiled:
         return profile_csv(item["path"], item.get("column"), item["period"])
     except UserError as err:
         raise UserError(f"profile {item['name']}: {err.message}", err.hint) from None
+
+
+_SPAN = re.compile(r"\bspan\s+[0-9]")
+
+
+def span_warnings(path: str | Path, experiment: model.Experiment) -> list[str]:
+    """``check``'s warning when a profile recommends a longer span than the spec declares
+    (TriScale §4.6: a series shorter than the longest seasonal period samples only part of
+    it). Runs the profiles, so only specs that have one pay for scipy and statsmodels."""
+    from benchlang.lang.diagnostics import Diagnostic, Source, Span, render
+    from benchlang.report.record import format_duration
+
+    span = experiment.design.span
+    if not experiment.profiles or not isinstance(span, float):
+        return []
+    text = Path(path).read_text(encoding="utf-8")
+    where = None
+    for number, line in enumerate(text.splitlines(), 1):
+        found = _SPAN.search(line.split("#", 1)[0])
+        if found:
+            where = Span(number, found.start() + 1, number, found.end())
+            break
+    out = []
+    for item in experiment.profiles:
+        recommended = profile_spec_item(item).result.recommended_span
+        if recommended is not None and recommended > span:
+            out.append(
+                render(
+                    Source(str(path), text),
+                    Diagnostic(
+                        f"profile {item['name']} recommends a span of "
+                        f"{format_duration(recommended)}, longer than the declared "
+                        f"{format_duration(span)}: each series would sample only part of the "
+                        "conditions' longest seasonal period (TriScale §4.6)",
+                        where,
+                        f"use span {format_duration(recommended)}, or span auto",
+                        "warning",
+                    ),
+                )
+            )
+    return out

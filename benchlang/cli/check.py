@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from benchlang.app.profile import span_warnings
 from benchlang.app.spec import counts
 from benchlang.cli import add_command
 from benchlang.cli.common import SpecFailed, load_spec
@@ -26,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
         except SpecFailed:
             status = 2
             continue
+        for warning in span_warnings(path, experiment):
+            print(warning, file=sys.stderr)
         n_configs, trials = counts(experiment)
         print(
             f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials"

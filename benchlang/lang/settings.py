@@ -85,6 +85,14 @@ def duration(value: ast.Value) -> float:
     return float(value.value)
 
 
+def duration_or_auto(value: ast.Value) -> float | str:
+    if value.kind == "word" and value.value == "auto":
+        return "auto"
+    if value.kind != "duration":
+        raise Invalid(f"expected a duration such as 1d or 12h, or 'auto', got {value.describe()}")
+    return float(value.value)
+
+
 def string(value: ast.Value) -> str:
     if value.kind != "string":
         raise Invalid(f"expected a string in double quotes, got {value.describe()}")

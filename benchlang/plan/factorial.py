@@ -46,11 +46,7 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
     orders = round_orders(n_rounds, n_configs, kinds, seed)
     round_host = (np.arange(n_rounds, dtype=np.int32) % max(1, len(hosts))).astype(np.int32)
 
-    if design.span and n_series > 1:
-        offsets = np.sort(uniforms(seed, "span", np.arange(n_series)) * design.span)
-        series_start = offsets - offsets[0]
-    else:
-        series_start = np.zeros(n_series)
+    series_start, round_start = spread_over_span(design.span, round_series, seed)
 
     n_trials = n_rounds * n_configs
     trial_round = np.repeat(np.arange(n_rounds, dtype=np.int32), n_configs)
@@ -66,6 +62,17 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
         Derived("rounds", n_rounds, f"{per_series} per series x {n_series} series"),
         Derived("trials", n_trials, f"{n_rounds} rounds x {n_configs} configurations"),
     )
+    if design.span:
+        derived += (
+            Derived(
+                "span",
+                design.span,
+                (f"{design.span_reason}; " if design.span_reason else "")
+                + f"each series over {_duration(design.span)}, its {per_series} rounds at seeded "
+                f"random times across it (TriScale §4.6); {n_series} series one after the other: "
+                f"{_duration(design.span * n_series)} in all",
+            ),
+        )
     return Plan(
         experiment=experiment.name,
         seed=seed,
@@ -80,6 +87,7 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
         trial_position=trial_position,
         trial_configuration=trial_configuration,
         trial_seed=trial_seed,
+        round_start=round_start,
         derived=derived,
     )
 
@@ -101,3 +109,34 @@ def _order_reason(order: str, runs: int) -> str:
         "random": "every round runs a fresh seeded permutation of the configurations",
         "fixed_vs_random": f"{runs} fixed-order rounds interleaved with {runs} randomly permuted rounds (OrderSage, Duplyakin et al. ATC 2023, Alg. 1)",
     }[order]
+
+
+def spread_over_span(
+    span: float | None, round_series: np.ndarray, seed: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Series start times and each round's start time, in seconds from the run's start.
+
+    TriScale (Jacob et al., JSys 2021, §4.6): a series is run over its span, its runs at
+    randomly sampled times across it, so that every phase of a seasonal component is
+    sampled. Series follow one another, one span each; inside a series the rounds start at
+    sorted seeded uniform times over the span (the very first round at once). Without a span,
+    series and rounds run back to back (no start times in the plan).
+    """
+    n_series = int(round_series.max()) + 1 if round_series.size else 0
+    if not span:
+        return np.zeros(n_series), None
+    series_start = np.arange(n_series, dtype=np.float64) * span
+    draws = uniforms(seed, "span-round", np.arange(round_series.size)) * span
+    round_start = np.empty(round_series.size)
+    for s in range(n_series):
+        mine = np.flatnonzero(round_series == s)
+        round_start[mine] = series_start[s] + np.sort(draws[mine])
+    round_start[0] = 0.0
+    return series_start, round_start
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"

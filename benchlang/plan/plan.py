@@ -117,6 +117,8 @@ class Plan:
     layout: dict[str, Any] | None = None
     round_batch: np.ndarray | None = None
     trial_phase: np.ndarray | None = None
+    round_start: np.ndarray | None = None
+    """Seconds from the run's start before which each round may not start (a ``span``)."""
 
     @property
     def n_trials(self) -> int:
@@ -149,6 +151,8 @@ class Plan:
             out["layout"] = dict(self.layout)
             out["rounds"]["batch"] = self.round_batch.tolist()
             out["trials"]["phase"] = [PHASES[k] for k in self.trial_phase.tolist()]
+        if self.round_start is not None:
+            out["rounds"]["start"] = [round(float(x), 3) for x in self.round_start]
         return out
 
     def _json_body(self, configurations: bool) -> dict[str, Any]:

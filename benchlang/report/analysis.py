@@ -4,6 +4,7 @@ reproducibility record. Results whose assumptions failed are marked descriptive 
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, TextIO
 
@@ -211,7 +212,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 runs=exp.design.runs,
                 series=exp.design.series,
                 runtime=exp.design.runtime,
-                span=exp.design.span,
+                span=_planned_span(data),
                 kpi_value=kpi_value,
                 variability_score=_fmt(var.score) if var_ok else None,
                 unit=m.unit,
@@ -232,3 +233,12 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         tuple(metrics),
         tuple(host_lines(data) + host_warnings(data)),
     )
+
+
+def _planned_span(data: ExperimentData) -> float | None:
+    """The span the plan used: the spec's, or for ``span auto`` the one the plan resolved."""
+    span = data.experiment.design.span
+    if span != "auto":
+        return span
+    derived = json.loads(data.plan.plan_json).get("derived", [])
+    return next((float(d["value"]) for d in derived if d["name"] == "span"), None)

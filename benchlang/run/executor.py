@@ -480,9 +480,12 @@ class Executor:
     async def _round(self, session: HostSession, r: int) -> None:
         plan = self.plan
         series = int(plan.round_series[r])
-        wait = self.run_started + float(plan.series_start[series]) - time.time()
+        start = plan.series_start[series] if plan.round_start is None else plan.round_start[r]
+        wait = self.run_started + float(start) - time.time()
         if wait > 0:
-            self.progress.note(f"series {series} starts in {wait:.0f}s (spread over the span)")
+            self.progress.note(
+                f"round {r} (series {series}) starts in {wait:.0f}s (spread over the span)"
+            )
             await asyncio.sleep(wait)
         bounds = plan.round_bounds
         trials = range(int(bounds[r]), int(bounds[r + 1]))

@@ -15,12 +15,13 @@ from benchlang.lang.ab_design import AB_KEYS, NOT_WITH_LAYOUT, ABDesign
 from benchlang.lang.check.context import MAX_TRIALS, Context
 from benchlang.lang.diagnostics import Span
 from benchlang.stats.sizing import sizing
+from benchlang.stats.variability_sizing import variability_sizing
 
 _DESIGN_SCHEMA = {
     "runs": s.count_or_auto,
     "series": s.count_or_auto,
     "runtime": s.duration,
-    "span": s.duration,
+    "span": s.duration_or_auto,
     "order": s.choice(*model.ORDERS),
     "layout": None,
     "versions": None,
@@ -69,6 +70,7 @@ def check_design(
     stop: model.Stop | None,
     ab: ABDesign | None,
     stop_span: Span | None = None,
+    profiles: int = 0,
 ) -> model.Design:
     checked = s.check_settings(
         block.settings if block else None,
@@ -138,13 +140,18 @@ def check_design(
                     f"use 'runs auto' or 'runs {need}'",
                 )
     series_wanted = v.get("series")
-    var_needs = [(bounded_sizing(x.percentile, x.confidence), x) for x in variabilities]
+    var_needs = [(variability_sizing(x.percentile, x.confidence), x) for x in variabilities]
     if series_wanted == "auto" or (series_wanted is None and var_needs):
         if not var_needs:
             series, series_reason = 1, "auto without a variability score: one series"
         else:
             series, var = max(var_needs, key=lambda x: x[0])
-            series_reason = f"minimal number of series for variability {var.metric} (percentile {var.percentile:g}, confidence {var.confidence:g}%) (TriScale §4.3, Eq. 4)"
+            rule = (
+                "the two-sided median interval at that confidence, TriScale Table 2"
+                if var.percentile == 50
+                else "TriScale §4.3, Eq. 4"
+            )
+            series_reason = f"minimal number of series for variability {var.metric} (percentile {var.percentile:g}, confidence {var.confidence:g}%) ({rule})"
     elif series_wanted is None:
         series, series_reason = 1, "default: one series"
     else:
@@ -156,6 +163,12 @@ def check_design(
                     checked.spans.get("series", span),
                     f"use 'series auto' or 'series {need}'",
                 )
+    if v.get("span") == "auto" and not profiles:
+        ctx.error(
+            "'span auto' takes the span a profile analysis recommends, and the spec has none",
+            checked.spans["span"],
+            'add analysis { profile NAME from file "conditions.csv" period 1h }, or give a span',
+        )
     if "span" in v and series == 1:
         ctx.warn(
             "'span' spreads series over time, but there is only one series",

@@ -91,7 +91,14 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     stop_node = ctx.single(of(ast.Stop), "'stop'")
     stop = check_stop(ctx, stop_node, metrics, kpis)
     design = check_design(
-        ctx, design_block, kpis, variabilities, stop, ab, stop_node.span if stop_node else None
+        ctx,
+        design_block,
+        kpis,
+        variabilities,
+        stop,
+        ab,
+        stop_node.span if stop_node else None,
+        profiles=len(of(ast.AnalysisItem, "profile")),
     )
     comparisons = check_analysis(
         ctx, of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors
