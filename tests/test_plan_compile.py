@@ -117,8 +117,10 @@ def test_series_auto_from_the_variability_score():
     expected = math.ceil(math.log(0.25) / math.log(0.75))
     assert plan.round_series.max() + 1 == expected == 5
     assert plan.n_rounds == 5 * 5
-    starts = plan.series_start
-    assert starts[0] == 0 and np.all(np.diff(starts) >= 0) and starts[-1] < 3600
+    assert plan.series_start.tolist() == [0.0, 3600.0, 7200.0, 10800.0, 14400.0]
+    starts = plan.round_start
+    assert starts[0] == 0 and np.all(np.diff(starts) >= 0) and starts[-1] < 5 * 3600
+    assert np.all(starts // 3600 == plan.round_series), "each round inside its series' span"
 
 
 def check_rounds(plan, n_configs):
