@@ -1,13 +1,21 @@
 """The Backend protocol: how benchlang runs commands on hosts.
 
 A backend is a class registered under the ``benchlang.backends`` entry-point group. It
-turns the settings of a ``hosts KIND { ... }`` statement into a list of host names and
-opens one session per host; a session executes commands and reads files. The executor
+turns the settings of a ``hosts KIND { ... }`` statement into a list of logical host names,
+acquires a ``Lease`` (the machines behind those names) before a run and releases it after,
+and opens one session per host; a session executes commands and reads files. The executor
 does everything else (plans, hooks, measures, the store, retries). See docs/plugins.md.
+
+Protocol version 2 (``protocol = 2``) adds the lease lifecycle (acquire, attach, release,
+extend), ``capabilities`` and ``secret_settings``. A class without ``protocol`` is version 1:
+it is run with a lease that allocates nothing (``acquire_lease``), and ``benchlang plugins``
+says so.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -16,7 +24,28 @@ import attrs
 
 from benchlang.errors import SettingError
 
-__all__ = ["Backend", "Command", "Execution", "HostDown", "HostSession", "SettingError"]
+__all__ = [
+    "CAPABILITIES",
+    "PROTOCOL_VERSION",
+    "Backend",
+    "Command",
+    "Execution",
+    "FixedHosts",
+    "HostDown",
+    "HostSession",
+    "Lease",
+    "Secret",
+    "SettingError",
+    "acquire_lease",
+    "attach_lease",
+    "capabilities_of",
+    "protocol_of",
+    "release_lease",
+]
+
+PROTOCOL_VERSION = 2
+CAPABILITIES = frozenset({"reboot", "power_cycle", "reimage", "extend", "tags"})
+"""What a backend may declare it can do; ``extend`` allows ``Backend.extend``."""
 
 
 class HostDown(Exception):
@@ -92,12 +121,94 @@ class HostSession(Protocol):
     async def close(self) -> None: ...
 
 
+def _str_map(value: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in dict(value).items()}
+
+
+def _resources(value: Any) -> tuple[dict[str, str], ...]:
+    return tuple(_str_map(r) for r in value)
+
+
+@attrs.frozen
+class Lease:
+    """What a backend allocated for a run: stored before any trial runs, released after.
+
+    ``hosts`` maps each logical host name of the plan to its physical address or node name;
+    ``resources`` lists what was allocated (instance or node ids, hardware type, image, site);
+    ``handle`` holds what ``attach`` and ``release`` need. No secret belongs in a lease: it is
+    stored in plain text.
+    """
+
+    id: str
+    kind: str
+    hosts: Mapping[str, str] = attrs.field(converter=_str_map)
+    resources: tuple[Mapping[str, str], ...] = attrs.field(default=(), converter=_resources)
+    price_per_hour: float | None = None
+    expires: float | None = None
+    """Epoch seconds after which the machines may be taken back."""
+    handle: Mapping[str, str] = attrs.field(factory=dict, converter=_str_map)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "id": self.id,
+                "kind": self.kind,
+                "hosts": dict(self.hosts),
+                "resources": [dict(r) for r in self.resources],
+                "price_per_hour": self.price_per_hour,
+                "expires": self.expires,
+                "handle": dict(self.handle),
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Lease:
+        return cls(**json.loads(text))
+
+    @classmethod
+    def nothing(cls, kind: str, hosts: tuple[str, ...]) -> Lease:
+        """The lease of a backend whose hosts exist without allocation (local, ssh)."""
+        return cls(uuid.uuid4().hex, kind, {h: h for h in hosts})
+
+
+class Secret:
+    """A setting's value read from the environment (``key from env "NAME"``): masked in
+    ``repr``/``str`` so it reaches no log, store or plan; ``reveal()`` gives the value."""
+
+    __slots__ = ("_value", "env")
+
+    def __init__(self, env: str, value: str) -> None:
+        self.env = env
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret(from env {self.env!r})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and (self.env, self._value) == (other.env, other._value)
+
+    def __hash__(self) -> int:
+        return hash(self.env)
+
+
 @runtime_checkable
 class Backend(Protocol):
-    """A kind of hosts (``hosts local``, ``hosts ssh { ... }``)."""
+    """A kind of hosts (``hosts local``, ``hosts ssh { ... }``), protocol version 2.
+
+    ``acquire``/``attach``/``release`` (and ``extend`` with the ``extend`` capability) are
+    the lease lifecycle; version-1 classes lack them and are run through ``acquire_lease``.
+    """
 
     kind: ClassVar[str]
-    supports_reboot: ClassVar[bool]
+    protocol: ClassVar[int]
+    capabilities: ClassVar[frozenset[str]]
+    secret_settings: ClassVar[frozenset[str]]
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
@@ -110,3 +221,67 @@ class Backend(Protocol):
     def hosts(self) -> tuple[str, ...]: ...
 
     async def open(self, host: str) -> HostSession: ...
+
+    async def acquire(self, deadline: float | None) -> Lease:
+        """Allocate the hosts (give up by ``deadline``, epoch seconds)."""
+        ...
+
+    async def attach(self, lease: Lease) -> None:
+        """Use a lease acquired by an earlier process (``run --resume``)."""
+        ...
+
+    async def release(self, lease: Lease) -> None:
+        """Give the hosts back; idempotent (a released or unknown lease is not an error)."""
+        ...
+
+
+class FixedHosts:
+    """Protocol 2 for backends whose hosts exist without allocation (local, ssh): a lease
+    that allocates nothing, maps each host to itself, and releases nothing."""
+
+    kind: ClassVar[str]
+    protocol: ClassVar[int] = PROTOCOL_VERSION
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+    secret_settings: ClassVar[frozenset[str]] = frozenset()
+
+    def hosts(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    async def acquire(self, deadline: float | None) -> Lease:
+        return Lease.nothing(self.kind, self.hosts())
+
+    async def attach(self, lease: Lease) -> None:
+        return None
+
+    async def release(self, lease: Lease) -> None:
+        return None
+
+
+def protocol_of(backend: Any) -> int:
+    """The protocol version a backend class (or instance) declares; none declared is 1."""
+    return int(getattr(backend, "protocol", 1))
+
+
+def capabilities_of(backend: Any) -> frozenset[str]:
+    """Declared capabilities; a version-1 ``supports_reboot`` counts as ``reboot``."""
+    declared = frozenset(getattr(backend, "capabilities", ()))
+    if getattr(backend, "supports_reboot", False):
+        declared |= {"reboot"}
+    return declared
+
+
+async def acquire_lease(backend: Any, deadline: float | None = None) -> Lease:
+    """The backend's lease; a version-1 backend gets one that allocates nothing."""
+    if protocol_of(backend) >= 2:
+        return await backend.acquire(deadline)
+    return Lease.nothing(backend.kind, tuple(backend.hosts()))
+
+
+async def attach_lease(backend: Any, lease: Lease) -> None:
+    if protocol_of(backend) >= 2:
+        await backend.attach(lease)
+
+
+async def release_lease(backend: Any, lease: Lease) -> None:
+    if protocol_of(backend) >= 2:
+        await backend.release(lease)

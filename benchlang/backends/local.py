@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import attrs
 
 from benchlang import __version__
-from benchlang.backends.base import Command, Execution, SettingError
+from benchlang.backends.base import Command, Execution, FixedHosts, SettingError
 from benchlang.backends.launcher import TrialCgroup, launcher
 
 _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
@@ -393,7 +393,7 @@ async def _wait_exit(pid: int, timeout: float | None) -> bool:
         os.close(pidfd)
 
 
-class LocalBackend:
+class LocalBackend(FixedHosts):
     """``hosts local``: this machine, one trial at a time; ``hosts local { slots N }``: N worker
     slots named ``local:0`` ... ``local:N-1`` that run trials at the same time (the "hosts" of an
     A/B layout on one machine; give no more slots than cores you can spare)."""

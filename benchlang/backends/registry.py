@@ -65,14 +65,18 @@ def backend_kinds() -> BackendCatalogue:
 
 
 def describe_plugins() -> list[dict[str, str]]:
-    """Every registered entry point with its module, distribution and whether it loads."""
+    """Every registered entry point with its module, distribution, whether it loads and, for a
+    backend, its protocol version (docs/plugins.md)."""
     rows = []
     for group in GROUPS:
         for ep in entry_points_of(group):
             dist = ep.dist
+            protocol = ""
             try:
-                ep.load()
+                loaded = ep.load()
                 status = "ok"
+                if group == "benchlang.backends":
+                    protocol = _protocol_status(loaded)
             except Exception as err:  # reported to the user, not raised
                 status = f"fails to load: {type(err).__name__}: {err}"
             rows.append(
@@ -82,6 +86,17 @@ def describe_plugins() -> list[dict[str, str]]:
                     "value": ep.value,
                     "distribution": f"{dist.name} {dist.version}" if dist else "?",
                     "status": status,
+                    "protocol": protocol,
                 }
             )
     return rows
+
+
+def _protocol_status(cls: Any) -> str:
+    """A backend's protocol, said when it is older than this benchlang's."""
+    from benchlang.backends.base import PROTOCOL_VERSION, protocol_of
+
+    version = protocol_of(cls)
+    if version >= PROTOCOL_VERSION:
+        return str(version)
+    return f"{version}: run with a lease that allocates nothing (no acquire/release)"

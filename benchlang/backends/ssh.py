@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from benchlang.backends.base import Command, Execution, HostDown, SettingError
+from benchlang.backends.base import Command, Execution, FixedHosts, HostDown, SettingError
 from benchlang.backends.local import argv_for
 
 log = logging.getLogger("benchlang.ssh")
@@ -99,11 +99,12 @@ def _paths(key: str, value: Any) -> tuple[str, ...]:
     return items
 
 
-class SshBackend:
+class SshBackend(FixedHosts):
     """``hosts ssh { nodes [...] }``: remote hosts over SSH, one persistent connection each."""
 
     kind: ClassVar[str] = "ssh"
     supports_reboot: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot"})
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

@@ -25,8 +25,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     render_table(
-        ["group", "name", "provided by", "object", "status"],
-        [(r["group"], r["name"], r["distribution"], r["value"], r["status"]) for r in rows],
+        ["group", "name", "provided by", "object", "status", "protocol"],
+        [
+            (r["group"], r["name"], r["distribution"], r["value"], r["status"], r["protocol"])
+            for r in rows
+        ],
     )
     return 0
 

@@ -152,7 +152,10 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     )
     if reset is not None and (reset.reboot or reset.reconnect) and ctx.backends is not None:
         backend = ctx.backends.get(hosts.kind)
-        if backend is not None and not getattr(backend, "supports_reboot", False):
+        if backend is not None and not (
+            getattr(backend, "supports_reboot", False)
+            or "reboot" in getattr(backend, "capabilities", ())
+        ):
             ctx.error(
                 f"hosts {hosts.kind} cannot reboot or reconnect between rounds",
                 reset_stmt.span,

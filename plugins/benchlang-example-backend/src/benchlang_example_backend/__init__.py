@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from benchlang.backends.base import Command, Execution, SettingError
+from benchlang.backends.base import Command, Execution, FixedHosts, SettingError
 from benchlang.backends.local import LocalSession, argv_for
 
 __all__ = ["PinnedBackend", "PinnedSession"]
@@ -60,8 +60,8 @@ class PinnedSession:
         await self._local.close()
 
 
-class PinnedBackend:
-    """One host per CPU core of this machine."""
+class PinnedBackend(FixedHosts):
+    """One host per CPU core of this machine (protocol 2: the cores need no allocation)."""
 
     kind: ClassVar[str] = "pinned"
     supports_reboot: ClassVar[bool] = False
