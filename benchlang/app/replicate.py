@@ -188,9 +188,9 @@ def _verdict(old, new, shift) -> ConfigurationVerdict:
         )
     elif not shift.descriptive_only:
         verdict = "disagree" if excludes_one else "agree"
-        why = (
-            "no published variability score" if bounds is None else "no new series KPIs"
-        ) + ("; the shift is significant" if excludes_one else "; the shift is not significant")
+        why = ("no published variability score" if bounds is None else "no new series KPIs") + (
+            "; the shift is significant" if excludes_one else "; the shift is not significant"
+        )
     else:
         verdict = "could not compare"
         why = "no published variability score and too few units for a shift interval"
