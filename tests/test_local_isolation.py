@@ -86,7 +86,9 @@ def test_the_orphan_spec_stores_its_own_values_and_leaves_nothing(tmp_path, run_
         ).fetchall()
     ]
     statuses = {s for (s,) in db.execute("SELECT status FROM trials")}
+    left = db.execute("SELECT message FROM events WHERE kind = 'left_running'").fetchall()
     db.close()
+    assert len(left) == 6 and "were killed when it ended" in left[0][0]
     assert values == [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
     assert statuses == {"ok"}
     assert live("sleep 0.817") == [], "a trial's background child outlived benchlang"

@@ -466,6 +466,12 @@ class SshSession:
             stdout=payload[:out],
             stderr=payload[out:],
             rusage={k: float(v) for k, v in header["rusage"].items()},
+            stdout_truncated=bool(header.get("out_truncated", False)),
+            stderr_truncated=bool(header.get("err_truncated", False)),
+            stdout_size=header.get("out_size"),
+            stderr_size=header.get("err_size"),
+            unavailable=dict(header.get("unavailable", {})),
+            left_running=int(header.get("left_running", 0)),
         )
 
     async def read_file(self, path: str, cwd: str | None = None) -> bytes:

@@ -9,8 +9,10 @@ When the command exits, times out, a ``kill`` request comes or the controller's 
 closes (end of stdin), everything it left is killed and reaped before the answer: its process
 group, its cgroup (freeze, kill each pid, thaw), and every orphan, since the agent is a child
 subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``, man 2 prctl). ``facts`` reports ``isolation``:
-``cgroup`` or ``pgroup``. ``wait4`` gives the built-in measures, measured on the host; the
-answer also carries ``out_size``/``err_size`` and ``out_truncated``/``err_truncated`` (only
+``cgroup`` or ``pgroup``. ``wait4`` gives the built-in measures, measured on the host;
+``max_rss`` only when it exceeds the agent's own peak: Linux copies the parent's peak into a
+child at exec, so a smaller figure is the agent's and is reported unavailable. The answer
+also carries ``out_size``/``err_size`` and ``out_truncated``/``err_truncated`` (only
 the last OUTPUT_LIMIT bytes of a stream are sent).
 
 Requests: ``{"op": "exec", "argv", "env", "cwd", "timeout"}``, ``{"op": "read", "path",
@@ -22,6 +24,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import select
 import shutil
 import signal
@@ -376,10 +379,19 @@ class Agent:
             "user_time": usage.ru_utime,
             "sys_time": usage.ru_stime,
             "cpu_time": usage.ru_utime + usage.ru_stime,
-            "max_rss": float(usage.ru_maxrss),
             "minor_faults": float(usage.ru_minflt),
             "major_faults": float(usage.ru_majflt),
         }
+        unavailable = {}
+        own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        if usage.ru_maxrss > own_peak:
+            rusage["max_rss"] = float(usage.ru_maxrss)
+        else:
+            unavailable["max_rss"] = (
+                f"wait4 reports {usage.ru_maxrss} KiB, not above the agent's own peak of "
+                f"{own_peak} KiB, which Linux copies into a child at exec: the command's own "
+                "peak resident size cannot be told apart (it is smaller)"
+            )
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
         (stdout, out_size), (stderr, err_size) = _tail(out), _tail(err)
         header = {
@@ -394,6 +406,7 @@ class Agent:
             "out_truncated": out_size > len(stdout),
             "err_truncated": err_size > len(stderr),
             "left_running": left,
+            "unavailable": unavailable,
         }
         _send(header, stdout, stderr)
         return True

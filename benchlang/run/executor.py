@@ -26,7 +26,7 @@ from benchlang.run.hidden import (
     drop_caches_refusal,
     hidden_environment,
 )
-from benchlang.run.measures import MeasureError, extract
+from benchlang.run.measures import MeasureError, extract, extract_output
 from benchlang.run.progress import Progress
 from benchlang.run.stopping import StoppingController, decision_from_row
 from benchlang.run.store import StopRecord, Store, TrialRecord
@@ -672,6 +672,14 @@ class Executor:
                     hooks_after,
                     bench,
                 )
+                if execution.left_running:
+                    self.store.record_event(
+                        self.plan_hash,
+                        "left_running",
+                        f"trial {t}: {execution.left_running} processes the command left "
+                        "running were killed when it ended",
+                        session.host,
+                    )
                 break
             except HostDown as err:
                 if attempts > self.retries:
@@ -752,11 +760,25 @@ class Executor:
     ) -> float | np.ndarray:
         if measure.source == "builtin":
             if measure.builtin not in execution.rusage:
-                raise MeasureError(f"{measure.name}: the backend does not report {measure.builtin}")
+                why = execution.unavailable.get(measure.builtin, "the backend does not report it")
+                raise MeasureError(f"{measure.name}: {measure.builtin} is not available: {why}")
             return float(execution.rusage[measure.builtin])
-        if measure.source in ("stdout", "stderr"):
-            data = execution.stdout if measure.source == "stdout" else execution.stderr
-            return extract(measure, data.decode(errors="replace"), measure.source)
+        if measure.source == "stdout":
+            return extract_output(
+                measure,
+                execution.stdout,
+                execution.stdout_size,
+                execution.stdout_path,
+                "stdout",
+            )
+        if measure.source == "stderr":
+            return extract_output(
+                measure,
+                execution.stderr,
+                execution.stderr_size,
+                execution.stderr_path,
+                "stderr",
+            )
         try:
             data = await session.read_file(measure.path, cwd)
         except OSError as err:

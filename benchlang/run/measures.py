@@ -3,10 +3,12 @@ extractors over stdout, stderr or a file the command wrote."""
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
 import math
+import os
 import re
 from typing import Any
 
@@ -133,3 +135,46 @@ def extract(measure: Measure, text: str, where: str) -> float | np.ndarray:
         except ValueError as err:
             raise MeasureError(f"{where}: {err}") from None
     raise MeasureError(f"unknown extractor {kind!r}")
+
+
+def extract_output(
+    measure: Measure, kept: bytes, size: int | None, path: str | None, where: str
+) -> float | np.ndarray:
+    """A measure over a trial's stdout or stderr, of which a backend keeps the last bytes
+    (``kept``) of ``size`` and may leave the whole stream in the file ``path``.
+
+    A stream kept whole is read as it is. A cut stream is read whole from ``path`` (a regex
+    for one value scans the file through a memory map, so a 200 MB output costs no 200 MB
+    string); without the file, the last match of a regex is still the last match of the
+    stream, and every other extractor fails saying that the output was cut, never reading
+    a wrong number out of its end.
+    """
+    if size is None or size <= len(kept):
+        return extract(measure, kept.decode(errors="replace"), where)
+    if path is not None:
+        try:
+            return _extract_file(measure, path, where)
+        except OSError:
+            pass
+    cut = f"{where} was cut to its last {len(kept):,} of {size:,} bytes"
+    if measure.extractor == "regex" and not measure.series:
+        try:
+            return extract(measure, kept.decode(errors="replace"), where)
+        except MeasureError as err:
+            raise MeasureError(f"{err} ({cut})") from None
+    raise MeasureError(f"{cut}: write the values to a file and measure it with `from file`")
+
+
+def _extract_file(measure: Measure, path: str, where: str) -> float | np.ndarray:
+    import mmap
+
+    with open(path, "rb") as handle:
+        if measure.extractor != "regex" or measure.series or not os.fstat(handle.fileno()).st_size:
+            return extract(measure, handle.read().decode(errors="replace"), where)
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            pattern = re.compile(measure.argument.encode())
+            last = next(iter(collections.deque(pattern.finditer(data), maxlen=1)), None)
+            if last is None:
+                raise MeasureError(f"no match for regex {measure.argument!r} in {where}")
+            text = (last.group(1) if pattern.groups else last.group(0)).decode(errors="replace")
+            return _number(text, f"regex {measure.argument!r} in {where}")
