@@ -197,3 +197,38 @@ def check_settings(
         except Invalid as err:
             diagnostics.append(Diagnostic(f"{item.key}: {err.message}", item.value.span, err.hint))
     return Checked(values, spans, nested)
+
+
+def amount(minimum: float = 0.0) -> Validator:
+    """A number, or a percentage of a reference (kept as ``("percent", x)``)."""
+
+    def validate(value: ast.Value) -> float | tuple[str, float]:
+        if value.kind == "percent":
+            return ("percent", float(value.value))
+        return number(minimum, None)(value)
+
+    return validate
+
+
+def from_parameter(parameter: Any) -> Validator:
+    """The validator of a statistics method's declared parameter (stats.contract.Parameter)."""
+    p = parameter
+    if p.type == "percent":
+        return percent
+    if p.type == "percentile":
+        return percentile
+    if p.type == "count":
+        low = int(p.minimum) if p.minimum is not None else 0
+        return count(low, int(p.maximum) if p.maximum is not None else None)
+    if p.type == "number":
+        return number(p.minimum, p.maximum)
+    if p.type == "amount":
+        return amount(p.minimum or 0.0)
+    if p.type == "choice":
+        return choice(*p.choices)
+    return {"boolean": boolean, "word": word, "string": string, "duration": duration}[p.type]
+
+
+def method_schema(method: Any) -> dict[str, Validator | None]:
+    """Setting key -> validator for every parameter a statistics method declares."""
+    return {p.name: from_parameter(p) for p in method.parameters}

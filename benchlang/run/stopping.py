@@ -12,13 +12,16 @@ import numpy as np
 from benchlang import model
 from benchlang.run.store import TrialRecord
 from benchlang.run.trial_metric import series_metric
+from benchlang.stats.registry import statistics_methods
 from benchlang.stats.stopping import AdaptiveState, AdaptiveStop, Decision, KpiWidthStop
 
 _ADAPTIVE_KEYS = {f.name for f in __import__("attrs").fields(AdaptiveStop)}
 
 
-def build_rule(stop: model.Stop) -> AdaptiveStop | KpiWidthStop | None:
-    """The stats-level rule for a spec's stop statement (None for ``stop after``)."""
+def build_rule(stop: model.Stop) -> Any:
+    """The stats-level rule for a spec's stop statement (None for ``stop after``). A stopping
+    method from a plugin is built by its implementation from its settings (docs/plugins.md):
+    an object whose ``step(samples, state)`` returns ``(Decision, state)``."""
     if stop.kind == "adaptive":
         return AdaptiveStop(**{k: v for k, v in stop.settings.items() if k in _ADAPTIVE_KEYS})
     if stop.kind == "kpi_width":
@@ -26,7 +29,10 @@ def build_rule(stop: model.Stop) -> AdaptiveStop | KpiWidthStop | None:
         return KpiWidthStop(
             s["percentile"], s["confidence"], s["bound"], s["width"], s["relative"], s["max_n"]
         )
-    return None
+    if stop.kind == "after":
+        return None
+    method = statistics_methods()[stop.kind]
+    return method.load()(**{k: v for k, v in stop.settings.items() if k != "metric"})
 
 
 class StoppingController:
@@ -78,10 +84,7 @@ class StoppingController:
             return None
         samples.append(value)
         x = np.asarray(samples, dtype=float)
-        if isinstance(self.rule, AdaptiveStop):
-            decision, self.states[key] = self.rule.step(x, self.states.get(key))
-        else:
-            decision = self.rule.decide(x)
+        decision, self.states[key] = self.rule.step(x, self.states.get(key))
         if decision.stopped:
             self.stopped[key] = decision
             return decision

@@ -9,19 +9,8 @@ from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
+from benchlang.lang.check.methods import check_method_settings, find_method
 from benchlang.lang.diagnostics import did_you_mean
-
-_COMPARE_SCHEMAS = {
-    "bootstrap": {
-        "cluster": s.choice("none", "iid", "request", "host", "host_block"),
-        "replicates": s.count(10),
-        "weights": s.choice("poisson", "exponential"),
-        "log": s.boolean,
-        "interval": s.choice("clt", "percentile"),
-        "confidence": s.percent,
-    },
-    "mixed_effects": {"method": s.choice("auto", "reml", "moments")},
-}
 
 
 def check_analysis(
@@ -63,18 +52,12 @@ def check_analysis(
                 c.span,
             )
             continue
-        method = c.method or "bootstrap"
-        if method not in _COMPARE_SCHEMAS:
-            ctx.error(
-                f"unknown comparison method '{method}'",
-                c.method_span or c.span,
-                did_you_mean(method, _COMPARE_SCHEMAS) or f"methods: {', '.join(_COMPARE_SCHEMAS)}",
-            )
+        name = c.method or "bootstrap"
+        method = find_method(ctx, name, c.method_span or c.span, "comparison")
+        if method is None:
             continue
-        checked = s.check_settings(
-            c.settings, _COMPARE_SCHEMAS[method], f"compare with {method}", ctx.diagnostics
-        )
-        out.append(model.Comparison(c.metric, c.by, method, checked.values))
+        checked = check_method_settings(ctx, method, c.settings, f"compare with {name}")
+        out.append(model.Comparison(c.metric, c.by, name, checked.values))
     factor_names = [f.name for f in factors] + list(blocking)
     for item in items:
         if item.keyword != "anova":
@@ -93,7 +76,7 @@ def check_analysis(
                 item.span,
                 did_you_mean(term, factor_names),
             )
-        if not unknown:
+        if not unknown and find_method(ctx, "anova", item.span, "factorial"):
             out.append(
                 model.Comparison(
                     item.name,
@@ -135,10 +118,11 @@ def check_order_dependence(ctx: Context, items: list[ast.AnalysisItem]) -> dict[
     item = ctx.single(items, "'order_dependence'")
     if item is None:
         return None
-    checked = s.check_settings(
-        item.settings, {"alpha": s.number(0.0, 1.0)}, "order_dependence", ctx.diagnostics
-    )
-    alpha = checked.values.get("alpha", 0.05)
+    method = find_method(ctx, "order_dependence", item.span, "order")
+    if method is None:
+        return None
+    checked = check_method_settings(ctx, method, item.settings, "order_dependence")
+    alpha = checked.values.get("alpha", method.defaults()["alpha"])
     if not 0.0 < alpha < 1.0:
         ctx.error("alpha must lie strictly between 0 and 1", checked.spans.get("alpha", item.span))
     return {"alpha": alpha}
