@@ -27,12 +27,14 @@ TYPES = (
     "count",
     "percent",
     "percentile",
+    "amount",
     "choice",
     "boolean",
     "word",
     "string",
     "duration",
 )
+"""``amount``: a number, or a percentage of a reference (``5%``), kept as ("percent", 5.0)."""
 
 
 @attrs.frozen

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
+
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
@@ -112,6 +114,32 @@ def check_profiles(ctx: Context, items: list[ast.AnalysisItem]) -> tuple[dict[st
             {"name": item.name, "path": str(ctx.base_dir / item.path.value), **checked.values}
         )
     return tuple(out)
+
+
+_ORDER_VIEWS = ("order_dependence", "position_effects")
+"""Order analyses the order report computes together (``benchlang order``; OrderSage §4-§5)."""
+
+
+def named_order_analyses(ctx: Context, items: list[ast.AnalysisItem]) -> list[ast.AnalysisItem]:
+    """``analysis { NAME {...} }``: the method looked up in the registry. The order views
+    become the order analysis; a factorial method needs its formula (``anova M ~ A * B``);
+    other kinds have their own statements."""
+    out = []
+    for item in items:
+        method = find_method(ctx, item.name, item.span, "order", "factorial")
+        if method is None:
+            continue
+        if method.name in _ORDER_VIEWS:
+            out.append(attrs.evolve(item, keyword="order_dependence"))
+        elif method.name == "anova":
+            ctx.error("anova takes a formula", item.span, "anova METRIC ~ FACTOR * FACTOR")
+        else:
+            ctx.error(
+                f"{method.kind} method '{method.name}' from a plugin is checked but not run: "
+                "only comparison and stopping methods from plugins are run so far",
+                item.span,
+            )
+    return out
 
 
 def check_order_dependence(ctx: Context, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:

@@ -8,7 +8,12 @@ from typing import Any
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang.ab_design import AB_KEYS, check_ab_design
-from benchlang.lang.check.analysis import check_analysis, check_order_dependence, check_profiles
+from benchlang.lang.check.analysis import (
+    check_analysis,
+    check_order_dependence,
+    check_profiles,
+    named_order_analyses,
+)
 from benchlang.lang.check.benchmarks import (
     check_benchmarks,
     check_runtime_use,
@@ -111,7 +116,11 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         factors,
         (*blocking, *(h.name for h in hidden)),
     )
-    order_dependence = check_order_dependence(ctx, of(ast.AnalysisItem, "order_dependence"))
+    order_dependence = check_order_dependence(
+        ctx,
+        of(ast.AnalysisItem, "order_dependence")
+        + named_order_analyses(ctx, of(ast.AnalysisItem, "method")),
+    )
     profiles = check_profiles(ctx, of(ast.AnalysisItem, "profile"))
     runtime = design.runtime if design else None
     for metric_ast in of(ast.Metric):

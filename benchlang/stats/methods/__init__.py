@@ -113,7 +113,7 @@ KPI_WIDTH = Method(
         P("metric", "word", "the metric whose kpi is watched", required=True),
         P(
             "width",
-            "number",
+            "amount",
             "largest distance of the bound from the median (a % is relative)",
             required=True,
             minimum=0.0,
