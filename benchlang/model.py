@@ -53,6 +53,33 @@ class Factor:
         return level if self.texts is None else self.texts[self.levels.index(level)]
 
 
+HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches")
+ENV_PADDING_VARIABLE = "BENCHLANG_ENV_PADDING"
+
+
+@attrs.frozen
+class Hidden:
+    """A hidden factor (DataMill, de Oliveira et al. ICPE 2013, §3): not crossed into the
+    configurations but drawn per ``trial`` or per ``round`` from ``levels`` with a seeded
+    stream, and stored with the trial as one of its levels.
+
+    kind: ``factor`` (declared levels, substituted as ``{name}``), ``env_padding`` (levels are
+    sizes in bytes of ENV_PADDING_VARIABLE), ``aslr`` (on/off), ``link_order`` (levels are
+    the objects; each draw is a permutation, ``{link_order}``) or ``drop_caches``
+    (kept/dropped).
+    """
+
+    name: str
+    kind: str
+    levels: tuple[Any, ...]
+    per: str = "trial"
+
+    @property
+    def substituted(self) -> bool:
+        """Whether ``{name}`` stands in commands for the drawn level."""
+        return self.kind in ("factor", "link_order")
+
+
 @attrs.frozen
 class Measure:
     """How one number (or one raw series) is read from a trial.
@@ -81,6 +108,8 @@ class Benchmark:
     env: tuple[tuple[str, str], ...] = ()
     timeout: float | None = None
     workdir: str | None = None
+    hidden: tuple[str, ...] = ()
+    """Hidden factors whose ``{name}`` its commands use (rendered per trial)."""
 
     def measure(self, name: str) -> Measure | None:
         for m in self.measures:
@@ -161,6 +190,9 @@ class Design:
     """Seconds each series runs over (TriScale §4.6), or "auto" until the plan resolves it."""
     layout: Layout | None = None
     span_reason: str | None = None
+    replicate: int = 1
+    """DataMill's replications: ``runs`` holds them all, in this many contiguous blocks of
+    rounds per series; the block is the trial's ``replicate`` level."""
 
 
 @attrs.frozen
@@ -209,9 +241,19 @@ class Experiment:
     order_dependence: dict[str, Any] | None = None
     comparisons: tuple[Comparison, ...] = ()
     profiles: tuple[dict[str, Any], ...] = ()
+    hidden: tuple[Hidden, ...] = ()
 
     def factor(self, name: str) -> Factor:
         return next(f for f in self.factors if f.name == name)
+
+    @property
+    def drawn_levels(self) -> tuple[str, ...]:
+        """Levels a trial holds beside its configuration's: the replicate block and the
+        hidden factors' draws (not part of what the configuration is)."""
+        return (
+            *(["replicate"] if self.design.replicate > 1 else []),
+            *(h.name for h in self.hidden),
+        )
 
     def metric(self, name: str) -> Metric | None:
         return next((m for m in self.metrics if m.name == name), None)

@@ -55,6 +55,14 @@ def argv_for(text: str) -> list[str]:
     return ["/bin/sh", "-c", text]
 
 
+def setarch(aslr: bool | None, argv: list[str]) -> list[str]:
+    """``argv`` under setarch(8) with randomisation off (``-R``) or as the host has it, when
+    a hidden aslr factor asks; both levels pay the same exec (no launcher to set it)."""
+    if aslr is None:
+        return argv
+    return ["setarch", os.uname().machine, *([] if aslr else ["-R"]), *argv]
+
+
 def host_facts() -> dict[str, str]:
     """Kernel, CPU model, cores, memory, frequency governor where readable."""
     facts = {
@@ -170,12 +178,15 @@ class LocalSession:
                 prefix += ["-t", repr(max(0.0, float(command.timeout)))]
             if cwd:
                 prefix += ["-C", cwd]
+            if command.aslr is not None:
+                prefix.append("-A" if command.aslr else "-R")
             actions.append((os.POSIX_SPAWN_DUP2, self._status_w, 3))
             if self._cgroup is not None:
                 prefix += ["-g", "4"]
                 actions.append((os.POSIX_SPAWN_DUP2, self._cgroup.fd, 4))
             argv = [*prefix, "--", *argv]
         else:
+            argv = setarch(command.aslr, argv)
             if cwd:
                 argv = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', cwd, *argv]
             if self._cgroup is not None:
@@ -399,6 +410,7 @@ class LocalBackend(FixedHosts):
 
     kind: ClassVar[str] = "local"
     supports_reboot: ClassVar[bool] = False
+    capabilities: ClassVar[frozenset[str]] = frozenset({"aslr"})
     MAX_SLOTS: ClassVar[int] = 256
 
     @classmethod

@@ -104,7 +104,7 @@ class SshBackend(FixedHosts):
 
     kind: ClassVar[str] = "ssh"
     supports_reboot: ClassVar[bool] = True
-    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot", "aslr"})
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
@@ -448,6 +448,7 @@ class SshSession:
             "env": dict(command.env),
             "cwd": command.cwd,
             "timeout": command.timeout,
+            **({} if command.aslr is None else {"aslr": command.aslr}),
         }
         started = time.time()
         header, payload = await self._request(

@@ -346,6 +346,11 @@ class Agent:
         if request.get("env"):
             env = dict(env, **request["env"])
         argv = command = request["argv"]
+        if request.get("aslr") is not None:
+            # A hidden aslr factor: setarch -R turns randomisation off (ADDR_NO_RANDOMIZE);
+            # both levels go through setarch so that they pay the same exec.
+            off = [] if request["aslr"] else ["-R"]
+            argv = ["setarch", os.uname().machine, *off, *argv]
         if self.cgroup.path is not None:
             # The command enters the cgroup through a shell prologue (posix_spawn cannot place
             # a child in a cgroup), so say here, as posix_spawnp would, when it cannot start.

@@ -77,9 +77,11 @@ class Hosts:
 class Factor:
     name: str
     span: Span
-    levels: Value
+    levels: Value | None
     coverage: Value | None
     hidden: Span | None
+    hidden_settings: Settings | None = None
+    """``hidden { per round ... }``; a factor without ``in`` (levels None) is a built-in."""
 
 
 @attrs.frozen

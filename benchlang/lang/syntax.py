@@ -221,10 +221,16 @@ class _ToAst(Transformer):
 
     def factor(self, meta, children):
         coverage = next((c for c in children[2:] if isinstance(c, ast.Value)), None)
-        hidden = next((_span(c) for c in children[2:] if isinstance(c, Token)), None)
+        hidden = next((c for c in children[2:] if isinstance(c, tuple)), (None, None))
         return ast.Factor(
-            str(children[0]), _span(children[0]), _as_value(children[1]), coverage, hidden
+            str(children[0]), _span(children[0]), _as_value(children[1]), coverage, *hidden
         )
+
+    def factor_builtin(self, meta, children):
+        return ast.Factor(str(children[0]), _span(children[0]), None, None, *children[1])
+
+    def hidden_option(self, meta, children):
+        return _span(children[0]), (children[1] if len(children) > 1 else None)
 
     def benchmark(self, meta, children):
         items = []
