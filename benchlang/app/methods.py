@@ -1,11 +1,9 @@
-"""The installed statistics methods, described for people (``benchlang plugins --describe``)
-and for the reproducibility record (which package and version computed what)."""
+"""The installed statistics methods, described for people (``benchlang plugins --describe``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from benchlang import model
 from benchlang.errors import UserError
 from benchlang.lang.diagnostics import did_you_mean
 from benchlang.stats.registry import statistics_methods
@@ -43,33 +41,3 @@ def describe_method(name: str) -> dict[str, Any]:
             for p in method.parameters
         ],
     }
-
-
-def methods_used(experiment: model.Experiment) -> list[dict[str, str]]:
-    """Every statistics method the experiment's analysis uses, with its package and version."""
-    names: list[str] = []
-    if experiment.kpis:
-        names.append("thompson")
-    if experiment.variabilities:
-        names.append("variability")
-    names.extend(c.method for c in experiment.comparisons)
-    if experiment.stop is not None:
-        names.append(experiment.stop.kind)
-    if getattr(experiment, "order_dependence", None):
-        names.append("order_dependence")
-    catalogue = statistics_methods()
-    out = []
-    for name in dict.fromkeys(names):
-        if name not in catalogue:
-            out.append({"method": name, "package": "not installed", "version": ""})
-            continue
-        package, version = catalogue.distribution(name)
-        out.append(
-            {
-                "method": name,
-                "package": package,
-                "version": version,
-                "source": catalogue[name].source,
-            }
-        )
-    return out

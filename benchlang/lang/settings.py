@@ -214,7 +214,7 @@ def from_parameter(parameter: Any) -> Validator:
     """The validator of a statistics method's declared parameter (stats.contract.Parameter)."""
     p = parameter
     if p.type == "percent":
-        return percent
+        return percent if p.minimum is None and p.maximum is None else _bounded(percent, p, "%")
     if p.type == "percentile":
         return percentile
     if p.type == "count":
@@ -232,3 +232,16 @@ def from_parameter(parameter: Any) -> Validator:
 def method_schema(method: Any) -> dict[str, Validator | None]:
     """Setting key -> validator for every parameter a statistics method declares."""
     return {p.name: from_parameter(p) for p in method.parameters}
+
+
+def _bounded(validate: Validator, p: Any, unit: str) -> Validator:
+    def bounded(value: ast.Value) -> Any:
+        x = validate(value)
+        if (p.minimum is not None and x < p.minimum) or (p.maximum is not None and x > p.maximum):
+            raise Invalid(
+                f"{x:g}{unit} is outside [{p.minimum or 0:g}{unit}, {p.maximum:g}{unit}]",
+                f"{p.name}: {p.doc}",
+            )
+        return x
+
+    return bounded

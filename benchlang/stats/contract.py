@@ -61,6 +61,8 @@ class Parameter:
     def describe_range(self) -> str:
         if self.type == "choice":
             return " | ".join(self.choices)
+        if self.type == "percent" and self.maximum is not None:
+            return f"[{self.minimum or 0:g}%, {self.maximum:g}%]"
         if self.type == "percent":
             return "(0%, 100%)"
         if self.type == "percentile":

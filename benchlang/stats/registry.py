@@ -12,6 +12,7 @@ import functools
 from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint
 
+from benchlang import model
 from benchlang.entrypoints import entry_points_of
 from benchlang.stats.contract import Method
 
@@ -80,3 +81,27 @@ class MethodCatalogue(Mapping[str, Method]):
 def statistics_methods() -> MethodCatalogue:
     """The installed statistics methods, by name."""
     return MethodCatalogue(entry_points_of(GROUP))
+
+
+def methods_used(experiment: model.Experiment) -> tuple[str, ...]:
+    """Every statistics method the experiment's analysis uses, as ``name (package version)``,
+    for the reproducibility record (a result names the code that computed it)."""
+    names: list[str] = []
+    if experiment.kpis:
+        names.append("thompson")
+    if experiment.variabilities:
+        names.append("variability")
+    names.extend(c.method for c in experiment.comparisons)
+    if experiment.stop is not None:
+        names.append(experiment.stop.kind)
+    if experiment.order_dependence:
+        names.append("order_dependence")
+    catalogue = statistics_methods()
+    out = []
+    for name in dict.fromkeys(names):
+        if name not in catalogue:
+            out.append(f"{name} (not installed)")
+            continue
+        package, version = catalogue.distribution(name)
+        out.append(f"{name} ({package} {version})")
+    return tuple(out)

@@ -12,6 +12,7 @@ differ by a location shift; the exact interval's confidence is the achieved one 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from statistics import NormalDist
@@ -25,6 +26,7 @@ EXACT_LIMIT = 2500
 """Largest m·n for the exact null distribution under ``exact auto`` (O(m·n·mn) work)."""
 
 
+@functools.lru_cache(maxsize=64)
 def u_null_cdf(m: int, n: int) -> np.ndarray:
     """P(U <= u) for u = 0..mn under H0, U the Mann-Whitney count (no ties): the recursion
     p(u; m, n) = m/(m+n) p(u - n; m-1, n) + n/(m+n) p(u; m, n-1) (H&W §4.1, Comment 5),
@@ -42,7 +44,9 @@ def u_null_cdf(m: int, n: int) -> np.ndarray:
             shifted[j:] = prev[j][: size - j]
             cur[j] = (i / (i + j)) * shifted + (j / (i + j)) * cur[j - 1]
         prev = cur
-    return np.minimum(np.cumsum(prev[n]), 1.0)
+    cdf = np.minimum(np.cumsum(prev[n]), 1.0)
+    cdf.flags.writeable = False  # cached: shared by every caller
+    return cdf
 
 
 def _count_at_most(x: np.ndarray, y: np.ndarray, t: float) -> int:
@@ -62,6 +66,8 @@ def kth_difference(x: np.ndarray, y: np.ndarray, k: int) -> float:
     lo, hi = y[0] - x[-1], y[-1] - x[0]
     if _count_at_most(x, y, lo) >= k:
         return float(lo)
+    while _count_at_most(x, y, hi) < total:  # y - hi may round above x[0]
+        hi = np.nextafter(hi, np.inf) + abs(hi) * 1e-15
     # invariant: count(lo) < k <= count(hi)
     for _ in range(200):
         if _count_at_most(x, y, hi) - _count_at_most(x, y, lo) <= max(x.size, y.size, 64):
