@@ -168,3 +168,17 @@ def test_plugins_describe_prints_parameters(run_cli):
     assert described["kind"] == "comparison" and described["package"] == "benchlang"
     code, _, err = run_cli(["plugins", "--describe", "bootstrp"])
     assert code == 2 and "did you mean 'bootstrap'?" in err
+
+
+def test_check_warns_when_the_design_gives_a_method_too_few_trials():
+    text = (
+        "benchlang 1\nexperiment t {\n" + textwrap.dedent(BASE) + "  design { runs 3 series 1 }\n"
+        "  analysis { compare x by v with mann_whitney { confidence 99% } }\n}\n"
+    )
+    from benchlang.lang.check import check_source
+
+    warnings = check_source(decode("t.bench", text.encode())).warnings
+    assert [w.message for w in warnings] == [
+        "compare x by v with mann_whitney needs at least 5 trials per level; "
+        "the design gives 3 (runs x series)"
+    ]

@@ -116,6 +116,32 @@ def check_profiles(ctx: Context, items: list[ast.AnalysisItem]) -> tuple[dict[st
     return tuple(out)
 
 
+def check_sample_sizes(
+    ctx: Context,
+    comparisons: tuple[model.Comparison, ...],
+    nodes: list[ast.Compare],
+    design: model.Design,
+) -> None:
+    """Warn when the plan gives a compared level fewer trials than its method needs
+    (``Method.needs``): the comparison would then say only that it is not computed."""
+    if design.layout is not None:
+        return
+    per_level = design.runs * design.series
+    spans = {(c.metric, c.by): c.span for c in nodes}
+    for c in comparisons:
+        method = find_method(ctx, c.method, None, "comparison", "factorial")
+        if method is None or method.kind != "comparison":
+            continue
+        need = method.needs({**method.defaults(), **c.settings})
+        if per_level < need:
+            ctx.warn(
+                f"compare {c.metric} by {c.by} with {c.method} needs at least {need} trials per "
+                f"level; the design gives {per_level} (runs x series)",
+                spans.get((c.metric, c.by)),
+                f"runs {-(-need // design.series)} or more",
+            )
+
+
 _ORDER_VIEWS = ("order_dependence", "position_effects")
 """Order analyses the order report computes together (``benchlang order``; OrderSage §4-§5)."""
 

@@ -126,7 +126,7 @@ def check_design(
             "after": "stop after N",
             "adaptive": f"at most {runs}: stop adaptive (Mittal et al., PMBS '23) ends each configuration earlier when its samples allow",
             "kpi_width": f"at most {runs}: stop when the kpi bound is narrow enough (TriScale §7)",
-        }[stop.kind if stop else None]
+        }.get(stop.kind if stop else None, f"at most {runs}: stop {stop.kind if stop else ''}")
         for need, kpi in kpi_needs:
             if runs < need:
                 where = (

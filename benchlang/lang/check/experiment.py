@@ -12,6 +12,7 @@ from benchlang.lang.check.analysis import (
     check_analysis,
     check_order_dependence,
     check_profiles,
+    check_sample_sizes,
     named_order_analyses,
 )
 from benchlang.lang.check.benchmarks import (
@@ -116,6 +117,8 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         factors,
         (*blocking, *(h.name for h in hidden)),
     )
+    if design is not None:
+        check_sample_sizes(ctx, comparisons, of(ast.Compare), design)
     order_dependence = check_order_dependence(
         ctx,
         of(ast.AnalysisItem, "order_dependence")

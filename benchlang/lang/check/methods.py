@@ -25,9 +25,9 @@ def find_method(ctx: Context, name: str, span: Span | None, *kinds: str) -> Meth
     methods of those kinds are installed (with "did you mean")."""
     catalogue = ctx.methods if ctx.methods is not None else statistics_methods()
     what = " or ".join(KIND_WORDS[k] for k in kinds)
-    names = catalogue.of_kind(*kinds)
     method = catalogue.get(name)
     if method is None or method.kind not in kinds:
+        names = catalogue.of_kind(*kinds)  # loads every declaration: only on an error
         if method is not None:
             message = f"'{name}' is a {KIND_WORDS[method.kind]} method, not a {what} method"
         else:
