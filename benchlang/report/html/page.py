@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 from benchlang.report.table import format_number
@@ -118,10 +119,26 @@ def warning(text: str, kind: str = "descriptive") -> str:
     return f"<div class='{kind}' role='note'>{esc(text)}</div>"
 
 
+_SVG = re.compile(r"<svg .*?</svg>", re.S)
+_ID = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
+
+
+def unique_ids(page: str) -> str:
+    """Prefix every id inside the k-th SVG (and the references to it) with ``gk-``: matplotlib
+    numbers ids per figure, and two inline SVGs must not share one."""
+    count = iter(range(1 << 30))
+
+    def one(svg: re.Match) -> str:
+        prefix = f"g{next(count)}-"
+        return _ID.sub(lambda m: m.group(1) + prefix + m.group(2), svg.group(0))
+
+    return _SVG.sub(one, page)
+
+
 def document(title: str, subtitle: str, sections: Sequence[tuple[str, str, str]]) -> str:
     """The whole page: ``sections`` are (id, title, html) in order, with a table of contents."""
     toc = "".join(f"<li><a href='#{esc(i)}'>{esc(t)}</a></li>" for i, t, _ in sections)
-    return (
+    return unique_ids(
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"

@@ -178,8 +178,9 @@ def points(
         for j, (label, y) in enumerate(hlines):
             ax.axhline(y, color=COLOURS[(j + 2) % 7], linestyle="--", linewidth=1, label=label)
         ax.set_xticks(np.arange(1, len(groups) + 1), [name for name, _ in groups])
-        if len(groups) > 6:
-            ax.tick_params(axis="x", labelrotation=30)
+        if len(groups) > 3:
+            for tick in ax.get_xticklabels():
+                tick.set(rotation=25, horizontalalignment="right", fontsize=7)
 
     return plot(draw, title, "", ylabel, note)
 
