@@ -138,7 +138,37 @@ class Trim:
 
 
 @attrs.frozen
+class Expression:
+    """Arithmetic of one trial's measures (a derived metric): op is ``name`` (value: the
+    measure), ``number`` (value: the constant), ``neg``, or ``+ - * /`` over ``args``."""
+
+    op: str
+    args: tuple[Expression, ...] = ()
+    value: Any = None
+
+    def names(self) -> tuple[str, ...]:
+        if self.op == "name":
+            return (self.value,)
+        return tuple(dict.fromkeys(n for a in self.args for n in a.names()))
+
+    def text(self) -> str:
+        if self.op == "name":
+            return self.value
+        if self.op == "number":
+            return f"{self.value:g}"
+        if self.op == "neg":
+            return f"-{self.args[0].text()}"
+        left, right = (
+            a.text() if a.op in ("name", "number") else f"({a.text()})" for a in self.args
+        )
+        return f"{left} {self.op} {right}"
+
+
+@attrs.frozen
 class Metric:
+    """``measure`` names the measure aggregated, or is the expression's text for a derived
+    metric (``expression``), whose per-trial value is computed from the trial's measures."""
+
     name: str
     measure: str
     aggregate: str | float = "mean"
@@ -146,6 +176,7 @@ class Metric:
     better: str = "lower"
     convergence: Convergence | None = None
     trim: Trim | None = None
+    expression: Expression | None = None
 
 
 @attrs.frozen

@@ -26,7 +26,6 @@ import select
 import shlex
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,7 +35,7 @@ import attrs
 
 from benchlang import __version__
 from benchlang.backends.base import Command, Execution, FixedHosts, SettingError
-from benchlang.backends.launcher import TrialCgroup, launcher
+from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
 
 _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
 OUTPUT_KEEP = 1024 * 1024
@@ -142,7 +141,7 @@ class LocalSession:
         cgroup = TrialCgroup.create()
         self._cgroup = cgroup if isinstance(cgroup, TrialCgroup) else None
         self._cgroup_reason = cgroup if isinstance(cgroup, str) else ""
-        self._scratch = tempfile.mkdtemp(prefix="benchlang-trials-")
+        self._scratch = scratch_dir()
         self._null = _high(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
         self._status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._status_w = _high(status_w)

@@ -763,22 +763,12 @@ class Executor:
                 why = execution.unavailable.get(measure.builtin, "the backend does not report it")
                 raise MeasureError(f"{measure.name}: {measure.builtin} is not available: {why}")
             return float(execution.rusage[measure.builtin])
-        if measure.source == "stdout":
-            return extract_output(
-                measure,
-                execution.stdout,
-                execution.stdout_size,
-                execution.stdout_path,
-                "stdout",
+        if measure.source in ("stdout", "stderr"):
+            stream = measure.source
+            kept, size, path = (
+                getattr(execution, stream + suffix) for suffix in ("", "_size", "_path")
             )
-        if measure.source == "stderr":
-            return extract_output(
-                measure,
-                execution.stderr,
-                execution.stderr_size,
-                execution.stderr_path,
-                "stderr",
-            )
+            return extract_output(measure, kept, size, path, stream)
         try:
             data = await session.read_file(measure.path, cwd)
         except OSError as err:
