@@ -1,14 +1,14 @@
 """``benchlang replicate``: check a bundle, rerun or re-analyse it, and judge the replication.
 
 The verdict per metric and configuration follows TriScale (Jacob et al., JSys 1(1) 2021,
-§4.3 and §4.7): a variability score over percentiles [p_l, p_h] bounds, with its confidence,
-an interval that holds at least a fraction q = p_h - p_l of the series KPIs of the
-experiment. A replication that agrees draws its series KPIs from the same distribution, so
-each falls inside the published bounds with probability at least q; it *disagrees* when so
-few of its k KPIs fall inside that Bin(k, q) makes the count unlikely (one-sided binomial
-test at 5%). A median score (q = 0) says where the median lies, not where KPIs fall, so
-it cannot judge a replication; then (and without a score) the shift between the published
-and the new trials decides: the stratified cluster-bootstrap interval of their ratio
+§4.3 and §4.7): the published variability score bounds, with its confidence, where the series
+KPIs of the experiment fall. Its bounds are order statistics x(r), x(s) of n series KPIs, so
+a replication whose series KPIs come from the same distribution has a known,
+distribution-free number of them inside: beta-binomial (Wilks 1942;
+:mod:`benchlang.stats.replication`). It *disagrees* when so few of its k KPIs fall inside
+that this count is unlikely (exact one-sided test at 5%, per metric and configuration).
+Without a score (or without new series KPIs) the shift between the published and the new
+trials decides: the stratified cluster-bootstrap interval of their ratio
 (:mod:`benchlang.stats.two_sample`) excluding 1 is a disagreement. The shift is reported in
 every case, and so are the host facts that differ.
 """
@@ -21,6 +21,7 @@ import tarfile
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 from benchlang import __version__
 from benchlang.app.bundle import plugin_versions
@@ -169,28 +170,27 @@ ALPHA = 0.05
 
 
 def _verdict(old, new, shift) -> ConfigurationVerdict:
-    from benchlang.stats._orderstat import binom_cdf
+    from benchlang.stats.replication import inside_bounds_test
 
     score = old.analysis.variability
     bounds = (score.lower, score.upper) if score is not None and score.enough else None
-    mass = (score.percentile_high - score.percentile_low) / 100.0 if bounds else 0.0
     kpis = tuple(s.kpi.value for s in new.analysis.series if s.kpi.enough)
     excludes_one = not shift.descriptive_only and (shift.lower > 1 or shift.upper < 1)
-    if bounds is not None and kpis and mass > 0:
-        inside = sum(bounds[0] <= k <= bounds[1] for k in kpis)
-        p = float(binom_cdf(inside, len(kpis), mass))
-        verdict = "disagree" if p < ALPHA else "agree"
+    if bounds is not None and kpis:
+        test = inside_bounds_test(
+            np.array(kpis), *bounds, score.rank_lower, score.rank_upper, score.n
+        )
+        verdict = "disagree" if test.p_value < ALPHA else "agree"
         why = (
-            f"{inside} of {len(kpis)} new KPIs inside the published score, which holds at "
-            f"least {mass:.0%} of KPIs (binomial p = {p:.3g})"
+            f"{test.inside} of {test.k} new KPIs inside the published score "
+            f"[x({test.rank_lower}), x({test.rank_upper})] of {test.n} series, which holds "
+            f"{test.expected_coverage:.0%} of KPIs on average (Wilks; p = {test.p_value:.3g})"
         )
     elif not shift.descriptive_only:
         verdict = "disagree" if excludes_one else "agree"
-        why = (
-            "the published score bounds the median, not where KPIs fall; "
-            if bounds is not None
-            else "no published variability score; "
-        ) + ("the shift is significant" if excludes_one else "the shift is not significant")
+        why = ("no published variability score" if bounds is None else "no new series KPIs") + (
+            "; the shift is significant" if excludes_one else "; the shift is not significant"
+        )
     else:
         verdict = "could not compare"
         why = "no published variability score and too few units for a shift interval"

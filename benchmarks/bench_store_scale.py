@@ -1,0 +1,146 @@
+"""Reading a big store: `results --json` and `analyze` on 1,000,000 trials, side by side with
+the same query done with plain sqlite3 + numpy (the floor: per configuration the median of the
+metric). Target (issue 13): both commands within 3 s and 400 MB.
+
+The store is made quickly and for real: the plan of a spec (10 configurations x 1,000 runs x
+100 series) compiled by benchlang, the trials inserted with executemany in the store's schema
+(status, a wall_time and a user_time measure per trial, seeded log-normal values).
+
+    python benchmarks/bench_store_scale.py [--trials 1000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SPEC = """benchlang 1
+experiment scale {{
+  seed 1
+  factor k in 1..10
+  benchmark b {{
+    run "echo {{k}}"
+    measure time = wall_time
+  }}
+  metric time {{ measure mean unit "s" better lower }}
+  kpi time {{ percentile 50 confidence 95% }}
+  variability time {{ percentile 25 confidence 75% }}
+  design {{ runs {runs} series {series} }}
+}}
+"""
+
+
+def make_store(root: Path, trials: int) -> Path:
+    from benchlang.app.plan import build_plan
+    from benchlang.run.store import Store
+
+    series = 100
+    runs = max(1, trials // (10 * series))
+    spec = root / "scale.bench"
+    spec.write_text(SPEC.format(runs=runs, series=series))
+    plan = build_plan(spec).plan
+    store = root / "scale.sqlite"
+    with Store(store, create=True) as s:
+        s.add_plan(plan.hash, "scale", plan.spec_hash, plan.seed, plan.json_text(),
+                   str(spec), spec.read_text())  # fmt: skip
+    n = plan.n_trials
+    rng = np.random.default_rng(1)
+    config = plan.trial_configuration
+    wall = np.exp(rng.normal(np.log(0.01 * (1 + config)), 0.05))
+    user = wall * 0.8
+    labels = [c.label for c in plan.configurations]
+    levels = [json.dumps(dict(c.levels), sort_keys=True) for c in plan.configurations]
+    series_of = plan.trial_series
+    db = sqlite3.connect(store)
+    now = time.time()
+    rows = (
+        (plan.hash, t, int(series_of[t]), int(plan.trial_round[t]), int(plan.trial_position[t]),
+         "local", int(config[t]), labels[config[t]], "b", levels[config[t]], "random", "ok",
+         None, 0, 0, now, now, 1, b"", b"", "measured")
+        for t in range(n)
+    )  # fmt: skip
+    db.executemany("INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    db.executemany(
+        "INSERT INTO measures VALUES (?,?,?,?)",
+        ((plan.hash, t, name, float(v)) for name, col in (("wall_time", wall), ("user_time", user))
+         for t, v in enumerate(col.tolist())),
+    )  # fmt: skip
+    db.commit()
+    db.close()
+    return store
+
+
+def floor(store: Path) -> tuple[float, int]:
+    """Plain sqlite3 + numpy: each configuration's median wall time (seconds, peak KiB)."""
+    code = f"""
+import sqlite3, numpy as np, resource
+db = sqlite3.connect({str(store)!r})
+c = np.fromiter((r[0] for r in db.execute("SELECT configuration FROM trials ORDER BY trial")), np.int64)
+v = np.fromiter((r[0] for r in db.execute("SELECT value FROM measures WHERE name='wall_time' ORDER BY trial")), float)
+print([float(np.median(v[c == k])) for k in range(int(c.max()) + 1)][:1])
+"""
+    return timed([sys.executable, "-c", code])
+
+
+def timed(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB, GNU time) of a command."""
+    gnu = shutil.which("time") or "/usr/bin/time"
+    start = time.perf_counter()
+    done = subprocess.run(
+        [gnu, "-f", "%M", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+    return elapsed, int(re.findall(r"^(\d+)$", done.stderr, re.M)[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1_000_000)
+    parser.add_argument("--keep", help="directory to keep the store in (made if missing)")
+    args = parser.parse_args()
+    root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-scale-"))
+    root.mkdir(parents=True, exist_ok=True)
+    store = root / "scale.sqlite"
+    if not store.exists():
+        t0 = time.perf_counter()
+        make_store(root, args.trials)
+        print(f"made {store} in {time.perf_counter() - t0:.1f} s")
+    cases = {
+        "floor: sqlite3 + numpy medians": None,
+        "benchlang results --json": [sys.executable, "-m", "benchlang", "results", str(store), "--json"],
+        "benchlang analyze": [sys.executable, "-m", "benchlang", "analyze", "--store", str(store)],
+    }  # fmt: skip
+    print(f"{'command':34} {'seconds':>8} {'peak MiB':>9} {'x floor':>8}")
+    base = None
+    for name, argv in cases.items():
+        seconds, kib = floor(store) if argv is None else timed(argv)
+        base = base or seconds
+        verdict = (
+            ""
+            if argv is None
+            else ("  ok" if seconds <= 3 and kib <= 400 * 1024 else "  misses 3 s / 400 MB")
+        )
+        print(f"{name:34} {seconds:8.2f} {kib / 1024:9.0f} {seconds / base:8.2f}{verdict}")
+    if not args.keep:
+        shutil.rmtree(root)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

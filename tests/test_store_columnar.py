@@ -1,0 +1,58 @@
+"""The store's columnar read of a plan's trials gives exactly what a row-at-a-time read gives:
+failed trials and their reasons, warm-up phases, several hosts and orders, measures missing
+for some trials, values that only survive as exact floats, and trials out of insertion order."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from benchlang.run.store import Store, TrialRecord
+
+
+def _record(trial: int, rng: np.random.Generator) -> TrialRecord:
+    configuration = int(rng.integers(0, 3))
+    failed = trial % 7 == 3
+    measures = {"wall_time": float(rng.lognormal(-3, 1))}
+    if trial % 2:
+        measures["user_time"] = 0.1 + 2.0**-52 * trial
+    if trial % 5 == 0:
+        measures["bytes"] = float(trial) * 1e300
+    return TrialRecord(
+        trial=trial, series=trial // 10, round=trial // 4, position=trial % 4,
+        host=("h1", "h2, with a comma")[trial % 2], configuration=configuration,
+        label=f"b[k={configuration}]", benchmark="b", levels={"k": configuration},
+        order_kind=("fixed", "random")[trial // 20 % 2], status="failed" if failed else "ok",
+        reason="exit 3, with a comma" if failed else ("retried" if trial == 8 else None),
+        exit_status=3 if failed else 0, timed_out=False, started=0.0, ended=1.0, attempts=1,
+        stdout_tail=b"", stderr_tail=b"", measures={} if failed else measures,
+        series_values={}, phase=("warmup", "measured", "measured", "cooldown")[trial % 4],
+    )  # fmt: skip
+
+
+def test_the_columnar_read_equals_the_row_read(tmp_path):
+    rng = np.random.default_rng(3)
+    path = tmp_path / "s.sqlite"
+    with Store(path, create=True) as store:
+        store.add_plan("sha256:p", "e", "sha256:s", 1, "{}", None, None)
+        store.add_plan("sha256:q", "e", "sha256:s", 2, "{}", None, None)
+        for trial in rng.permutation(60).tolist():
+            store.record_trial("sha256:p", _record(trial, rng))
+        store.record_trial("sha256:q", _record(0, rng))
+    with Store(path) as store:
+        columnar, by_rows = store.trial_table("sha256:p"), store._trial_table_by_rows("sha256:p")
+        assert columnar.trial.tolist() == list(range(60))
+        for field in attrs.fields(type(columnar)):
+            left, right = getattr(columnar, field.name), getattr(by_rows, field.name)
+            if field.name == "measures":
+                assert left.keys() == right.keys() == {"wall_time", "user_time", "bytes"}
+                for name in left:
+                    assert np.array_equal(left[name], right[name], equal_nan=True), name
+            elif field.name == "levels":
+                assert left == right
+            else:
+                assert np.array_equal(np.asarray(left), np.asarray(right)), field.name
+        assert columnar.reason[8] == "retried" and columnar.reason[3] == "exit 3, with a comma"
+        assert columnar.measures["user_time"][57] == 0.1 + 2.0**-52 * 57
+        assert store.trial_table("sha256:q").trial.tolist() == [0]
+        assert store.trial_table("sha256:none").trial.size == 0
