@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from benchlang import model
-from benchlang.backends.base import Backend
+from benchlang.backends.base import Backend, Secret
 from benchlang.backends.registry import backend_kinds
 from benchlang.errors import SettingError, UserError
 from benchlang.lang.check import Compiled, check_file
@@ -27,10 +30,30 @@ def open_backend(experiment: model.Experiment, spec_path: str | Path) -> Backend
     cls = backend_kinds().get(kind)
     if cls is None:
         raise UserError(f"no backend named '{kind}' is installed", "see 'benchlang plugins'")
+    settings = resolve_secrets(kind, experiment.hosts.settings, cls)
     try:
-        return cls.from_settings(experiment.hosts.settings, Path(spec_path).resolve().parent)
+        return cls.from_settings(settings, Path(spec_path).resolve().parent)
     except SettingError as err:
         raise UserError(f"hosts {kind}: {err.message}", err.hint) from None
+
+
+def resolve_secrets(kind: str, settings: Mapping[str, Any], cls: Any) -> dict[str, Any]:
+    """``key from env "NAME"`` settings read from the environment now: a ``Secret`` (masked
+    in every repr) for the keys the backend marks secret, the plain text for the others."""
+    secret = frozenset(getattr(cls, "secret_settings", ()))
+    out = dict(settings)
+    for key, value in settings.items():
+        if not (isinstance(value, Mapping) and set(value) == {"env"}):
+            continue
+        name = value["env"]
+        text = os.environ.get(name)
+        if text is None:
+            raise UserError(
+                f"hosts {kind}: {key} is read from the environment variable {name}, which is not set",
+                f"export {name}=... before running (the value is never stored)",
+            )
+        out[key] = Secret(name, text) if key in secret else text
+    return out
 
 
 def counts(experiment: model.Experiment) -> tuple[int, int]:

@@ -248,7 +248,14 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
             f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}"
         )
     executor = Executor(
-        experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None, reap=True
+        experiment,
+        plan,
+        backend,
+        store,
+        progress,
+        pin_hosts=plan.layout is not None,
+        reap=True,
+        spec_dir=str(Path(args.spec).resolve().parent),
     )
     signals.executor = executor
     try:

@@ -20,6 +20,7 @@ from benchlang.backends.base import (
     capabilities_of,
     release_lease,
 )
+from benchlang.errors import SettingError, UserError
 
 LEASES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
@@ -127,10 +128,25 @@ class LeaseKeeper:
             except (HostDown, OSError) as err:
                 self.notes.append(f"lease {stored.lease.id} could not be attached ({err}); released")
                 await self._release(stored.lease)
-        lease = await acquire_lease(self.backend, None)
+        try:
+            lease = await acquire_lease(self.backend, None)
+        except (HostDown, OSError, SettingError) as err:
+            raise UserError(
+                f"hosts {self.backend.kind}: cannot acquire the hosts: {err}",
+                "nothing ran; the backend released what it had allocated",
+            ) from None
         self.lease = lease
-        self.store.record_lease(self.plan_hash, lease, self.spec_dir)
+        try:
+            self.store.record_lease(self.plan_hash, lease, self.spec_dir)
+        except BaseException:
+            await self._release(lease, stored=False)
+            raise
         return lease
+
+    def address(self, host: str) -> str | None:
+        """Where the lease put a logical host, when that is not the name itself."""
+        address = self.lease.hosts.get(host) if self.lease is not None else None
+        return address if address not in (None, host) else None
 
     async def give_back(self) -> str | None:
         """Release the lease; the reason when it failed (the lease stays unreleased)."""
@@ -138,12 +154,13 @@ class LeaseKeeper:
             return None
         return await self._release(self.lease)
 
-    async def _release(self, lease: Lease) -> str | None:
+    async def _release(self, lease: Lease, stored: bool = True) -> str | None:
         try:
             await asyncio.wait_for(release_lease(self.backend, lease), RELEASE_TIMEOUT)
         except (Exception, asyncio.CancelledError) as err:
             return f"releasing lease {lease.id} failed: {type(err).__name__}: {err}"
-        self.store.mark_released(lease.id)
+        if stored:
+            self.store.mark_released(lease.id)
         return None
 
     async def time_left(self, needed: float, more: float) -> str | None:
