@@ -26,13 +26,19 @@ def load_spec(path: str | Path) -> Compiled:
 def open_backend(experiment: model.Experiment, spec_path: str | Path) -> Backend:
     """The experiment's backend, configured from its ``hosts`` settings (paths relative to
     the spec's directory)."""
+    return open_backend_in(experiment, Path(spec_path).resolve().parent)
+
+
+def open_backend_in(experiment: model.Experiment, spec_dir: Path) -> Backend:
+    """The experiment's backend, its relative paths read from ``spec_dir``; no network and
+    no allocation (``acquire`` does that)."""
     kind = experiment.hosts.kind
     cls = backend_kinds().get(kind)
     if cls is None:
         raise UserError(f"no backend named '{kind}' is installed", "see 'benchlang plugins'")
     settings = resolve_secrets(kind, experiment.hosts.settings, cls)
     try:
-        return cls.from_settings(settings, Path(spec_path).resolve().parent)
+        return cls.from_settings(settings, spec_dir)
     except SettingError as err:
         raise UserError(f"hosts {kind}: {err.message}", err.hint) from None
 
@@ -54,6 +60,16 @@ def resolve_secrets(kind: str, settings: Mapping[str, Any], cls: Any) -> dict[st
             )
         out[key] = Secret(name, text) if key in secret else text
     return out
+
+
+def forget_secrets(experiment: model.Experiment) -> None:
+    """Unset the environment variables the backend's secret settings were read from: trials
+    inherit this process's environment, and a trial printing it would put the secret in the
+    store. Called once the backend holds the values."""
+    secret = frozenset(getattr(backend_kinds().get(experiment.hosts.kind), "secret_settings", ()))
+    for key, value in experiment.hosts.settings.items():
+        if key in secret and isinstance(value, Mapping) and set(value) == {"env"}:
+            os.environ.pop(value["env"], None)
 
 
 def counts(experiment: model.Experiment) -> tuple[int, int]:

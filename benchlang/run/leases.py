@@ -126,7 +126,9 @@ class LeaseKeeper:
                 self.lease = stored.lease
                 return stored.lease
             except (HostDown, OSError) as err:
-                self.notes.append(f"lease {stored.lease.id} could not be attached ({err}); released")
+                self.notes.append(
+                    f"lease {stored.lease.id} could not be attached ({err}); released"
+                )
                 await self._release(stored.lease)
         try:
             lease = await acquire_lease(self.backend, None)
@@ -169,12 +171,13 @@ class LeaseKeeper:
         lease = self.lease
         if lease is None or lease.expires is None or needed <= 0:
             return None
-        if time.time() + needed <= lease.expires:
+        now = time.time()
+        if now + needed <= lease.expires:
             return None
         if "extend" in capabilities_of(self.backend):
             async with self._extending:
                 lease = self.lease
-                until = time.time() + needed + more
+                until = now + needed + more
                 if lease.expires is None or lease.expires < until:
                     try:
                         lease = await self.backend.extend(lease, until)
@@ -183,7 +186,7 @@ class LeaseKeeper:
                     else:
                         self.lease = lease
                         self.store.update_lease(lease)
-            if lease.expires is None or time.time() + needed <= lease.expires:
+            if lease.expires is None or now + needed <= lease.expires:
                 return None
         ends = time.strftime("%H:%M:%S UTC", time.gmtime(lease.expires))
         return f"the lease {lease.id} ends at {ends}, before a round estimated at {needed:.0f}s could finish"

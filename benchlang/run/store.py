@@ -31,7 +31,8 @@ from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
 SCHEMA_VERSION = 3
 TAIL_BYTES = 8192
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS plans (
     plan_hash TEXT PRIMARY KEY,
@@ -121,7 +122,9 @@ CREATE TABLE IF NOT EXISTS events (
     kind TEXT NOT NULL,
     message TEXT NOT NULL
 );
-""" + LEASES_SCHEMA
+"""
+    + LEASES_SCHEMA
+)
 
 
 @attrs.frozen
