@@ -31,8 +31,7 @@ from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
 SCHEMA_VERSION = 3
 TAIL_BYTES = 8192
 
-_SCHEMA = (
-    """
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS plans (
     plan_hash TEXT PRIMARY KEY,
@@ -123,8 +122,6 @@ CREATE TABLE IF NOT EXISTS events (
     message TEXT NOT NULL
 );
 """
-    + LEASES_SCHEMA
-)
 
 
 @attrs.frozen
@@ -476,7 +473,7 @@ class Store(LeaseRows):
             raise self._write_error(err) from None
         if version is None:
             with self._transaction() as db:
-                for statement in _SCHEMA.split(";"):
+                for statement in [*_SCHEMA.split(";"), LEASES_SCHEMA]:
                     if statement.strip():
                         db.execute(statement)
                 db.execute(
