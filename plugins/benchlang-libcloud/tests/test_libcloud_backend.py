@@ -10,7 +10,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from benchlang_libcloud import LibcloudBackend

@@ -135,13 +135,18 @@ class LibcloudBackend:
         credentials = [settings[k] for k in ("key", "secret") if k in settings]
         options = {"region": settings["region"]} if "region" in settings else {}
 
-        def connect() -> Any:
-            from libcloud.compute.providers import get_driver
+        from libcloud.compute.providers import get_driver
 
-            try:
-                driver_class = get_driver(provider)
-            except AttributeError:
-                raise SettingError("provider", f"Libcloud has no compute provider '{provider}'")
+        try:
+            driver_class = get_driver(provider)
+        except AttributeError:
+            raise SettingError(
+                "provider",
+                f"Libcloud has no compute provider '{provider}'",
+                "see libcloud.compute.types.Provider for the names (ec2, gce, openstack, ...)",
+            ) from None
+
+        def connect() -> Any:
             return driver_class(*(c.reveal() for c in credentials), **options)
 
         ssh = {k: v for k, v in settings.items() if k in SSH_KEYS}
