@@ -104,7 +104,7 @@ class SshBackend(FixedHosts):
 
     kind: ClassVar[str] = "ssh"
     supports_reboot: ClassVar[bool] = True
-    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot", "aslr"})
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
@@ -482,6 +482,7 @@ class SshSession:
             "env": dict(command.env),
             "cwd": command.cwd,
             "timeout": command.timeout,
+            **({} if command.aslr is None else {"aslr": command.aslr}),
         }
         started = time.time()
         header, payload = await self._request(
@@ -499,6 +500,12 @@ class SshSession:
             stdout=payload[:out],
             stderr=payload[out:],
             rusage={k: float(v) for k, v in header["rusage"].items()},
+            stdout_truncated=bool(header.get("out_truncated", False)),
+            stderr_truncated=bool(header.get("err_truncated", False)),
+            stdout_size=header.get("out_size"),
+            stderr_size=header.get("err_size"),
+            unavailable=dict(header.get("unavailable", {})),
+            left_running=int(header.get("left_running", 0)),
         )
 
     async def read_file(self, path: str, cwd: str | None = None) -> bytes:

@@ -9,8 +9,10 @@ When the command exits, times out, a ``kill`` request comes or the controller's 
 closes (end of stdin), everything it left is killed and reaped before the answer: its process
 group, its cgroup (freeze, kill each pid, thaw), and every orphan, since the agent is a child
 subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``, man 2 prctl). ``facts`` reports ``isolation``:
-``cgroup`` or ``pgroup``. ``wait4`` gives the built-in measures, measured on the host; the
-answer also carries ``out_size``/``err_size`` and ``out_truncated``/``err_truncated`` (only
+``cgroup`` or ``pgroup``. ``wait4`` gives the built-in measures, measured on the host;
+``max_rss`` only when it exceeds the agent's own peak: Linux copies the parent's peak into a
+child at exec, so a smaller figure is the agent's and is reported unavailable. The answer
+also carries ``out_size``/``err_size`` and ``out_truncated``/``err_truncated`` (only
 the last OUTPUT_LIMIT bytes of a stream are sent).
 
 Requests: ``{"op": "exec", "argv", "env", "cwd", "timeout"}``, ``{"op": "read", "path",
@@ -22,6 +24,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import select
 import shutil
 import signal
@@ -234,10 +237,29 @@ def _facts():
     return facts
 
 
+def _scratch_dir():
+    """A scratch directory named after this agent's pid; those of this user's agents that are
+    gone (killed with their connection) are removed first."""
+    base = tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(base):
+            parts = name.split("-")
+            path = os.path.join(base, name)
+            if (
+                len(parts) == 4
+                and name.startswith("benchlang-agent-")
+                and parts[2].isdigit()
+                and not os.path.exists("/proc/" + parts[2])
+                and os.lstat(path).st_uid == os.getuid()
+            ):
+                shutil.rmtree(path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"benchlang-agent-{os.getpid()}-")
+
+
 class Agent:
     def __init__(self, workdir):
         self.workdir = workdir
-        self.scratch = tempfile.mkdtemp(prefix="benchlang-agent-")
+        self.scratch = _scratch_dir()
         self.count = 0
         self.null = os.open(os.devnull, os.O_RDONLY)
         self.subreaper = _become_subreaper()
@@ -324,6 +346,11 @@ class Agent:
         if request.get("env"):
             env = dict(env, **request["env"])
         argv = command = request["argv"]
+        if request.get("aslr") is not None:
+            # A hidden aslr factor: setarch -R turns randomisation off (ADDR_NO_RANDOMIZE);
+            # both levels go through setarch so that they pay the same exec.
+            off = [] if request["aslr"] else ["-R"]
+            argv = ["setarch", os.uname().machine, *off, *argv]
         if self.cgroup.path is not None:
             # The command enters the cgroup through a shell prologue (posix_spawn cannot place
             # a child in a cgroup), so say here, as posix_spawnp would, when it cannot start.
@@ -371,10 +398,19 @@ class Agent:
             "user_time": usage.ru_utime,
             "sys_time": usage.ru_stime,
             "cpu_time": usage.ru_utime + usage.ru_stime,
-            "max_rss": float(usage.ru_maxrss),
             "minor_faults": float(usage.ru_minflt),
             "major_faults": float(usage.ru_majflt),
         }
+        unavailable = {}
+        own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        if usage.ru_maxrss > own_peak:
+            rusage["max_rss"] = float(usage.ru_maxrss)
+        else:
+            unavailable["max_rss"] = (
+                f"wait4 reports {usage.ru_maxrss} KiB, not above the agent's own peak of "
+                f"{own_peak} KiB, which Linux copies into a child at exec: the command's own "
+                "peak resident size cannot be told apart (it is smaller)"
+            )
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
         (stdout, out_size), (stderr, err_size) = _tail(out), _tail(err)
         header = {
@@ -389,6 +425,7 @@ class Agent:
             "out_truncated": out_size > len(stdout),
             "err_truncated": err_size > len(stderr),
             "left_running": left,
+            "unavailable": unavailable,
         }
         _send(header, stdout, stderr)
         return True

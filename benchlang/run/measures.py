@@ -3,6 +3,8 @@ extractors over stdout, stderr or a file the command wrote."""
 
 from __future__ import annotations
 
+import codecs
+import collections.abc
 import csv
 import io
 import json
@@ -133,3 +135,80 @@ def extract(measure: Measure, text: str, where: str) -> float | np.ndarray:
         except ValueError as err:
             raise MeasureError(f"{where}: {err}") from None
     raise MeasureError(f"unknown extractor {kind!r}")
+
+
+def extract_output(
+    measure: Measure, kept: bytes, size: int | None, path: str | None, where: str
+) -> float | np.ndarray:
+    """A measure over a trial's stdout or stderr, of which a backend keeps the last bytes
+    (``kept``) of ``size`` and may leave the whole stream in the file ``path``.
+
+    A stream kept whole is read as it is. A cut stream is read whole from ``path`` (a regex
+    for one value scans the file through a memory map, so a 200 MB output costs no 200 MB
+    string); without the file, the last match of a regex is still the last match of the
+    stream, and every other extractor fails saying that the output was cut, never reading
+    a wrong number out of its end.
+    """
+    if size is None or size <= len(kept):
+        return extract(measure, kept.decode(errors="replace"), where)
+    if path is not None:
+        try:
+            return _extract_file(measure, path, where)
+        except OSError:
+            pass
+    cut = f"{where} was cut to its last {len(kept):,} of {size:,} bytes"
+    if measure.extractor == "regex" and not measure.series:
+        try:
+            return extract(measure, kept.decode(errors="replace"), where)
+        except MeasureError as err:
+            raise MeasureError(f"{err} ({cut})") from None
+    raise MeasureError(f"{cut}: write the values to a file and measure it with `from file`")
+
+
+def _extract_file(measure: Measure, path: str, where: str) -> float | np.ndarray:
+    with open(path, "rb") as handle:
+        if measure.extractor != "regex":
+            return extract(measure, handle.read().decode(errors="replace"), where)
+        pattern = re.compile(measure.argument)
+        values = list(_regex_values(handle, pattern, keep_all=measure.series))
+    if not values:
+        raise MeasureError(f"no match for regex {measure.argument!r} in {where}")
+    if measure.series:
+        return np.array([_number(v, f"regex {measure.argument!r}") for v in values])
+    return _number(values[-1], f"regex {measure.argument!r} in {where}")
+
+
+SCAN_BLOCK = 1 << 20
+SCAN_MARGIN = 1 << 16
+
+
+def _regex_values(
+    stream: io.BufferedReader, pattern: re.Pattern[str], *, keep_all: bool
+) -> collections.abc.Iterator[str]:
+    """The matches of ``pattern`` over a stream as if over its whole decoded text, read one
+    block at a time (memory bounded by a block, not by the stream). A match is taken once it
+    ends more than ``SCAN_MARGIN`` characters before the end of what has been read, so that
+    ``$``, lookaheads and greedy repeats see what follows it; the search resumes where a
+    search of the whole text would, with the text before that point kept so that ``^`` and
+    lookbehinds see their context. (A single match longer than the margin may be missed.)
+    The last value only, unless ``keep_all``."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text, position, last = "", 0, None
+    while True:
+        block = stream.read(SCAN_BLOCK)
+        text += decoder.decode(block, final=not block)
+        limit = len(text) - SCAN_MARGIN if block else len(text) + 1
+        resume = max(position, limit)
+        for match in pattern.finditer(text, position):
+            if match.end() >= limit:
+                resume = match.start()
+                break
+            last = match.group(1) if pattern.groups else match.group(0)
+            if keep_all:
+                yield last
+        if not block:
+            break
+        drop = max(0, resume - SCAN_MARGIN)
+        text, position = text[drop:], resume - drop
+    if not keep_all and last is not None:
+        yield last
