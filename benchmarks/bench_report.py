@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store_scale import make_store, timed  # noqa: E402
+from bench_store_scale import make_store, timed
 
 
 def main() -> int:
