@@ -182,3 +182,20 @@ def test_check_warns_when_the_design_gives_a_method_too_few_trials():
         "compare x by v with mann_whitney needs at least 5 trials per level; "
         "the design gives 3 (runs x series)"
     ]
+
+
+def test_runs_auto_gives_each_level_the_sample_its_comparison_method_needs():
+    """runs auto asks the compared methods (Method.needs) as well as the KPIs: median_ratio
+    declares 5 trials per level, more than the p50/75% KPI's 2; with 2 series, 3 runs."""
+    plain = compiled("  kpi x { percentile 50 confidence 75% }\n  design { runs auto }\n")
+    assert plain.design.runs == 2
+    sized = compiled(
+        "  kpi x { percentile 50 confidence 75% }\n  design { runs auto }\n"
+        "  analysis { compare x by v with median_ratio { } }\n"
+    )
+    assert sized.design.runs == 5 and "median_ratio needs at least 5" in sized.design.runs_reason
+    two = compiled(
+        "  design { runs auto series 2 }\n"
+        "  analysis { compare x by v with mann_whitney { confidence 99% } }\n"
+    )
+    assert two.design.runs == 3  # 5 per level at 99% (2 / C(10, 5) < 1%), over 2 series

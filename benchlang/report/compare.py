@@ -285,7 +285,7 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                     rel,
                     _f(b.se),
                     f"[{b.ci_low:.4g}, {b.ci_high:.4g}]",
-                    f"{100 * b.confidence:g}% {b.interval}",
+                    f"{b.confidence:g}% {b.interval}",
                     f"{b.cluster} ({b.clusters})",
                     "yes" if b.significant else "no",
                 ]

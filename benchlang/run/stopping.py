@@ -13,22 +13,14 @@ from benchlang import model
 from benchlang.run.store import TrialRecord
 from benchlang.run.trial_metric import evaluate, series_metric
 from benchlang.stats.registry import statistics_methods
-from benchlang.stats.stopping import AdaptiveState, AdaptiveStop, Decision, KpiWidthStop
-
-_ADAPTIVE_KEYS = {f.name for f in __import__("attrs").fields(AdaptiveStop)}
+from benchlang.stats.stopping import AdaptiveState, Decision
 
 
 def build_rule(stop: model.Stop) -> Any:
-    """The stats-level rule for a spec's stop statement (None for ``stop after``). A stopping
-    method from a plugin is built by its implementation from its settings (docs/plugins.md):
-    an object whose ``step(samples, state)`` returns ``(Decision, state)``."""
-    if stop.kind == "adaptive":
-        return AdaptiveStop(**{k: v for k, v in stop.settings.items() if k in _ADAPTIVE_KEYS})
-    if stop.kind == "kpi_width":
-        s = stop.settings
-        return KpiWidthStop(
-            s["percentile"], s["confidence"], s["bound"], s["width"], s["relative"], s["max_n"]
-        )
+    """The rule of a spec's stop statement, built by its stopping method's implementation
+    from its checked settings (docs/plugins.md; built-ins and plugins alike): an object whose
+    ``step(samples, state)`` returns ``(Decision, state)``. None for ``stop after``, whose
+    count sizes the plan instead."""
     if stop.kind == "after":
         return None
     method = statistics_methods()[stop.kind]

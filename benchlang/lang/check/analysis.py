@@ -13,6 +13,7 @@ from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
 from benchlang.lang.check.methods import check_method_settings, find_method
 from benchlang.lang.diagnostics import did_you_mean
+from benchlang.stats.registry import statistics_methods
 
 
 def check_analysis(
@@ -114,6 +115,23 @@ def check_profiles(ctx: Context, items: list[ast.AnalysisItem]) -> tuple[dict[st
             {"name": item.name, "path": str(ctx.base_dir / item.path.value), **checked.values}
         )
     return tuple(out)
+
+
+def method_needs(ctx: Context, compares: list[ast.Compare]) -> list[tuple[int, str]]:
+    """(trials per compared level, which comparison) each ``compare`` asks of the design
+    (``Method.needs``), for ``runs auto``. Quiet: the settings are checked, and reported,
+    with the analysis."""
+    catalogue = ctx.methods if ctx.methods is not None else statistics_methods()
+    out = []
+    for c in compares:
+        name = c.method or "bootstrap"
+        method = catalogue.get(name)
+        if method is None or method.kind != "comparison":
+            continue
+        values = s.check_settings(c.settings, s.method_schema(method), "", []).values
+        need = method.needs({**method.defaults(), **values})
+        out.append((need, f"compare {c.metric} by {c.by} with {name}"))
+    return out
 
 
 def check_sample_sizes(

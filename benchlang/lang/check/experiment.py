@@ -13,6 +13,7 @@ from benchlang.lang.check.analysis import (
     check_order_dependence,
     check_profiles,
     check_sample_sizes,
+    method_needs,
     named_order_analyses,
 )
 from benchlang.lang.check.benchmarks import (
@@ -106,6 +107,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         ab,
         stop_node.span if stop_node else None,
         profiles=len(of(ast.AnalysisItem, "profile")),
+        method_needs=method_needs(ctx, of(ast.Compare)),
     )
     blocking = ("host", *(["replicate"] if design and design.replicate > 1 else []))
     comparisons = check_analysis(

@@ -69,8 +69,6 @@ def check_stop(
     if name != "adaptive":
         return model.Stop(name, count=values.get("max"), settings={"metric": watched, **values})
     settings = {_ADAPTIVE_FIELDS.get(k, k): v for k, v in values.items()}
-    if "confidence" in settings:
-        settings["confidence"] = settings["confidence"] / 100.0
     settings.setdefault("min_n", 10)
     settings.setdefault("max_n", 400)
     if settings["min_n"] > settings["max_n"]:

@@ -151,7 +151,7 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
             weights=settings.get("weights", "poisson"),
             log=settings.get("log", False),
             interval=settings.get("interval", "clt"),
-            confidence=confidence / 100.0,
+            confidence=confidence,
             seed=sample.seed,
             min_clusters=floor,
         )

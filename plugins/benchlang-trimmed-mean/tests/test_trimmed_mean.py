@@ -122,3 +122,8 @@ def test_a_spec_runs_end_to_end_with_the_plugin(tmp_path):
     assert record.returncode == 0, record.stderr
     methods = json.loads(record.stdout)["statistics_methods"]
     assert "trimmed_mean (benchlang-trimmed-mean 0.1.0)" in methods
+    page = cli("report", "tm.sqlite", "tm.bench", "-o", "tm.html", cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "tm.html").read_text(encoding="utf-8")
+    assert "compare v by impl with trimmed_mean" in html
+    assert "trimmed_mean (95% interval)" in html and "Traceback" not in html
