@@ -241,3 +241,27 @@ def test_the_lease_is_extended_when_the_backend_can(tmp_path):
     assert summary.ran == 8
     (stored,) = leases
     assert stored.lease.expires > stored.acquired + 2.0, "extended, and the store updated"
+
+
+def test_hosts_sweep_finds_tagged_machines_whose_store_is_lost(pool_env, tmp_path):
+    spec = write(tmp_path, runs=4, slow="[ $BENCHLANG_TRIAL -ge 1 ] && sleep 300; ")
+    kept = tmp_path / "kept.sqlite"
+    lost = tmp_path / "lost.sqlite"
+    held = conformance.killed_run_leaves_a_lease(spec, kept, pool_env)
+    orphan = conformance.killed_run_leaves_a_lease(spec, lost, pool_env)
+    lost.unlink()  # the store of the second run is gone: only the tag finds its machines
+    status, out, _ = bl(pool_env, "hosts", "sweep", spec, "--keep", kept, "--dry-run")
+    assert status == 0 and f"found allocation {orphan[0]}" in out and held[0] not in out
+    assert set(ledger(tmp_path / "ledger.json")) == {held[0], orphan[0]}
+    status, out, _ = bl(pool_env, "hosts", "sweep", spec, "--keep", kept)
+    assert status == 0 and f"destroyed allocation {orphan[0]}" in out
+    assert list(ledger(tmp_path / "ledger.json")) == held
+    assert bl(pool_env, "hosts", "release", kept)[0] == 0
+    assert ledger(tmp_path / "ledger.json") == {}
+
+
+def test_hosts_sweep_refuses_a_backend_without_tags(tmp_path, run_cli):
+    spec = tmp_path / "l.bench"
+    spec.write_text('benchlang 1\nexperiment l {\n  benchmark b { run "true" }\n}\n')
+    status, _, err = run_cli(["hosts", "sweep", spec])
+    assert status == 2 and "hosts local cannot find its machines by tag" in err
