@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from benchlang.app.plan import plan_experiment
+from benchlang.app.spec import forget_secrets
 from benchlang.cli import add_command
 from benchlang.cli.common import load_spec, print_spec_profile
 from benchlang.errors import UserError
@@ -55,6 +56,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             f"--export-{form}", metavar="FILE", help=f"also write {what} (docs/exports.md)"
         )
+    p.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write the self-contained HTML report of the run (docs/report.md)",
+    )
     p.set_defaults(func=run, run_parser=p)
 
 
@@ -138,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     started = False  # the plan is in the store: --resume can continue it
     try:
         experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
+        forget_secrets(experiment)
         store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
         store = _open_store(args, store_path, plan)
         plan = _stored_identity(store, plan, args.spec)
@@ -248,7 +255,14 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
             f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}"
         )
     executor = Executor(
-        experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None, reap=True
+        experiment,
+        plan,
+        backend,
+        store,
+        progress,
+        pin_hosts=plan.layout is not None,
+        reap=True,
+        spec_dir=str(Path(args.spec).resolve().parent),
     )
     signals.executor = executor
     try:
@@ -286,6 +300,11 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
     from benchlang.report.headline import render_run_end
 
     render_run_end(data, analysis if experiment.kpis else None, args, str(store_path))
+    if args.report:
+        from benchlang.app.report import write_report
+
+        size, seconds = write_report(store_path, args.report, plan.hash, experiment)
+        print(f"wrote the report to {args.report} ({size / 1024:.0f} KiB in {seconds:.1f} s)")
     failed = store.count_failed(plan.hash)
     if failed:
         print(f"{failed} trials failed:")
