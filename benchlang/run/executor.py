@@ -27,6 +27,7 @@ from benchlang.backends.base import (
 from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import placeholder_values, substitute
 from benchlang.plan.plan import ORDER_KINDS, Plan
+from benchlang.run.counters import perf_command, probe_command, read_counters
 from benchlang.run.hidden import (
     aslr_of,
     drop_caches_command,
@@ -528,6 +529,11 @@ class Executor:
         refusal = await drop_caches_refusal(self.hidden, session, self._exec)
         if refusal is not None:
             raise HostStopped(session.host, refusal)
+        counted = [m for b in exp.benchmarks for m in b.counters]
+        if counted:
+            await self._checked(
+                session, Command(probe_command(counted), timeout=60.0), "perf stat (counters)"
+            )
         if exp.setup:
             await self._checked(
                 session,
@@ -745,6 +751,8 @@ class Executor:
         command = config.command
         if bench.hidden:
             command = parse_template(bench.command).render(values)
+        if bench.counters:
+            command = perf_command(command, bench.counters)
         hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
         attempts = 0
         while True:
@@ -816,11 +824,17 @@ class Executor:
                 )
         execution = await self._exec(session, trial)
         measures = {k: float(v) for k, v in execution.rusage.items()}
+        if bench.counters:
+            execution, measures, uncounted = read_counters(execution, bench.counters)
+            if uncounted is not None and execution.ok:
+                return "failed", f"measure: {uncounted}", execution, measures, {}
         if not execution.ok:
             return "failed", _describe_failure(execution, "the command"), execution, measures, {}
         series_values: dict[str, np.ndarray] = {}
         try:
             for measure in bench.measures:
+                if measure.builtin in model.COUNTERS:
+                    continue  # read with the execution (run.counters)
                 value = await self._read_measure(session, measure, execution, cwd)
                 if isinstance(value, np.ndarray):
                     series_values[measure.name] = value
