@@ -260,3 +260,15 @@ def test_a_kpi_method_from_a_plugin_is_sized_run_and_recorded(tmp_path, monkeypa
         "kpi x with scaled_kpi { percentile 50 confidence 75% }\n  stop when kpi x width < 5%"
     )
     assert "watches Thompson's bound" in message and "stop adaptive" in hint
+
+
+def test_the_methods_paragraph_names_the_stop_rule_with_its_settings(tmp_path):
+    from benchlang.app.report import methods_of
+    from benchlang.testing.synthetic import lognormal, synthetic_store
+
+    body = "  kpi x { percentile 50 confidence 75% }\n  stop adaptive { ks 0.2 min 12 max 30 }\n"
+    spec = tmp_path / "t.bench"
+    spec.write_text(f"benchlang 1\nexperiment t {{\n{textwrap.dedent(BASE)}{body}\n}}\n")
+    synthetic_store(spec, tmp_path / "s.sqlite", lambda plan, t: {"x": 10 * lognormal(plan, t)})
+    text = methods_of(tmp_path / "s.sqlite")
+    assert "(KS threshold 0.2, at least 12 and at most 30 trials)" in text

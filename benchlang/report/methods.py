@@ -133,12 +133,17 @@ def _stopping(inputs: ReportInputs, cite: list[str]) -> list[str]:
         s = stop.settings
         rule = (
             f"the adaptive stopping rule of Mittal et al. [mittal2023stopping] (KS threshold "
-            f"{s.get('ks', 0.1)}, at least {s.get('min', 10)} and at most {s.get('max', 400)} trials)"
+            f"{s.get('ks', 0.1)}, at least {s.get('min_n', 10)} and at most "
+            f"{s.get('max_n', 400)} trials)"
         )
     elif stop.kind == "after":
         rule = f"a fixed count ({stop.count} trials)"
+    elif stop.kind == "kpi_width":
+        rule = f"the KPI's interval width (at most {stop.count} trials)"
     else:
-        rule = "the KPI's interval width"
+        rule = (
+            f"the stopping method {stop.kind} ({_source(stop.kind)}; at most {stop.count} trials)"
+        )
     early = len(inputs.stops)
     warned = sum(1 for s in inputs.stops if s[3] == "stop_warn")
     return [
