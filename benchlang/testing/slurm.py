@@ -181,7 +181,9 @@ class SlurmCluster:
 
     def jobs(self) -> list[str]:
         """The ids of the jobs the cluster still knows as pending or running."""
-        listed = self.run("squeue", "-h", "-o", "%i", timeout=10.0)
+        listed = self.run(
+            "squeue", "-h", "-t", "PENDING,CONFIGURING,RUNNING,SUSPENDED", "-o", "%i", timeout=10.0
+        )
         return listed.stdout.split() if listed.returncode == 0 else []
 
     def stop(self) -> None:

@@ -322,9 +322,12 @@ class SlurmSession:
         while True:
             try:
                 info = await commands.job(self.job, env)
-                if info is None or info.get("JobState") in commands.TERMINAL:
-                    raise HostDown(self.host, _job_gone(self.job, info))
                 node = await commands.node(self.node, env)
+                if info is None or info.get("JobState") in commands.TERMINAL:
+                    why = _job_gone(self.job, info)
+                    if node.get("Reason"):
+                        why += f"; node {self.node} is {node.get('State')} ({node['Reason']})"
+                    raise HostDown(self.host, why)
                 if info.get("JobState") == "RUNNING" and commands.usable(node.get("State", "")):
                     return
                 why = f"job {self.job} {info.get('JobState')}, node {self.node} {node.get('State')} ({node.get('Reason')})"
