@@ -53,6 +53,33 @@ class Factor:
         return level if self.texts is None else self.texts[self.levels.index(level)]
 
 
+HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches")
+ENV_PADDING_VARIABLE = "BENCHLANG_ENV_PADDING"
+
+
+@attrs.frozen
+class Hidden:
+    """A hidden factor (DataMill, de Oliveira et al. ICPE 2013, §3): not crossed into the
+    configurations but drawn per ``trial`` or per ``round`` from ``levels`` with a seeded
+    stream, and stored with the trial as one of its levels.
+
+    kind: ``factor`` (declared levels, substituted as ``{name}``), ``env_padding`` (levels are
+    sizes in bytes of ENV_PADDING_VARIABLE), ``aslr`` (on/off), ``link_order`` (levels are
+    the objects; each draw is a permutation, ``{link_order}``) or ``drop_caches``
+    (kept/dropped).
+    """
+
+    name: str
+    kind: str
+    levels: tuple[Any, ...]
+    per: str = "trial"
+
+    @property
+    def substituted(self) -> bool:
+        """Whether ``{name}`` stands in commands for the drawn level."""
+        return self.kind in ("factor", "link_order")
+
+
 @attrs.frozen
 class Measure:
     """How one number (or one raw series) is read from a trial.
@@ -81,6 +108,8 @@ class Benchmark:
     env: tuple[tuple[str, str], ...] = ()
     timeout: float | None = None
     workdir: str | None = None
+    hidden: tuple[str, ...] = ()
+    """Hidden factors whose ``{name}`` its commands use (rendered per trial)."""
 
     def measure(self, name: str) -> Measure | None:
         for m in self.measures:
@@ -109,7 +138,37 @@ class Trim:
 
 
 @attrs.frozen
+class Expression:
+    """Arithmetic of one trial's measures (a derived metric): op is ``name`` (value: the
+    measure), ``number`` (value: the constant), ``neg``, or ``+ - * /`` over ``args``."""
+
+    op: str
+    args: tuple[Expression, ...] = ()
+    value: Any = None
+
+    def names(self) -> tuple[str, ...]:
+        if self.op == "name":
+            return (self.value,)
+        return tuple(dict.fromkeys(n for a in self.args for n in a.names()))
+
+    def text(self) -> str:
+        if self.op == "name":
+            return self.value
+        if self.op == "number":
+            return f"{self.value:g}"
+        if self.op == "neg":
+            return f"-{self.args[0].text()}"
+        left, right = (
+            a.text() if a.op in ("name", "number") else f"({a.text()})" for a in self.args
+        )
+        return f"{left} {self.op} {right}"
+
+
+@attrs.frozen
 class Metric:
+    """``measure`` names the measure aggregated, or is the expression's text for a derived
+    metric (``expression``), whose per-trial value is computed from the trial's measures."""
+
     name: str
     measure: str
     aggregate: str | float = "mean"
@@ -117,6 +176,7 @@ class Metric:
     better: str = "lower"
     convergence: Convergence | None = None
     trim: Trim | None = None
+    expression: Expression | None = None
 
 
 @attrs.frozen
@@ -161,6 +221,9 @@ class Design:
     """Seconds each series runs over (TriScale §4.6), or "auto" until the plan resolves it."""
     layout: Layout | None = None
     span_reason: str | None = None
+    replicate: int = 1
+    """DataMill's replications: ``runs`` holds them all, in this many contiguous blocks of
+    rounds per series; the block is the trial's ``replicate`` level."""
 
 
 @attrs.frozen
@@ -209,9 +272,19 @@ class Experiment:
     order_dependence: dict[str, Any] | None = None
     comparisons: tuple[Comparison, ...] = ()
     profiles: tuple[dict[str, Any], ...] = ()
+    hidden: tuple[Hidden, ...] = ()
 
     def factor(self, name: str) -> Factor:
         return next(f for f in self.factors if f.name == name)
+
+    @property
+    def drawn_levels(self) -> tuple[str, ...]:
+        """Levels a trial holds beside its configuration's: the replicate block and the
+        hidden factors' draws (not part of what the configuration is)."""
+        return (
+            *(["replicate"] if self.design.replicate > 1 else []),
+            *(h.name for h in self.hidden),
+        )
 
     def metric(self, name: str) -> Metric | None:
         return next((m for m in self.metrics if m.name == name), None)

@@ -56,7 +56,7 @@ def test_a_version_1_backend_gets_a_lease_that_allocates_nothing():
 
 def test_builtin_backends_declare_protocol_2():
     assert protocol_of(LocalBackend) == PROTOCOL_VERSION
-    assert capabilities_of(LocalBackend) == frozenset()
+    assert capabilities_of(LocalBackend) == frozenset({"aslr"})
     assert protocol_of(SshBackend) == PROTOCOL_VERSION
     assert "reboot" in capabilities_of(SshBackend)
     local = LocalBackend.from_settings({"slots": 2}, Path("."))

@@ -12,7 +12,6 @@ import textwrap
 import pytest
 
 from benchlang.backends.registry import backend_kinds
-from benchlang.lang import check as check_module
 from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import SpecError
 from benchlang.lang.syntax import decode
@@ -266,23 +265,6 @@ def test_unknown_order_hint():
     assert block["message"].startswith("order: expected one of fixed, random, fixed_vs_random")
     assert pointed == "randon"
     assert hint(block) == "did you mean 'random'?"
-
-
-def refused_as_not_built(body: str, what: str) -> None:
-    err = errors_of(spec(body))
-    block = next((b for b in blocks(err) if b["message"] == f"{what} is not supported yet"), None)
-    assert block is not None, str(err)
-    assert "not built yet" in hint(block)
-
-
-@pytest.mark.parametrize("key", check_module.NOT_YET_DESIGN)
-def test_design_settings_not_built_yet_are_refused(key):
-    """Generic over the checker's list, so it stays right as features land."""
-    refused_as_not_built(f"  design {{ {key} 2 }}\n", f"design '{key}'")
-
-
-def test_hidden_factor_not_built_yet_is_refused():
-    refused_as_not_built("  factor pad in [0, 64] hidden\n", "a hidden factor")
 
 
 def test_unknown_hosts_kind_is_refused():

@@ -305,3 +305,25 @@ def test_the_launcher_is_cached_under_its_source_hash(tmp_path, monkeypatch):
     report = os.read(read, 4096).split()
     os.close(read)
     assert report[:3] == [b"benchlang-launch", b"1", b"3"]
+
+
+def test_scratch_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = tmp_path / f"benchlang-trials-{gone.pid}-abc123"
+    live_run = tmp_path / f"benchlang-trials-{os.getppid()}-def456"
+    other = tmp_path / "benchlang-trials-notapid"
+    for path in (stale, live_run, other):
+        path.mkdir()
+        (path / "1.out").write_text("x")
+    session = LocalSession("local", tmp_path)
+    try:
+        assert session.run_blocking(Command("true")).ok
+        assert Path(session._scratch).parent == tmp_path
+    finally:
+        asyncio.run(session.close())
+    assert not stale.exists()
+    assert live_run.exists() and other.exists()

@@ -146,3 +146,34 @@ def test_results_json_and_csv_shape(measured, run_cli_many):
     header = lines[0].split(",")
     first = dict(zip(header, lines[1].split(","), strict=True))
     assert first["n"] == "3" and float(first["lat_median"]) == 1.5
+
+
+def test_a_regex_over_a_stream_finds_what_it_finds_over_the_whole_text(monkeypatch):
+    """Block by block (blocks of 1 to 64 characters here, a margin longer than any match),
+    the values equal a search of the whole text: anchors, lookarounds, multi-byte characters
+    cut between blocks, empty matches."""
+    import io
+    import random
+    import re
+
+    from benchlang.run import measures
+
+    monkeypatch.setattr(measures, "SCAN_MARGIN", 40)
+    patterns = [r"v=([0-9]+)", r"^v=([0-9]+)", r"(?m)^v=([0-9]+)$", r"(?<=x)v=(\d+)",
+                r"v=(\d+)(?=\n)", r"\d+", r"v=(\d+)$", r"é(\d)", r"x*"]  # fmt: skip
+    pieces = ["v=", "x", "\n", "é", "yy", "v=1", "42", "7"]
+    rng = random.Random(5)
+    for block in (1, 3, 7, 64):
+        monkeypatch.setattr(measures, "SCAN_BLOCK", block)
+        for _ in range(300):
+            text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 16)))
+            for source in patterns:
+                pattern = re.compile(source)
+                whole = [
+                    m.group(1) if pattern.groups else m.group(0) for m in pattern.finditer(text)
+                ]
+                stream = io.BytesIO(text.encode())
+                assert list(measures._regex_values(stream, pattern, keep_all=True)) == whole
+                stream.seek(0)
+                last = list(measures._regex_values(stream, pattern, keep_all=False))
+                assert last == whole[-1:], (text, source)

@@ -44,8 +44,9 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 2
-CAPABILITIES = frozenset({"reboot", "power_cycle", "reimage", "extend", "tags"})
-"""What a backend may declare it can do; ``extend`` allows ``Backend.extend``."""
+CAPABILITIES = frozenset({"reboot", "power_cycle", "reimage", "extend", "tags", "aslr"})
+"""What a backend may declare it can do; ``extend`` allows ``Backend.extend``; ``aslr``
+honours ``Command.aslr``."""
 
 
 class HostDown(Exception):
@@ -65,6 +66,10 @@ class Command:
     env: Mapping[str, str] = attrs.field(factory=dict)
     cwd: str | None = None
     timeout: float | None = None
+    aslr: bool | None = None
+    """Address-space randomisation for this command: None leaves it as the host has it,
+    False turns it off (personality ADDR_NO_RANDOMIZE, as ``setarch -R``). Only backends with
+    the ``aslr`` capability get a value (the checker refuses a hidden aslr factor on others)."""
 
 
 @attrs.frozen

@@ -1,6 +1,9 @@
 /* benchlang-launch: run one trial's command and measure it alone.
  *
- * Usage: benchlang-launch [-t SECONDS] [-C DIR] [-g CGROUP_DIR_FD] -- COMMAND ARGS...
+ * Usage: benchlang-launch [-t SECONDS] [-C DIR] [-g CGROUP_DIR_FD] [-R|-A] -- COMMAND ARGS...
+ *
+ * -R runs the command with address-space randomisation off (personality(2)
+ * ADDR_NO_RANDOMIZE, as setarch -R), -A with it on; set in the child only, before exec.
  *
  * benchlang (a ~100 MiB Python process) cannot spawn the command itself and keep max_rss right:
  * at exec, Linux folds the old address space's peak RSS into the new program's
@@ -34,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -198,9 +202,11 @@ static pid_t spawn_into_cgroup(void) {
 int main(int argc, char **argv) {
     double timeout = -1;
     const char *dir = NULL;
-    int opt;
-    while ((opt = getopt(argc, argv, "+t:C:g:")) != -1) {
-        if (opt == 't') timeout = strtod(optarg, NULL);
+    int opt, aslr = 0;
+    while ((opt = getopt(argc, argv, "+t:C:g:RA")) != -1) {
+        if (opt == 'R') aslr = -1;
+        else if (opt == 'A') aslr = 1;
+        else if (opt == 't') timeout = strtod(optarg, NULL);
         else if (opt == 'C') dir = optarg;
         else if (opt == 'g') cgroup_fd = atoi(optarg);
         else return 125;
@@ -235,6 +241,14 @@ int main(int argc, char **argv) {
         if (dir && chdir(dir) != 0) {
             dprintf(2, "benchlang: cannot enter %s: %s\n", dir, strerror(errno));
             _exit(127);
+        }
+        if (aslr) {
+            int persona = personality(0xffffffff);
+            persona = aslr < 0 ? (persona | ADDR_NO_RANDOMIZE) : (persona & ~ADDR_NO_RANDOMIZE);
+            if (persona < 0 || personality((unsigned long)persona) < 0) {
+                dprintf(2, "benchlang: cannot set the personality: %s\n", strerror(errno));
+                _exit(127);
+            }
         }
         execvp(command[0], command);
         dprintf(2, "benchlang: cannot start '%s': %s\n", command[0], strerror(errno));

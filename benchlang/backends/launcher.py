@@ -20,6 +20,7 @@ import fcntl
 import functools
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -208,3 +209,21 @@ def _remove_stale(parent: Path) -> None:
                         break
                     except OSError:
                         time.sleep(0.002)
+
+
+def scratch_dir() -> str:
+    """A trial scratch directory named after this process; those of this user's benchlang
+    processes that are gone (killed: nothing removed them) are removed first."""
+    base = tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(base):
+            parts = entry.name.split("-")
+            if (
+                len(parts) == 4
+                and entry.name.startswith("benchlang-trials-")
+                and parts[2].isdigit()
+                and not os.path.exists(f"/proc/{parts[2]}")
+                and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+            ):
+                shutil.rmtree(entry.path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"benchlang-trials-{os.getpid()}-")

@@ -107,6 +107,7 @@ def exec_request(command: Command) -> dict[str, Any]:
         "env": dict(command.env),
         "cwd": command.cwd,
         "timeout": command.timeout,
+        **({} if command.aslr is None else {"aslr": command.aslr}),
     }
 
 
@@ -140,7 +141,7 @@ class SshBackend(FixedHosts):
 
     kind: ClassVar[str] = "ssh"
     supports_reboot: ClassVar[bool] = True
-    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot", "aslr"})
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

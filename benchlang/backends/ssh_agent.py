@@ -237,10 +237,29 @@ def _facts():
     return facts
 
 
+def _scratch_dir():
+    """A scratch directory named after this agent's pid; those of this user's agents that are
+    gone (killed with their connection) are removed first."""
+    base = tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(base):
+            parts = name.split("-")
+            path = os.path.join(base, name)
+            if (
+                len(parts) == 4
+                and name.startswith("benchlang-agent-")
+                and parts[2].isdigit()
+                and not os.path.exists("/proc/" + parts[2])
+                and os.lstat(path).st_uid == os.getuid()
+            ):
+                shutil.rmtree(path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"benchlang-agent-{os.getpid()}-")
+
+
 class Agent:
     def __init__(self, workdir):
         self.workdir = workdir
-        self.scratch = tempfile.mkdtemp(prefix="benchlang-agent-")
+        self.scratch = _scratch_dir()
         self.count = 0
         self.null = os.open(os.devnull, os.O_RDONLY)
         self.subreaper = _become_subreaper()
@@ -327,6 +346,11 @@ class Agent:
         if request.get("env"):
             env = dict(env, **request["env"])
         argv = command = request["argv"]
+        if request.get("aslr") is not None:
+            # A hidden aslr factor: setarch -R turns randomisation off (ADDR_NO_RANDOMIZE);
+            # both levels go through setarch so that they pay the same exec.
+            off = [] if request["aslr"] else ["-R"]
+            argv = ["setarch", os.uname().machine, *off, *argv]
         if self.cgroup.path is not None:
             # The command enters the cgroup through a shell prologue (posix_spawn cannot place
             # a child in a cgroup), so say here, as posix_spawnp would, when it cannot start.

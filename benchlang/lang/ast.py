@@ -77,9 +77,11 @@ class Hosts:
 class Factor:
     name: str
     span: Span
-    levels: Value
+    levels: Value | None
     coverage: Value | None
     hidden: Span | None
+    hidden_settings: Settings | None = None
+    """``hidden { per round ... }``; a factor without ``in`` (levels None) is a built-in."""
 
 
 @attrs.frozen
@@ -105,12 +107,25 @@ class Benchmark:
 
 
 @attrs.frozen
+class Arith:
+    """An arithmetic expression of a trial's measures: op is ``name``, ``number``, ``neg``
+    or a binary operator (``+ - * /``, and ``:``, which the checker refuses)."""
+
+    op: str
+    span: Span
+    args: tuple[Arith, ...] = ()
+    value: Any = None
+
+
+@attrs.frozen
 class Metric:
     name: str
     span: Span
     items: tuple[Statement, ...]
     convergence: Settings | None
     convergence_span: Span | None
+    expression: Arith | None = None
+    """``metric NAME = EXPRESSION``: a derived metric."""
 
 
 @attrs.frozen

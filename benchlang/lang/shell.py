@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import attrs
 
@@ -105,17 +105,29 @@ class Template:
     brace_error: bool = False
     program: str | None = None  # the first word when it is plain literal text
 
-    def render(self, values: Mapping[str, object]) -> str:
-        """The command with every placeholder replaced by its value, quoted for its context."""
+    def render(self, values: Mapping[str, object], keep: Collection[str] = ()) -> str:
+        """The command with every placeholder replaced by its value, quoted for its context.
+        A tuple value (a hidden ``link_order``) is several words where the placeholder stands
+        unquoted, each literal; placeholders named in ``keep`` stay as written (drawn later)."""
         out = [self.literals[0]]
         for ph, literal in zip(self.placeholders, self.literals[1:], strict=True):
-            out.append(quote(text_of(values[ph.name]), ph))
+            if ph.name in keep:
+                out.append("{" + ph.name + "}")
+                out.append(literal)
+                continue
+            value = values[ph.name]
+            if isinstance(value, tuple) and ph.context == "word" and not ph.code:
+                out.append(" ".join(quote(text_of(w), ph) for w in value) or "''")
+            else:
+                out.append(quote(text_of(value), ph))
             out.append(literal)
         return "".join(out)
 
 
 def text_of(value: object) -> str:
-    """The text of a level as a command sees it (6.0 stays '6.0')."""
+    """The text of a level as a command sees it (6.0 stays '6.0'; words joined by spaces)."""
+    if isinstance(value, tuple):
+        return " ".join(map(text_of, value))
     if isinstance(value, float) and value.is_integer():
         return repr(value)
     return str(value)

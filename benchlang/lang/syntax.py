@@ -221,10 +221,16 @@ class _ToAst(Transformer):
 
     def factor(self, meta, children):
         coverage = next((c for c in children[2:] if isinstance(c, ast.Value)), None)
-        hidden = next((_span(c) for c in children[2:] if isinstance(c, Token)), None)
+        hidden = next((c for c in children[2:] if isinstance(c, tuple)), (None, None))
         return ast.Factor(
-            str(children[0]), _span(children[0]), _as_value(children[1]), coverage, hidden
+            str(children[0]), _span(children[0]), _as_value(children[1]), coverage, *hidden
         )
+
+    def factor_builtin(self, meta, children):
+        return ast.Factor(str(children[0]), _span(children[0]), None, None, *children[1])
+
+    def hidden_option(self, meta, children):
+        return _span(children[0]), (children[1] if len(children) > 1 else None)
 
     def benchmark(self, meta, children):
         items = []
@@ -268,6 +274,13 @@ class _ToAst(Transformer):
         return (str(children[0]), argument)
 
     def metric(self, meta, children):
+        return self._metric_node(children, None)
+
+    def metric_derived(self, meta, children):
+        return self._metric_node([children[0], *children[2:]], children[1])
+
+    @staticmethod
+    def _metric_node(children, expression: ast.Arith | None) -> ast.Metric:
         items, convergence, convergence_span = [], None, None
         for child in children[1:]:
             if isinstance(child, tuple):
@@ -275,8 +288,31 @@ class _ToAst(Transformer):
             else:
                 items.append(child)
         return ast.Metric(
-            str(children[0]), _span(children[0]), tuple(items), convergence, convergence_span
+            str(children[0]),
+            _span(children[0]),
+            tuple(items),
+            convergence,
+            convergence_span,
+            expression,
         )
+
+    def arith_name(self, meta, children):
+        return ast.Arith("name", _span(children[0]), value=str(children[0]))
+
+    def arith_number(self, meta, children):
+        return ast.Arith("number", _span(children[0]), value=float(children[0]))
+
+    def arith_binary(self, meta, children):
+        left, op, right = children
+        return ast.Arith(str(op), _meta_span(meta), (left, right))
+
+    def arith_minus_literal(self, meta, children):
+        left, literal = children
+        number = ast.Arith("number", _span(literal), value=-float(literal))
+        return ast.Arith("-", _meta_span(meta), (left, number))
+
+    def arith_negate(self, meta, children):
+        return ast.Arith("neg", _meta_span(meta), (children[1],))
 
     def convergence(self, meta, children):
         settings = children[0] if children else ast.Settings((), _meta_span(meta))

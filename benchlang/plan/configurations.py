@@ -65,7 +65,10 @@ def configurations(experiment: model.Experiment) -> tuple[Configuration, ...]:
             values.update(zip(names, (text for _, text in combo), strict=True))
             out.append(
                 Configuration(
-                    len(out), bench.name, tuple(pair for pair, _ in combo), template.render(values)
+                    len(out),
+                    bench.name,
+                    tuple(pair for pair, _ in combo),
+                    template.render(values, keep=bench.hidden),
                 )
             )
     return tuple(out)

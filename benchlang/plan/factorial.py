@@ -10,6 +10,7 @@ import numpy as np
 from benchlang import model
 from benchlang.design.streams import draws, uniforms
 from benchlang.plan.configurations import configurations, covered_levels
+from benchlang.plan.hidden import hidden_levels
 from benchlang.plan.plan import Derived, Plan, paused_gc
 
 
@@ -47,12 +48,18 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
     round_host = (np.arange(n_rounds, dtype=np.int32) % max(1, len(hosts))).astype(np.int32)
 
     series_start, round_start = spread_over_span(design.span, round_series, seed)
+    round_replicate = None
+    if design.replicate > 1:
+        round_replicate = (within // (per_series // design.replicate)).astype(np.int32)
 
     n_trials = n_rounds * n_configs
     trial_round = np.repeat(np.arange(n_rounds, dtype=np.int32), n_configs)
     trial_position = np.tile(np.arange(n_configs, dtype=np.int32), n_rounds)
     trial_configuration = orders.reshape(-1)
     trial_seed = (draws(seed, "trial", np.arange(n_trials)) >> np.uint64(33)).astype(np.int64)
+    trial_hidden = (
+        hidden_levels(experiment.hidden, seed, trial_round) if experiment.hidden else None
+    )
 
     derived = (
         Derived("configurations", n_configs, _configuration_reason(experiment)),
@@ -62,6 +69,19 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
         Derived("rounds", n_rounds, f"{per_series} per series x {n_series} series"),
         Derived("trials", n_trials, f"{n_rounds} rounds x {n_configs} configurations"),
     )
+    if experiment.hidden:
+        derived += (
+            Derived(
+                "hidden",
+                [h.name for h in experiment.hidden],
+                "; ".join(
+                    f"{h.name} drawn per {h.per} from {len(h.levels)} "
+                    + ("objects (a permutation)" if h.kind == "link_order" else "levels")
+                    for h in experiment.hidden
+                )
+                + " with seeded streams (DataMill's hidden factors, de Oliveira et al. ICPE 2013 §3)",
+            ),
+        )
     if design.span:
         derived += (
             Derived(
@@ -88,6 +108,12 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
         trial_configuration=trial_configuration,
         trial_seed=trial_seed,
         round_start=round_start,
+        round_replicate=round_replicate,
+        hidden=tuple(
+            {"name": h.name, "kind": h.kind, "per": h.per, "levels": list(h.levels)}
+            for h in experiment.hidden
+        ),
+        trial_hidden=trial_hidden,
         derived=derived,
     )
 

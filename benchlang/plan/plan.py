@@ -119,6 +119,12 @@ class Plan:
     trial_phase: np.ndarray | None = None
     round_start: np.ndarray | None = None
     """Seconds from the run's start before which each round may not start (a ``span``)."""
+    round_replicate: np.ndarray | None = None
+    """Each round's replicate block (``design { replicate N }``, N > 1)."""
+    hidden: tuple[dict[str, Any], ...] = ()
+    """Hidden factors (name, kind, per, levels), in spec order (plan.hidden)."""
+    trial_hidden: dict[str, list[Any]] | None = None
+    """Each hidden factor's drawn level for every trial."""
 
     @property
     def n_trials(self) -> int:
@@ -153,6 +159,24 @@ class Plan:
             out["trials"]["phase"] = [PHASES[k] for k in self.trial_phase.tolist()]
         if self.round_start is not None:
             out["rounds"]["start"] = [round(float(x), 3) for x in self.round_start]
+        if self.round_replicate is not None:
+            out["rounds"]["replicate"] = self.round_replicate.tolist()
+        if self.hidden:
+            out["hidden"] = [dict(h) for h in self.hidden]
+            out["trials"]["hidden"] = {
+                k: [list(x) if isinstance(x, tuple) else x for x in v]
+                for k, v in (self.trial_hidden or {}).items()
+            }
+        return out
+
+    def plan_levels(self, t: int) -> dict[str, Any]:
+        """Levels of trial ``t`` the plan draws beside its configuration's: the replicate
+        block and each hidden factor's level. Stored with the trial, so analyses see them."""
+        out: dict[str, Any] = {}
+        if self.round_replicate is not None:
+            out["replicate"] = int(self.round_replicate[self.trial_round[t]])
+        for name, values in (self.trial_hidden or {}).items():
+            out[name] = values[t]
         return out
 
     def _json_body(self, configurations: bool) -> dict[str, Any]:

@@ -316,7 +316,12 @@ def _anova(data: ExperimentData, comparison: model.Comparison) -> ComparisonResu
     keep = t.ok & np.isfinite(y)
     terms = comparison.settings["terms"]
     factors = {
-        name: [lv.get(name) for lv, k in zip(t.levels, keep, strict=True) if k] for name in terms
+        name: (
+            list(t.host[keep])
+            if name == "host"
+            else [lv.get(name) for lv, k in zip(t.levels, keep, strict=True) if k]
+        )
+        for name in terms
     }
     base = ComparisonResult(comparison, None, None, int(keep.sum()))
     if keep.sum() < 3:

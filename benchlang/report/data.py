@@ -40,11 +40,12 @@ class ExperimentData:
         for i in np.argsort(self.table.configuration, kind="stable"):
             c = int(self.table.configuration[i])
             if c not in seen:
+                drawn = self.experiment.drawn_levels
                 seen[c] = (
                     c,
                     str(self.table.label[i]),
                     str(self.table.benchmark[i]),
-                    self.table.levels[i],
+                    {k: v for k, v in self.table.levels[i].items() if k not in drawn},
                 )
         return list(seen.values())
 

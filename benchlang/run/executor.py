@@ -17,8 +17,15 @@ import numpy as np
 
 from benchlang import model
 from benchlang.backends.base import Backend, Command, Execution, HostDown, HostSession
+from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import placeholder_values, substitute
 from benchlang.plan.plan import ORDER_KINDS, Plan
+from benchlang.run.hidden import (
+    aslr_of,
+    drop_caches_command,
+    drop_caches_refusal,
+    hidden_environment,
+)
 from benchlang.run.measures import MeasureError, extract, extract_output
 from benchlang.run.progress import Progress
 from benchlang.run.stopping import StoppingController, decision_from_row
@@ -151,6 +158,7 @@ class Executor:
         self.progress = progress
         self.plan_hash = plan.hash
         self.benchmarks = {b.name: b for b in experiment.benchmarks}
+        self.hidden = {h.name: h for h in experiment.hidden}
         self.finished = store.finished_trials(self.plan_hash)
         self.failed = 0
         self.ran = 0
@@ -436,6 +444,9 @@ class Executor:
 
     async def _setup(self, session: HostSession) -> None:
         exp = self.experiment
+        refusal = await drop_caches_refusal(self.hidden, session, self._exec)
+        if refusal is not None:
+            raise HostStopped(session.host, refusal)
         if exp.setup:
             await self._checked(
                 session,
@@ -618,12 +629,15 @@ class Executor:
         config = plan.configurations[int(plan.trial_configuration[t])]
         bench = self.benchmarks[config.benchmark]
         values = self._values(config.levels)
+        drawn = plan.plan_levels(t)
+        values.update((k, v) for k, v in drawn.items() if k in self.hidden)
         bench_env = {
-            k: v.format_map({k2: str(v2) for k2, v2 in values.items()}) for k, v in bench.env
+            k: v.format_map({k2: text_of(v2) for k2, v2 in values.items()}) for k, v in bench.env
         }
         env = self._env(
             {
                 **bench_env,
+                **hidden_environment(self.hidden, drawn),
                 "BENCHLANG_TRIAL": str(t),
                 "BENCHLANG_SEED": str(int(plan.trial_seed[t])),
                 "BENCHLANG_CONFIGURATION": config.label,
@@ -635,15 +649,28 @@ class Executor:
         exp_before = self.experiment.before and self._experiment_command(self.experiment.before)
         exp_after = self.experiment.after and self._experiment_command(self.experiment.after)
         hooks_before = [
-            h for h in (exp_before, bench.before and substitute(bench.before, values)) if h
+            h
+            for h in (
+                drop_caches_command(self.hidden, drawn),
+                exp_before,
+                bench.before and substitute(bench.before, values),
+            )
+            if h
         ]
+        command = config.command
+        if bench.hidden:
+            command = parse_template(bench.command).render(values)
         hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
         attempts = 0
         while True:
             attempts += 1
             try:
                 status, reason, execution, measures, series_values = await self._attempt(
-                    session, config.command, env, cwd, timeout, hooks_before, hooks_after, bench
+                    session,
+                    Command(command, env, cwd, timeout, aslr=aslr_of(self.hidden, drawn)),
+                    hooks_before,
+                    hooks_after,
+                    bench,
                 )
                 if execution.left_running:
                     self.store.record_event(
@@ -674,7 +701,7 @@ class Executor:
             configuration=config.index,
             label=config.label,
             benchmark=config.benchmark,
-            levels=dict(config.levels),
+            levels={**dict(config.levels), **drawn},
             order_kind=order_kind,
             status=status,
             reason=reason,
@@ -690,7 +717,8 @@ class Executor:
             phase=plan.phase(t),
         )
 
-    async def _attempt(self, session, command, env, cwd, timeout, hooks_before, hooks_after, bench):
+    async def _attempt(self, session, trial: Command, hooks_before, hooks_after, bench):
+        env, cwd, timeout = trial.env, trial.cwd, trial.timeout
         for hook in hooks_before:
             execution = await self._exec(session, Command(hook, env, cwd, timeout))
             if not execution.ok:
@@ -701,7 +729,7 @@ class Executor:
                     {},
                     {},
                 )
-        execution = await self._exec(session, Command(command, env, cwd, timeout))
+        execution = await self._exec(session, trial)
         measures = {k: float(v) for k, v in execution.rusage.items()}
         if not execution.ok:
             return "failed", _describe_failure(execution, "the command"), execution, measures, {}
@@ -735,22 +763,12 @@ class Executor:
                 why = execution.unavailable.get(measure.builtin, "the backend does not report it")
                 raise MeasureError(f"{measure.name}: {measure.builtin} is not available: {why}")
             return float(execution.rusage[measure.builtin])
-        if measure.source == "stdout":
-            return extract_output(
-                measure,
-                execution.stdout,
-                execution.stdout_size,
-                execution.stdout_path,
-                "stdout",
+        if measure.source in ("stdout", "stderr"):
+            stream = measure.source
+            kept, size, path = (
+                getattr(execution, stream + suffix) for suffix in ("", "_size", "_path")
             )
-        if measure.source == "stderr":
-            return extract_output(
-                measure,
-                execution.stderr,
-                execution.stderr_size,
-                execution.stderr_path,
-                "stderr",
-            )
+            return extract_output(measure, kept, size, path, stream)
         try:
             data = await session.read_file(measure.path, cwd)
         except OSError as err:

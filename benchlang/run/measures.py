@@ -3,12 +3,12 @@ extractors over stdout, stderr or a file the command wrote."""
 
 from __future__ import annotations
 
-import collections
+import codecs
+import collections.abc
 import csv
 import io
 import json
 import math
-import os
 import re
 from typing import Any
 
@@ -166,15 +166,49 @@ def extract_output(
 
 
 def _extract_file(measure: Measure, path: str, where: str) -> float | np.ndarray:
-    import mmap
-
     with open(path, "rb") as handle:
-        if measure.extractor != "regex" or measure.series or not os.fstat(handle.fileno()).st_size:
+        if measure.extractor != "regex":
             return extract(measure, handle.read().decode(errors="replace"), where)
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            pattern = re.compile(measure.argument.encode())
-            last = next(iter(collections.deque(pattern.finditer(data), maxlen=1)), None)
-            if last is None:
-                raise MeasureError(f"no match for regex {measure.argument!r} in {where}")
-            text = (last.group(1) if pattern.groups else last.group(0)).decode(errors="replace")
-            return _number(text, f"regex {measure.argument!r} in {where}")
+        pattern = re.compile(measure.argument)
+        values = list(_regex_values(handle, pattern, keep_all=measure.series))
+    if not values:
+        raise MeasureError(f"no match for regex {measure.argument!r} in {where}")
+    if measure.series:
+        return np.array([_number(v, f"regex {measure.argument!r}") for v in values])
+    return _number(values[-1], f"regex {measure.argument!r} in {where}")
+
+
+SCAN_BLOCK = 1 << 20
+SCAN_MARGIN = 1 << 16
+
+
+def _regex_values(
+    stream: io.BufferedReader, pattern: re.Pattern[str], *, keep_all: bool
+) -> collections.abc.Iterator[str]:
+    """The matches of ``pattern`` over a stream as if over its whole decoded text, read one
+    block at a time (memory bounded by a block, not by the stream). A match is taken once it
+    ends more than ``SCAN_MARGIN`` characters before the end of what has been read, so that
+    ``$``, lookaheads and greedy repeats see what follows it; the search resumes where a
+    search of the whole text would, with the text before that point kept so that ``^`` and
+    lookbehinds see their context. (A single match longer than the margin may be missed.)
+    The last value only, unless ``keep_all``."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    text, position, last = "", 0, None
+    while True:
+        block = stream.read(SCAN_BLOCK)
+        text += decoder.decode(block, final=not block)
+        limit = len(text) - SCAN_MARGIN if block else len(text) + 1
+        resume = max(position, limit)
+        for match in pattern.finditer(text, position):
+            if match.end() >= limit:
+                resume = match.start()
+                break
+            last = match.group(1) if pattern.groups else match.group(0)
+            if keep_all:
+                yield last
+        if not block:
+            break
+        drop = max(0, resume - SCAN_MARGIN)
+        text, position = text[drop:], resume - drop
+    if not keep_all and last is not None:
+        yield last

@@ -11,7 +11,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.run.store import TrialRecord
-from benchlang.run.trial_metric import series_metric
+from benchlang.run.trial_metric import evaluate, series_metric
 from benchlang.stats.stopping import AdaptiveState, AdaptiveStop, Decision, KpiWidthStop
 
 _ADAPTIVE_KEYS = {f.name for f in __import__("attrs").fields(AdaptiveStop)}
@@ -50,6 +50,8 @@ class StoppingController:
         m = self.metric
         if record.status != "ok" or m is None:
             return math.nan
+        if m.expression is not None:
+            return float(evaluate(m.expression, lambda n: record.measures.get(n, math.nan)))
         if m.measure in record.series_values:
             series = np.asarray(record.series_values[m.measure], dtype=float)
             if series.size == 0:

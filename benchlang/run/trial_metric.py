@@ -5,6 +5,8 @@ stopping rule during a run (and on resume) and by reports."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import numpy as np
@@ -31,6 +33,31 @@ def trim_samples(trim: model.Trim | None, n: int, runtime: float | None) -> floa
     return math.floor(min(1.0, trim.value / runtime) * n)
 
 
+def evaluate(
+    expression: model.Expression, measure: Callable[[str], np.ndarray | float]
+) -> np.ndarray:
+    """A derived metric's values from the measures of the same trials (elementwise); a
+    result that is not finite (a division by zero, a missing measure) is nan: no value,
+    never a number stored as good."""
+    with np.errstate(all="ignore"):
+        out = np.asarray(_value(expression, measure), dtype=float)
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def _value(e: model.Expression, measure: Callable[[str], np.ndarray | float]) -> Any:
+    if e.op == "name":
+        return np.asarray(measure(e.value), dtype=float)
+    if e.op == "number":
+        return e.value
+    args = [_value(a, measure) for a in e.args]
+    if e.op == "neg":
+        return -args[0]
+    return _OPERATORS[e.op](args[0], args[1])
+
+
+_OPERATORS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide}
+
+
 def series_metric(m: model.Metric, series: np.ndarray, runtime: float | None) -> Metric:
     convergence = (m.convergence.confidence, m.convergence.tolerance) if m.convergence else None
     return metric(series, m.aggregate, convergence, trim_samples(m.trim, series.size, runtime))
@@ -50,7 +77,13 @@ def metric_values(
     experiment: model.Experiment, store: Store, plan_hash: str, table: TrialTable
 ) -> dict[str, MetricValues]:
     out = {}
+    missing = np.full(len(table), np.nan)
     for m in experiment.metrics:
+        if m.expression is not None:
+            values = evaluate(m.expression, lambda name: table.measures.get(name, missing))
+            values[~table.ok] = np.nan
+            out[m.name] = MetricValues(m, values, None)
+            continue
         is_series = any(
             (b.measure(m.measure) or model.Measure("")).series for b in experiment.benchmarks
         )

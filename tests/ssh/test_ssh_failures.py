@@ -236,3 +236,23 @@ def test_repeated_timeouts_stop_the_host_and_move_its_rounds(harness, sshd3, tmp
         assert len(failed) == 2 and all(r[1] == slow and r[5] == 1 for r in failed)
         assert all(r[1] != slow for r in rows if r[2] == "ok")
         assert summary.hosts_down == ((slow, "2 trials in a row timed out"),)
+
+
+def test_the_agent_removes_scratch_directories_of_killed_agents(harness, sshd1, tmp_path):
+    import subprocess
+    import tempfile
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = Path(tempfile.gettempdir()) / f"benchlang-agent-{gone.pid}-zz9test"
+    stale.mkdir()
+    (stale / "1.out").write_text("x")
+    spec = harness.spec(f"""
+  {harness.hosts(sshd1, tmp_path / "w")}
+  benchmark b {{ run "true" }}
+  design {{ runs 1 series 1 order fixed }}
+""")
+    _plan, store, summary = harness.run(spec)
+    store.close()
+    assert summary.failed == 0
+    assert not stale.exists()

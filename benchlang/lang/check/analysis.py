@@ -31,7 +31,9 @@ def check_analysis(
     items: list[ast.AnalysisItem],
     metrics: list[model.Metric],
     factors: list[model.Factor],
+    blocking: tuple[str, ...] = (),
 ) -> tuple[model.Comparison, ...]:
+    """``blocking``: terms an anova may use besides the factors (host, replicate, hidden)."""
     ctx.single(blocks, "'analysis'")
     metric_names = [m.name for m in metrics]
     out = []
@@ -73,7 +75,7 @@ def check_analysis(
             c.settings, _COMPARE_SCHEMAS[method], f"compare with {method}", ctx.diagnostics
         )
         out.append(model.Comparison(c.metric, c.by, method, checked.values))
-    factor_names = [f.name for f in factors]
+    factor_names = [f.name for f in factors] + list(blocking)
     for item in items:
         if item.keyword != "anova":
             continue

@@ -144,10 +144,16 @@ def check_programs(ctx: Context, value: ast.Value, factor_names: dict[str, model
 
 
 def check_benchmarks(
-    ctx: Context, benchmarks: list[ast.Benchmark], factors: list[model.Factor]
+    ctx: Context,
+    benchmarks: list[ast.Benchmark],
+    factors: list[model.Factor],
+    hidden: tuple[model.Hidden, ...] = (),
 ) -> list[model.Benchmark]:
     ctx.unique(benchmarks, "benchmark")
     factor_names = {f.name: f for f in factors}
+    factor_names.update(
+        (h.name, model.Factor(h.name, h.levels)) for h in hidden if h.name not in factor_names
+    )
     out = []
     for b in benchmarks:
 
@@ -164,9 +170,20 @@ def check_benchmarks(
         setup = ctx.single(stmts("setup"), f"'setup' in benchmark {b.name}")
         before = ctx.single(stmts("before"), f"'before' in benchmark {b.name}")
         after = ctx.single(stmts("after"), f"'after' in benchmark {b.name}")
-        for stmt in (setup, before, after):
+        for stmt in (before, after):
             if stmt is not None:
                 used.extend(check_templates(ctx, stmt.value, factor_names, 1.0))
+        if setup is not None:
+            used.extend(
+                check_templates(
+                    ctx,
+                    setup.value,
+                    factor_names,
+                    1.0,
+                    allow_factors=tuple(f.name for f in factors),
+                    where="a benchmark's setup runs once per host; a hidden factor is drawn per trial or round (use it in 'before')",
+                )
+            )
         env_pairs = [i for i in b.items if isinstance(i, ast.EnvPair)]
         for pair in env_pairs:
             used.extend(check_templates(ctx, pair.value, factor_names, 1.0, shell=False))
@@ -181,6 +198,7 @@ def check_benchmarks(
                 command=run.value.value,
                 measures=tuple(measures),
                 factors=tuple(f.name for f in factors if f.name in used),
+                hidden=tuple(h.name for h in hidden if h.name in used),
                 setup=setup.value.value if setup else None,
                 before=before.value.value if before else None,
                 after=after.value.value if after else None,
@@ -214,10 +232,11 @@ def check_unused_factors(
     factors: list[model.Factor],
     benchmarks: list[model.Benchmark],
     nodes: list[ast.Factor],
+    hidden: tuple[model.Hidden, ...] = (),
 ) -> None:
-    used = {name for b in benchmarks for name in b.factors}
+    used = {name for b in benchmarks for name in (*b.factors, *b.hidden)}
     spans = {f.name: f.span for f in nodes}
-    for f in factors:
+    for f in [*factors, *(h for h in hidden if h.substituted)]:
         if f.name not in used:
             ctx.warn(
                 f"factor '{f.name}' is not used by any benchmark",

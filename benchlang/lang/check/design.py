@@ -30,7 +30,7 @@ _DESIGN_SCHEMA = {
     "warmup": s.count(0),
     "cooldown": s.count(0),
 }
-NOT_YET_DESIGN = ("replicate",)
+NOT_YET_DESIGN: tuple[str, ...] = ()
 
 
 def bounded_sizing(percentile: float, confidence: float, exclude: int = 0) -> int:
@@ -139,6 +139,19 @@ def check_design(
                     where,
                     f"use 'runs auto' or 'runs {need}'",
                 )
+    replicate = int(v.get("replicate", 1))
+    if "replicate" in checked.spans:
+        if stop is not None:
+            ctx.error(
+                "'replicate' repeats a fixed number of runs; a stop rule sets its own",
+                checked.spans["replicate"],
+                "remove the stop rule, or the replicate",
+            )
+        runs *= replicate
+        reason += (
+            f"; x {replicate} replicates (DataMill's replications, de Oliveira et al. ICPE 2013 §4): "
+            f"{runs} rounds per series in {replicate} blocks"
+        )
     series_wanted = v.get("series")
     var_needs = [(variability_sizing(x.percentile, x.confidence), x) for x in variabilities]
     if series_wanted == "auto" or (series_wanted is None and var_needs):
@@ -182,6 +195,7 @@ def check_design(
         order=v.get("order", "random"),
         runtime=v.get("runtime"),
         span=v.get("span"),
+        replicate=replicate,
     )
 
 
@@ -189,7 +203,7 @@ def layout_design(
     ctx: Context, ab: ABDesign, checked: s.Checked, stop: model.Stop | None, stop_span: Span | None
 ) -> model.Design:
     layout = ab.layout
-    for key in NOT_WITH_LAYOUT:
+    for key in (*NOT_WITH_LAYOUT, "replicate"):
         if key in checked.spans:
             ctx.error(
                 f"'{key}' does not apply to a layout design",

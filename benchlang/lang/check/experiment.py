@@ -24,6 +24,7 @@ from benchlang.lang.check.design import (
     check_plan_size,
 )
 from benchlang.lang.check.factors import check_factors
+from benchlang.lang.check.hidden import check_hidden_support
 from benchlang.lang.check.hosts import check_env, check_hosts, check_reset
 from benchlang.lang.check.metrics import check_kpis, check_metrics, check_variabilities
 from benchlang.lang.check.stop import check_stop
@@ -70,12 +71,12 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         and any(i.key in AB_KEYS for i in design_block.settings.items)
     ):
         ctx.broken_factors.update((model.VERSION_FACTOR, model.REQUEST_FACTOR))
-    factors = check_factors(ctx, of(ast.Factor))
+    factors, hidden = check_factors(ctx, of(ast.Factor))
     declared = list(factors)
     if ab is not None:
         factors += [ab.version, ab.request]
-    benchmarks = check_benchmarks(ctx, of(ast.Benchmark), factors)
-    check_unused_factors(ctx, declared, benchmarks, of(ast.Factor))
+    benchmarks = check_benchmarks(ctx, of(ast.Benchmark), factors, tuple(hidden))
+    check_unused_factors(ctx, declared, benchmarks, of(ast.Factor), tuple(hidden))
     if ab is not None:
         benchmarks = check_ab_benchmarks(ctx, ab, benchmarks, of(ast.Benchmark))
     measures = measure_names(ctx, benchmarks)
@@ -100,8 +101,15 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         stop_node.span if stop_node else None,
         profiles=len(of(ast.AnalysisItem, "profile")),
     )
+    blocking = ("host", *(["replicate"] if design and design.replicate > 1 else []))
     comparisons = check_analysis(
-        ctx, of(ast.Block, "analysis"), of(ast.Compare), of(ast.AnalysisItem), metrics, factors
+        ctx,
+        of(ast.Block, "analysis"),
+        of(ast.Compare),
+        of(ast.AnalysisItem),
+        metrics,
+        factors,
+        (*blocking, *(h.name for h in hidden)),
     )
     order_dependence = check_order_dependence(ctx, of(ast.AnalysisItem, "order_dependence"))
     profiles = check_profiles(ctx, of(ast.AnalysisItem, "profile"))
@@ -161,6 +169,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
                 reset_stmt.span,
                 "a rebooting reset needs remote hosts (hosts ssh { ... }); use a plain reset command here",
             )
+    check_hidden_support(ctx, hidden, hosts, of(ast.Factor), ab is not None)
     if seed_stmt is not None and seed_stmt.value.value >= 2**63:
         ctx.error("the seed must be below 2**63", seed_stmt.value.span)
     if design is not None:
@@ -198,4 +207,5 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         order_dependence=order_dependence,
         comparisons=comparisons,
         profiles=profiles,
+        hidden=tuple(hidden),
     )

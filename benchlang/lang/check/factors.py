@@ -8,29 +8,39 @@ from typing import Any
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang.check.context import MAX_TRIALS, STRUCTURE_PLACEHOLDERS, Context
+from benchlang.lang.check.hidden import check_hidden
 
 
-def check_factors(ctx: Context, factors: list[ast.Factor]) -> list[model.Factor]:
-    out = []
+def check_factors(
+    ctx: Context, factors: list[ast.Factor]
+) -> tuple[list[model.Factor], list[model.Hidden]]:
+    """The crossed factors, and the hidden ones (lang.check.hidden)."""
+    out: list[model.Factor] = []
+    hidden: list[model.Hidden] = []
     ctx.unique(factors, "factor")
-    reserved = set(STRUCTURE_PLACEHOLDERS) | {"version", "request"}
+    reserved = set(STRUCTURE_PLACEHOLDERS) | {"version", "request", "replicate", "host"}
     for f in factors:
         if f.name in reserved:
             ctx.error(f"'{f.name}' is reserved for the design and cannot be a factor", f.span)
             continue
-        levels = factor_levels(ctx, f)
+        levels = factor_levels(ctx, f) if f.levels is not None else None
+        if f.hidden is not None:
+            h = check_hidden(ctx, f, levels)
+            if h is None:
+                ctx.broken_factors.add(f.name)
+            elif f.name not in {x.name for x in hidden}:
+                hidden.append(h)
+            continue
         if levels is None:
             ctx.broken_factors.add(f.name)
-        if f.hidden is not None:
-            ctx.not_supported("a hidden factor", f.hidden)
         coverage = 100.0
         if f.coverage is not None:
             coverage = f.coverage.value
-            if not 0.0 < coverage <= 100.0:
-                ctx.error(f"coverage {coverage:g}% is outside (0%, 100%]", f.coverage.span)
+            if not 0.0 <= coverage <= 100.0:
+                ctx.error(f"coverage {coverage:g}% is outside [0%, 100%]", f.coverage.span)
         if levels is not None and f.name not in {x.name for x in out}:
             out.append(model.Factor(f.name, levels, coverage))
-    return out
+    return out, hidden
 
 
 def factor_levels(ctx: Context, f: ast.Factor) -> tuple[Any, ...] | None:

@@ -8,6 +8,7 @@ from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.check.context import MAX_EXCLUDE, Context
+from benchlang.lang.check.derived import check_expression, shown_unit
 from benchlang.lang.diagnostics import did_you_mean
 
 _KPI_SCHEMA = {
@@ -34,6 +35,11 @@ def check_metrics(
         def stmts(kw: str, m: ast.Metric = m) -> list[Any]:
             return [i for i in m.items if i.keyword == kw]
 
+        if m.expression is not None:
+            derived = check_derived(ctx, m, measures, builtin_units)
+            if derived is not None:
+                out.append(derived)
+            continue
         of = ctx.single(stmts("of"), f"'of' in metric {m.name}")
         measure_name = of.value.value if of else m.name
         if measure_name not in measures:
@@ -90,6 +96,39 @@ def check_metrics(
             )
         )
     return out
+
+
+def check_derived(
+    ctx: Context, m: ast.Metric, measures: dict[str, bool], builtin_units: dict[str, str]
+) -> model.Metric | None:
+    """``metric NAME = EXPRESSION [{ unit ... better ... }]``: one value per trial."""
+    for item in m.items:
+        if item.keyword in ("of", "measure", "trim"):
+            ctx.error(
+                f"'{item.keyword}' does not apply to derived metric '{m.name}': its value per trial is the expression",
+                item.span,
+            )
+    if m.convergence is not None:
+        ctx.error(
+            f"a convergence test does not apply to derived metric '{m.name}'", m.convergence_span
+        )
+    units = {**builtin_units, **model.BUILTIN_MEASURES}
+    expression, unit = check_expression(ctx, m.expression, m.name, measures, units)
+    if expression is None:
+        return None
+    unit_stmt = ctx.single(
+        [i for i in m.items if i.keyword == "unit"], f"'unit' in metric {m.name}"
+    )
+    better = ctx.single(
+        [i for i in m.items if i.keyword == "better"], f"'better' in metric {m.name}"
+    )
+    return model.Metric(
+        name=m.name,
+        measure=expression.text(),
+        unit=unit_stmt.value.value if unit_stmt else shown_unit(unit),
+        better=better.value.value if better else "lower",
+        expression=expression,
+    )
 
 
 def check_trim(ctx: Context, stmt: ast.Statement | None) -> model.Trim | None:
