@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from benchlang.app.plan import build_plan
+from benchlang.backends.base import Command
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
 from benchlang.run.store import Store
@@ -217,20 +218,28 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
-def test_facts_name_the_cluster_in_json(idle_cluster, tmp_path):
-    """A Lease round-trips through JSON with what release needs."""
+def test_a_lease_round_trips_and_release_is_idempotent(idle_cluster, tmp_path):
+    """A Lease read back from JSON is enough to release; a command honours Command.aslr."""
     spec = write_spec(tmp_path, '  benchmark b { run "true" }\n  design { runs 1 series 1 }')
     backend, _plan, store, _executor = prepare(spec)
     store.close()
 
-    async def acquire_and_release():
+    async def acquire_run_release():
         lease = await backend.acquire(None)
-        again = type(lease).from_json(lease.to_json())
-        await backend.release(again)
-        await backend.release(again)  # idempotent
-        return lease
+        try:
+            session = await backend.open("node0")
+            try:
+                fixed = await session.execute(Command("cat /proc/self/personality", aslr=False))
+            finally:
+                await session.close()
+        finally:
+            again = type(lease).from_json(lease.to_json())
+            await backend.release(again)
+            await backend.release(again)
+        return lease, fixed
 
-    lease = asyncio.run(acquire_and_release())
+    lease, fixed = asyncio.run(acquire_run_release())
     handle = json.loads(lease.to_json())["handle"]
     assert handle["cluster"] == "benchlang-test" and handle["slurm_conf"] == str(idle_cluster.conf)
+    assert int(fixed.stdout, 16) & 0x0040000  # ADDR_NO_RANDOMIZE
     assert idle_cluster.jobs() == []

@@ -41,7 +41,7 @@ class SlurmBackend:
 
     kind: ClassVar[str] = "slurm"
     protocol: ClassVar[int] = PROTOCOL_VERSION
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[str]] = frozenset({"aslr"})  # the agent honours it
     secret_settings: ClassVar[frozenset[str]] = frozenset()
     supports_reboot: ClassVar[bool] = False
 

@@ -1,7 +1,7 @@
 """One logical host of ``hosts slurm``: every command a job step on its node.
 
 A command runs as ``srun --jobid=JOB --nodelist=NODE --nodes=1 --ntasks=1 --exclusive
---cpus-per-task=C --mem=0 python3 -u -c AGENT WORKDIR``: benchlang's own agent
+--cpus-per-task=C --mem=0 python3 -I -S -u -c AGENT WORKDIR``: benchlang's own agent
 (benchlang/backends/ssh_agent.py, the one the ssh backend starts) is the step's task and runs
 the command in its own session, kills what it leaves, and measures wall time and rusage with
 ``wait4`` on the node. The controller talks to it through srun's standard input and output.
@@ -75,6 +75,8 @@ class Step:
             "--unbuffered",  # else srun holds a last line without newline until the step ends
             "--chdir=/tmp",
             backend.settings.python,
+            "-I",  # isolated: no user site, no PYTHON* variables, no cwd on sys.path
+            "-S",  # no site: the agent needs only the standard library (-100 ms a step here)
             "-u",
             "-c",
             PRELUDE + AGENT_SOURCE,
