@@ -31,6 +31,7 @@ COMMANDS: dict[str, Command] = {
     "results": Command("benchlang.cli.results", "summarise a store per configuration"),
     "analyze": Command("benchlang.cli.analyze", "KPIs, variability scores and independence tests"),
     "record": Command("benchlang.cli.record", "the reproducibility record of a run"),
+    "report": Command("benchlang.cli.report", "one self-contained HTML page of a run, with plots"),
     "order": Command("benchlang.cli.order", "test whether trial order changed the results"),
     "import": Command(
         "benchlang.cli.import_data", "import results of hyperfine, pyperf or a per-trial CSV"

@@ -55,6 +55,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             f"--export-{form}", metavar="FILE", help=f"also write {what} (docs/exports.md)"
         )
+    p.add_argument(
+        "--report",
+        metavar="FILE",
+        help="also write the self-contained HTML report of the run (docs/report.md)",
+    )
     p.set_defaults(func=run, run_parser=p)
 
 
@@ -286,6 +291,11 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
     from benchlang.report.headline import render_run_end
 
     render_run_end(data, analysis if experiment.kpis else None, args, str(store_path))
+    if args.report:
+        from benchlang.app.report import write_report
+
+        size, seconds = write_report(store_path, args.report, plan.hash, experiment)
+        print(f"wrote the report to {args.report} ({size / 1024:.0f} KiB in {seconds:.1f} s)")
     failed = store.count_failed(plan.hash)
     if failed:
         print(f"{failed} trials failed:")

@@ -1,0 +1,56 @@
+"""The HTML report (``benchlang report``, ``run --report``): one self-contained page with the
+plots each method calls for, every plot with a text alternative and its data in the page.
+
+docs/report.md describes the page; ``render_report`` builds it from ``ReportInputs``.
+"""
+
+from __future__ import annotations
+
+from benchlang.report.html.inputs import FailedTrial, ProfileView, ReportInputs
+
+SECTIONS = (
+    "summary",
+    "timescales",
+    "order",
+    "comparisons",
+    "stopping",
+    "profile",
+    "hosts",
+    "failures",
+)
+"""Section ids in page order; a section is left out when the store has no data for it."""
+
+
+def render_report(inputs: ReportInputs) -> str:
+    """The whole HTML document."""
+    from benchlang.report.html.comparisons import ab_section, order_section
+    from benchlang.report.html.conditions import profile_section, stopping_section
+    from benchlang.report.html.page import document
+    from benchlang.report.html.summary import failures_section, hosts_section, summary_section
+    from benchlang.report.html.timescales import timescales_section
+
+    builders = {
+        "summary": (summary_section, "Summary"),
+        "timescales": (timescales_section, "Timescales (TriScale)"),
+        "order": (order_section, "Order analysis"),
+        "comparisons": (ab_section, "A/B comparisons"),
+        "stopping": (stopping_section, "Stopping"),
+        "profile": (profile_section, "Profile"),
+        "hosts": (hosts_section, "Hosts"),
+        "failures": (failures_section, "Failed trials"),
+    }
+    parts = []
+    for ident in SECTIONS:
+        build, title = builders[ident]
+        html = build(inputs)
+        if html:
+            parts.append((ident, title, html))
+    exp = inputs.data.experiment
+    plan = inputs.data.plan
+    subtitle = (
+        f"{exp.title + ' · ' if exp.title else ''}plan {plan.plan_hash[:19]} · store {inputs.store}"
+    )
+    return document(f"benchlang report: {exp.name}", subtitle, parts)
+
+
+__all__ = ["SECTIONS", "FailedTrial", "ProfileView", "ReportInputs", "render_report"]

@@ -1,0 +1,301 @@
+"""Order analysis (OrderSage, Duplyakin et al., ATC 2023: fixed vs random distributions, the
+p / η² / Δ% / CI-overlap case table, position and carry-over views) and A/B comparisons
+(Bakshy & Frachtenberg, WWW 2015: the effect with its interval per method and bootstrap scheme,
+variance components, the warm-up curve; DataMill's ANOVA table). Results come from
+``report.order_analysis``, ``report.compare`` and ``report.warmup``; this module draws them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchlang.report.html import plots
+from benchlang.report.html.inputs import ReportInputs
+from benchlang.report.html.page import esc, figure, section, table, warning
+
+MAX_BOXES = 24
+
+
+def order_section(inputs: ReportInputs) -> str | None:
+    rep = inputs.order
+    if rep is None or (rep.dependence is None and rep.positions is None):
+        return None
+    data = inputs.data
+    unit = data.experiment.metric(rep.metric).unit or ""
+    t = data.table
+    values = data.metrics[rep.metric].values
+    ok = t.ok & np.isfinite(values)
+    body = []
+    if rep.note:
+        body.append(f"<p class='note'>{esc(rep.note)}</p>")
+    dep = rep.dependence
+    if dep is not None:
+        verdict = (
+            f"Order matters: {', '.join(dep.significant)} (Kruskal-Wallis p below "
+            f"{dep.threshold:.3g}, Bonferroni over {dep.m})"
+            if dep.order_matters
+            else f"No configuration's results depend on the order (threshold {dep.threshold:.3g})."
+        )
+        body.append(warning(verdict) if dep.order_matters else f"<p class='ok'>{esc(verdict)}</p>")
+        groups, rows = [], []
+        for c in dep.configurations[: MAX_BOXES // 2]:
+            for kind in ("fixed", "random"):
+                sel = ok & (t.label.astype(str) == c.configuration) & (t.order_kind == kind)
+                groups.append((f"{c.configuration} {kind}", values[sel]))
+                rows += [[c.configuration, kind, float(v)] for v in values[sel][: plots.MAX_POINTS]]
+        svg = plots.points(
+            groups, "fixed vs random order per configuration", f"{rep.metric} ({unit})", boxes=True
+        )
+        alt = (
+            f"Box plots of {rep.metric} in fixed-order and random-order rounds for each of "
+            f"{len(dep.configurations)} configurations"
+        )
+        body.append(figure(svg, alt, ["configuration", "order", "value"], rows))
+        body.append("<h3>OrderSage table (p, η², Δ%, CI-overlap case)</h3>")
+        ranked = sorted(dep.configurations, key=lambda c: (c.p_value, -c.eta_squared))
+        body.append(
+            table(
+                [
+                    "configuration",
+                    "n fixed",
+                    "n random",
+                    "KW p",
+                    "significant",
+                    "η²",
+                    "Δ%",
+                    "case",
+                    "median fixed",
+                    "median random",
+                ],
+                [
+                    [
+                        c.configuration,
+                        c.n_fixed,
+                        c.n_random,
+                        c.p_value,
+                        "YES" if c.significant else "no",
+                        c.eta_squared,
+                        c.delta_percent,
+                        c.ci_case,
+                        c.median_fixed,
+                        c.median_random,
+                    ]
+                    for c in ranked
+                ],
+                bad={i: "bad" for i, c in enumerate(ranked) if c.significant},
+                caption="sorted by p-value; Δ% = random vs fixed median",
+            )
+        )
+    if rep.positions is not None:
+        body += _positions(inputs, rep, values, ok, unit)
+    if rep.carry is not None and rep.carry.strongest:
+        c = rep.carry
+        body.append("<h3>Carry-over: the predecessor that shifts each configuration most</h3>")
+        body.append(
+            table(
+                [
+                    "configuration",
+                    "after",
+                    "n after",
+                    "median after",
+                    "median other",
+                    "shift %",
+                    "p",
+                    "significant",
+                ],
+                [
+                    [
+                        p.configuration,
+                        p.predecessor,
+                        p.n_after,
+                        p.median_after,
+                        p.median_other,
+                        p.shift_percent,
+                        p.p_value,
+                        "YES" if p.significant else "no",
+                    ]
+                    for p in c.strongest
+                ],
+                caption=f"Mann-Whitney U, Bonferroni over {c.n_tests} pairs",
+            )
+        )
+    return section("order", "Order analysis (OrderSage)", body)
+
+
+def _positions(
+    inputs: ReportInputs, rep, values: np.ndarray, ok: np.ndarray, unit: str
+) -> list[str]:
+    """The position test per configuration, and each configuration's median by position in
+    random-order rounds (drawn for at most seven configurations)."""
+    t = inputs.data.table
+    p = rep.positions
+    random = ok & (t.order_kind == "random")
+    curves, rows = [], []
+    for row in p.configurations[: len(plots.COLOURS)]:
+        sel = random & (t.label.astype(str) == row.configuration)
+        where = np.unique(t.position[sel])
+        medians = np.array([np.median(values[sel & (t.position == k)]) for k in where])
+        curves.append((row.configuration, where.astype(float), medians))
+        rows += [[row.configuration, int(k), float(m)] for k, m in zip(where, medians, strict=True)]
+    svg = plots.lines(
+        curves,
+        "median by position in random-order rounds",
+        "position in round",
+        f"{rep.metric} ({unit})",
+        markers=True,
+    )
+    alt = (
+        f"Median {rep.metric} of each configuration by its position in random-order rounds; "
+        + ("position matters" if p.position_matters else "no position effect found")
+        + f" (Bonferroni threshold {p.threshold:.3g})"
+    )
+    out = [
+        "<h3>Position in the round</h3>",
+        figure(svg, alt, ["configuration", "position", "median"], rows),
+    ]
+    out.append(
+        table(
+            ["configuration", "n", "positions", "Spearman ρ", "ρ p", "KW p", "η²", "significant"],
+            [
+                [
+                    r.configuration,
+                    r.n,
+                    r.n_positions,
+                    r.spearman_rho,
+                    r.spearman_p,
+                    r.kruskal_p,
+                    r.eta_squared,
+                    "YES" if r.significant else "no",
+                ]
+                for r in p.configurations
+            ],
+        )
+    )
+    return out
+
+
+def ab_section(inputs: ReportInputs) -> str | None:
+    if not inputs.comparisons and not inputs.warmup:
+        return None
+    body = []
+    for r in inputs.comparisons:
+        body += _comparison(r)
+    for w in inputs.warmup:
+        body += _warmup(w)
+    return section("comparisons", "A/B comparisons", body)
+
+
+def _effects(r) -> tuple[list[tuple[str, float, float | None, float | None]], float]:
+    """(label, estimate, low, high) per method and scheme, and the no-effect reference."""
+    items: list[tuple[str, float, float | None, float | None]] = []
+    reference = 0.0
+    lv = r.levels
+    if lv is not None:
+        ratio = lv.scale == "ratio"
+        reference = 1.0 if ratio else 0.0
+        sep = "/" if ratio else "-"
+        for p in lv.pairs:
+            lo, hi = (None, None) if lv.refused else (p.ci_low, p.ci_high)
+            items.append(
+                (
+                    f"{lv.names[p.level]} {sep} {lv.names[p.reference]} (cluster {lv.cluster})",
+                    p.estimate,
+                    lo,
+                    hi,
+                )
+            )
+    b = r.bootstrap
+    if b is not None and not items:
+        items.append((f"bootstrap, cluster {b.cluster}", b.estimate, b.ci_low, b.ci_high))
+    m = r.mixed
+    if m is not None and hasattr(m, "effect"):
+        items.append(
+            (
+                f"mixed effects ({m.method}) ±1 SE",
+                m.effect,
+                m.effect - m.effect_se,
+                m.effect + m.effect_se,
+            )
+        )
+    return items, reference
+
+
+def _comparison(r) -> list[str]:
+    c = r.comparison
+    title = f"compare {c.metric} by {c.by} with {c.method}"
+    out = [f"<h3>{esc(title)}</h3>"]
+    if r.problem:
+        out.append(warning(f"no interval: {r.problem}"))
+    for note in r.notes:
+        out.append(f"<p class='note'>{esc(note)}</p>")
+    if c.method == "anova" and r.mixed is not None:
+        a = r.mixed
+        out.append(
+            table(
+                ["term", "df", "sum sq", "F", "p", "η²"],
+                [[x.term, x.df, x.sum_sq, x.f, x.p_value, x.eta_squared] for x in a.rows],
+                caption=f"ANOVA (DataMill §5): {a.formula}, n = {a.n}",
+            )
+        )
+        if not a.assumptions_hold:
+            out.append(
+                warning(
+                    f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = "
+                    f"{a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy"
+                )
+            )
+        return out
+    items, reference = _effects(r)
+    if items:
+        svg = plots.intervals(items, title, "effect", reference=reference)
+        alt = f"Effect of {c.by} on {c.metric} with its interval: " + "; ".join(
+            f"{label} {est:.4g}"
+            + (f" [{lo:.4g}, {hi:.4g}]" if lo is not None else " (no interval)")
+            for label, est, lo, hi in items
+        )
+        out.append(figure(svg, alt, ["estimate", "value", "low", "high"], [list(i) for i in items]))
+    m = r.mixed
+    if m is not None and hasattr(m, "components"):
+        names = list(m.components)
+        vals = [float(m.components[n]) for n in names]
+        svg = plots.bars(names, vals, "variance components", f"variance of {c.metric}")
+        alt = "Variance components: " + ", ".join(
+            f"{n} {v:.3g}" for n, v in zip(names, vals, strict=True)
+        )
+        rows = [[n, v, m.component_se.get(n)] for n, v in zip(names, vals, strict=True)]
+        out.append(figure(svg, alt, ["component", "variance", "SE"], rows))
+        if m.icc is not None:
+            out.append(f"<p>ICC {m.icc:.3g}, design effect {m.design_effect:.3g}</p>")
+        if m.not_identifiable:
+            out.append(
+                f"<p class='note'>not identifiable in this design: "
+                f"{esc(', '.join(m.not_identifiable))}</p>"
+            )
+    return out
+
+
+def _warmup(w) -> list[str]:
+    s = w.suggestion
+    if s is None:
+        return [warning(f"warm-up advice for {w.metric}: {w.problem}")]
+    pos = np.arange(s.position_mean.size, dtype=float)
+    mean, se = np.asarray(s.position_mean, float), np.asarray(s.position_se, float)
+    vlines = []
+    if s.warmup:
+        vlines.append((f"suggested warm-up: {s.warmup}", s.warmup - 0.5))
+    if s.cooldown:
+        vlines.append((f"suggested cool-down: {s.cooldown}", pos.size - s.cooldown - 0.5))
+    svg = plots.lines(
+        [("mean by position", pos, mean)],
+        f"warm-up curve: {w.metric}",
+        "position in host batch",
+        "mean residual vs request median",
+        bands=[("±1 SE", pos, mean - se, mean + se)],
+        vlines=vlines,
+        markers=True,
+    )
+    alt = (
+        f"Warm-up curve of {w.metric} over {s.batches} host batches: suggested warm-up "
+        f"{s.warmup} and cool-down {s.cooldown} (spec: {w.given_warmup} and {w.given_cooldown})"
+    )
+    rows = [[int(p), float(a), float(b)] for p, a, b in zip(pos, mean, se, strict=True)]
+    return [figure(svg, alt, ["position", "mean", "SE"], rows)]
