@@ -248,3 +248,27 @@ def test_report_in_headless_chromium(reports, name, tmp_path):
     assert probe["plots"] and all(w > 200 and h > 100 and n > 5 for w, h, n in probe["plots"])
     assert shot.stat().st_size > 20_000
     print(f"screenshot: {shot}", file=sys.stderr)
+
+
+@pytest.mark.parametrize(
+    ("name", "phrases"),
+    [
+        ("quickstart", ["5 series of 5 runs", "minimal N for kpi time", "one-sided 95% upper",
+                        "1 of 75 trials failed", "DESCRIPTIVE ONLY", "No reset ran"]),
+        ("order-trap", ["Kruskal-Wallis", "reset (the command `true`)",
+                        "trial order changed the results of job[task=consume]"]),
+        ("ab-layout", ["fully balanced A/B layout", "clustered reweighting bootstrap",
+                       "crossed random effects"]),
+    ],
+)  # fmt: skip
+def test_methods_paragraph_cites_what_it_names(reports, name, phrases):
+    from benchlang.app.report import methods_of
+
+    text = methods_of(reports[name].with_suffix(".sqlite"))
+    paragraph, _, bibtex = text.partition("\n\n")
+    assert paragraph.startswith("**Methods.** We ran ")
+    for phrase in phrases:
+        assert phrase in paragraph, phrase
+    cited = {k for group in re.findall(r"\[([a-z0-9; ]+)\]", paragraph) for k in group.split("; ")}
+    entries = set(re.findall(r"^@\w+\{(\w+),", bibtex, re.M))
+    assert cited and cited == entries

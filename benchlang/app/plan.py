@@ -108,14 +108,52 @@ def analysis_target(
     store's latest plan)."""
     if given or spec_path is None:
         return Target(given)
-    planned = build_plan(spec_path)
+    experiment = load_spec(spec_path).experiment
+    if experiment.design.span == "auto":
+        experiment = resolve_span(experiment)
     with Store(store_path) as store:
-        stored = matching_plan(store, planned.plan)
-    if stored is None or stored.plan_hash == planned.plan.hash:
-        return Target(planned.plan.hash)
+        found = stored_match(store, experiment, spec_path)
+        if found is None:  # the store's own message: no plan of this hash (or none at all)
+            hosts = tuple(json.loads(store.plan().plan_json).get("hosts", ()))
+            return Target(plan_offline(experiment, spec_path, hosts).hash)
+    plan, stored = found
+    if stored.plan_hash == plan.hash:
+        return Target(plan.hash)
     return Target(
         stored.plan_hash,
-        planned.experiment,
+        experiment,
         f"{spec_path} differs from the stored run's spec only in what does not shape its trials: "
         f"analysing the trials of plan {stored.plan_hash[:19]} with this spec",
     )
+
+
+def plan_offline(
+    experiment: model.Experiment, spec_path: str | Path, hosts: tuple[str, ...]
+) -> Plan:
+    """The plan of an experiment on ``hosts`` (logical names a run stored), without opening
+    its backend: analysing a finished run must not call the cloud (docs/plugins.md)."""
+    try:
+        return compile_plan(experiment, hosts)
+    except PlanError as err:
+        raise UserError(f"{spec_path}: {err.message}", err.hint) from None
+
+
+def stored_match(
+    store: Store, experiment: model.Experiment, spec_path: str | Path
+) -> tuple[Plan, StoredPlan] | None:
+    """The stored plan this spec compiles to on the logical hosts of a stored run (or one
+    with the same trials), with that plan; None when no stored run matches."""
+    seen: set[tuple[str, ...]] = set()
+    for stored in reversed(store.plans()):
+        hosts = tuple(json.loads(stored.plan_json).get("hosts", ()))
+        if hosts in seen:
+            continue
+        seen.add(hosts)
+        try:
+            plan = plan_offline(experiment, spec_path, hosts)
+        except UserError:
+            continue
+        match = matching_plan(store, plan)
+        if match is not None:
+            return plan, match
+    return None

@@ -132,3 +132,14 @@ def write_report(
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror}") from None
     return len(page.encode("utf-8")), time.perf_counter() - start
+
+
+def methods_of(
+    store_path: str | Path,
+    plan_hash: str | None = None,
+    experiment: model.Experiment | None = None,
+) -> str:
+    """The methods paragraph for a paper and its BibTeX entries (``record --format methods``)."""
+    from benchlang.report.methods import methods_text
+
+    return methods_text(report_inputs(store_path, plan_hash, experiment))

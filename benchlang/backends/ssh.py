@@ -349,6 +349,7 @@ class SshSession:
         self.conn: Any = None
         self.process: Any = None
         self.workdir = ""
+        self._unread: asyncio.Task | None = None
 
     def _options(self) -> dict[str, Any]:
         b, n = self.backend, self.node
@@ -442,6 +443,8 @@ class SshSession:
         connection is lost or the agent does not answer by ``deadline`` (plus a grace period)."""
         import asyncssh
 
+        if self._unread is not None:
+            await self._unread
         if self.process is None:
             raise HostDown(self.host, "not connected")
         stdout = self.process.stdout
@@ -470,7 +473,38 @@ class SshSession:
         except (OSError, asyncssh.Error, asyncio.IncompleteReadError) as err:
             self._drop()
             raise HostDown(self.host, f"connection lost: {_reason(err)}") from None
+        except asyncio.CancelledError:
+            self._abandon()
+            raise
         return header, payload
+
+    def _abandon(self) -> None:
+        """The request was cancelled (Ctrl-C, SIGTERM): the agent kills the command's group,
+        and its answer is read and dropped before the next request (else the connection)."""
+        import asyncssh
+
+        process = self.process
+        if process is None:
+            return
+        try:
+            process.stdin.write(b'{"op": "kill"}\n')
+        except (OSError, asyncssh.Error):
+            self._drop()
+            return
+
+        async def drain() -> None:
+            try:
+                line = await asyncio.wait_for(process.stdout.readline(), ANSWER_GRACE)
+                header = json.loads(line)
+                size = sum(int(header.get(k, 0)) for k in ("data", "out", "err"))
+                if size:
+                    await asyncio.wait_for(process.stdout.readexactly(size), ANSWER_GRACE)
+            except (Exception, asyncio.CancelledError):
+                self._drop()
+            finally:
+                self._unread = None
+
+        self._unread = asyncio.ensure_future(drain())
 
     def _drop(self) -> None:
         if self.conn is not None:

@@ -56,6 +56,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "advise": Command("benchlang.cli.advise", "choose the A/B layout and sizes from a pilot run"),
     "plugins": Command("benchlang.cli.plugins", "list installed backends and statistics plugins"),
+    "hosts": Command("benchlang.cli.hosts", "list or release the hosts a run's backend allocated"),
 }
 
 

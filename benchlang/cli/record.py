@@ -13,11 +13,11 @@ from benchlang.cli import add_command
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang record``; the lazy table in benchlang.cli calls this."""
-    p.description = "Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version."
+    p.description = "Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version; --format methods prints a methods paragraph for a paper with its BibTeX references."
     p.add_argument("spec", nargs="?", metavar="SPEC")
     p.add_argument("--store", required=True)
     p.add_argument("--plan")
-    p.add_argument("--format", choices=("json", "markdown", "latex"), default="markdown")
+    p.add_argument("--format", choices=("json", "markdown", "latex", "methods"), default="markdown")
     p.set_defaults(func=run)
 
 
@@ -25,6 +25,11 @@ def run(args: argparse.Namespace) -> int:
     target = analysis_target(args.store, args.spec, args.plan)
     if target.note:
         print(f"note: {target.note}", file=sys.stderr)
+    if args.format == "methods":
+        from benchlang.app.report import methods_of
+
+        print(methods_of(args.store, target.plan_hash, target.experiment), end="")
+        return 0
     record = record_of(args.store, target.plan_hash, target.experiment)
     if args.format == "json":
         print(json.dumps(record.to_json(), indent=2, default=str))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from benchlang.app.plan import plan_experiment
+from benchlang.app.spec import forget_secrets
 from benchlang.cli import add_command
 from benchlang.cli.common import load_spec, print_spec_profile
 from benchlang.errors import UserError
@@ -143,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     started = False  # the plan is in the store: --resume can continue it
     try:
         experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
+        forget_secrets(experiment)
         store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
         store = _open_store(args, store_path, plan)
         plan = _stored_identity(store, plan, args.spec)
@@ -253,7 +255,14 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
             f"running {plan.n_trials - len(done)} of {plan.n_trials} trials of {experiment.name} into {store_path}"
         )
     executor = Executor(
-        experiment, plan, backend, store, progress, pin_hosts=plan.layout is not None, reap=True
+        experiment,
+        plan,
+        backend,
+        store,
+        progress,
+        pin_hosts=plan.layout is not None,
+        reap=True,
+        spec_dir=str(Path(args.spec).resolve().parent),
     )
     signals.executor = executor
     try:

@@ -41,6 +41,9 @@ class Setting:
     value: Value | None = None
     block: Settings | None = None
     file: Value | None = None
+    env: Value | None = None
+    """``key from env "NAME"``: the value is read from the environment when the backend
+    opens (a secret never written in the spec)."""
 
 
 @attrs.frozen

@@ -186,6 +186,7 @@ def check_settings(
             continue
         if (
             item.file is not None
+            or item.env is not None
             or item.block is not None
             or item.value is None
             or validator is None

@@ -143,6 +143,10 @@ class _ToAst(Transformer):
         key = children[0]
         return ast.Setting(key.value, key.span, file=_literal(children[1]))
 
+    def setting_env(self, meta, children):
+        key = children[0]
+        return ast.Setting(key.value, key.span, env=_literal(children[1]))
+
     def _statement(self, keyword, meta, children, flag=None):
         value = _as_value(children[0]) if children else None
         return ast.Statement(keyword, _meta_span(meta), value, flag)

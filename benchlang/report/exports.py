@@ -74,7 +74,8 @@ def host_lines(data: ExperimentData) -> list[str]:
             f.get("kernel"),
         ]
         text = ", ".join(p for p in parts if p) or "no facts recorded"
-        lines.append(f"host {host}: {text}")
+        where = f" ({f['address']})" if f.get("address") else ""
+        lines.append(f"host {host}{where}: {text}")
     return lines
 
 

@@ -26,6 +26,7 @@ from benchlang.run.hidden import (
     drop_caches_refusal,
     hidden_environment,
 )
+from benchlang.run.leases import LeaseKeeper
 from benchlang.run.measures import MeasureError, extract, extract_output
 from benchlang.run.progress import Progress
 from benchlang.run.stopping import StoppingController, decision_from_row
@@ -150,6 +151,7 @@ class Executor:
         reconnect_timeout: float = RECONNECT_TIMEOUT,
         max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
         reap: bool = False,
+        spec_dir: str | None = None,
     ) -> None:
         self.experiment = experiment
         self.plan = plan
@@ -181,25 +183,22 @@ class Executor:
         self._error: BaseException | None = None
         self._tasks: list[asyncio.Task] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.leases = LeaseKeeper(backend, store, self.plan_hash, spec_dir)
+        self._per_trial = 0.0  # the longest a trial took here, round time / trials
         if self.stopping.active:
             self._restore_stopping()
 
     async def run(self) -> RunSummary:
+        """Acquire (or attach to) the lease, run every round, release the lease: always, also
+        when a trial, the store or a signal ends the run (docs/plugins.md#lifecycle)."""
         t0 = time.monotonic()
         already = len(self.finished)
-        self.run_started = self.store.mark_run_started(self.plan_hash)
-        hosts = self.plan.hosts
-        rounds_by_host = {
-            h: np.flatnonzero(self.plan.round_host == i).tolist() for i, h in enumerate(hosts)
-        }
-        self._busy = set(hosts)
         self._loop = asyncio.get_running_loop()
-        self._tasks = [
-            asyncio.ensure_future(self._guarded(host, rounds_by_host[host])) for host in hosts
-        ]
-        if self._halting:  # interrupted before the tasks existed
-            self._cancel_all()
-        await asyncio.gather(*self._tasks)
+        try:
+            if await self._take_lease():
+                await self._run_rounds()
+        finally:
+            await self._give_back()
         if self._error is not None:
             raise self._error
         return RunSummary(
@@ -213,6 +212,67 @@ class Executor:
             self._count_not_needed(),
             self.interrupted,
         )
+
+    async def _run_rounds(self) -> None:
+        self.run_started = self.store.mark_run_started(self.plan_hash)
+        hosts = self.plan.hosts
+        rounds_by_host = {
+            h: np.flatnonzero(self.plan.round_host == i).tolist() for i, h in enumerate(hosts)
+        }
+        self._busy = set(hosts)
+        self._tasks = [
+            asyncio.ensure_future(self._guarded(host, rounds_by_host[host])) for host in hosts
+        ]
+        if self._halting:  # interrupted before the tasks existed
+            self._cancel_all()
+        await asyncio.gather(*self._tasks)
+
+    async def _take_lease(self) -> bool:
+        """The lease, stored before any trial runs; False when a signal came first."""
+        task = asyncio.ensure_future(self.leases.take())
+        self._tasks = [task]
+        if self._halting:
+            task.cancel()
+        try:
+            lease = await task
+        except asyncio.CancelledError:
+            if self._halting:
+                return False
+            raise
+        except Exception as err:
+            self._error = err
+            return False
+        finally:
+            self._tasks = []
+        for note in self.leases.notes:
+            self.progress.note(note)
+        if lease.hosts and any(k != v for k, v in lease.hosts.items()):
+            where = ", ".join(f"{k}={v}" for k, v in lease.hosts.items())
+            self.progress.note(f"lease {lease.id} ({lease.kind}): {where}")
+        return not self._halting
+
+    async def _give_back(self) -> None:
+        problem = await self.leases.give_back()
+        if problem is not None:
+            text = f"{problem}; release it with: benchlang hosts release {self.store.path}"
+            with contextlib.suppress(Exception):
+                self.store.record_event(self.plan_hash, "lease", text)
+            self.progress.note(text)
+
+    async def _lease_allows(self, host: str, r: int, queue: list[int]) -> bool:
+        """Whether round ``r`` can finish before the lease ends (extending it when the backend
+        can); if not, this host's rounds are left for ``--resume`` under a new lease."""
+        n = len(self._unfinished(r))
+        needed = self._per_trial * n
+        more = self._per_trial * sum(len(self._unfinished(q)) for q in queue)
+        reason = await self.leases.time_left(needed, more)
+        if reason is None:
+            return True
+        rounds = self._pending_rounds([r, *queue[::-1]])
+        text = f"{len(rounds)} rounds of {host} left unrun: {reason}; continue with --resume"
+        self.store.record_event(self.plan_hash, "unrun", text, host)
+        self.progress.note(text)
+        return False
 
     # -- stopping early ------------------------------------------------------------------
     #
@@ -316,9 +376,15 @@ class Executor:
                 current = queue.pop() if queue else await self._adopt(host)
                 if current is None:
                     break
+                if not await self._lease_allows(host, current, queue):
+                    current = None
+                    break
                 if session is None:
                     session = await self._open(host)
+                n, began = len(self._unfinished(current)), time.monotonic()
                 await self._round(session, current)
+                if n:
+                    self._per_trial = max(self._per_trial, (time.monotonic() - began) / n)
                 current = None
         except (HostStopped, HostDown) as err:
             self._host_down(
@@ -350,7 +416,11 @@ class Executor:
                 else f"cannot connect: {err.message}",
             ) from None
         try:
-            self.store.record_host(self.plan_hash, host, await session.facts())
+            facts = dict(await session.facts())
+            address = self.leases.address(host)
+            if address is not None:
+                facts["address"] = address
+            self.store.record_host(self.plan_hash, host, facts)
             await self._setup(session)
         except BaseException:
             await self._close(session)

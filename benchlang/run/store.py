@@ -26,8 +26,9 @@ import attrs
 import numpy as np
 
 from benchlang.errors import UserError
+from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TAIL_BYTES = 8192
 
 _SCHEMA = """
@@ -337,7 +338,7 @@ class _WriterLock:
             self.fd = -1
 
 
-class Store:
+class Store(LeaseRows):
     """A benchlang results file. Use as a context manager.
 
     ``Store(path)`` opens an existing store **read-only** (``mode=ro``; ``immutable=1`` on
@@ -413,7 +414,7 @@ class Store:
             version = int(row[0])
         except ValueError:
             raise self._not_a_store(f"unreadable schema version {row[0]!r}") from None
-        if version not in (1, SCHEMA_VERSION):
+        if version not in (1, 2, SCHEMA_VERSION):
             raise UserError(
                 f"{self.path} has store schema {version}; this benchlang reads schema {SCHEMA_VERSION}"
             )
@@ -472,15 +473,15 @@ class Store:
             raise self._write_error(err) from None
         if version is None:
             with self._transaction() as db:
-                for statement in _SCHEMA.split(";"):
+                for statement in [*_SCHEMA.split(";"), LEASES_SCHEMA]:
                     if statement.strip():
                         db.execute(statement)
                 db.execute(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-        elif version == 1:
-            self._upgrade_from_1()
+        elif version < SCHEMA_VERSION:
+            self._upgrade(version)
         self._index_exceptions()
         self._schema = SCHEMA_VERSION
 
@@ -495,12 +496,16 @@ class Store:
         except sqlite3.Error as err:
             raise self._write_error(err) from None
 
-    def _upgrade_from_1(self) -> None:
-        """Schema 1 had no trial phase: every trial was measured."""
+    def _upgrade(self, version: int) -> None:
+        """In place, in one transaction: schema 1 had no trial phase (every trial was
+        measured), schemas 1 and 2 no leases (runs before backend protocol 2 allocated
+        nothing)."""
         with self._transaction() as db:
-            db.execute(
-                "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
-            )
+            if version == 1:
+                db.execute(
+                    "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
+                )
+            db.execute(LEASES_SCHEMA)
             db.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )

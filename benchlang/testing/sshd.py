@@ -33,10 +33,20 @@ def sshd_missing() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(addresses: tuple[str, ...] = ("127.0.0.1",)) -> int:
+    """A port free on every one of ``addresses`` (loopback: 127.0.0.N all reach this host)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind((addresses[0], 0))
+            port = s.getsockname()[1]
+        try:
+            for address in addresses[1:]:
+                with socket.socket() as s:
+                    s.bind((address, port))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError(f"no port is free on all of {addresses}")
 
 
 def keygen(path: Path) -> str:
@@ -66,23 +76,31 @@ def descendants(pid: int) -> list[int]:
 
 
 class Sshd:
-    """One sshd listening on 127.0.0.1:port."""
+    """One sshd listening on address:port (127.0.0.1 and a free port unless given)."""
 
-    def __init__(self, root: Path, client_pub: str, index: int) -> None:
+    def __init__(
+        self,
+        root: Path,
+        client_pub: str,
+        index: int,
+        address: str = "127.0.0.1",
+        port: int | None = None,
+    ) -> None:
+        self.address = address
         self.dir = root / f"sshd{index}"
         self.dir.mkdir(parents=True)
         self.host_key = self.dir / "host_ed25519"
         self.host_pub = keygen(self.host_key)
         (self.dir / "authorized_keys").write_text(client_pub + "\n")
-        self.port = free_port()
-        self.name = f"127.0.0.1:{self.port}"
+        self.port = port or free_port()
+        self.name = f"{address}:{self.port}"
         sftp = next((p for p in SFTP_SERVERS if os.access(p, os.X_OK)), "internal-sftp")
         self.config = self.dir / "sshd_config"
         self.config.write_text(
             "\n".join(
                 [
                     f"Port {self.port}",
-                    "ListenAddress 127.0.0.1",
+                    f"ListenAddress {address}",
                     f"HostKey {self.host_key}",
                     f"PidFile {self.dir / 'sshd.pid'}",
                     f"AuthorizedKeysFile {self.dir / 'authorized_keys'}",
@@ -119,7 +137,7 @@ class Sshd:
                     f"sshd on port {self.port} exited: {(self.dir / 'sshd.log').read_text()[-500:]}"
                 )
             try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                socket.create_connection((self.address, self.port), 0.2).close()
                 return
             except OSError:
                 time.sleep(0.02)
@@ -139,15 +157,23 @@ class Sshd:
 class Testbed:
     """``n`` sshd servers, one client key and a known_hosts file trusting their host keys."""
 
-    def __init__(self, root: str | Path, n: int) -> None:
+    def __init__(self, root: str | Path, n: int, addresses: tuple[str, ...] | None = None) -> None:
+        """``n`` servers on 127.0.0.1, each on a port of its own; with ``addresses``, one
+        server per address, all on one port (the hosts a cloud test driver hands out)."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.identity = self.root / "client_ed25519"
         client_pub = keygen(self.identity)
-        self.servers = [Sshd(self.root, client_pub, i) for i in range(n)]
+        if addresses:
+            port = free_port(addresses)
+            self.servers = [
+                Sshd(self.root, client_pub, i, a, port) for i, a in enumerate(addresses)
+            ]
+        else:
+            self.servers = [Sshd(self.root, client_pub, i) for i in range(n)]
         self.known_hosts = self.root / "known_hosts"
         self.known_hosts.write_text(
-            "".join(f"[127.0.0.1]:{s.port} {s.host_pub}\n" for s in self.servers)
+            "".join(f"[{s.address}]:{s.port} {s.host_pub}\n" for s in self.servers)
         )
         for server in self.servers:
             server.start()
@@ -174,7 +200,7 @@ class Testbed:
             "BatchMode=yes",
             "-o",
             "LogLevel=ERROR",
-            "127.0.0.1",
+            server.address,
         ]
 
     def close(self) -> None:

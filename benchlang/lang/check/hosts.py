@@ -39,12 +39,22 @@ def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
         ctx.error(f"no backend named '{hosts.kind}' is installed", hosts.span, hint)
         return model.Hosts(hosts.kind)
     values: dict[str, Any] = {}
+    secret = frozenset(getattr(kinds[hosts.kind], "secret_settings", ())) if kinds else frozenset()
     for item in hosts.settings.items if hosts.settings else ():
         if item.key in values:
             ctx.error(f"'{item.key}' is set twice in hosts {hosts.kind}", item.span)
             continue
+        if item.key in secret and item.value is not None:
+            ctx.error(
+                f"hosts {hosts.kind}: '{item.key}' is a secret: a value written in the spec would be stored with it (store, plan, bundle)",
+                item.value.span,
+                f'read it from the environment: {item.key} from env "{_env_name(hosts.kind, item.key)}"',
+            )
+            continue
         if item.file is not None:
             values[item.key] = {"file": str(ctx.base_dir / item.file.value)}
+        elif item.env is not None:
+            values[item.key] = {"env": str(item.env.value)}
         elif item.block is not None:
             ctx.error(f"'{item.key}' in hosts {hosts.kind} takes a value, not a block", item.span)
         else:
@@ -61,6 +71,10 @@ def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
         )
         ctx.error(f"hosts {hosts.kind}: {err.message}", span, err.hint)
     return model.Hosts(hosts.kind, values)
+
+
+def _env_name(kind: str, key: str) -> str:
+    return f"{kind}_{key}".upper().replace("-", "_")
 
 
 def check_env(ctx: Context, pairs: list[ast.EnvPair]) -> tuple[tuple[str, str], ...]:

@@ -17,6 +17,7 @@ from benchlang.plan.compile import compile_plan
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
 from benchlang.run.store import Store
+from benchlang.testing import conformance
 
 CORES = sorted(os.sched_getaffinity(0))
 
@@ -160,3 +161,10 @@ def test_spec_settings_reach_the_backend_through_the_checker(tmp_path):
     spec.write_text(body.format(hosts="cpus [0, 0]"))
     with pytest.raises(SpecError, match="listed twice"):
         load(str(spec), backends=backend_kinds())
+
+
+@pytest.mark.parametrize("check", conformance.CHECKS, ids=conformance.names())
+def test_the_example_backend_passes_the_conformance_kit(tmp_path, check):
+    settings = {"cpus": tuple(CORES[:2])}
+    case = conformance.Case(make=lambda: PinnedBackend.from_settings(settings, tmp_path))
+    conformance.run(check, case)

@@ -41,7 +41,9 @@ class PinnedSession:
             str(self.cpu),
             *(["nice", "-n", str(self.nice)] if self.nice else []),
         ]
-        return shlex.join(prefix + argv)
+        line = shlex.join(prefix + argv)
+        # through a shell, exec it: the command's own exit status and signal, not the shell's
+        return f"exec {line}" if argv_for(line)[0] == "/bin/sh" else line
 
     async def execute(self, command: Command) -> Execution:
         wrapped = Command(self.wrap(command.text), command.env, command.cwd, command.timeout)

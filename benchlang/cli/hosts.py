@@ -1,0 +1,98 @@
+"""``benchlang hosts list|release STORE``: the leases of a store's runs (docs/plugins.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from benchlang.cli import add_command
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``benchlang hosts``; the lazy table in benchlang.cli calls this."""
+    p.description = (
+        "The hosts a backend allocated for a store's runs (leases), and releasing the ones "
+        "a killed run left held."
+    )
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="every lease: id, backend, state, hosts, resources")
+    listing.add_argument("store", metavar="STORE")
+    listing.add_argument("--json", action="store_true", help="one JSON document")
+    release = sub.add_parser(
+        "release", help="release the unreleased leases (the run's spec opens its backend)"
+    )
+    release.add_argument("store", metavar="STORE")
+    release.add_argument("lease", metavar="LEASE", nargs="?", help="a lease id or its prefix")
+    p.set_defaults(func=run)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    add_command(subparsers, "hosts")
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlang.app.leases import describe, release_leases, stored_leases
+
+    if args.action == "list":
+        rows = [describe(s) for s in stored_leases(args.store)]
+        if args.json:
+            print(json.dumps({"leases": rows}, indent=2))
+            return 0
+        _render(rows, args.store)
+        return 0
+    done = release_leases(args.store, args.lease)
+    if not done:
+        print(f"{args.store}: no lease is held")
+    failed = 0
+    for item in done:
+        if item.error is None:
+            print(f"released lease {item.lease.id} ({item.lease.kind})")
+        else:
+            failed += 1
+            print(
+                f"lease {item.lease.id} ({item.lease.kind}) not released: {item.error}",
+                file=sys.stderr,
+            )
+    return 1 if failed else 0
+
+
+def _render(rows: list[dict], store: str) -> None:
+    from benchlang.report.table import render_table
+
+    if not rows:
+        print(f"{store}: no leases (no run here allocated hosts through a backend)")
+        return
+    table = []
+    for row in rows:
+        hosts = ", ".join(k if k == v else f"{k}={v}" for k, v in row["hosts"].items())
+        what = "; ".join(" ".join(f"{k}={v}" for k, v in r.items()) for r in row["resources"])
+        price = "" if row["price_per_hour"] is None else f"{row['price_per_hour']:g}/h"
+        table.append(
+            (
+                row["id"][:12],
+                row["kind"],
+                row["state"],
+                hosts,
+                what,
+                price,
+                row["acquired"],
+                row["expires"] or "",
+                row["released"] or "",
+            )
+        )
+    render_table(
+        [
+            "lease",
+            "backend",
+            "state",
+            "hosts",
+            "resources",
+            "price",
+            "acquired",
+            "expires",
+            "released",
+        ],
+        table,
+        title=f"leases in {store}",
+    )

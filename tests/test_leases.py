@@ -1,0 +1,243 @@
+"""The lease lifecycle end to end with the allocating test pool (benchlang.testing.pool):
+``benchlang run`` acquires before the first trial, stores the lease, releases it at the end,
+on SIGINT and on failure; a SIGKILLed run's lease is listed and released by ``benchlang
+hosts``; ``--resume`` attaches to it; the lease deadline; secrets reach no store, plan,
+record or log; analyze and record never open the backend."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchlang.backends.registry import backend_kinds
+from benchlang.testing import conformance
+from benchlang.testing.pool import PoolBackend, ledger
+
+TOKEN = "tok-5c1e-secret-9b"
+
+SPEC = """benchlang 1
+experiment pooled {{
+  seed 3
+  hosts pool {{ count 2 ledger "ledger.json" token from env "POOL_TOKEN" {extra} }}
+  factor k in [1, 2]
+  benchmark b {{
+    run "env; {slow}echo v={{k}}"
+    measure v from stdout regex "v=([0-9]+)"
+  }}
+  metric v {{ measure mean }}
+  kpi v {{ percentile 50 confidence 75% }}
+  design {{ runs {runs} order fixed }}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def pool_env(tmp_path_factory) -> dict[str, str]:
+    """An environment where ``hosts pool`` resolves in benchlang subprocesses."""
+    root = tmp_path_factory.mktemp("pool-entrypoint")
+    info = root / "benchlang_pool_tests-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: benchlang-pool-tests\nVersion: 0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[benchlang.backends]\npool = benchlang.testing.pool:PoolBackend\n"
+    )
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200", "POOL_TOKEN": TOKEN}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(root)) if p)
+    return env
+
+
+@pytest.fixture
+def registered():
+    kinds = backend_kinds()
+    kinds["pool"] = PoolBackend
+    yield
+    del kinds["pool"]
+
+
+def write(where: Path, *, runs: int = 2, slow: str = "", extra: str = "") -> Path:
+    spec = where / "p.bench"
+    spec.write_text(SPEC.format(runs=runs, slow=slow, extra=extra))
+    return spec
+
+
+def bl(env: dict[str, str], *args: object, cwd: Path | None = None) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", *map(str, args)],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        timeout=300,
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def lease_rows(store: Path) -> list[tuple]:
+    db = sqlite3.connect(store)
+    try:
+        return list(db.execute("SELECT id, kind, lease, acquired, released FROM leases"))
+    finally:
+        db.close()
+
+
+def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_env, tmp_path):
+    spec = write(tmp_path)
+    store = tmp_path / "p.sqlite"
+    status, out, err = bl(pool_env, "run", spec, "--store", store, cwd=tmp_path)
+    assert status == 0, err
+    assert ledger(tmp_path / "ledger.json") == {}, "released with the provider"
+    ((lease_id, kind, text, acquired, released),) = lease_rows(store)
+    lease = json.loads(text)
+    assert kind == "pool" and released is not None and released >= acquired
+    assert lease["hosts"] == {"node0": "127.0.0.2", "node1": "127.0.0.3"}
+    db = sqlite3.connect(store)
+    first = db.execute("SELECT min(started) FROM trials").fetchone()[0]
+    facts = dict(db.execute("SELECT host, facts FROM hosts").fetchall())
+    db.close()
+    assert acquired < first, "the lease is stored before any trial runs"
+    assert json.loads(facts["node0"])["address"] == "127.0.0.2"
+
+    status, listed, _ = bl(pool_env, "hosts", "list", store)
+    assert status == 0 and lease_id[:12] in listed and "released" in listed
+    assert "node0=127.0.0.2" in listed
+    _, record, _ = bl(pool_env, "record", "--store", store)
+    assert "host node0 (127.0.0.2)" in record
+    _, plan, plan_err = bl(pool_env, "plan", spec, cwd=tmp_path)
+    _, exported, _ = bl(pool_env, "results", store, "--format", "json")
+    for text in (out, err, listed, record, plan, plan_err, exported, spec.read_text()):
+        assert TOKEN not in text
+    assert TOKEN.encode() not in store.read_bytes(), "a trial printing env must not store it"
+    assert 'token from env "POOL_TOKEN"' in spec.read_text()
+
+
+def test_a_literal_for_a_secret_setting_is_a_positioned_error(registered, tmp_path, run_cli):
+    spec = tmp_path / "s.bench"
+    spec.write_text(
+        'benchlang 1\nexperiment s {\n  hosts pool { count 1 ledger "l.json" token "abc" }\n'
+        '  benchmark b { run "true" }\n}\n'
+    )
+    from benchlang.app.spec import load_spec
+    from benchlang.lang.diagnostics import SpecError
+
+    with pytest.raises(SpecError) as err:
+        load_spec(spec)
+    text = str(err.value)
+    assert "s.bench:3:46: error: hosts pool: 'token' is a secret" in text
+    assert 'token from env "POOL_TOKEN"' in text and "^" in text
+
+
+def test_a_missing_environment_variable_is_an_error_before_anything_runs(pool_env, tmp_path):
+    spec = write(tmp_path)
+    env = {k: v for k, v in pool_env.items() if k != "POOL_TOKEN"}
+    status, _, err = bl(env, "run", spec, "--store", tmp_path / "x.sqlite", cwd=tmp_path)
+    assert status == 2 and "POOL_TOKEN, which is not set" in err
+    assert ledger(tmp_path / "ledger.json") == {}
+
+
+def test_sigint_releases_the_lease_at_once(pool_env, tmp_path):
+    spec = write(tmp_path, runs=4, slow="[ $BENCHLANG_TRIAL -ge 1 ] && sleep 300; ")
+    status, took = conformance.interrupted_run_releases(spec, tmp_path / "p.sqlite", pool_env)
+    assert status == 130 and took < 60
+    assert ledger(tmp_path / "ledger.json") == {}
+
+
+def test_a_killed_run_leaves_its_lease_for_hosts_list_and_hosts_release(pool_env, tmp_path):
+    spec = write(tmp_path, runs=4, slow="[ $BENCHLANG_TRIAL -ge 1 ] && sleep 300; ")
+    store = tmp_path / "p.sqlite"
+    held = conformance.killed_run_leaves_a_lease(spec, store, pool_env)
+    assert list(ledger(tmp_path / "ledger.json")) == held
+    status, listed, _ = bl(pool_env, "hosts", "list", store)
+    assert status == 0 and held[0][:12] in listed and "held" in listed
+    status, out, err = bl(pool_env, "hosts", "release", store)
+    assert status == 0, err
+    assert f"released lease {held[0]}" in out
+    assert ledger(tmp_path / "ledger.json") == {}
+    assert all(row[4] is not None for row in lease_rows(store))
+    status, out, _ = bl(pool_env, "hosts", "release", store)
+    assert status == 0 and "no lease is held" in out
+
+
+def test_resume_attaches_to_the_lease_a_killed_run_left(pool_env, tmp_path):
+    spec = write(tmp_path, runs=3, slow="[ $BENCHLANG_TRIAL -ge 1 ] && [ ! -e go ] && sleep 300; ")
+    store = tmp_path / "p.sqlite"
+    held = conformance.killed_run_leaves_a_lease(spec, store, pool_env)
+    (tmp_path / "go").write_text("")
+    status, _, err = bl(pool_env, "run", spec, "--store", store, "--resume", cwd=tmp_path)
+    assert status == 0, err
+    rows = lease_rows(store)
+    assert [r[0] for r in rows] == held, "the resumed run used the stored lease"
+    assert rows[0][4] is not None and ledger(tmp_path / "ledger.json") == {}
+
+
+def test_analyze_and_record_never_open_the_backend(pool_env, tmp_path, monkeypatch):
+    spec = write(tmp_path)
+    store = tmp_path / "p.sqlite"
+    assert bl(pool_env, "run", spec, "--store", store, cwd=tmp_path)[0] == 0
+    env = {k: v for k, v in pool_env.items() if k != "POOL_TOKEN"}  # from_settings would fail
+    for args in (
+        ("analyze", spec, "--store", store),
+        ("record", spec, "--store", store),
+        ("analyze", "--store", store),
+        ("results", store),
+    ):
+        status, _out, err = bl(env, *args, cwd=tmp_path)
+        assert status == 0, (args, err)
+        assert "POOL_TOKEN" not in err
+
+
+def run_in_process(tmp_path: Path, backend: PoolBackend, runs: int, sleep: float):
+    """A plan on ``backend`` through the real executor; returns (summary, store events)."""
+    from benchlang.lang.check import load
+    from benchlang.plan.compile import compile_plan
+    from benchlang.run.executor import Executor
+    from benchlang.run.progress import Progress
+    from benchlang.run.store import Store
+
+    spec = tmp_path / "d.bench"
+    spec.write_text(
+        "benchlang 1\nexperiment d {\n  factor k in [1, 2]\n"
+        f'  benchmark b {{ run "sleep {sleep}; echo v={{k}}" measure v from stdout regex "v=([0-9]+)" }}\n'
+        f"  design {{ runs {runs} order fixed }}\n}}\n"
+    )
+    experiment = load(spec)
+    plan = compile_plan(experiment, backend.hosts())
+    with Store(tmp_path / "d.sqlite", create=True) as store:
+        store.add_plan(plan.hash, "d", experiment.spec_hash, plan.seed, plan.json_text())
+        summary = asyncio.run(
+            Executor(experiment, plan, backend, store, Progress(plan.n_trials, quiet=True)).run()
+        )
+        events = [message for _at, _host, _kind, message in store.events(plan.hash)]
+        leases = store.leases()
+    return summary, events, leases
+
+
+class NoExtend(PoolBackend):
+    capabilities = frozenset()
+
+
+def test_no_round_starts_that_cannot_finish_before_the_lease_ends(tmp_path):
+    from benchlang.backends.base import Secret
+
+    backend = NoExtend(tmp_path / "l.json", 1, Secret("T", TOKEN), duration=2.0)
+    summary, events, leases = run_in_process(tmp_path, backend, runs=4, sleep=0.6)
+    assert any("before a round estimated at" in e for e in events), events
+    assert summary.ran == 2, "the first round ran; the next could not finish before expiry"
+    assert leases[0].released is not None and ledger(tmp_path / "l.json") == {}
+
+
+def test_the_lease_is_extended_when_the_backend_can(tmp_path):
+    from benchlang.backends.base import Secret
+
+    backend = PoolBackend(tmp_path / "l.json", 1, Secret("T", TOKEN), duration=2.0)
+    summary, _events, leases = run_in_process(tmp_path, backend, runs=4, sleep=0.6)
+    assert summary.ran == 8
+    (stored,) = leases
+    assert stored.lease.expires > stored.acquired + 2.0, "extended, and the store updated"
