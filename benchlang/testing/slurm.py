@@ -102,6 +102,7 @@ class SlurmCluster:
             "TaskPlugin=task/none",
             "MpiDefault=none",
             "SchedulerType=sched/backfill",
+            "SchedulerParameters=batch_sched_delay=0",  # start a submitted job at once (~1 s)
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_CPU",
             "ReturnToService=2",

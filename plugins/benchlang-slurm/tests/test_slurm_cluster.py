@@ -1,19 +1,17 @@
-"""hosts slurm on a real one-node Slurm cluster (munged, slurmctld, slurmd started for the
-session): a spec end to end, a job step cancelled with scancel mid-trial (reported by name,
-retried), a node failing under a trial (HostDown with the scheduler's reason), and a run
-interrupted mid-trial (nothing left running, the allocation cancelled)."""
+"""hosts slurm through benchlang's executor on a real one-node Slurm cluster (munged,
+slurmctld, slurmd started for the session): a spec end to end, a job step cancelled with
+scancel mid-trial (reported by name, retried), a node failing under a trial (HostDown with the
+scheduler's reason). The CLI-level runs (SIGINT, SIGKILL + hosts release, --resume) and the
+conformance kit are in test_slurm_runs.py."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import signal
 import threading
 import time
 from pathlib import Path
 
 from benchlang.app.plan import build_plan
-from benchlang.backends.base import Command
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
 from benchlang.run.store import Store
@@ -44,16 +42,15 @@ def prepare(spec: Path, **options):
     executor = Executor(
         experiment, plan, backend, store, Progress(plan.n_trials, quiet=True), **options
     )
-    return backend, plan, store, executor
+    return plan, store, executor
 
 
-async def run_leased(backend, executor):
-    """The run with its allocation: acquired before, released after (always)."""
-    lease = await backend.acquire(None)
-    try:
-        return lease, await executor.run()
-    finally:
-        await backend.release(lease)
+def run(store, plan, executor):
+    """The run (the executor acquires the allocation and releases it) and its lease."""
+    summary = asyncio.run(executor.run())
+    (stored,) = store.leases(plan.hash)
+    assert stored.released is not None, "the run must release its allocation"
+    return stored.lease, summary
 
 
 def steps(cluster) -> list[tuple[str, str]]:
@@ -88,8 +85,8 @@ def test_a_spec_runs_end_to_end_as_job_steps(idle_cluster, tmp_path):
   design { runs 3 series 1 }""",
         hosts='nodes 1 time 10m constraint "benchlang" exclusive true',
     )
-    backend, plan, store, executor = prepare(spec)
-    lease, summary = asyncio.run(run_leased(backend, executor))
+    plan, store, executor = prepare(spec)
+    lease, summary = run(store, plan, executor)
     with store:
         rows = store.db.execute(
             "SELECT trial, status, stdout_tail FROM trials WHERE plan_hash = ?", (plan.hash,)
@@ -130,7 +127,7 @@ def test_a_step_cancelled_by_scancel_is_reported_by_name_and_retried(idle_cluste
   }
   design { runs 1 series 1 order fixed }""",
     )
-    backend, plan, store, executor = prepare(spec, **FAST_RETRY)
+    plan, store, executor = prepare(spec, **FAST_RETRY)
     cancelled: list[str] = []
 
     def cancel_the_sleeping_step():
@@ -140,7 +137,7 @@ def test_a_step_cancelled_by_scancel_is_reported_by_name_and_retried(idle_cluste
         idle_cluster.run("scancel", step)
 
     watcher = in_thread(cancel_the_sleeping_step)
-    _lease, summary = asyncio.run(run_leased(backend, executor))
+    _lease, summary = run(store, plan, executor)
     watcher.join(5)
     with store:
         rows = store.db.execute(
@@ -161,7 +158,7 @@ def test_a_failed_node_stops_its_host_with_the_schedulers_reason(idle_cluster, t
         """  benchmark b { run "touch started; sleep 600" }
   design { runs 1 series 1 }""",
     )
-    backend, _plan, _store, executor = prepare(spec, **FAST_RETRY)
+    plan, store, executor = prepare(spec, **FAST_RETRY)
 
     def fail_the_node():
         when(lambda: (tmp_path / "started").exists())
@@ -174,72 +171,9 @@ def test_a_failed_node_stops_its_host_with_the_schedulers_reason(idle_cluster, t
         )
 
     watcher = in_thread(fail_the_node)
-    lease, summary = asyncio.run(run_leased(backend, executor))
+    lease, summary = run(store, plan, executor)
     watcher.join(5)
     assert len(summary.hosts_down) == 1
     host, message = summary.hosts_down[0]
     assert host == "node0" and f"job {lease.handle['job']} is NODE_FAIL" in message
-    assert idle_cluster.jobs() == []
-
-
-def test_an_interrupted_run_leaves_nothing_running(idle_cluster, tmp_path):
-    marker = "876.54321"
-    spec = write_spec(
-        tmp_path,
-        f"""  benchmark b {{ run "touch started; sleep {marker}" }}
-  design {{ runs 2 series 1 }}""",
-    )
-    backend, _plan, _store, executor = prepare(spec)
-    interrupted_at: list[float] = []
-
-    def interrupt():
-        when(lambda: (tmp_path / "started").exists())
-        interrupted_at.append(time.monotonic())
-        executor.interrupt(signal.SIGINT)
-
-    watcher = in_thread(interrupt)
-    _lease, summary = asyncio.run(run_leased(backend, executor))
-    stopped = time.monotonic() - interrupted_at[0]
-    watcher.join(5)
-    assert summary.interrupted == signal.SIGINT and summary.ran == 0
-    assert stopped < 15.0
-    assert idle_cluster.jobs() == []
-    when(lambda: not _processes_with(marker), 10.0)
-
-
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if marker.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def test_a_lease_round_trips_and_release_is_idempotent(idle_cluster, tmp_path):
-    """A Lease read back from JSON is enough to release; a command honours Command.aslr."""
-    spec = write_spec(tmp_path, '  benchmark b { run "true" }\n  design { runs 1 series 1 }')
-    backend, _plan, store, _executor = prepare(spec)
-    store.close()
-
-    async def acquire_run_release():
-        lease = await backend.acquire(None)
-        try:
-            session = await backend.open("node0")
-            try:
-                fixed = await session.execute(Command("cat /proc/self/personality", aslr=False))
-            finally:
-                await session.close()
-        finally:
-            again = type(lease).from_json(lease.to_json())
-            await backend.release(again)
-            await backend.release(again)
-        return lease, fixed
-
-    lease, fixed = asyncio.run(acquire_run_release())
-    handle = json.loads(lease.to_json())["handle"]
-    assert handle["cluster"] == "benchlang-test" and handle["slurm_conf"] == str(idle_cluster.conf)
-    assert int(fixed.stdout, 16) & 0x0040000  # ADDR_NO_RANDOMIZE
     assert idle_cluster.jobs() == []

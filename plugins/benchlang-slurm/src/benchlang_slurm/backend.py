@@ -33,7 +33,9 @@ HOLDER = "exec sleep infinity"
 """The holder job's script: the allocation lives as long as it does (until scancel)."""
 JOB_NAME = "benchlang"
 POLL_MAX = 2.0
-"""Longest pause between two looks at a pending job (seconds)."""
+FAST_POLLS = 3.0
+"""A pending job is looked at every 0.1 s for this long (most start within it), then ever
+less often, up to every POLL_MAX seconds."""
 
 
 class SlurmBackend:
@@ -118,7 +120,7 @@ class SlurmBackend:
         limit = self.settings.start_timeout
         ends = [d for d in (deadline, time.time() + limit if limit else None) if d is not None]
         give_up = min(ends) if ends else None
-        pause, reason = 0.1, ""
+        pause, reason, waiting = 0.1, "", time.monotonic()
         while True:
             try:
                 info = await commands.job(job, env)
@@ -143,7 +145,8 @@ class SlurmBackend:
                     f"{state} ({reason}); it was cancelled",
                 )
             await asyncio.sleep(pause)
-            pause = min(pause * 2, POLL_MAX)
+            if time.monotonic() - waiting > FAST_POLLS:
+                pause = min(pause * 2, POLL_MAX)
 
     async def _lease_of(
         self, job: str, cluster: str, info: Mapping[str, str], env: Mapping[str, str]
