@@ -108,7 +108,7 @@ def ratio_of_percentiles(
         for logs, units in ((la, ua), (lb, ub)):
             weights, leaf = multistage_weights(units, replicates, rng)
             order = np.argsort(logs, kind="stable")
-            boot.append(weighted_percentile(logs[order], weights[:, leaf[order]], percentile))
+            boot.append(weighted_percentile(logs[order], weights, percentile, columns=leaf[order]))
         diff = boot[1] - boot[0]
         tail = (100.0 - confidence) / 200.0
         lo_q, hi_q = np.nanquantile(diff, [tail, 1.0 - tail])

@@ -1,0 +1,63 @@
+"""Building the HTML report of a 100,000-trial store, side by side with `benchlang analyze` of
+the same store (the baseline: the same analysis, printed as text, no plots). Target (issue 18):
+a few seconds; plots downsample (and say so) instead of drawing every trial.
+
+The store is the one benchmarks/bench_store_scale.py makes (the plan of a 10-configuration spec,
+100 series, seeded log-normal values inserted in the store's schema), with its values stored
+under the measure name the spec's metric reads (`time`).
+
+    python benchmarks/bench_report.py [--trials 100000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_store_scale import make_store, timed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=100_000)
+    parser.add_argument("--keep", help="directory to keep the store and report in")
+    args = parser.parse_args()
+    root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-report-"))
+    root.mkdir(parents=True, exist_ok=True)
+    store = root / "scale.sqlite"
+    if not store.exists():
+        t0 = time.perf_counter()
+        make_store(root, args.trials)
+        db = sqlite3.connect(store)
+        db.execute("UPDATE measures SET name = 'time' WHERE name = 'wall_time'")
+        db.commit()
+        db.close()
+        print(f"made {store} in {time.perf_counter() - t0:.1f} s")
+    page = root / "report.html"
+    benchlang = [sys.executable, "-m", "benchlang"]
+    cases = {
+        "baseline: benchlang analyze": [*benchlang, "analyze", "--store", str(store)],
+        "benchlang report": [*benchlang, "report", str(store), "-o", str(page)],
+    }
+    print(f"{'command':30} {'seconds':>8} {'peak MiB':>9} {'x analyze':>9}")
+    base = None
+    for name, argv in cases.items():
+        seconds, kib = timed(argv)
+        base = base or seconds
+        print(f"{name:30} {seconds:8.2f} {kib / 1024:9.0f} {seconds / base:9.2f}")
+    size = page.stat().st_size
+    print(f"report: {size / 1024:.0f} KiB, {page.read_text().count('<figure')} plots ({page})")
+    if not args.keep:
+        shutil.rmtree(root)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
