@@ -58,16 +58,20 @@ def _memory_mib() -> int:
 
 
 class SlurmCluster:
-    """munged + slurmctld + slurmd for one node named ``hostname -s``.
+    """munged + slurmctld + slurmd for one node named ``hostname -s``, or with ``nodes=N``
+    one slurmd per node ``HOST-0..HOST-N-1``, all on this machine (Debian's Slurm is built
+    with multiple-slurmd support: each node has its own port and spool directory).
 
-    ``start()`` returns once the node is idle; ``stop()`` cancels the cluster's jobs and stops
-    the three daemons it started (SIGTERM, then SIGKILL), nothing else.
+    ``start()`` returns once every node is idle; ``stop()`` cancels the cluster's jobs and
+    stops the daemons it started (SIGTERM, then SIGKILL), nothing else.
     """
 
-    def __init__(self, root: str | Path | None = None) -> None:
+    def __init__(self, root: str | Path | None = None, nodes: int = 1) -> None:
         # Short paths: the munge socket and slurmd's step sockets live here (108-byte limit).
         self.root = Path(tempfile.mkdtemp(prefix="bl-slurm-", dir=root or "/tmp"))
-        self.node = socket.gethostname().split(".")[0]
+        self.host = socket.gethostname().split(".")[0]
+        self.nodes = (self.host,) if nodes == 1 else tuple(f"{self.host}-{i}" for i in range(nodes))
+        self.node = self.nodes[0]
         self.conf = self.root / "slurm.conf"
         self.socket = self.root / "munge" / "munge.socket"
         self.procs: dict[str, subprocess.Popen] = {}
@@ -82,9 +86,14 @@ class SlurmCluster:
         for name in ("spool", "state"):
             (self.root / name).mkdir(mode=0o755)
         r = self.root
+        many = len(self.nodes) > 1
+        if many:
+            for node in self.nodes:
+                (r / "spool" / node).mkdir(mode=0o755)
+        cpus, memory = os.cpu_count() or 1, _memory_mib()
         lines = [
             "ClusterName=benchlang-test",
-            f"SlurmctldHost={self.node}(127.0.0.1)",
+            f"SlurmctldHost={self.host}(127.0.0.1)",
             f"SlurmctldPort={_free_port()}",
             f"SlurmdPort={_free_port()}",
             "AuthType=auth/munge",
@@ -93,11 +102,11 @@ class SlurmCluster:
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={r / 'state'}",
-            f"SlurmdSpoolDir={r / 'spool'}",
+            f"SlurmdSpoolDir={r / 'spool' / ('%n' if many else '')}",
             f"SlurmctldPidFile={r / 'slurmctld.pid'}",
-            f"SlurmdPidFile={r / 'slurmd.pid'}",
+            f"SlurmdPidFile={r / ('slurmd-%n.pid' if many else 'slurmd.pid')}",
             f"SlurmctldLogFile={r / 'slurmctld.log'}",
-            f"SlurmdLogFile={r / 'slurmd.log'}",
+            f"SlurmdLogFile={r / ('slurmd-%n.log' if many else 'slurmd.log')}",
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "MpiDefault=none",
@@ -112,8 +121,12 @@ class SlurmCluster:
             "InactiveLimit=0",
             "KillWait=2",
             "MinJobAge=300",
-            f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={os.cpu_count() or 1} "
-            f"RealMemory={_memory_mib()} Feature={','.join(FEATURES)} State=UNKNOWN",
+            *(
+                f"NodeName={node} NodeHostname={self.host} NodeAddr=127.0.0.1"
+                + (f" Port={_free_port()}" if many else "")
+                + f" CPUs={cpus} RealMemory={memory} Feature={','.join(FEATURES)} State=UNKNOWN"
+                for node in self.nodes
+            ),
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
             "",
         ]
@@ -146,6 +159,15 @@ class SlurmCluster:
         )
 
     def start(self, timeout: float = 60.0) -> SlurmCluster:
+        """Start the daemons; if the node is not idle within ``timeout`` (or anything else
+        fails), the daemons already started are stopped before the error propagates."""
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> SlurmCluster:
         self._write_config()
         self._spawn(
             "munged",
@@ -167,18 +189,25 @@ class SlurmCluster:
                 raise RuntimeError(f"munged did not create its socket: {self.log('munged')}")
             time.sleep(0.02)
         self._spawn("slurmctld", [SLURMCTLD, "-D", "-i", "-f", str(self.conf)])
-        self._spawn("slurmd", [SLURMD, "-D", "-N", self.node, "-f", str(self.conf)])
+        for node in self.nodes:
+            self._spawn(self._slurmd(node), [SLURMD, "-D", "-N", node, "-f", str(self.conf)])
         while True:
             self._check_alive()
-            state = self.run("sinfo", "-h", "-n", self.node, "-o", "%T", timeout=10.0)
-            if state.returncode == 0 and state.stdout.strip() == "idle":
+            state = self.run("sinfo", "-h", "-N", "-o", "%N %T", timeout=10.0)
+            states = dict(line.split() for line in state.stdout.splitlines() if line.strip())
+            if state.returncode == 0 and states == dict.fromkeys(self.nodes, "idle"):
                 return self
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"node {self.node} not idle after {timeout:g}s ({state.stdout.strip()} "
-                    f"{state.stderr.strip()}): {self.log('slurmctld')}\n{self.log('slurmd')}"
+                    f"nodes not idle after {timeout:g}s ({state.stdout.strip()} "
+                    f"{state.stderr.strip()}): {self.log('slurmctld')}\n"
+                    + "\n".join(self.log(self._slurmd(node)) for node in self.nodes)
                 )
             time.sleep(0.1)
+
+    def _slurmd(self, node: str) -> str:
+        """The name of a node's slurmd (its ``.out`` and ``.log`` file names)."""
+        return f"slurmd-{node}" if len(self.nodes) > 1 else "slurmd"
 
     def jobs(self) -> list[str]:
         """The ids of the jobs the cluster still knows as pending or running."""
@@ -197,7 +226,7 @@ class SlurmCluster:
                     deadline = time.monotonic() + 10.0
                     while self.jobs() and time.monotonic() < deadline:
                         time.sleep(0.1)
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in (*map(self._slurmd, self.nodes), "slurmctld", "munged"):
             proc = self.procs.pop(name, None)
             if proc is None or proc.poll() is not None:
                 continue
@@ -207,7 +236,43 @@ class SlurmCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        self._kill_leftover_steps()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def _kill_leftover_steps(self) -> None:
+        """SIGKILL the step daemons of this cluster that outlived slurmd (when its jobs could
+        not be cancelled, e.g. slurmctld died) and their tasks: the processes holding a
+        socket in this cluster's spool directory (slurmstepd's ``NODE_JOB.STEP``), and
+        their descendants."""
+        spool = f"{self.root / 'spool'}/"
+        try:
+            lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+        except OSError:
+            return
+        inodes = {
+            f"socket:[{f[6]}]"
+            for f in map(str.split, lines)
+            if len(f) > 7 and f[7].startswith(spool)
+        }
+        if not inodes:
+            return
+        parents: dict[int, int] = {}
+        steps: set[int] = set()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+                if any(os.readlink(fd) in inodes for fd in (entry / "fd").iterdir()):
+                    steps.add(int(entry.name))
+        doomed, frontier = set(steps), set(steps)
+        while frontier:
+            frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - doomed
+            doomed |= frontier
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
     def __enter__(self) -> SlurmCluster:
         return self.start()

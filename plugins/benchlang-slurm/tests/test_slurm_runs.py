@@ -6,6 +6,7 @@ down), SIGINT releasing the allocation, and a SIGKILLed run whose holder job is 
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -96,10 +97,13 @@ def test_the_slurm_backend_passes_the_conformance_kit(case, check, idle_cluster)
     assert idle_cluster.jobs() == []
 
 
-def test_sigint_releases_the_allocation(idle_cluster, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_releases_the_allocation(idle_cluster, tmp_path, signum):
     spec = write_spec(tmp_path, 40)
-    status, _took = conformance.interrupted_run_releases(spec, tmp_path / "s.sqlite", timeout=120)
-    assert status == 130 and idle_cluster.jobs() == []
+    status, _took = conformance.interrupted_run_releases(
+        spec, tmp_path / "s.sqlite", timeout=120, signum=signum
+    )
+    assert status == 128 + signum and idle_cluster.jobs() == []
 
 
 def test_a_killed_run_is_released_by_hosts_release_then_resumed(idle_cluster, tmp_path):
