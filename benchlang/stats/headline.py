@@ -32,6 +32,8 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
+from benchlang.stats._weighted import replicate_percentiles
+
 MIN_CLUSTERS = 5
 """Fewer top-level units than this and no interval is given (descriptive only)."""
 
@@ -108,47 +110,18 @@ class Ranking:
         }
 
 
-def weighted_percentile(
-    sorted_values: np.ndarray,
-    weights: np.ndarray,
-    percentile: float,
-    columns: np.ndarray | None = None,
-) -> np.ndarray:
-    """The ``percentile`` of ``sorted_values`` (ascending, length n) under each row of
-    ``weights`` (shape (B, n), non-negative; or (B, m) with ``columns`` giving each sorted
-    value's column): the midpoint of the smallest value whose cumulative weight reaches p·W
-    and the smallest whose cumulative weight exceeds it. With unit weights this is the usual
-    median (mean of the two middle values for even n). Rows of zero total weight give nan.
-    Returns shape (B,). Rows are taken in blocks of about 2**20 weights (cache-sized, and
-    no (B, n) copy of a bootstrap's weights); integer weights are summed exactly."""
-    w = np.asarray(weights)
-    n = sorted_values.size
-    if n == 0:
-        return np.full(w.shape[0], np.nan)
-    if w.dtype.kind not in "iu":
-        w = w.astype(float)
-    cols = np.arange(n) if columns is None else np.asarray(columns)
-    out = np.empty(w.shape[0])
-    step = max(1, (1 << 20) // n)
-    for start in range(0, w.shape[0], step):
-        cum = np.cumsum(w[start : start + step][:, cols], axis=1, dtype=w.dtype)
-        total = cum[:, -1].astype(float)
-        target = total * (percentile / 100.0)
-        tol = 1e-9 * np.maximum(total, 1.0)
-        lo = np.count_nonzero(cum < (target - tol)[:, None], axis=1)
-        hi = np.count_nonzero(cum <= (target + tol)[:, None], axis=1)
-        middle = 0.5 * (sorted_values[np.minimum(lo, n - 1)] + sorted_values[np.minimum(hi, n - 1)])
-        out[start : start + step] = np.where(total > 0, middle, np.nan)
-    return out
-
-
 def _nested_units(clusters: np.ndarray) -> list[np.ndarray]:
     """For each level, every trial's unit index at that level, units numbered so that a
-    unit's parent is known: level k's unit is the unique row of ``clusters[:, :k+1]``."""
+    unit's parent is known: level k's unit is the unique row of ``clusters[:, :k+1]``, numbered
+    in lexicographic order (as ``np.unique(..., axis=0)``, with one-dimensional keys)."""
     out = []
+    prefix = np.zeros(clusters.shape[0], dtype=np.int64)
     for k in range(clusters.shape[1]):
-        _, index = np.unique(clusters[:, : k + 1], axis=0, return_inverse=True)
-        out.append(index.ravel())
+        _, code = np.unique(clusters[:, k], return_inverse=True)
+        key = prefix * (int(code.max(initial=0)) + 1) + code.ravel()
+        _, prefix = np.unique(key, return_inverse=True)
+        prefix = prefix.ravel()
+        out.append(prefix)
     return out
 
 
@@ -183,12 +156,12 @@ def _statistics(
     logs: np.ndarray, config: np.ndarray, leaf: np.ndarray, weights: np.ndarray, k: int, p: float
 ) -> np.ndarray:
     """Each configuration's weighted percentile of ``logs`` per replicate: shape (B, k)."""
-    out = np.empty((weights.shape[0], k))
+    groups = []
     for j in range(k):
         mine = np.flatnonzero(config == j)
         order = mine[np.argsort(logs[mine], kind="stable")]
-        out[:, j] = weighted_percentile(logs[order], weights, p, columns=leaf[order])
-    return out
+        groups.append((logs[order], leaf[order]))
+    return replicate_percentiles(groups, weights, p)
 
 
 def expansion(units: int, confidence: float) -> float:
@@ -249,9 +222,10 @@ def rank(
         cl, names = cl[:, varying], [names[i] for i in varying]
     else:
         cl, names = np.arange(v.size)[:, None], ["trial"]
-    units = tuple(int(np.unique(cl[:, : i + 1], axis=0).shape[0]) for i in range(cl.shape[1]))
+    nested = _nested_units(cl)
+    units = tuple(int(level.max(initial=-1)) + 1 for level in nested)
     logs = np.log(v)
-    leaf_all = _nested_units(cl)[-1]
+    leaf_all = nested[-1]
     stats = _statistics(logs, c, leaf_all, np.ones((1, leaf_all.size)), k, percentile)[0]
     sign = 1.0 if better == "lower" else -1.0
     present = np.isfinite(stats)
