@@ -11,12 +11,12 @@ window is computed directly. Both forms give identical results (integer weights,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-_BLOCK = 1 << 20  # weights per block of rows: cache-sized, and no (B, n) gathered copy
-_PILOT = 32
+BLOCK_WEIGHTS = 1 << 20  # weights per block of rows: cache-sized, and no (B, n) gathered copy
+PILOT_ROWS = 16  # replicates in the first block at least: it places the windows
 _WINDOWED_FROM = 4096  # values per group below which the direct form is as fast
 
 
@@ -46,7 +46,7 @@ def _direct(
     out = np.empty(w.shape[0])
     lo_all = np.empty(w.shape[0], dtype=np.int64)
     hi_all = np.empty(w.shape[0], dtype=np.int64)
-    step = max(1, _BLOCK // n)
+    step = max(1, BLOCK_WEIGHTS // n)
     for start in range(0, w.shape[0], step):
         rows = slice(start, start + step)
         cum = np.cumsum(w[rows][:, cols], axis=1, dtype=w.dtype)
@@ -78,63 +78,77 @@ def weighted_percentile(
 
 
 def replicate_percentiles(
-    groups: Sequence[tuple[np.ndarray, np.ndarray]], weights: np.ndarray, percentile: float
+    groups: Sequence[tuple[np.ndarray, np.ndarray]],
+    blocks: Iterable[np.ndarray],
+    percentile: float,
 ) -> np.ndarray:
-    """``weighted_percentile`` of each group (its sorted values, each value's column of
-    ``weights``) under every row of integer ``weights`` (B, L): shape (B, len(groups)),
-    identical to the direct form, windowed for large groups."""
-    w = np.asarray(weights)
-    out = np.empty((w.shape[0], len(groups)))
-    large = (
-        [j for j, (v, _) in enumerate(groups) if v.size >= _WINDOWED_FROM]
-        if w.dtype.kind in "iu" and w.shape[0] > 4 * _PILOT
-        else []
-    )
-    for j, (values, cols) in enumerate(groups):
-        if j not in large:
-            out[:, j] = weighted_percentile(values, w, percentile, columns=cols)
-    if not large:
-        return out
-    windows = []
-    masks = np.zeros((w.shape[1], 2 * len(large)))
-    for i, j in enumerate(large):
-        values, cols = groups[j]
-        out[:_PILOT, j], lo, hi = _direct(values, w[:_PILOT], cols, percentile)
-        spread = max(int(hi.max() - lo.min()), 64)
-        a = max(0, int(lo.min()) - spread)
-        b = min(values.size, int(hi.max()) + 1 + spread)
-        windows.append((a, b))
-        masks[:, 2 * i] = np.bincount(cols[:a], minlength=w.shape[1])
-        masks[:, 2 * i + 1] = np.bincount(cols, minlength=w.shape[1])
-    masks, column = np.unique(masks, axis=1, return_inverse=True)
-    column = column.ravel()
-    # integer sums are exact in float32 below 2**24, else in float64
-    exact = np.float32 if int(w.sum(axis=1).max()) * masks.max() < 2**24 else np.float64
-    masks = masks.astype(exact)
-    redo: list[list[np.ndarray]] = [[] for _ in large]
-    step = max(1, _BLOCK // w.shape[1])
-    for start in range(_PILOT, w.shape[0], step):
-        block = w[start : start + step]
-        sums = (block.astype(exact) @ masks)[:, column].astype(float)
-        for i, j in enumerate(large):
+    """``weighted_percentile`` of each group (its sorted values, each value's column of the
+    weights) under every row of the integer weight ``blocks`` (each (b, L), e.g. a bootstrap's
+    replicates a block at a time): shape (B, len(groups)), identical to the direct form. The
+    first block is the pilot: computed directly, it places each large group's window."""
+    out: list[np.ndarray] = []
+    windows: _Windows | None = None
+    for block in blocks:
+        if windows is None:
+            out.append(
+                np.column_stack(
+                    [_direct(values, block, cols, percentile)[0] for values, cols in groups]
+                )
+            )
+            windows = _Windows(groups, block, percentile)
+        else:
+            out.append(windows.percentiles(block))
+    return np.concatenate(out) if out else np.empty((0, len(groups)))
+
+
+class _Windows:
+    """Where each large group's replicates cross p·W (from a pilot block), the weight below
+    each window and each group's total as one matrix product, and the windowed crossing."""
+
+    def __init__(self, groups, pilot: np.ndarray, percentile: float) -> None:
+        self.groups, self.percentile = groups, percentile
+        width = pilot.shape[1]
+        self.large = [j for j, (v, _) in enumerate(groups) if v.size >= _WINDOWED_FROM]
+        self.bounds = []
+        masks = np.zeros((width, 2 * len(self.large)))
+        for i, j in enumerate(self.large):
             values, cols = groups[j]
-            a, b = windows[i]
+            _, lo, hi = _direct(values, pilot, cols, percentile)
+            spread = max(int(hi.max() - lo.min()), 64)
+            a = max(0, int(lo.min()) - spread)
+            self.bounds.append((a, min(values.size, int(hi.max()) + 1 + spread)))
+            masks[:, 2 * i] = np.bincount(cols[:a], minlength=width)
+            masks[:, 2 * i + 1] = np.bincount(cols, minlength=width)
+        distinct: dict[bytes, int] = {}
+        column = [
+            distinct.setdefault(masks[:, c].tobytes(), len(distinct)) for c in range(masks.shape[1])
+        ]
+        keep = [column.index(d) for d in range(len(distinct))]
+        self.masks, self.column = masks[:, keep], np.asarray(column, dtype=np.int64)
+
+    def percentiles(self, block: np.ndarray) -> np.ndarray:
+        out = np.empty((block.shape[0], len(self.groups)))
+        for j, (values, cols) in enumerate(self.groups):
+            if j not in self.large:
+                out[:, j] = _direct(values, block, cols, self.percentile)[0]
+        if not self.large:
+            return out
+        # integer sums are exact in float32 below 2**24, else in float64
+        big = int(block.sum(axis=1).max(initial=0)) * self.masks.max(initial=0) >= 2**24
+        exact = np.float64 if big else np.float32
+        sums = (block.astype(exact) @ self.masks.astype(exact))[:, self.column].astype(float)
+        p = self.percentile / 100.0
+        for i, j in enumerate(self.large):
+            values, cols = self.groups[j]
+            a, b = self.bounds[i]
             below, total = sums[:, 2 * i], sums[:, 2 * i + 1]
             cum = np.cumsum(block[:, cols[a:b]], axis=1, dtype=np.int64)
             cum += below.astype(np.int64)[:, None]
-            lo, hi = _crossing(cum, total, percentile)
+            lo, hi = _crossing(cum, total, self.percentile)
             lo, hi = lo + a, hi + a
-            starts_inside = (a == 0) | (
-                below < total * (percentile / 100.0) - 1e-9 * np.maximum(total, 1.0)
-            )
-            ends_inside = (b == values.size) | ((lo < b) & (hi < b))
-            good = starts_inside & ends_inside
-            rows = np.arange(start, start + block.shape[0])
-            out[rows[good], j] = _midpoint(values, lo[good], hi[good], total[good])
-            redo[i].append(rows[~good])
-    for i, j in enumerate(large):
-        rows = np.concatenate(redo[i])
-        if rows.size:
-            values, cols = groups[j]
-            out[rows, j] = _direct(values, w[rows], cols, percentile)[0]
-    return out
+            starts_inside = (a == 0) | (below < total * p - 1e-9 * np.maximum(total, 1.0))
+            good = starts_inside & ((b == values.size) | ((lo < b) & (hi < b)))
+            out[good, j] = _midpoint(values, lo[good], hi[good], total[good])
+            if not good.all():
+                out[~good, j] = _direct(values, block[~good], cols, self.percentile)[0]
+        return out

@@ -26,13 +26,14 @@ the same weights in each replicate, so the rounds that pair configurations stay 
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 import numpy as np
 
-from benchlang.stats._weighted import replicate_percentiles
+from benchlang.stats._weighted import BLOCK_WEIGHTS, PILOT_ROWS, replicate_percentiles
 
 MIN_CLUSTERS = 5
 """Fewer top-level units than this and no interval is given (descriptive only)."""
@@ -128,40 +129,76 @@ def _nested_units(clusters: np.ndarray) -> list[np.ndarray]:
 def multistage_weights(
     clusters: np.ndarray, replicates: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
+    """All of ``multistage_blocks``' weights at once: (weights (B, L), each trial's leaf)."""
+    blocks, leaf = multistage_blocks(clusters, replicates, rng)
+    return np.concatenate(list(blocks)), leaf
+
+
+def multistage_blocks(
+    clusters: np.ndarray, replicates: int, rng: np.random.Generator
+) -> tuple[Iterator[np.ndarray], np.ndarray]:
     """Bootstrap weights of the finest units: top-level units drawn with replacement, then
     inside each drawn unit its children with replacement, down every level (Davison &
-    Hinkley 1997 §3.8). A unit drawn c times contributes c·m draws among its m children; the
-    sum of c independent multinomials is one multinomial of c·m draws, so each level is one
-    vectorised call per parent. Returns (weights (B, L) as int32 counts, each trial's leaf
-    index)."""
+    Hinkley 1997 §3.8). A unit drawn c times gives c·m uniform draws among its m children
+    (the sum of c multinomials is one multinomial of c·m draws), all parents of a level in
+    one vectorised draw. Returns (the int32 counts (b, L) of ``replicates`` rows, a block at
+    a time: at least ``PILOT_ROWS`` rows, then about 2**20 weights per block; each trial's
+    leaf)."""
     levels = _nested_units(clusters)
-    top = levels[0]
-    n_top = int(top.max()) + 1
-    counts = rng.multinomial(n_top, np.full(n_top, 1.0 / n_top), size=replicates)
-    parent = top
-    for child in levels[1:]:
-        n_child = int(child.max()) + 1
-        parent_of = np.zeros(n_child, dtype=np.int64)
+    parents = [np.zeros(int(levels[0].max()) + 1, dtype=np.int64)]
+    for parent, child in itertools.pairwise(levels):
+        parent_of = np.zeros(int(child.max()) + 1, dtype=np.int64)
         parent_of[child] = parent
-        new = np.zeros((replicates, n_child), dtype=np.int32)
-        for p in range(counts.shape[1]):
-            kids = np.flatnonzero(parent_of == p)
-            m = kids.size
-            new[:, kids] = rng.multinomial(counts[:, p] * m, np.full(m, 1.0 / m))
-        counts, parent = new, child
-    return counts.astype(np.int32, copy=False), parent
+        parents.append(parent_of)
+    leaves = parents[-1].size
+
+    def blocks() -> Iterator[np.ndarray]:
+        done = 0
+        while done < replicates:
+            per_block = max(1, BLOCK_WEIGHTS // leaves)
+            rows = min(replicates - done, max(PILOT_ROWS, per_block) if done == 0 else per_block)
+            counts = np.ones((rows, 1), dtype=np.int64)
+            for parent_of in parents:
+                counts = _draw_children(counts, parent_of, rng)
+            yield counts.astype(np.int32)
+            done += rows
+
+    return blocks(), levels[-1]
+
+
+def _draw_children(
+    counts: np.ndarray, parent_of: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Per row, how often each child is drawn when each parent drawn c times draws c·m of its
+    m children uniformly with replacement: (rows, children) counts."""
+    rows, n_parent = counts.shape
+    m = np.bincount(parent_of, minlength=n_parent)
+    kids = np.argsort(parent_of, kind="stable")
+    first = np.cumsum(m) - m
+    pair = np.repeat(np.arange(rows * n_parent), (counts * m).ravel())
+    parent = pair % n_parent
+    pick = kids[first[parent] + rng.integers(0, m[parent])]
+    n_child = parent_of.size
+    drawn = np.bincount(pair // n_parent * n_child + pick, minlength=rows * n_child)
+    return drawn.reshape(rows, n_child)
 
 
 def _statistics(
-    logs: np.ndarray, config: np.ndarray, leaf: np.ndarray, weights: np.ndarray, k: int, p: float
+    logs: np.ndarray,
+    config: np.ndarray,
+    leaf: np.ndarray,
+    blocks: Iterable[np.ndarray],
+    k: int,
+    p: float,
 ) -> np.ndarray:
-    """Each configuration's weighted percentile of ``logs`` per replicate: shape (B, k)."""
+    """Each configuration's weighted percentile of ``logs`` per replicate (``blocks`` of
+    weights, rows = replicates): shape (B, k)."""
     groups = []
     for j in range(k):
         mine = np.flatnonzero(config == j)
         order = mine[np.argsort(logs[mine], kind="stable")]
         groups.append((logs[order], leaf[order]))
-    return replicate_percentiles(groups, weights, p)
+    return replicate_percentiles(groups, blocks, p)
 
 
 def expansion(units: int, confidence: float) -> float:
@@ -226,7 +263,8 @@ def rank(
     units = tuple(int(level.max(initial=-1)) + 1 for level in nested)
     logs = np.log(v)
     leaf_all = nested[-1]
-    stats = _statistics(logs, c, leaf_all, np.ones((1, leaf_all.size)), k, percentile)[0]
+    unit = [np.ones((1, leaf_all.size), dtype=np.int32)]
+    stats = _statistics(logs, c, leaf_all, unit, k, percentile)[0]
     sign = 1.0 if better == "lower" else -1.0
     present = np.isfinite(stats)
     order = sorted(
@@ -249,8 +287,8 @@ def rank(
     best = order[0] if order else 0
     if not descriptive and k > 1:
         rng = np.random.default_rng(seed)
-        weights, leaf = multistage_weights(cl, replicates, rng)
-        boot = _statistics(logs, c, leaf, weights, k, percentile)
+        blocks, leaf = multistage_blocks(cl, replicates, rng)
+        boot = _statistics(logs, c, leaf, blocks, k, percentile)
         diff = sign * (boot - boot[:, [best]])  # log(worse / best), >= 0 when the order holds
         estimate = sign * (stats - stats[best])
         a = (100.0 - confidence) / 200.0
