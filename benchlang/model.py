@@ -19,6 +19,20 @@ BUILTIN_MEASURES: dict[str, str] = {
     "minor_faults": "count",
     "major_faults": "count",
 }
+COUNTERS: dict[str, tuple[str, str]] = {
+    "cycles": ("cycles", "count"),
+    "instructions": ("instructions", "count"),
+    "cache_misses": ("cache-misses", "count"),
+    "cache_references": ("cache-references", "count"),
+    "branches": ("branches", "count"),
+    "branch_misses": ("branch-misses", "count"),
+    "page_faults": ("page-faults", "count"),
+    "context_switches": ("context-switches", "count"),
+    "cpu_migrations": ("cpu-migrations", "count"),
+    "task_clock": ("task-clock", "ms"),
+}
+"""Built-in measures read by ``perf stat`` (its event name, and the unit): counters of the
+command alone (DataMill §4: cache misses, page faults ...); see run/counters.py."""
 AGGREGATES = ("mean", "median", "min", "max")
 ORDERS = ("fixed", "random", "fixed_vs_random")
 LAYOUTS = ("unbalanced", "request_balanced", "host_balanced", "fully_balanced")
@@ -110,6 +124,11 @@ class Benchmark:
     workdir: str | None = None
     hidden: tuple[str, ...] = ()
     """Hidden factors whose ``{name}`` its commands use (rendered per trial)."""
+
+    @property
+    def counters(self) -> tuple[Measure, ...]:
+        """Its measures that ``perf stat`` reads."""
+        return tuple(m for m in self.measures if m.builtin in COUNTERS)
 
     def measure(self, name: str) -> Measure | None:
         for m in self.measures:

@@ -203,7 +203,7 @@ def test_zero_se_is_never_significant():
         se=0.0,
         ci_low=0.3,
         ci_high=0.3,
-        confidence=0.95,
+        confidence=95.0,
         interval="clt",
         cluster="host",
         clusters=2,

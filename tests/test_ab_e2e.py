@@ -94,7 +94,7 @@ def test_known_five_percent_slowdown_is_detected(tmp_path: Path, run_cli) -> Non
 def test_a_a_is_not_flagged(tmp_path: Path, run_cli) -> None:
     got = _run(tmp_path / "aa", run_cli, 1.0, confidence=99, seed=11)
     b = got["comparison"]["bootstrap"]
-    assert b["confidence"] == pytest.approx(0.99)
+    assert b["confidence"] == pytest.approx(99.0)
     effect, low, high = _relative(b)
     report = f"{effect:+.2%} [{low:+.2%}, {high:+.2%}]"
     assert not b["significant"] and low <= 0 <= high, report

@@ -191,7 +191,7 @@ def test_mixed_effects_on_the_same_store_agrees(ab_runs):
 def test_a_a_layout_is_not_flagged(ab_runs):
     got = ab_runs["aa"]
     b = got["bootstrap"]["bootstrap"]
-    assert b["confidence"] == pytest.approx(0.99)
+    assert b["confidence"] == pytest.approx(99.0)
     effect, low, high = relative(b)
     assert low <= 0 <= high, f"A/A flagged: {effect:+.2%} [{low:+.2%}, {high:+.2%}]"
     assert abs(effect) < 0.01

@@ -16,10 +16,17 @@ def configure(p: argparse.ArgumentParser) -> None:
         "List entry points in benchlang.backends, benchlang.statistics and benchlang.factors."
     )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--describe",
+        metavar="NAME",
+        help="print a statistics method's kind, source and parameters (type, default, range, doc)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.describe:
+        return _describe(args.describe, args.json)
     rows = describe_plugins()
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -29,6 +36,37 @@ def run(args: argparse.Namespace) -> int:
         [
             (r["group"], r["name"], r["distribution"], r["value"], r["status"], r["protocol"])
             for r in rows
+        ],
+    )
+    return 0
+
+
+def _describe(name: str, as_json: bool) -> int:
+    from benchlang.app.methods import describe_method
+
+    described = describe_method(name)
+    if as_json:
+        print(json.dumps(described, indent=2))
+        return 0
+    print(f"{described['name']} ({described['kind']}): {described['summary']}")
+    print(f"provided by: {described['package']} {described['version']}")
+    print(f"source: {described['source']}")
+    print(f"minimal sample: {described['min_samples']} trials per level")
+    params = described["parameters"]
+    if not params:
+        print("parameters: none")
+        return 0
+    render_table(
+        ["parameter", "type", "default", "range", "doc"],
+        [
+            (
+                p["name"] + (" (required)" if p["required"] else ""),
+                p["type"],
+                "-" if p["default"] is None else p["default"],
+                p["range"],
+                p["doc"],
+            )
+            for p in params
         ],
     )
     return 0

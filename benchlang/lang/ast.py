@@ -139,6 +139,9 @@ class Block:
     name: str | None
     span: Span
     settings: Settings
+    method: str | None = None
+    """``kpi M with NAME {...}``: the statistics method named (None: the default)."""
+    method_span: Span | None = None
 
 
 @attrs.frozen
@@ -150,6 +153,8 @@ class Stop:
     metric: str | None = None
     width: Value | None = None
     max_count: Value | None = None
+    name: str | None = None
+    """``stop NAME {...}``: the stopping method named (kind ``method``)."""
 
 
 @attrs.frozen
@@ -164,7 +169,8 @@ class Compare:
 
 @attrs.frozen
 class AnalysisItem:
-    """``order_dependence {...}``, ``anova M ~ A * B``, ``profile NAME from file F ...``."""
+    """``order_dependence {...}``, ``anova M ~ A * B``, ``profile NAME from file F ...``, and
+    ``NAME {...}`` (keyword ``method``, name the statistics method) for any installed method."""
 
     keyword: str
     span: Span

@@ -198,3 +198,51 @@ def check_settings(
         except Invalid as err:
             diagnostics.append(Diagnostic(f"{item.key}: {err.message}", item.value.span, err.hint))
     return Checked(values, spans, nested)
+
+
+def amount(minimum: float = 0.0) -> Validator:
+    """A number, or a percentage of a reference (kept as ``("percent", x)``)."""
+
+    def validate(value: ast.Value) -> float | tuple[str, float]:
+        if value.kind == "percent":
+            return ("percent", float(value.value))
+        return number(minimum, None)(value)
+
+    return validate
+
+
+def from_parameter(parameter: Any) -> Validator:
+    """The validator of a statistics method's declared parameter (stats.contract.Parameter)."""
+    p = parameter
+    if p.type == "percent":
+        return percent if p.minimum is None and p.maximum is None else _bounded(percent, p, "%")
+    if p.type == "percentile":
+        return percentile
+    if p.type == "count":
+        low = int(p.minimum) if p.minimum is not None else 0
+        return count(low, int(p.maximum) if p.maximum is not None else None)
+    if p.type == "number":
+        return number(p.minimum, p.maximum)
+    if p.type == "amount":
+        return amount(p.minimum or 0.0)
+    if p.type == "choice":
+        return choice(*p.choices)
+    return {"boolean": boolean, "word": word, "string": string, "duration": duration}[p.type]
+
+
+def method_schema(method: Any) -> dict[str, Validator | None]:
+    """Setting key -> validator for every parameter a statistics method declares."""
+    return {p.name: from_parameter(p) for p in method.parameters}
+
+
+def _bounded(validate: Validator, p: Any, unit: str) -> Validator:
+    def bounded(value: ast.Value) -> Any:
+        x = validate(value)
+        if (p.minimum is not None and x < p.minimum) or (p.maximum is not None and x > p.maximum):
+            raise Invalid(
+                f"{x:g}{unit} is outside [{p.minimum or 0:g}{unit}, {p.maximum:g}{unit}]",
+                f"{p.name}: {p.doc}",
+            )
+        return x
+
+    return bounded

@@ -323,7 +323,15 @@ class _ToAst(Transformer):
         return (_meta_span(meta), settings)
 
     def kpi(self, meta, children):
-        return ast.Block("kpi", str(children[0]), _span(children[0]), children[1])
+        method = children[1] if len(children) > 2 else None
+        return ast.Block(
+            "kpi",
+            str(children[0]),
+            _span(children[0]),
+            children[-1],
+            str(method) if method else None,
+            _span(method) if method else None,
+        )
 
     def variability(self, meta, children):
         return ast.Block("variability", str(children[0]), _span(children[0]), children[1])
@@ -336,6 +344,16 @@ class _ToAst(Transformer):
 
     def stop_adaptive(self, meta, children):
         return ast.Stop("adaptive", _meta_span(meta), settings=children[0] if children else None)
+
+    def stop_method(self, meta, children):
+        settings = children[1] if len(children) > 1 else None
+        return ast.Stop("method", _span(children[0]), settings=settings, name=str(children[0]))
+
+    def analysis_method(self, meta, children):
+        settings = children[1] if len(children) > 1 else None
+        return ast.AnalysisItem(
+            "method", _span(children[0]), settings=settings, name=str(children[0])
+        )
 
     def stop_when(self, meta, children):
         max_count = _literal(children[2]) if len(children) > 2 else None

@@ -223,6 +223,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
             )
         )
     from benchlang.report.exports import host_lines, host_warnings
+    from benchlang.stats.registry import methods_used
 
     return Record(
         exp.name,
@@ -232,6 +233,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         __version__,
         tuple(metrics),
         tuple(host_lines(data) + host_warnings(data)),
+        methods_used(exp),
     )
 
 

@@ -1,7 +1,9 @@
-"""Comparisons of a stored experiment: the levels of one factor compared by a clustered
-reweighting bootstrap (Bakshy & Frachtenberg, WWW 2015, §5), k >= 2 levels against a reference
-with ratio intervals (``benchlang.stats.ab.levels``), crossed random effects (§3, two levels) or
-ANOVA (DataMill).
+"""Comparisons of a stored experiment: each ``compare`` runs its method from the statistics
+registry (``benchlang.statistics``; built-ins and plugins alike, docs/plugins.md) on the
+compared factor's trials, and its outcome is rendered and serialised in one shape. The
+built-ins' own tables stay: the clustered reweighting bootstrap (Bakshy & Frachtenberg, WWW
+2015, §5; k >= 2 levels against a reference, ``benchlang.stats.ab.levels``), crossed random
+effects (§3, two levels) and ANOVA (DataMill).
 
 For an experiment without an A/B layout the roles map as follows: the version is the
 compared factor's level (first = control, or the reference); the request is the rest of
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 import attrs
@@ -23,28 +26,44 @@ import numpy as np
 from benchlang import model
 from benchlang.report.data import ExperimentData
 from benchlang.report.table import render_table
-from benchlang.stats.ab import ABDesign, ab_bootstrap, fit_mixed, host_blocks
-from benchlang.stats.ab.bootstrap import MIN_CLUSTERS
-from benchlang.stats.ab.levels import compare_levels
-from benchlang.stats.anova import anova
+from benchlang.stats.ab import ABDesign
+from benchlang.stats.contract import ComparisonOutcome, ComparisonSample, Method, to_plain
+from benchlang.stats.registry import statistics_methods
 
 
 @attrs.frozen
 class ComparisonResult:
-    """One ``compare`` of the spec. ``levels`` holds the k-level comparison (ratios or
-    differences of means against the reference level, or all pairs) for the bootstrap;
-    ``bootstrap`` the paper's two-version difference (k = 2 only). ``problem`` says why
-    nothing (or only estimates) could be given; ``notes`` what the reader must know."""
+    """One ``compare`` of the spec: its method's :class:`ComparisonOutcome` (the same shape for
+    every method, built-in or plugin) with the compared levels. ``problem`` says why nothing
+    (or only estimates) could be given; ``notes`` what the reader must know. ``package``
+    names the distribution (and version) providing the method, for the record."""
 
     comparison: model.Comparison
     control: Any
     treatment: Any
     trials: int
-    bootstrap: Any = None
-    mixed: Any = None
+    outcome: ComparisonOutcome | None = None
     problem: str | None = None
-    levels: Any = None
     notes: tuple[str, ...] = ()
+    package: str = ""
+
+    def _detail(self, key: str) -> Any:
+        return None if self.outcome is None else self.outcome.details.get(key)
+
+    @property
+    def bootstrap(self) -> Any:
+        """The two-version bootstrap difference (method bootstrap, two levels)."""
+        return self._detail("bootstrap")
+
+    @property
+    def levels(self) -> Any:
+        """The k-level bootstrap comparison (method bootstrap)."""
+        return self._detail("levels")
+
+    @property
+    def mixed(self) -> Any:
+        """The mixed-effects fit, or the ANOVA table."""
+        return self._detail("mixed_effects") or self._detail("anova")
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -67,7 +86,14 @@ class ComparisonResult:
                 k: (dict(v) if isinstance(v, dict) or hasattr(v, "items") else v)
                 for k, v in attrs.asdict(self.mixed).items()
             }
+        if self.outcome is not None and not _LEGACY.intersection(self.outcome.details):
+            out["result"] = to_plain(self.outcome)
         return out
+
+
+_LEGACY = {"bootstrap", "levels", "mixed_effects", "anova"}
+"""Details whose JSON keeps its historical place (``bootstrap``, ``levels``,
+``mixed_effects``); every other method's outcome is serialised generically under ``result``."""
 
 
 def _codes(values: list[Any]) -> np.ndarray:
@@ -99,21 +125,14 @@ def ab_arrays(
     return y[keep], design, int(is_control[keep].sum()), int(is_treatment[keep].sum())
 
 
-@attrs.frozen
-class _Trials:
-    """The compared trials: value, level index (declared order) and every clustering role."""
-
-    y: np.ndarray
-    level: np.ndarray
-    request: np.ndarray
-    host: np.ndarray
-    series: np.ndarray
-    round: np.ndarray
-
-
-def level_arrays(data: ExperimentData, comparison: model.Comparison) -> _Trials:
-    """The measured, successful trials of every level of the compared factor."""
-    levels = list(data.experiment.factor(comparison.by).levels)
+def sample_of(data: ExperimentData, comparison: model.Comparison) -> ComparisonSample:
+    """The measured, successful trials of every level of the compared factor, with their
+    clustering roles (stats.contract.ComparisonSample)."""
+    factor = data.experiment.factor(comparison.by)
+    levels = list(factor.levels)
+    names = [str(x) for x in levels]
+    reference = comparison.settings.get("reference", levels[0])
+    ref = levels.index(reference) if reference in levels else names.index(str(reference))
     t = data.table
     y = data.metrics[comparison.metric].values
     index = np.array(
@@ -130,187 +149,86 @@ def level_arrays(data: ExperimentData, comparison: model.Comparison) -> _Trials:
     ]
     series = np.asarray(t.series[keep], dtype=np.int64)
     rounds = np.asarray(t.round[keep], dtype=np.int64)
-    return _Trials(
+    layout = data.experiment.design.layout is not None
+    metric = data.experiment.metric(comparison.metric)
+    return ComparisonSample(
         y=np.asarray(y[keep], dtype=np.float64),
         level=index[keep],
+        names=tuple(names),
+        reference=ref,
         request=_codes(others),
         host=_codes(list(t.host[keep])),
         series=series,
         round=np.unique(np.stack([series, rounds], axis=1), axis=0, return_inverse=True)[1].ravel(),
+        # In a layout a round is one host batch; elsewhere alternate rounds stand in for batches.
+        batch=rounds if layout else rounds % 2,
+        seed=data.experiment.seed,
+        better=metric.better if metric is not None else "lower",
+        layout=layout,
     )
 
 
-_WHY = {
-    "host": "hosts",
-    "series": "series",
-    "round": "rounds (one reset each; in a layout, host batches)",
-    "request": "requests",
-    "host_block": "host blocks",
-    "none": "trials",
-}
-
-
-def cluster_codes_for(name: str, trials: _Trials) -> np.ndarray:
-    """Per-trial cluster ids of a named scheme (``iid`` is ``none``)."""
-    if name in ("none", "iid"):
-        return np.arange(trials.y.size)
-    if name == "host_block":
-        return host_blocks(trials.request, trials.host)
-    if name in ("host", "series", "round", "request"):
-        return getattr(trials, name)
-    raise ValueError(f"unknown cluster {name!r}")
-
-
-def _per_level(codes: np.ndarray, level: np.ndarray, k: int) -> list[int]:
-    return [int(np.unique(codes[level == v]).size) for v in range(k)]
-
-
-def choose_cluster(
-    setting: str, trials: _Trials, k: int, layout: bool, floor: int
-) -> tuple[str | None, np.ndarray | None, list[str]]:
-    """The cluster scheme: the spec's, or (``auto``, the default) the coarsest of host, series
-    (not in a layout), round whose units hold every level at least ``floor`` times. Returns
-    (name, codes, notes); name None when no scheme is valid (the notes then say why)."""
-    notes: list[str] = []
-    if setting not in ("auto", None):
-        name = "none" if setting == "iid" else setting
-        return name, cluster_codes_for(name, trials), notes
-    candidates = ("host", "round") if layout else ("host", "series", "round")
-    counted = {n: _per_level(cluster_codes_for(n, trials), trials.level, k) for n in candidates}
-    for n in candidates:
-        if min(counted[n]) >= floor:
-            skipped = [
-                c
-                for c in candidates[: candidates.index(n)]
-                if np.unique(cluster_codes_for(c, trials)).size > 1
-            ]
-            for c in skipped:
-                notes.append(
-                    f"cluster auto chose {n}: the {np.unique(cluster_codes_for(c, trials)).size} {_WHY[c]} "
-                    f"are too few clusters, so variation between {_WHY[c].split(' (')[0]} is not in the interval"
-                )
-            return n, cluster_codes_for(n, trials), notes
-    counts = "; ".join(f"{n}: {min(counted[n])}" for n in candidates)
-    notes.append(
-        f"no clustering of these trials has at least {floor} clusters per level (fewest per level: {counts})"
-    )
-    return None, None, notes
-
-
-def compare(data: ExperimentData, comparison: model.Comparison) -> ComparisonResult:
-    if comparison.method == "anova":
-        return _anova(data, comparison)
-    factor = data.experiment.factor(comparison.by)
-    settings = comparison.settings
-    names = [str(x) for x in factor.levels]
-    reference = settings.get("reference", factor.levels[0])
-    ref = (
-        list(factor.levels).index(reference)
-        if reference in factor.levels
-        else names.index(str(reference))
-    )
-    k = len(names)
-    trials = level_arrays(data, comparison)
-    others = [lv for i, lv in enumerate(factor.levels) if i != ref]
-    base = ComparisonResult(
-        comparison,
-        factor.levels[ref],
-        others[0] if k == 2 else tuple(others),
-        int(trials.y.size),
-    )
-    counts = np.bincount(trials.level, minlength=k)
-    if (counts < 2).any():
-        thin = ", ".join(names[i] for i in np.flatnonzero(counts < 2))
-        return attrs.evolve(base, problem=f"fewer than two successful trials for {thin}")
-    if comparison.method == "bootstrap":
-        return _bootstrap(data, comparison, base, trials, names, ref)
-    if k != 2:
-        return attrs.evolve(
-            base,
-            problem=f"mixed effects compare two versions; {comparison.by} has {k} levels (use bootstrap)",
-        )
-    y, design, _, _ = ab_arrays(data, comparison)
-    try:
-        fit = fit_mixed(y, design, settings.get("method", "auto"))
-    except (ValueError, np.linalg.LinAlgError) as err:
-        return attrs.evolve(base, problem=str(err))
-    return attrs.evolve(base, mixed=fit)
-
-
-def _bootstrap(
+def compare(
     data: ExperimentData,
     comparison: model.Comparison,
-    base: ComparisonResult,
-    trials: _Trials,
-    names: list[str],
-    ref: int,
+    methods: Mapping[str, Method] | None = None,
 ) -> ComparisonResult:
-    settings = comparison.settings
-    k = len(names)
-    floor = int(settings.get("min_clusters", MIN_CLUSTERS))
-    layout = data.experiment.design.layout is not None
-    name, codes, notes = choose_cluster(settings.get("cluster", "auto"), trials, k, layout, floor)
-    if name is None:
-        return attrs.evolve(
-            base, problem="no valid bootstrap: " + notes[-1], notes=tuple(notes[:-1])
-        )
-    metric = data.experiment.metric(comparison.metric)
-    positive = bool((trials.y > 0).all())
-    scale = "ratio" if positive else "difference"
-    if not positive:
-        notes.append("some values are not positive: differences of means instead of ratios")
-    confidence = float(settings.get("confidence", 95.0))
-    levels = compare_levels(
-        trials.y,
-        trials.level,
-        codes,
-        names=names,
-        reference=ref,
-        pairs=settings.get("pairs", "reference"),
-        scale=scale,
-        cluster=name,
-        replicates=settings.get("replicates", 10_000),
-        weights=settings.get("weights", "poisson"),
-        confidence=confidence,
-        seed=data.experiment.seed,
-        min_clusters=floor,
-    )
-    if metric is not None and scale == "ratio":
-        notes.append(f"{comparison.metric}: better {metric.better}")
-    out = attrs.evolve(base, levels=levels, notes=tuple(notes))
-    if levels.refused:
-        valid = []
-        for alt in ("host", "series", "round", "request", "host_block"):
-            if alt == name:
-                continue
-            got = min(_per_level(cluster_codes_for(alt, trials), trials.level, k))
-            if got >= floor:
-                valid.append(f"{alt} ({got} per level)")
-        hint = f"; valid here: cluster {', '.join(valid)}" if valid else ""
-        return attrs.evolve(out, problem=levels.refused + hint)
-    if k != 2:
-        return out
-    version = (trials.level != ref).astype(np.int8)
+    """Run the comparison's method from the statistics registry (built-in or plugin)."""
+    catalogue = methods if methods is not None else statistics_methods()
     try:
-        result = ab_bootstrap(
-            trials.y,
-            version,
-            codes=codes,
-            cluster=name,
-            replicates=settings.get("replicates", 10_000),
-            weights=settings.get("weights", "poisson"),
-            log=settings.get("log", False),
-            interval=settings.get("interval", "clt"),
-            confidence=confidence / 100.0,
-            seed=data.experiment.seed,
-            min_clusters=floor,
+        method = catalogue[comparison.method]
+    except KeyError:
+        return ComparisonResult(
+            comparison,
+            None,
+            None,
+            0,
+            problem=f"the statistics method '{comparison.method}' is not installed (benchlang plugins)",
         )
-    except ValueError as err:
-        return attrs.evolve(out, problem=str(err))
-    return attrs.evolve(out, bootstrap=result)
+    package = _package(catalogue, comparison.method)
+    if method.kind == "factorial":
+        return attrs.evolve(_factorial(data, comparison, method), package=package)
+    factor = data.experiment.factor(comparison.by)
+    sample = sample_of(data, comparison)
+    k = len(sample.names)
+    others = [lv for i, lv in enumerate(factor.levels) if i != sample.reference]
+    base = ComparisonResult(
+        comparison,
+        factor.levels[sample.reference],
+        others[0] if k == 2 else tuple(others),
+        int(sample.y.size),
+        package=package,
+    )
+    counts = np.bincount(sample.level, minlength=k)
+    if (counts < 2).any():
+        thin = ", ".join(sample.names[i] for i in np.flatnonzero(counts < 2))
+        return attrs.evolve(base, problem=f"fewer than two successful trials for {thin}")
+    settings = {**method.defaults(), **comparison.settings}
+    need = method.needs(settings)
+    if (counts < need).any():
+        thin = ", ".join(f"{sample.names[i]} ({counts[i]})" for i in np.flatnonzero(counts < need))
+        return attrs.evolve(
+            base, problem=f"{method.name} needs at least {need} trials per level; {thin}"
+        )
+    outcome = method.load()(sample, settings)
+    notes = list(outcome.notes)
+    metric = data.experiment.metric(comparison.metric)
+    if metric is not None and outcome.scale == "ratio" and "levels" in outcome.details:
+        notes.append(f"{comparison.metric}: better {metric.better}")
+    return attrs.evolve(base, outcome=outcome, problem=outcome.descriptive_only, notes=tuple(notes))
 
 
-def _anova(data: ExperimentData, comparison: model.Comparison) -> ComparisonResult:
+def _package(catalogue: Mapping[str, Method], name: str) -> str:
+    where = getattr(catalogue, "distribution", None)
+    if where is None:
+        return ""
+    package, version = where(name)
+    return f"{package} {version}"
+
+
+def _factorial(
+    data: ExperimentData, comparison: model.Comparison, method: Method
+) -> ComparisonResult:
     t = data.table
     y = data.metrics[comparison.metric].values
     keep = t.ok & np.isfinite(y)
@@ -324,13 +242,14 @@ def _anova(data: ExperimentData, comparison: model.Comparison) -> ComparisonResu
         for name in terms
     }
     base = ComparisonResult(comparison, None, None, int(keep.sum()))
-    if keep.sum() < 3:
+    if keep.sum() < method.min_samples:
         return attrs.evolve(base, problem="fewer than three successful trials")
     try:
-        result = anova(y[keep], factors, terms, comparison.settings["operators"])
+        result = method.load()(y[keep], factors, terms, comparison.settings["operators"])
     except (ValueError, np.linalg.LinAlgError) as err:
         return attrs.evolve(base, problem=str(err))
-    return attrs.evolve(base, mixed=result)
+    outcome = ComparisonOutcome(method.name, math.nan, "difference", details={"anova": result})
+    return attrs.evolve(base, outcome=outcome)
 
 
 def _better(r: ComparisonResult) -> str | None:
@@ -366,7 +285,7 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                     rel,
                     _f(b.se),
                     f"[{b.ci_low:.4g}, {b.ci_high:.4g}]",
-                    f"{100 * b.confidence:g}% {b.interval}",
+                    f"{b.confidence:g}% {b.interval}",
                     f"{b.cluster} ({b.clusters})",
                     "yes" if b.significant else "no",
                 ]
@@ -445,6 +364,13 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
             ),
             stream=out,
         )
+    generic = [
+        r
+        for r in results
+        if getattr(r, "outcome", None) is not None and not _LEGACY.intersection(r.outcome.details)
+    ]
+    if generic:
+        _render_generic(generic, out)
     for r in results:
         for note in r.notes:
             if not note.endswith(("better lower", "better higher")):
@@ -484,3 +410,42 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                 out.write(f"ICC {m.icc:.3g}, design effect {m.design_effect:.3g}\n")
         if r.problem:
             out.write(f"{r.comparison.metric} by {r.comparison.by}: not compared: {r.problem}\n")
+
+
+def _interval_text(o: ComparisonOutcome) -> str:
+    if not (math.isfinite(o.ci_low) and math.isfinite(o.ci_high)):
+        return "-"
+    achieved = (
+        f" (achieved {o.achieved_confidence:.4g}%)"
+        if math.isfinite(o.achieved_confidence) and abs(o.achieved_confidence - o.confidence) > 1e-9
+        else ""
+    )
+    return f"[{o.ci_low:.4g}, {o.ci_high:.4g}] {o.confidence:g}%{achieved}"
+
+
+def _render_generic(results: list[ComparisonResult], out: TextIO) -> None:
+    """Any method's outcome, in the contract's one shape."""
+    rows = []
+    for r in results:
+        o = r.outcome
+        scale = {"ratio": "/", "difference": "-", "shift": "shift"}.get(o.scale, o.scale)
+        verdict = o.verdict or (
+            "yes" if o.significant else "no" if o.significant is not None else "-"
+        )
+        rows.append(
+            [
+                r.comparison.metric,
+                f"{r.comparison.by}: {r.treatment} {scale} {r.control}",
+                o.method,
+                _f(o.estimate),
+                _interval_text(o),
+                _f(o.p_value),
+                "descriptive only" if o.descriptive_only else verdict,
+            ]
+        )
+    render_table(
+        ["metric", "compared", "method", "estimate", "CI", "p", "result"],
+        rows,
+        title="comparisons (statistics methods: benchlang plugins --describe NAME)",
+        stream=out,
+    )

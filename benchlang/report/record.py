@@ -164,10 +164,13 @@ class Record:
     metrics: tuple[MetricRecord, ...]
     hosts: tuple[str, ...] = ()
     """One line per host that ran trials (CPU, cores, governor, kernel), then any warning."""
+    methods: tuple[str, ...] = ()
+    """The statistics methods used, each as ``name (package version)``."""
 
     def to_json(self) -> dict:
         return {
             "hosts": list(self.hosts),
+            "statistics_methods": list(self.methods),
             "experiment": self.experiment,
             "spec_hash": self.spec_hash,
             "plan_hash": self.plan_hash,
@@ -195,6 +198,7 @@ class Record:
             f"spec `{self.spec_hash[:12]}`, plan `{self.plan_hash[:12]}`, seed {_fmt(self.seed)})",
             *self._summary_note(),
             *(_md(h) for h in self.hosts),
+            *([f"statistics: {_md(', '.join(self.methods))}"] if self.methods else []),
             "",
             "| " + " | ".join(_md(h) for h in headers) + " |",
             "| --- |" + " ---: |" * (len(headers) - 1),
@@ -222,6 +226,8 @@ class Record:
             f"plan \\texttt{{{_tex(self.plan_hash[:12])}}}, seed {_tex(_fmt(self.seed))})."
         )
         note = " ".join(self._summary_note())
+        if self.methods:
+            note = (note + " " if note else "") + f"Statistics: {', '.join(self.methods)}."
         if note:
             caption += " " + _tex(note)
         return "\n".join(

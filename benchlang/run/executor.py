@@ -16,10 +16,18 @@ import attrs
 import numpy as np
 
 from benchlang import model
-from benchlang.backends.base import Backend, Command, Execution, HostDown, HostSession
+from benchlang.backends.base import (
+    Backend,
+    Command,
+    Execution,
+    HostDown,
+    HostSession,
+    capabilities_of,
+)
 from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import placeholder_values, substitute
 from benchlang.plan.plan import ORDER_KINDS, Plan
+from benchlang.run.counters import perf_command, probe_command, read_counters
 from benchlang.run.hidden import (
     aslr_of,
     drop_caches_command,
@@ -258,6 +266,10 @@ class Executor:
             with contextlib.suppress(Exception):
                 self.store.record_event(self.plan_hash, "lease", text)
             self.progress.note(text)
+
+    def _can_power(self, action: str) -> bool:
+        """The backend declares ``action`` and does it through its provider (``power``)."""
+        return action in capabilities_of(self.backend) and hasattr(self.backend, "power")
 
     async def _lease_allows(self, host: str, r: int, queue: list[int]) -> bool:
         """Whether round ``r`` can finish before the lease ends (extending it when the backend
@@ -517,6 +529,11 @@ class Executor:
         refusal = await drop_caches_refusal(self.hidden, session, self._exec)
         if refusal is not None:
             raise HostStopped(session.host, refusal)
+        counted = [m for b in exp.benchmarks for m in b.counters]
+        if counted:
+            await self._checked(
+                session, Command(probe_command(counted), timeout=60.0), "perf stat (counters)"
+            )
         if exp.setup:
             await self._checked(
                 session,
@@ -585,15 +602,19 @@ class Executor:
                 self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
             )
             try:
-                execution = await self._exec(
-                    session,
-                    Command(
-                        command,
-                        self._env({"BENCHLANG_HOST": session.host}),
-                        self._cwd(None),
-                        self.experiment.timeout,
-                    ),
-                )
+                if reset.reboot and not reset.command and self._can_power("reboot"):
+                    self._check_halt()
+                    await self.backend.power(session.host, "reboot")  # the provider's reboot
+                else:
+                    execution = await self._exec(
+                        session,
+                        Command(
+                            command,
+                            self._env({"BENCHLANG_HOST": session.host}),
+                            self._cwd(None),
+                            self.experiment.timeout,
+                        ),
+                    )
             except HostDown:
                 if not (reset.reboot or reset.reconnect):
                     raise
@@ -730,6 +751,8 @@ class Executor:
         command = config.command
         if bench.hidden:
             command = parse_template(bench.command).render(values)
+        if bench.counters:
+            command = perf_command(command, bench.counters)
         hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
         attempts = 0
         while True:
@@ -801,11 +824,17 @@ class Executor:
                 )
         execution = await self._exec(session, trial)
         measures = {k: float(v) for k, v in execution.rusage.items()}
+        if bench.counters:
+            execution, measures, uncounted = read_counters(execution, bench.counters)
+            if uncounted is not None and execution.ok:
+                return "failed", f"measure: {uncounted}", execution, measures, {}
         if not execution.ok:
             return "failed", _describe_failure(execution, "the command"), execution, measures, {}
         series_values: dict[str, np.ndarray] = {}
         try:
             for measure in bench.measures:
+                if measure.builtin in model.COUNTERS:
+                    continue  # read with the execution (run.counters)
                 value = await self._read_measure(session, measure, execution, cwd)
                 if isinstance(value, np.ndarray):
                     series_values[measure.name] = value

@@ -12,21 +12,19 @@ import numpy as np
 from benchlang import model
 from benchlang.run.store import TrialRecord
 from benchlang.run.trial_metric import evaluate, series_metric
-from benchlang.stats.stopping import AdaptiveState, AdaptiveStop, Decision, KpiWidthStop
+from benchlang.stats.registry import statistics_methods
+from benchlang.stats.stopping import AdaptiveState, Decision
 
-_ADAPTIVE_KEYS = {f.name for f in __import__("attrs").fields(AdaptiveStop)}
 
-
-def build_rule(stop: model.Stop) -> AdaptiveStop | KpiWidthStop | None:
-    """The stats-level rule for a spec's stop statement (None for ``stop after``)."""
-    if stop.kind == "adaptive":
-        return AdaptiveStop(**{k: v for k, v in stop.settings.items() if k in _ADAPTIVE_KEYS})
-    if stop.kind == "kpi_width":
-        s = stop.settings
-        return KpiWidthStop(
-            s["percentile"], s["confidence"], s["bound"], s["width"], s["relative"], s["max_n"]
-        )
-    return None
+def build_rule(stop: model.Stop) -> Any:
+    """The rule of a spec's stop statement, built by its stopping method's implementation
+    from its checked settings (docs/plugins.md; built-ins and plugins alike): an object whose
+    ``step(samples, state)`` returns ``(Decision, state)``. None for ``stop after``, whose
+    count sizes the plan instead."""
+    if stop.kind == "after":
+        return None
+    method = statistics_methods()[stop.kind]
+    return method.load()(**{k: v for k, v in stop.settings.items() if k != "metric"})
 
 
 class StoppingController:
@@ -80,10 +78,7 @@ class StoppingController:
             return None
         samples.append(value)
         x = np.asarray(samples, dtype=float)
-        if isinstance(self.rule, AdaptiveStop):
-            decision, self.states[key] = self.rule.step(x, self.states.get(key))
-        else:
-            decision = self.rule.decide(x)
+        decision, self.states[key] = self.rule.step(x, self.states.get(key))
         if decision.stopped:
             self.stopped[key] = decision
             return decision

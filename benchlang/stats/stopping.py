@@ -315,7 +315,7 @@ class AdaptiveStop:
     lognormal_p: float = 0.2
     uniform_p: float = 0.2
     max_components: int = 6
-    confidence: float = 0.95
+    confidence: float = 95.0
     bootstrap_replicates: int = 500
     em_max_iter: int = 200
     em_tol: float = 1e-4
@@ -329,8 +329,8 @@ class AdaptiveStop:
             raise ValueError(f"window must be >= 1, got {self.window!r}")
         if not 1 <= self.max_components <= 10:
             raise ValueError(f"max_components must lie in 1..10, got {self.max_components!r}")
-        if not 0.0 < self.confidence < 1.0:
-            raise ValueError(f"confidence must lie in (0, 1), got {self.confidence!r}")
+        if not 0.0 < self.confidence < 100.0:
+            raise ValueError(f"confidence must lie in (0, 100) percent, got {self.confidence!r}")
 
     @property
     def tol(self) -> float:
@@ -453,7 +453,7 @@ class AdaptiveStop:
         from scipy import stats
 
         n = x.size
-        z = stats.norm.ppf(0.5 + self.confidence / 2)
+        z = stats.norm.ppf(0.5 + self.confidence / 200)
         if cls == GAUSSIAN:
             mean, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(n))
             return Interval(se / abs(mean), mean, z * se), state
@@ -462,7 +462,7 @@ class AdaptiveStop:
             # et al., BDA3 §3.2), symmetric and unimodal, so its HDI is the central interval.
             y = np.log(x)
             half = float(
-                stats.t.ppf(0.5 + self.confidence / 2, n - 1) * y.std(ddof=1) / math.sqrt(n)
+                stats.t.ppf(0.5 + self.confidence / 200, n - 1) * y.std(ddof=1) / math.sqrt(n)
             )
             return Interval(2 * half, float(y.mean()), half), state
         if cls == AUTOCORRELATED:
@@ -501,7 +501,7 @@ class AdaptiveStop:
         best = int(np.argmin(bic))
         per_sample = lse[best] - math.log(sd)
         half = (
-            stats.norm.ppf(0.5 + self.confidence / 2)
+            stats.norm.ppf(0.5 + self.confidence / 200)
             * float(per_sample.std(ddof=1))
             / math.sqrt(x.size)
         )

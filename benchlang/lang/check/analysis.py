@@ -5,23 +5,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
+
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
+from benchlang.lang.check.methods import check_method_settings, find_method
 from benchlang.lang.diagnostics import did_you_mean
-
-_COMPARE_SCHEMAS = {
-    "bootstrap": {
-        "cluster": s.choice("none", "iid", "request", "host", "host_block"),
-        "replicates": s.count(10),
-        "weights": s.choice("poisson", "exponential"),
-        "log": s.boolean,
-        "interval": s.choice("clt", "percentile"),
-        "confidence": s.percent,
-    },
-    "mixed_effects": {"method": s.choice("auto", "reml", "moments")},
-}
+from benchlang.stats.registry import statistics_methods
 
 
 def check_analysis(
@@ -63,18 +55,12 @@ def check_analysis(
                 c.span,
             )
             continue
-        method = c.method or "bootstrap"
-        if method not in _COMPARE_SCHEMAS:
-            ctx.error(
-                f"unknown comparison method '{method}'",
-                c.method_span or c.span,
-                did_you_mean(method, _COMPARE_SCHEMAS) or f"methods: {', '.join(_COMPARE_SCHEMAS)}",
-            )
+        name = c.method or "bootstrap"
+        method = find_method(ctx, name, c.method_span or c.span, "comparison")
+        if method is None:
             continue
-        checked = s.check_settings(
-            c.settings, _COMPARE_SCHEMAS[method], f"compare with {method}", ctx.diagnostics
-        )
-        out.append(model.Comparison(c.metric, c.by, method, checked.values))
+        checked = check_method_settings(ctx, method, c.settings, f"compare with {name}")
+        out.append(model.Comparison(c.metric, c.by, name, checked.values))
     factor_names = [f.name for f in factors] + list(blocking)
     for item in items:
         if item.keyword != "anova":
@@ -93,7 +79,7 @@ def check_analysis(
                 item.span,
                 did_you_mean(term, factor_names),
             )
-        if not unknown:
+        if not unknown and find_method(ctx, "anova", item.span, "factorial"):
             out.append(
                 model.Comparison(
                     item.name,
@@ -131,14 +117,84 @@ def check_profiles(ctx: Context, items: list[ast.AnalysisItem]) -> tuple[dict[st
     return tuple(out)
 
 
+def method_needs(ctx: Context, compares: list[ast.Compare]) -> list[tuple[int, str]]:
+    """(trials per compared level, which comparison) each ``compare`` asks of the design
+    (``Method.needs``), for ``runs auto``. Quiet: the settings are checked, and reported,
+    with the analysis."""
+    catalogue = ctx.methods if ctx.methods is not None else statistics_methods()
+    out = []
+    for c in compares:
+        name = c.method or "bootstrap"
+        method = catalogue.get(name)
+        if method is None or method.kind != "comparison":
+            continue
+        values = s.check_settings(c.settings, s.method_schema(method), "", []).values
+        need = method.needs({**method.defaults(), **values})
+        out.append((need, f"compare {c.metric} by {c.by} with {name}"))
+    return out
+
+
+def check_sample_sizes(
+    ctx: Context,
+    comparisons: tuple[model.Comparison, ...],
+    nodes: list[ast.Compare],
+    design: model.Design,
+) -> None:
+    """Warn when the plan gives a compared level fewer trials than its method needs
+    (``Method.needs``): the comparison would then say only that it is not computed."""
+    if design.layout is not None:
+        return
+    per_level = design.runs * design.series
+    spans = {(c.metric, c.by): c.span for c in nodes}
+    for c in comparisons:
+        method = find_method(ctx, c.method, None, "comparison", "factorial")
+        if method is None or method.kind != "comparison":
+            continue
+        need = method.needs({**method.defaults(), **c.settings})
+        if per_level < need:
+            ctx.warn(
+                f"compare {c.metric} by {c.by} with {c.method} needs at least {need} trials per "
+                f"level; the design gives {per_level} (runs x series)",
+                spans.get((c.metric, c.by)),
+                f"runs {-(-need // design.series)} or more",
+            )
+
+
+_ORDER_VIEWS = ("order_dependence", "position_effects")
+"""Order analyses the order report computes together (``benchlang order``; OrderSage §4-§5)."""
+
+
+def named_order_analyses(ctx: Context, items: list[ast.AnalysisItem]) -> list[ast.AnalysisItem]:
+    """``analysis { NAME {...} }``: the method looked up in the registry. The order views
+    become the order analysis; a factorial method needs its formula (``anova M ~ A * B``);
+    other kinds have their own statements."""
+    out = []
+    for item in items:
+        method = find_method(ctx, item.name, item.span, "order", "factorial")
+        if method is None:
+            continue
+        if method.name in _ORDER_VIEWS:
+            out.append(attrs.evolve(item, keyword="order_dependence"))
+        elif method.name == "anova":
+            ctx.error("anova takes a formula", item.span, "anova METRIC ~ FACTOR * FACTOR")
+        else:
+            ctx.error(
+                f"{method.kind} method '{method.name}' from a plugin is checked but not run: "
+                "only comparison and stopping methods from plugins are run so far",
+                item.span,
+            )
+    return out
+
+
 def check_order_dependence(ctx: Context, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:
     item = ctx.single(items, "'order_dependence'")
     if item is None:
         return None
-    checked = s.check_settings(
-        item.settings, {"alpha": s.number(0.0, 1.0)}, "order_dependence", ctx.diagnostics
-    )
-    alpha = checked.values.get("alpha", 0.05)
+    method = find_method(ctx, "order_dependence", item.span, "order")
+    if method is None:
+        return None
+    checked = check_method_settings(ctx, method, item.settings, "order_dependence")
+    alpha = checked.values.get("alpha", method.defaults()["alpha"])
     if not 0.0 < alpha < 1.0:
         ctx.error("alpha must lie strictly between 0 and 1", checked.spans.get("alpha", item.span))
     return {"alpha": alpha}

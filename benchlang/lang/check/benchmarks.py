@@ -250,10 +250,10 @@ def check_measures(ctx: Context, measures: list[ast.Measure], bench: str) -> lis
     out = []
     for m in measures:
         if m.builtin is not None:
-            if m.builtin not in model.BUILTIN_MEASURES:
+            builtins = {**model.BUILTIN_MEASURES, **model.COUNTERS}
+            if m.builtin not in builtins:
                 hint = (
-                    did_you_mean(m.builtin, model.BUILTIN_MEASURES)
-                    or f"built-in measures: {', '.join(model.BUILTIN_MEASURES)}"
+                    did_you_mean(m.builtin, builtins) or f"built-in measures: {', '.join(builtins)}"
                 )
                 ctx.error(f"unknown built-in measure '{m.builtin}'", m.builtin_span, hint)
                 continue
@@ -307,6 +307,15 @@ def check_measures(ctx: Context, measures: list[ast.Measure], bench: str) -> lis
                 argument=argument,
             )
         )
+    if any(x.builtin in model.COUNTERS for x in out):
+        spans = {m.name: m.span for m in measures}
+        for x in out:
+            if x.builtin in model.BUILTIN_MEASURES and x.builtin != "wall_time":
+                ctx.error(
+                    f"measure {x.name} = {x.builtin} cannot be taken beside perf counters in benchmark {bench}: the command runs under perf stat, whose own time and memory the rusage would include",
+                    spans[x.name],
+                    "count the command's own with task_clock or page_faults, or measure it in another benchmark",
+                )
     return out
 
 

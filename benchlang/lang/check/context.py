@@ -24,11 +24,16 @@ class Context:
     """Diagnostics found so far, and the spec's source, directory and backend catalogue."""
 
     def __init__(
-        self, source: Source, base_dir: Path, backends: Mapping[str, Any] | None = None
+        self,
+        source: Source,
+        base_dir: Path,
+        backends: Mapping[str, Any] | None = None,
+        methods: Any = None,
     ) -> None:
         self.source = source
         self.base_dir = base_dir
         self.backends = backends
+        self.methods = methods  # a statistics MethodCatalogue; None: the installed one
         self.diagnostics: list[Diagnostic] = []
         self.broken_factors: set[str] = set()  # declared, with an error already reported
         self.local = False  # hosts local: commands run here, so their programs can be looked up

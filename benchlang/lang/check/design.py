@@ -71,7 +71,10 @@ def check_design(
     ab: ABDesign | None,
     stop_span: Span | None = None,
     profiles: int = 0,
+    method_needs: list[tuple[int, str]] | None = None,
 ) -> model.Design:
+    """``method_needs``: (trials per compared level, which comparison) the analysis's methods
+    ask for (``Method.needs``); ``runs auto`` gives each level at least that many."""
     checked = s.check_settings(
         block.settings if block else None,
         _DESIGN_SCHEMA,
@@ -102,7 +105,10 @@ def check_design(
                 checked.spans.get("runs"),
             )
         runs_wanted = stop.count
-    if runs_wanted == "auto" or (runs_wanted is None and kpi_needs):
+    sized = runs_wanted == "auto" or (runs_wanted is None and kpi_needs)
+    if sized and not kpi_needs and method_needs:
+        runs, reason = 1, ""
+    elif sized:
         if not kpi_needs:
             ctx.error(
                 "runs auto needs a kpi to size the experiment",
@@ -126,7 +132,7 @@ def check_design(
             "after": "stop after N",
             "adaptive": f"at most {runs}: stop adaptive (Mittal et al., PMBS '23) ends each configuration earlier when its samples allow",
             "kpi_width": f"at most {runs}: stop when the kpi bound is narrow enough (TriScale §7)",
-        }[stop.kind if stop else None]
+        }.get(stop.kind if stop else None, f"at most {runs}: stop {stop.kind if stop else ''}")
         for need, kpi in kpi_needs:
             if runs < need:
                 where = (
@@ -176,6 +182,8 @@ def check_design(
                     checked.spans.get("series", span),
                     f"use 'series auto' or 'series {need}'",
                 )
+    if sized and method_needs:
+        runs, reason = _runs_for_methods(runs, reason, series, replicate, method_needs)
     if v.get("span") == "auto" and not profiles:
         ctx.error(
             "'span auto' takes the span a profile analysis recommends, and the spec has none",
@@ -197,6 +205,23 @@ def check_design(
         span=v.get("span"),
         replicate=replicate,
     )
+
+
+def _runs_for_methods(
+    runs: int, reason: str, series: int, replicate: int, needs: list[tuple[int, str]]
+) -> tuple[int, str]:
+    """Raise ``runs`` (a multiple of ``replicate``) until runs x series trials per level
+    meet the most demanding comparison method."""
+    need, what = max(needs)
+    wanted = -(-need // series)
+    wanted = -(-wanted // replicate) * replicate
+    if wanted <= runs:
+        return runs, reason
+    because = (
+        f"{what} needs at least {need} trials per level (its declared minimal sample): "
+        f"{wanted} runs x {series} series"
+    )
+    return wanted, because + (f" (the kpi alone: {runs}, {reason})" if reason else "")
 
 
 def layout_design(

@@ -8,7 +8,14 @@ from typing import Any
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang.ab_design import AB_KEYS, check_ab_design
-from benchlang.lang.check.analysis import check_analysis, check_order_dependence, check_profiles
+from benchlang.lang.check.analysis import (
+    check_analysis,
+    check_order_dependence,
+    check_profiles,
+    check_sample_sizes,
+    method_needs,
+    named_order_analyses,
+)
 from benchlang.lang.check.benchmarks import (
     check_benchmarks,
     check_runtime_use,
@@ -81,7 +88,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         benchmarks = check_ab_benchmarks(ctx, ab, benchmarks, of(ast.Benchmark))
     measures = measure_names(ctx, benchmarks)
     units = {
-        m.name: model.BUILTIN_MEASURES[m.builtin]
+        m.name: model.BUILTIN_MEASURES.get(m.builtin) or model.COUNTERS[m.builtin][1]
         for b in benchmarks
         for m in b.measures
         if m.source == "builtin"
@@ -100,6 +107,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         ab,
         stop_node.span if stop_node else None,
         profiles=len(of(ast.AnalysisItem, "profile")),
+        method_needs=method_needs(ctx, of(ast.Compare)),
     )
     blocking = ("host", *(["replicate"] if design and design.replicate > 1 else []))
     comparisons = check_analysis(
@@ -111,7 +119,13 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         factors,
         (*blocking, *(h.name for h in hidden)),
     )
-    order_dependence = check_order_dependence(ctx, of(ast.AnalysisItem, "order_dependence"))
+    if design is not None:
+        check_sample_sizes(ctx, comparisons, of(ast.Compare), design)
+    order_dependence = check_order_dependence(
+        ctx,
+        of(ast.AnalysisItem, "order_dependence")
+        + named_order_analyses(ctx, of(ast.AnalysisItem, "method")),
+    )
     profiles = check_profiles(ctx, of(ast.AnalysisItem, "profile"))
     runtime = design.runtime if design else None
     for metric_ast in of(ast.Metric):

@@ -7,17 +7,11 @@ from typing import Any
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
-from benchlang.lang.check.context import MAX_EXCLUDE, Context
+from benchlang.lang.check.context import Context
 from benchlang.lang.check.derived import check_expression, shown_unit
+from benchlang.lang.check.methods import check_method_settings, find_method
 from benchlang.lang.diagnostics import did_you_mean
 
-_KPI_SCHEMA = {
-    "percentile": s.percentile,
-    "confidence": s.percent,
-    "bound": s.choice("upper", "lower"),
-    "exclude": s.count(0, MAX_EXCLUDE),
-}
-_VARIABILITY_SCHEMA = {"percentile": s.percentile, "confidence": s.percent}
 _CONVERGENCE_SCHEMA = {"confidence": s.percent, "tolerance": s.percent}
 
 
@@ -156,13 +150,6 @@ def metric_of_block(
     return metric
 
 
-def has_required(ctx: Context, checked: s.Checked, keys: tuple[str, ...], block: ast.Block) -> bool:
-    missing = [k for k in keys if k not in checked.values and k not in checked.spans]
-    for k in missing:
-        ctx.error(f"{block.keyword} {block.name} needs '{k}'", block.span)
-    return not missing and all(k in checked.values for k in keys)
-
-
 def check_kpis(
     ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
 ) -> list[model.Kpi]:
@@ -177,10 +164,22 @@ def check_kpis(
             continue
         seen[block.name] = block.span
         metric = metric_of_block(ctx, block, metrics)
-        checked = s.check_settings(
-            block.settings, _KPI_SCHEMA, f"kpi {block.name}", ctx.diagnostics
+        method = find_method(
+            ctx, block.method or "thompson", block.method_span or block.span, "kpi"
         )
-        if metric is None or not has_required(ctx, checked, ("percentile", "confidence"), block):
+        if method is None:
+            continue
+        if method.name != "thompson":
+            ctx.error(
+                f"kpi {block.name} with {method.name}: KPIs are computed by thompson only; "
+                "plugin KPI methods are checked but not run yet",
+                block.method_span,
+            )
+            continue
+        checked = check_method_settings(
+            ctx, method, block.settings, f"kpi {block.name}", block.span
+        )
+        if metric is None or not {"percentile", "confidence"} <= checked.values.keys():
             continue
         v = checked.values
         default_bound = "upper" if metric.better == "lower" else "lower"
@@ -210,10 +209,13 @@ def check_variabilities(
             continue
         seen[block.name] = block.span
         metric = metric_of_block(ctx, block, metrics)
-        checked = s.check_settings(
-            block.settings, _VARIABILITY_SCHEMA, f"variability {block.name}", ctx.diagnostics
+        method = find_method(ctx, "variability", block.span, "variability")
+        if method is None:
+            continue
+        checked = check_method_settings(
+            ctx, method, block.settings, f"variability {block.name}", block.span
         )
-        if metric is None or not has_required(ctx, checked, ("percentile", "confidence"), block):
+        if metric is None or not {"percentile", "confidence"} <= checked.values.keys():
             continue
         out.append(
             model.Variability(

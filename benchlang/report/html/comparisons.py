@@ -206,6 +206,14 @@ def _effects(r) -> tuple[list[tuple[str, float, float | None, float | None]], fl
     b = r.bootstrap
     if b is not None and not items:
         items.append((f"bootstrap, cluster {b.cluster}", b.estimate, b.ci_low, b.ci_high))
+    o = r.outcome
+    if o is not None and not items and r.mixed is None and np.isfinite(o.estimate):
+        reference = 1.0 if o.scale == "ratio" else 0.0
+        finite = bool(np.isfinite(o.ci_low) and np.isfinite(o.ci_high)) and not o.descriptive_only
+        label = f"{o.method} ({o.confidence:g}% interval)" if finite else f"{o.method}"
+        items.append(
+            (label, o.estimate, o.ci_low if finite else None, o.ci_high if finite else None)
+        )
     m = r.mixed
     if m is not None and hasattr(m, "effect"):
         items.append(
@@ -244,6 +252,9 @@ def _comparison(r) -> list[str]:
                 )
             )
         return out
+    o = r.outcome
+    if o is not None and o.verdict is not None and not o.descriptive_only:
+        out.append(f"<p>{esc(o.method)}: <strong>{esc(o.verdict)}</strong></p>")
     items, reference = _effects(r)
     if items:
         svg = plots.intervals(items, title, "effect", reference=reference)

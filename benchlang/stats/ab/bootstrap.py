@@ -244,7 +244,7 @@ def ab_bootstrap(
     weights: str = "poisson",
     log: bool = False,
     interval: str = "clt",
-    confidence: float = 0.95,
+    confidence: float = 95.0,
     seed: int | np.random.Generator = 0,
     min_clusters: int = MIN_CLUSTERS,
     codes: np.ndarray | None = None,
@@ -264,8 +264,8 @@ def ab_bootstrap(
         raise ValueError("min_clusters must be >= 2")
     if interval not in ("clt", "percentile"):
         raise ValueError("interval must be 'clt' or 'percentile'")
-    if not 0 < confidence < 1:
-        raise ValueError("confidence must be in (0, 1)")
+    if not 0 < confidence < 100:
+        raise ValueError("confidence must be in (0, 100) percent")
     if replicates < 2:
         raise ValueError("replicates must be >= 2")
     y, version = _check_inputs(y, version, log)
@@ -295,10 +295,10 @@ def ab_bootstrap(
     if interval == "clt":
         from scipy.stats import norm
 
-        z = norm.ppf(0.5 + confidence / 2)
+        z = norm.ppf(0.5 + confidence / 200)
         lo, hi = est - z * se, est + z * se
     else:
-        lo, hi = np.quantile(valid, [(1 - confidence) / 2, (1 + confidence) / 2])
+        lo, hi = np.quantile(valid, [0.5 - confidence / 200, 0.5 + confidence / 200])
     return ABBootstrapResult(
         estimate=est,
         se=se,
