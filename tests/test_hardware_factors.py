@@ -96,6 +96,7 @@ def test_hardware_factor_plan_covers_levels_with_the_fewest_hosts():
         "arch": "x86_64",
     }
     assert compile_plan(e, HOSTS, FACTS).hash == plan.hash  # same spec, seed, facts: same plan
+    assert plan.pinned  # a stopped host's rounds never move to a host of other levels
 
 
 def test_one_host_covers_what_several_would():

@@ -134,6 +134,13 @@ class Plan:
         return int(self.trial_round.size)
 
     @property
+    def pinned(self) -> bool:
+        """Whether each round belongs to its host: an A/B layout's host batches, or rounds of
+        configurations with one host's hardware levels (a stopped host's rounds then wait for
+        ``--resume`` instead of moving to a host whose trials would carry wrong levels)."""
+        return self.layout is not None or bool(self.inventory and self.inventory["hardware"])
+
+    @property
     def n_rounds(self) -> int:
         return int(self.round_series.size)
 
