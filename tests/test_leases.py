@@ -108,11 +108,21 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
     status, listed, _ = bl(pool_env, "hosts", "list", store)
     assert status == 0 and lease_id[:12] in listed and "released" in listed
     assert "node0=127.0.0.2" in listed
-    _, record, _ = bl(pool_env, "record", "--store", store)
-    assert "host node0 (127.0.0.2)" in record
-    _, plan, plan_err = bl(pool_env, "plan", spec, cwd=tmp_path)
-    _, exported, _ = bl(pool_env, "results", store, "--format", "json")
-    for text in (out, err, listed, record, plan, plan_err, exported, spec.read_text()):
+    # analyze, record and results never open the backend: from_settings would fail here
+    offline = {k: v for k, v in pool_env.items() if k != "POOL_TOKEN"}
+    texts = [out, err, listed]
+    for args in (
+        ("record", spec, "--store", store),
+        ("analyze", spec, "--store", store),
+        ("analyze", "--store", store),
+        ("results", store, "--format", "json"),
+    ):
+        status, shown, complaint = bl(offline, *args, cwd=tmp_path)
+        assert status == 0, (args, complaint)
+        texts += [shown, complaint]
+    assert "host node0 (127.0.0.2)" in texts[3], "the record shows the logical -> physical map"
+    texts += bl(pool_env, "plan", spec, cwd=tmp_path)[1:]
+    for text in texts:
         assert TOKEN not in text
     assert TOKEN.encode() not in store.read_bytes(), "a trial printing env must not store it"
     assert 'token from env "POOL_TOKEN"' in spec.read_text()
@@ -177,22 +187,6 @@ def test_resume_attaches_to_the_lease_a_killed_run_left(pool_env, tmp_path):
     assert rows[0][4] is not None and ledger(tmp_path / "ledger.json") == {}
 
 
-def test_analyze_and_record_never_open_the_backend(pool_env, tmp_path, monkeypatch):
-    spec = write(tmp_path)
-    store = tmp_path / "p.sqlite"
-    assert bl(pool_env, "run", spec, "--store", store, cwd=tmp_path)[0] == 0
-    env = {k: v for k, v in pool_env.items() if k != "POOL_TOKEN"}  # from_settings would fail
-    for args in (
-        ("analyze", spec, "--store", store),
-        ("record", spec, "--store", store),
-        ("analyze", "--store", store),
-        ("results", store),
-    ):
-        status, _out, err = bl(env, *args, cwd=tmp_path)
-        assert status == 0, (args, err)
-        assert "POOL_TOKEN" not in err
-
-
 def run_in_process(tmp_path: Path, backend: PoolBackend, runs: int, sleep: float):
     """A plan on ``backend`` through the real executor; returns (summary, store events)."""
     from benchlang.lang.check import load
@@ -241,3 +235,27 @@ def test_the_lease_is_extended_when_the_backend_can(tmp_path):
     assert summary.ran == 8
     (stored,) = leases
     assert stored.lease.expires > stored.acquired + 2.0, "extended, and the store updated"
+
+
+def test_hosts_sweep_finds_tagged_machines_whose_store_is_lost(pool_env, tmp_path):
+    spec = write(tmp_path, runs=4, slow="[ $BENCHLANG_TRIAL -ge 1 ] && sleep 300; ")
+    kept = tmp_path / "kept.sqlite"
+    lost = tmp_path / "lost.sqlite"
+    held = conformance.killed_run_leaves_a_lease(spec, kept, pool_env)
+    orphan = conformance.killed_run_leaves_a_lease(spec, lost, pool_env)
+    lost.unlink()  # the store of the second run is gone: only the tag finds its machines
+    status, out, _ = bl(pool_env, "hosts", "sweep", spec, "--keep", kept, "--dry-run")
+    assert status == 0 and f"found allocation {orphan[0]}" in out and held[0] not in out
+    assert set(ledger(tmp_path / "ledger.json")) == {held[0], orphan[0]}
+    status, out, _ = bl(pool_env, "hosts", "sweep", spec, "--keep", kept)
+    assert status == 0 and f"destroyed allocation {orphan[0]}" in out
+    assert list(ledger(tmp_path / "ledger.json")) == held
+    assert bl(pool_env, "hosts", "release", kept)[0] == 0
+    assert ledger(tmp_path / "ledger.json") == {}
+
+
+def test_hosts_sweep_refuses_a_backend_without_tags(tmp_path, run_cli):
+    spec = tmp_path / "l.bench"
+    spec.write_text('benchlang 1\nexperiment l {\n  benchmark b { run "true" }\n}\n')
+    status, _, err = run_cli(["hosts", "sweep", spec])
+    assert status == 2 and "hosts local cannot find its machines by tag" in err

@@ -77,6 +77,26 @@ def _release_one(store: Store, stored: StoredLease) -> str | None:
     return None
 
 
+def sweep(spec_path: str | Path, stores: list[str | Path], destroy: bool = True) -> list[str]:
+    """Machines a backend with the ``tags`` capability finds carrying a benchlang lease tag,
+    except the leases still held in ``stores`` (a run may resume on them): destroyed unless
+    ``destroy`` is False. For leases whose store is lost."""
+    from benchlang.app.spec import load_spec, open_backend
+    from benchlang.backends.base import capabilities_of
+
+    experiment = load_spec(spec_path).experiment
+    backend = open_backend(experiment, spec_path)
+    if "tags" not in capabilities_of(backend) or not hasattr(backend, "sweep"):
+        raise UserError(
+            f"hosts {experiment.hosts.kind} cannot find its machines by tag",
+            "release leases with benchlang hosts release STORE",
+        )
+    keep: set[str] = set()
+    for path in stores:
+        keep |= {s.lease.id for s in stored_leases(path) if s.released is None}
+    return asyncio.run(backend.sweep(frozenset(keep), destroy))
+
+
 def describe(stored: StoredLease) -> dict[str, object]:
     """One lease as ``hosts list`` shows it (and ``--json`` prints it)."""
     lease = stored.lease

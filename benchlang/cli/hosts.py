@@ -24,6 +24,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     release.add_argument("store", metavar="STORE")
     release.add_argument("lease", metavar="LEASE", nargs="?", help="a lease id or its prefix")
+    sweep = sub.add_parser(
+        "sweep",
+        help="find (and destroy) the machines tagged by benchlang leases, for a lost store",
+    )
+    sweep.add_argument("spec", metavar="SPEC", help="the spec whose hosts statement to use")
+    sweep.add_argument(
+        "--keep",
+        metavar="STORE",
+        action="append",
+        default=[],
+        help="a store whose held leases are kept (repeatable)",
+    )
+    sweep.add_argument("--dry-run", action="store_true", help="list, destroy nothing")
     p.set_defaults(func=run)
 
 
@@ -32,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlang.app.leases import describe, release_leases, stored_leases
+    from benchlang.app.leases import describe, release_leases, stored_leases, sweep
 
     if args.action == "list":
         rows = [describe(s) for s in stored_leases(args.store)]
@@ -40,6 +53,14 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"leases": rows}, indent=2))
             return 0
         _render(rows, args.store)
+        return 0
+    if args.action == "sweep":
+        found = sweep(args.spec, args.keep, destroy=not args.dry_run)
+        verb = "found" if args.dry_run else "destroyed"
+        for line in found:
+            print(f"{verb} {line}")
+        if not found:
+            print("no machine carries a benchlang lease tag (other than the kept leases)")
         return 0
     done = release_leases(args.store, args.lease)
     if not done:

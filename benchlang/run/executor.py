@@ -16,7 +16,14 @@ import attrs
 import numpy as np
 
 from benchlang import model
-from benchlang.backends.base import Backend, Command, Execution, HostDown, HostSession
+from benchlang.backends.base import (
+    Backend,
+    Command,
+    Execution,
+    HostDown,
+    HostSession,
+    capabilities_of,
+)
 from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import placeholder_values, substitute
 from benchlang.plan.plan import ORDER_KINDS, Plan
@@ -259,6 +266,10 @@ class Executor:
             with contextlib.suppress(Exception):
                 self.store.record_event(self.plan_hash, "lease", text)
             self.progress.note(text)
+
+    def _can_power(self, action: str) -> bool:
+        """The backend declares ``action`` and does it through its provider (``power``)."""
+        return action in capabilities_of(self.backend) and hasattr(self.backend, "power")
 
     async def _lease_allows(self, host: str, r: int, queue: list[int]) -> bool:
         """Whether round ``r`` can finish before the lease ends (extending it when the backend
@@ -591,15 +602,19 @@ class Executor:
                 self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
             )
             try:
-                execution = await self._exec(
-                    session,
-                    Command(
-                        command,
-                        self._env({"BENCHLANG_HOST": session.host}),
-                        self._cwd(None),
-                        self.experiment.timeout,
-                    ),
-                )
+                if reset.reboot and not reset.command and self._can_power("reboot"):
+                    self._check_halt()
+                    await self.backend.power(session.host, "reboot")  # the provider's reboot
+                else:
+                    execution = await self._exec(
+                        session,
+                        Command(
+                            command,
+                            self._env({"BENCHLANG_HOST": session.host}),
+                            self._cwd(None),
+                            self.experiment.timeout,
+                        ),
+                    )
             except HostDown:
                 if not (reset.reboot or reset.reconnect):
                     raise

@@ -60,7 +60,7 @@ class PoolBackend:
 
     kind: ClassVar[str] = "pool"
     protocol: ClassVar[int] = PROTOCOL_VERSION
-    capabilities: ClassVar[frozenset[str]] = frozenset({"extend"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"extend", "tags"})
     secret_settings: ClassVar[frozenset[str]] = frozenset({"token"})
     KEYS: ClassVar[tuple[str, ...]] = ("count", "ledger", "token", "duration", "price")
 
@@ -144,6 +144,16 @@ class PoolBackend:
             data[lease.id]["expires"] = until
         self.lease = Lease.from_json(json.dumps(data[lease.id]))
         return self.lease
+
+    async def sweep(self, keep: frozenset[str], destroy: bool = True) -> list[str]:
+        """Every allocation of the ledger not in ``keep``, released unless ``destroy`` is
+        False (the pool "tags" each allocation with its lease id)."""
+        with _Ledger(self.path) as data:
+            found = [lease_id for lease_id in data if lease_id not in keep]
+            if destroy:
+                for lease_id in found:
+                    del data[lease_id]
+        return [f"allocation {lease_id}" for lease_id in found]
 
     async def open(self, host: str) -> LocalSession:
         if self.lease is None or host not in self.lease.hosts:

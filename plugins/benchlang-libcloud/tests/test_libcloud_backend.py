@@ -164,3 +164,33 @@ def test_a_spec_runs_end_to_end_on_dummy_nodes(bed, tmp_path):
     assert lease["price_per_hour"] == 8.0 and lease["expires"] is not None
     assert facts["node0"]["address"] == "127.0.0.3" and hosts == {"node0": 2, "node1": 2}
     assert "host node0 (127.0.0.3)" in done.stdout.decode()
+
+
+def test_sweep_destroys_the_nodes_of_leases_no_store_holds(bed, tmp_path):
+    from libcloud.compute.drivers.dummy import DummyNodeDriver
+
+    class TaggingDummy(DummyNodeDriver):
+        """The Dummy driver, keeping the tags create_node is given (as EC2 does)."""
+
+        def create_node(self, name, size, image, ex_metadata=None):
+            node = super().create_node(name, size, image)
+            node.extra["tags"] = dict(ex_metadata or {})
+            return node
+
+    driver = TaggingDummy(KEY)
+    backends = [LibcloudBackend.from_settings(settings(bed), tmp_path) for _ in range(2)]
+    for backend in backends:
+        backend._driver = driver
+    kept = asyncio.run(backends[0].acquire(None))
+    lost = asyncio.run(backends[1].acquire(None))
+    assert {n.extra["tags"]["benchlang-lease"] for n in driver.list_nodes()[2:]} == {
+        kept.id,
+        lost.id,
+    }
+    found = asyncio.run(backends[0].sweep(frozenset({kept.id}), destroy=False))
+    assert len(found) == 2 and all(lost.id in line for line in found)
+    asyncio.run(backends[0].sweep(frozenset({kept.id})))
+    left = [n.extra.get("tags", {}).get("benchlang-lease") for n in driver.list_nodes()]
+    assert left == [None, None, kept.id, kept.id]
+    asyncio.run(backends[0].release(kept))
+    assert [n.id for n in driver.list_nodes()] == ["1", "2"]

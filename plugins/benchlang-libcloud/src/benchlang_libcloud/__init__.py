@@ -244,9 +244,9 @@ class LibcloudBackend:
         options = {k: v for k, v in s.items() if k.startswith("ex_")}
         if "key_pair" in s:
             options["ex_keyname"] = s["key_pair"]
-        if "tags" in s:
-            options["ex_metadata"] = {**_tags(s["tags"]), TAG: lease_id}
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        if "tags" in s or "ex_metadata" in accepted:  # the lease tag: what sweep finds
+            options["ex_metadata"] = {**_tags(s.get("tags", ())), TAG: lease_id}
         for key in options:
             if not takes_any and key not in accepted:
                 raise SettingError(
@@ -299,6 +299,25 @@ class LibcloudBackend:
         for node in list(self.driver.list_nodes()):  # a copy: destroying edits the listing
             if str(node.id) in wanted:
                 self.driver.destroy_node(node)
+
+    async def sweep(self, keep: frozenset[str], destroy: bool = True) -> list[str]:
+        """Every node tagged by a benchlang lease not in ``keep`` (those still held in a
+        store): destroyed unless ``destroy`` is False; one line per node found."""
+
+        def work() -> list[str]:
+            found = []
+            for node in list(self.driver.list_nodes()):
+                extra = node.extra or {}
+                tags = extra.get("tags") or extra.get("metadata") or {}
+                lease = tags.get(TAG) if isinstance(tags, Mapping) else None
+                if lease is None or lease in keep:
+                    continue
+                if destroy:
+                    self.driver.destroy_node(node)
+                found.append(f"node {node.id} ({node.name}) of lease {lease}")
+            return found
+
+        return await asyncio.to_thread(work)
 
     async def attach(self, lease: Lease) -> None:
         wanted = set(lease.handle.get("node_ids", "").split(","))

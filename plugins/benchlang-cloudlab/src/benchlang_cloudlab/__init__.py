@@ -1,0 +1,347 @@
+"""``hosts cloudlab { ... }``: a CloudLab experiment started from a profile for a run, its nodes
+reached over benchlang's own SSH, terminated after it (benchlang backend protocol 2).
+
+OrderSage's flow (§6.2: allocate -> run -> deallocate): ``acquire`` calls the portal's
+``startExperiment`` (the profile, its refspec, bindings with the hardware type and node
+count, the site, the duration), polls ``experimentStatus`` until the experiment is ready,
+and reads the nodes from ``experimentManifests`` (each node's login host and port); the
+logical hosts ``node0`` ... map to them in the manifest's ``client_id`` order. ``extend``
+calls ``extendExperiment``; ``release`` calls ``terminateExperiment`` (an experiment the
+portal no longer knows is already released); ``power(host, "reboot")`` calls ``reboot`` for a
+rebooting reset. Portal client: portal.py; docs/cloud.md says what is verified how.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import json
+import math
+import re
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from benchlang.backends.base import PROTOCOL_VERSION, HostDown, Lease, Secret, SettingError
+from benchlang.backends.ssh import Node, SshBackend, SshSession
+from benchlang_cloudlab.portal import DEFAULT_URL, SEARCH_FAILED, Portal, PortalError
+
+__all__ = ["CloudLabBackend"]
+
+SSH_KEYS = (
+    "user",
+    "identity",
+    "known_hosts",
+    "insecure_accept_new_host_keys",
+    "workdir",
+    "python",
+    "connect_timeout",
+)
+KEYS = (
+    "portal",
+    "certificate",
+    "passphrase",
+    "ca",
+    "project",
+    "profile",
+    "refspec",
+    "bindings",
+    "hardware",
+    "count",
+    "site",
+    "duration",
+    "name",
+    "wait",
+    "poll",
+    *SSH_KEYS,
+)
+
+
+def _path(value: Any) -> Any:
+    return value["file"] if isinstance(value, Mapping) and "file" in value else value
+
+
+def _bindings(value: Any) -> dict[str, str]:
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, tuple) or not all(isinstance(t, str) and "=" in t for t in items):
+        raise SettingError("bindings", 'bindings takes a list of "parameter=value" strings')
+    return dict(t.split("=", 1) for t in items)
+
+
+def _epoch(text: str | None) -> float | None:
+    if not text:
+        return None
+    return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+
+
+def _natural(text: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
+
+
+def manifest_nodes(manifests: Mapping[str, str]) -> list[dict[str, str]]:
+    """Every node of an experiment's manifests (RSpec v3): client_id, login host, port, user,
+    hardware type, image, site; in client_id order."""
+    nodes = []
+    for xml in manifests.values():
+        for node in ET.fromstring(xml).iter():
+            if not node.tag.endswith("}node") and node.tag != "node":
+                continue
+            found: dict[str, str] = {
+                "client_id": node.get("client_id", ""),
+                "site": node.get("component_manager_id", ""),
+            }
+            for child in node.iter():
+                tag = child.tag.rsplit("}", 1)[-1]
+                if tag == "login" and "hostname" not in found:
+                    found["hostname"] = child.get("hostname", "")
+                    found["port"] = child.get("port", "22")
+                    if child.get("username"):
+                        found["username"] = child.get("username", "")
+                elif tag == "host":
+                    found["node"] = child.get("name", "")
+                    found.setdefault("ipv4", child.get("ipv4", ""))
+                elif tag == "hardware_type":
+                    found["hardware"] = child.get("name", "")
+                elif tag == "disk_image":
+                    found["image"] = child.get("name", "")
+            nodes.append(found)
+    return sorted(nodes, key=lambda n: _natural(n["client_id"]))
+
+
+class CloudLabBackend:
+    """The nodes of one CloudLab experiment, one per logical host."""
+
+    kind: ClassVar[str] = "cloudlab"
+    protocol: ClassVar[int] = PROTOCOL_VERSION
+    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot", "extend"})
+    secret_settings: ClassVar[frozenset[str]] = frozenset({"passphrase"})
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        for key in settings:
+            if key not in KEYS:
+                raise SettingError(
+                    key, f"unknown setting '{key}'", f"hosts cloudlab accepts: {', '.join(KEYS)}"
+                )
+        for key in ("project", "profile", "certificate"):
+            if key not in settings:
+                raise SettingError(None, f"hosts cloudlab needs '{key}'")
+        for key in ("portal", "certificate", "ca", "project", "profile", "refspec", "hardware"):
+            value = _path(settings.get(key, "x"))
+            if not isinstance(value, str) or not value:
+                raise SettingError(key, f"{key} takes a non-empty string in double quotes")
+        for key in ("site", "name"):
+            if key in settings and not isinstance(settings[key], str):
+                raise SettingError(key, f"{key} takes a string in double quotes")
+        count = settings.get("count", 1)
+        if type(count) is not int or not 1 <= count <= 1000:
+            raise SettingError("count", f"count takes a whole number of nodes, got {count!r}")
+        for key in ("duration", "wait", "poll"):
+            value = settings.get(key)
+            if value is not None and (
+                not isinstance(value, int | float) or isinstance(value, bool) or value <= 0
+            ):
+                raise SettingError(key, f"{key} takes a duration such as 4h, got {value!r}")
+        if "bindings" in settings:
+            _bindings(settings["bindings"])
+        ssh = {k: v for k, v in settings.items() if k in SSH_KEYS}
+        SshBackend.check_settings({**ssh, "nodes": ("placeholder",)})
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], spec_dir: Path) -> CloudLabBackend:
+        cls.check_settings(settings)
+        passphrase = settings.get("passphrase")
+        if passphrase is not None and not isinstance(passphrase, Secret):
+            raise SettingError("passphrase", 'the passphrase must be read with from env "NAME"')
+
+        def local(value: Any) -> str:
+            return str((Path(spec_dir) / Path(_path(value)).expanduser()).resolve())
+
+        certificate = local(settings["certificate"])
+        if not Path(certificate).is_file():
+            raise SettingError(
+                "certificate",
+                f"no certificate at {certificate}",
+                "download cloudlab.pem from the portal (your name > Download Credentials)",
+            )
+        portal = Portal(
+            settings.get("portal", DEFAULT_URL),
+            certificate,
+            passphrase,
+            local(settings["ca"]) if "ca" in settings else None,
+        )
+        ssh = {k: v for k, v in settings.items() if k in SSH_KEYS}
+        public = {k: v for k, v in settings.items() if k not in cls.secret_settings}
+        return cls(
+            portal,
+            public,
+            SshBackend.from_settings({**ssh, "nodes": ("placeholder",)}, Path(spec_dir)),
+        )
+
+    def __init__(self, portal: Portal, settings: Mapping[str, Any], ssh: SshBackend) -> None:
+        self.portal = portal
+        self.settings = dict(settings)
+        self.count = int(settings.get("count", 1))
+        self.ssh = ssh
+        self.lease: Lease | None = None
+
+    def __repr__(self) -> str:
+        return f"CloudLabBackend({self.settings['project']},{self.settings['profile']})"
+
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(f"node{i}" for i in range(self.count))
+
+    # -- the lease ------------------------------------------------------------------------
+
+    def _start_args(self, name: str) -> dict[str, Any]:
+        s = self.settings
+        profile = s["profile"] if "," in s["profile"] else f"{s['project']},{s['profile']}"
+        bindings = _bindings(s["bindings"]) if "bindings" in s else {}
+        if "hardware" in s:
+            bindings.setdefault("phystype", s["hardware"])
+        bindings.setdefault("nodeCount", str(self.count))
+        args: dict[str, Any] = {
+            "profile": profile,
+            "proj": s["project"],
+            "name": name,
+            "bindings": json.dumps(bindings, sort_keys=True),
+        }
+        if "duration" in s:
+            args["duration"] = max(1, math.ceil(float(s["duration"]) / 3600.0))
+        if "refspec" in s:
+            args["refspec"] = s["refspec"]
+        if "site" in s:
+            args["aggregate"] = s["site"]
+        return args
+
+    async def acquire(self, deadline: float | None) -> Lease:
+        name = f"{self.settings.get('name', 'bl')}-{uuid.uuid4().hex[:8]}"
+        experiment = f"{self.settings['project']},{name}"
+        started: list[bool] = []
+        work = asyncio.ensure_future(asyncio.to_thread(self._start, name, experiment, started))
+        try:
+            self.lease = await asyncio.shield(work)
+        except BaseException:  # failed or cancelled (Ctrl-C): terminate what was started
+            if not work.done():
+                await asyncio.wait([work])
+            if started:
+                await asyncio.shield(asyncio.to_thread(self._terminate, experiment))
+            raise
+        return self.lease
+
+    def _start(self, name: str, experiment: str, started: list[bool]) -> Lease:
+        """Blocking (a worker thread): start the experiment and wait until it is ready."""
+        self.portal.call("startExperiment", **self._start_args(name))
+        started.append(True)
+        wait = float(self.settings.get("wait", 1800))
+        poll = float(self.settings.get("poll", 10))
+        end = time.monotonic() + wait
+        while True:
+            status = self.portal.call("experimentStatus", experiment=experiment, asjson=1).json()
+            if status.get("status") == "ready":
+                break
+            if status.get("status") in ("failed", "terminated", "canceled"):
+                raise HostDown("cloudlab", f"experiment {experiment} {status.get('status')}")
+            if time.monotonic() > end:
+                raise HostDown(
+                    "cloudlab", f"experiment {experiment} not ready after {wait:g}s; terminated"
+                )
+            time.sleep(poll)
+        manifests = self.portal.call("experimentManifests", experiment=experiment, asjson=1)
+        nodes = manifest_nodes(manifests.json())
+        if len(nodes) != self.count:
+            raise HostDown(
+                "cloudlab",
+                f"the profile made {len(nodes)} nodes, not count {self.count}; terminated",
+            )
+        return Lease(
+            str(status.get("uuid") or experiment),
+            self.kind,
+            {
+                f"node{i}": f"{n.get('hostname') or n.get('ipv4')}:{n.get('port', '22')}"
+                for i, n in enumerate(nodes)
+            },
+            tuple(
+                {k: n[k] for k in ("client_id", "node", "hardware", "image", "site") if n.get(k)}
+                for n in nodes
+            ),
+            None,
+            _epoch(status.get("expires")),
+            {
+                "experiment": experiment,
+                "portal": self.portal.url,
+                "users": ",".join(n.get("username", "") for n in nodes),
+            },
+        )
+
+    def _terminate(self, experiment: str) -> None:
+        try:
+            self.portal.call("terminateExperiment", experiment=experiment)
+        except PortalError as err:
+            if err.code != SEARCH_FAILED:
+                raise
+
+    async def attach(self, lease: Lease) -> None:
+        experiment = lease.handle["experiment"]
+        answer = await asyncio.to_thread(
+            self.portal.call, "experimentStatus", experiment=experiment, asjson=1
+        )
+        status = answer.json().get("status")
+        if status != "ready":
+            raise HostDown("cloudlab", f"experiment {experiment} is {status}, not ready")
+        self.lease = lease
+
+    async def release(self, lease: Lease) -> None:
+        await asyncio.to_thread(self._terminate, lease.handle["experiment"])
+        if self.lease is not None and self.lease.id == lease.id:
+            self.lease = None
+
+    async def extend(self, lease: Lease, until: float) -> Lease:
+        experiment = lease.handle["experiment"]
+        hours = max(1, math.ceil((until - (lease.expires or time.time())) / 3600.0))
+        await asyncio.to_thread(
+            self.portal.call,
+            "extendExperiment",
+            experiment=experiment,
+            wanted=hours,
+            reason="benchlang: the run's remaining rounds need more time",
+        )
+        answer = await asyncio.to_thread(
+            self.portal.call, "experimentStatus", experiment=experiment, asjson=1
+        )
+        fields = json.loads(lease.to_json())
+        fields["expires"] = _epoch(answer.json().get("expires")) or until
+        self.lease = Lease.from_json(json.dumps(fields))
+        return self.lease
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _node(self, host: str) -> Node:
+        if self.lease is None or host not in self.lease.hosts:
+            raise HostDown(host, "cannot connect: no node of the experiment is this host")
+        address, _, port = self.lease.hosts[host].rpartition(":")
+        users = self.lease.handle.get("users", "").split(",")
+        index = list(self.lease.hosts).index(host)
+        user = self.settings.get("user") or (users[index] if index < len(users) else None)
+        return Node(host, address, int(port), user or None)
+
+    async def open(self, host: str) -> SshSession:
+        session = SshSession(self.ssh, self._node(host))
+        await session.connect()
+        return session
+
+    async def power(self, host: str, action: str) -> None:
+        """``reboot``: the portal reboots the node (the session then reconnects)."""
+        if action != "reboot" or self.lease is None:
+            raise SettingError("reset", f"hosts cloudlab cannot {action}")
+        index = list(self.lease.hosts).index(host)
+        client_id = self.lease.resources[index].get("client_id", host)
+        await asyncio.to_thread(
+            self.portal.call,
+            "reboot",
+            experiment=self.lease.handle["experiment"],
+            nodes=client_id,
+        )

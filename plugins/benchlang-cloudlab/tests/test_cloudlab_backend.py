@@ -1,0 +1,223 @@
+"""hosts cloudlab against a local portal (conftest.py: XML-RPC over TLS, the portal's calls,
+loopback sshd nodes): settings, the certificate checks both ways, the conformance kit, extend,
+and a spec run end to end (start -> ready -> manifests -> trials over SSH with a portal
+reboot between rounds -> terminate), SIGINT and SIGKILL + benchlang hosts release."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from benchlang_cloudlab import CloudLabBackend, manifest_nodes
+from benchlang_cloudlab.local_portal import PASSPHRASE, Pki
+
+from benchlang.backends.base import HostDown, Secret, SettingError
+from benchlang.testing import conformance, sshd
+
+
+def settings(portal, **extra) -> dict:
+    return {
+        "portal": portal.url,
+        "certificate": str(portal.root / "cloudlab.pem"),
+        "passphrase": Secret("CLOUDLAB_PASSPHRASE", PASSPHRASE),
+        "ca": str(portal.root / "portal-ca.pem"),
+        "project": "bench",
+        "profile": "small-lan",
+        "hardware": "d430",
+        "count": 2,
+        "poll": 0.05,
+        "identity": str(portal.bed.identity),
+        "known_hosts": str(portal.bed.known_hosts),
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    ("bad", "key"),
+    [
+        ({"project": None}, None),
+        ({"count": 0}, "count"),
+        ({"bindings": ("x",)}, "bindings"),
+        ({"gpu": 1}, "gpu"),
+        ({"duration": -1}, "duration"),
+    ],
+)
+def test_bad_settings_name_their_key(portal, bad, key):
+    given = {k: v for k, v in {**settings(portal), **bad}.items() if v is not None}
+    with pytest.raises(SettingError) as err:
+        CloudLabBackend.check_settings(given)
+    assert err.value.key == key
+
+
+def test_a_portal_with_an_untrusted_certificate_is_refused_and_nothing_starts(portal, tmp_path):
+    other = Pki(tmp_path, "rogue")  # the portal's certificate is not signed by this CA
+    backend = CloudLabBackend.from_settings(settings(portal, ca=str(other.ca)), tmp_path)
+    before = len(portal.calls)
+    with pytest.raises(HostDown, match="certificate is not trusted"):
+        asyncio.run(backend.acquire(None))
+    assert len(portal.calls) == before and portal.experiments == {}
+
+
+def test_a_wrong_passphrase_says_so(portal, tmp_path):
+    given = settings(portal, passphrase=Secret("P", "wrong"))
+    backend = CloudLabBackend.from_settings(given, tmp_path)
+    with pytest.raises(HostDown, match="wrong passphrase"):
+        asyncio.run(backend.acquire(None))
+
+
+def test_acquire_starts_the_profile_and_maps_the_manifest_nodes(portal, tmp_path):
+    given = settings(portal, refspec="refs/heads/main", site="urn:publicid:IDN+utah+authority+cm")
+    backend = CloudLabBackend.from_settings({**given, "duration": 7200.0}, tmp_path)
+    lease = asyncio.run(backend.acquire(None))
+    try:
+        (_name, args), *_ = [c for c in portal.calls if c[0] == "startExperiment"][-1:]
+        assert args["profile"] == "bench,small-lan" and args["proj"] == "bench"
+        assert json.loads(args["bindings"]) == {"nodeCount": "2", "phystype": "d430"}
+        assert args["duration"] == 2 and args["refspec"] == "refs/heads/main"
+        assert args["aggregate"] == "urn:publicid:IDN+utah+authority+cm"
+        ports = [portal.bed.servers[i].port for i in range(2)]
+        assert dict(lease.hosts) == {f"node{i}": f"127.0.0.1:{p}" for i, p in enumerate(ports)}
+        assert lease.resources[0]["hardware"] == "d430"
+        assert "UBUNTU22-64-STD" in lease.resources[0]["image"]
+        assert lease.expires is not None and lease.expires > 7000 + __import__("time").time()
+        experiment = lease.handle["experiment"]
+        before = portal.experiments[experiment]["expires"]
+        extended = asyncio.run(backend.extend(lease, lease.expires + 1800))
+        assert portal.experiments[experiment]["expires"] == before + 3600
+        assert extended.expires >= lease.expires + 3600 - 1
+    finally:
+        asyncio.run(backend.release(lease))
+    assert portal.experiments == {}
+    asyncio.run(backend.release(lease))  # the portal no longer knows it: released
+
+
+def test_manifest_nodes_come_in_client_id_order():
+    rspec = (
+        '<rspec xmlns="http://www.geni.net/resources/rspec/3">'
+        '<node client_id="node10"><services><login hostname="b" port="22"/></services></node>'
+        '<node client_id="node2"><services><login hostname="a" port="2222"/></services></node>'
+        "</rspec>"
+    )
+    nodes = manifest_nodes({"urn": rspec})
+    assert [(n["client_id"], n["hostname"], n["port"]) for n in nodes] == [
+        ("node2", "a", "2222"),
+        ("node10", "b", "22"),
+    ]
+
+
+@pytest.fixture
+def cloudlab_case(portal, tmp_path):
+    async def down(backend, lease, host):
+        port = int(lease.hosts[host].rsplit(":", 1)[1])
+        next(s for s in portal.bed.servers if s.port == port).kill()
+
+    yield conformance.Case(
+        make=lambda: CloudLabBackend.from_settings(settings(portal), tmp_path),
+        secrets=(PASSPHRASE,),
+        down=down,
+        timeout=60.0,
+    )
+    assert portal.experiments == {}, "every experiment was terminated"
+    for server in portal.bed.servers:
+        if server.proc is None:
+            server.start()
+
+
+@pytest.mark.parametrize("check", conformance.CHECKS, ids=conformance.names())
+def test_the_cloudlab_backend_conforms(cloudlab_case, check):
+    conformance.run(check, cloudlab_case)
+
+
+SPEC = """benchlang 1
+experiment cl {{
+  seed 2
+  hosts cloudlab {{
+    portal "{url}"  certificate from file "{cert}"  passphrase from env "CLOUDLAB_PASSPHRASE"
+    ca "{ca}"  project "bench"  profile "small-lan"  hardware "d430"  count 2
+    duration 2h  poll 0.05s
+    identity "{identity}"  known_hosts "{known_hosts}"  workdir "{workdir}"
+  }}
+  reset reboot
+  factor k in [1, 2]
+  benchmark b {{
+    run "{slow}echo v={{k}}"
+    measure v from stdout regex "v=([0-9]+)"
+  }}
+  design {{ runs {runs} order fixed }}
+}}
+"""
+
+
+def write_spec(portal, tmp_path, runs: int = 2, slow: str = ""):
+    spec = tmp_path / "cl.bench"
+    spec.write_text(
+        SPEC.format(
+            url=portal.url,
+            cert=portal.root / "cloudlab.pem",
+            ca=portal.root / "portal-ca.pem",
+            identity=portal.bed.identity,
+            known_hosts=portal.bed.known_hosts,
+            workdir=tmp_path / "remote",
+            runs=runs,
+            slow=slow,
+        )
+    )
+    return spec
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "CLOUDLAB_PASSPHRASE": PASSPHRASE, "COLUMNS": "200"}
+
+
+def test_a_spec_runs_end_to_end_on_a_portal_experiment(portal, tmp_path):
+    spec = write_spec(portal, tmp_path)
+    store = tmp_path / "cl.sqlite"
+    reboots = sum(1 for c in portal.calls if c[0] == "reboot")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store)],
+        env=env(),
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert portal.experiments == {}, "terminated at the end of the run"
+    db = sqlite3.connect(store)
+    ((text, released),) = db.execute("SELECT lease, released FROM leases")
+    facts = {h: json.loads(f) for h, f in db.execute("SELECT host, facts FROM hosts")}
+    n_rounds = db.execute("SELECT count(*) FROM rounds WHERE reset_status = 'ok'").fetchone()[0]
+    db.close()
+    lease = json.loads(text)
+    assert released is not None and lease["handle"]["experiment"].startswith("bench,bl-")
+    assert facts["node0"]["address"] == lease["hosts"]["node0"]
+    assert sum(1 for c in portal.calls if c[0] == "reboot") - reboots == n_rounds == 2
+    out = done.stdout.decode() + done.stderr.decode()
+    assert PASSPHRASE not in out and PASSPHRASE.encode() not in store.read_bytes()
+
+
+def test_sigint_terminates_the_experiment(portal, tmp_path):
+    spec = write_spec(portal, tmp_path, runs=4, slow="[ $BENCHLANG_TRIAL -ge 1 ] && sleep 300; ")
+    status, _took = conformance.interrupted_run_releases(spec, tmp_path / "i.sqlite", env())
+    assert status == 130 and portal.experiments == {}
+
+
+def test_sigkill_leaves_the_experiment_for_hosts_release(portal, tmp_path):
+    spec = write_spec(portal, tmp_path, runs=4, slow="[ $BENCHLANG_TRIAL -ge 1 ] && sleep 300; ")
+    store = tmp_path / "k.sqlite"
+    conformance.killed_run_leaves_a_lease(spec, store, env())
+    assert len(portal.experiments) == 1, "the killed run's experiment is still running"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", "hosts", "release", str(store)],
+        env=env(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert portal.experiments == {}
+
+
+pytestmark = pytest.mark.skipif(bool(sshd.sshd_missing()), reason=str(sshd.sshd_missing()))
