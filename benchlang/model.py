@@ -243,11 +243,16 @@ class Metric:
 
 @attrs.frozen
 class Kpi:
+    """``method``: the kpi method of the statistics registry that computes it (``thompson``
+    unless the spec says ``kpi M with NAME``); ``options`` its settings beyond the four."""
+
     metric: str
     percentile: float
     confidence: float
     bound: str
     exclude: int = 0
+    method: str = "thompson"
+    options: tuple[tuple[str, Any], ...] = ()
 
 
 @attrs.frozen

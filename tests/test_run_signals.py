@@ -94,9 +94,18 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def ps_lines(marker: str) -> list[str]:
+def ps_lines(marker: str, where: Path) -> list[str]:
+    """Live processes started in ``where`` (their working directory) whose command line holds
+    ``marker``: this run's leftovers only, not those of another suite running on the machine."""
     out = subprocess.run(["ps", "-eo", "pid,pgid,stat,args"], capture_output=True, text=True)
-    return [line for line in out.stdout.splitlines() if marker in line and "ps -eo" not in line]
+    found = []
+    for line in out.stdout.splitlines():
+        if marker not in line or "ps -eo" in line:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            if Path(os.readlink(f"/proc/{int(line.split()[0])}/cwd")) == where.resolve():
+                found.append(line)
+    return found
 
 
 def trials_in(store: Path) -> list[int]:
@@ -149,7 +158,7 @@ def test_a_signal_kills_the_running_trials_and_the_printed_command_resumes(
         # nothing left: neither the blocked sleeps nor anything else in their groups
         wait_for(lambda: not any(alive(pid) for pid in pids), within=10, what="trials to die")
         assert all(group_members(g) == [] for g in groups)
-        assert ps_lines("sleep 300") == []
+        assert ps_lines("sleep 300", tmp_path) == []
         done = trials_in(tmp_path / "g.sqlite")
         assert set(done) <= set(range(GATE + slots - 1)) and set(range(GATE)) - set(done) == set()
         assert f"interrupted by {signal.Signals(signum).name}" in err
@@ -181,7 +190,7 @@ def test_a_second_sigint_while_stopping_leaves_nothing_running(tmp_path):
         assert proc.returncode == 130, err
         assert "Traceback" not in err and "continue with: " in err
         wait_for(lambda: not any(alive(pid) for pid in pids), within=10, what="trials to die")
-        assert ps_lines("sleep 300") == []
+        assert ps_lines("sleep 300", tmp_path) == []
     finally:
         proc.kill() if proc.poll() is None else None
         cleanup(tmp_path)

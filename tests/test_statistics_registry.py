@@ -199,3 +199,64 @@ def test_runs_auto_gives_each_level_the_sample_its_comparison_method_needs():
         "  analysis { compare x by v with mann_whitney { confidence 99% } }\n"
     )
     assert two.design.runs == 3  # 5 per level at 99% (2 / C(10, 5) < 1%), over 2 series
+
+
+SCALED_KPI = """
+import attrs
+from benchlang.stats.kpi import kpi
+
+
+def scaled(values, percentile, confidence, bound, exclude, scale=1.0):
+    k = kpi(values, percentile, confidence, bound, exclude)
+    return attrs.evolve(k, value=k.value * scale)
+"""
+
+
+def test_a_kpi_method_from_a_plugin_is_sized_run_and_recorded(tmp_path, monkeypatch):
+    """A kpi method registered like a plugin's (declaration in the catalogue, implementation in
+    its own module): ``runs auto`` asks its minimal sample, the analysis calls it for every
+    series with its extra settings, the record names it."""
+    from benchlang.app.analysis import analyze_store
+    from benchlang.stats.registry import methods_used
+    from benchlang.testing.synthetic import lognormal, synthetic_store
+
+    (tmp_path / "scaledkpi.py").write_text(SCALED_KPI)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    method = Method(
+        "scaled_kpi",
+        "kpi",
+        "Thompson's bound times a factor (a test double of a plugin)",
+        "Thompson, Ann. Math. Stat. 7, 1936",
+        "scaledkpi:scaled",
+        (
+            Parameter("percentile", "percentile", "p", required=True),
+            Parameter("confidence", "percent", "c", required=True),
+            Parameter("scale", "number", "factor", default=1.0, minimum=0.0),
+        ),
+        min_samples_for=lambda settings: 7,
+    )
+    monkeypatch.setitem(statistics_methods()._loaded, "scaled_kpi", method)
+    body = (
+        "  kpi x with scaled_kpi { percentile 50 confidence 75% scale 2 }\n  design { runs auto }\n"
+    )
+    exp = compiled(body)
+    assert exp.design.runs == 7 and "scaled_kpi declares" in exp.design.runs_reason
+    assert exp.kpis[0].method == "scaled_kpi" and exp.kpis[0].options == (("scale", 2.0),)
+    spec = tmp_path / "t.bench"
+    text = f"benchlang 1\nexperiment t {{\n{textwrap.dedent(BASE)}{body}\n}}\n"
+    spec.write_text(text)
+    synthetic_store(spec, tmp_path / "s.sqlite", lambda plan, t: {"x": 10 * lognormal(plan, t)})
+    got = analyze_store(tmp_path / "s.sqlite").kpis
+    plain = analyze_store(
+        tmp_path / "s.sqlite",
+        experiment=compiled(body.replace("with scaled_kpi", "").replace(" scale 2", "")),
+    ).kpis
+    assert len(got) == 2
+    for scaled, thompson in zip(got, plain, strict=True):
+        s, t = scaled.analysis.series[0].kpi, thompson.analysis.series[0].kpi
+        assert s.value == pytest.approx(2 * t.value) and s.rank == t.rank
+    assert methods_used(exp)[0].startswith("scaled_kpi (benchlang ")
+    [(_, _, message, hint)] = errors(
+        "kpi x with scaled_kpi { percentile 50 confidence 75% }\n  stop when kpi x width < 5%"
+    )
+    assert "watches Thompson's bound" in message and "stop adaptive" in hint

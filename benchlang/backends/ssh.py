@@ -99,6 +99,43 @@ def _paths(key: str, value: Any) -> tuple[str, ...]:
     return items
 
 
+def exec_request(command: Command) -> dict[str, Any]:
+    """The agent's ``exec`` request for a command (ssh_agent.py)."""
+    return {
+        "op": "exec",
+        "argv": argv_for(command.text),
+        "env": dict(command.env),
+        "cwd": command.cwd,
+        "timeout": command.timeout,
+        **({} if command.aslr is None else {"aslr": command.aslr}),
+    }
+
+
+def agent_execution(
+    header: Mapping[str, Any], payload: bytes, started: float, ended: float
+) -> Execution:
+    """The Execution an agent's ``exec`` answer describes (ssh_agent.py; also used by
+    backends that start the agent elsewhere, e.g. in a Slurm job step)."""
+    out = int(header["out"])
+    wall = float(header["wall"])
+    return Execution(
+        exit_status=int(header["status"]),
+        timed_out=bool(header["timed_out"]),
+        started=started,
+        ended=max(ended, started + wall),
+        wall_time=wall,
+        stdout=payload[:out],
+        stderr=payload[out:],
+        rusage={k: float(v) for k, v in header["rusage"].items()},
+        stdout_truncated=bool(header.get("out_truncated", False)),
+        stderr_truncated=bool(header.get("err_truncated", False)),
+        stdout_size=header.get("out_size"),
+        stderr_size=header.get("err_size"),
+        unavailable=dict(header.get("unavailable", {})),
+        left_running=int(header.get("left_running", 0)),
+    )
+
+
 class SshBackend(FixedHosts):
     """``hosts ssh { nodes [...] }``: remote hosts over SSH, one persistent connection each."""
 
@@ -475,38 +512,11 @@ class SshSession:
         self.conn = self.process = None
 
     async def execute(self, command: Command) -> Execution:
-        argv = argv_for(command.text)
-        request = {
-            "op": "exec",
-            "argv": argv,
-            "env": dict(command.env),
-            "cwd": command.cwd,
-            "timeout": command.timeout,
-            **({} if command.aslr is None else {"aslr": command.aslr}),
-        }
         started = time.time()
         header, payload = await self._request(
-            request, None if command.timeout is None else command.timeout + 5.0
+            exec_request(command), None if command.timeout is None else command.timeout + 5.0
         )
-        ended = time.time()
-        out = int(header["out"])
-        wall = float(header["wall"])
-        return Execution(
-            exit_status=int(header["status"]),
-            timed_out=bool(header["timed_out"]),
-            started=started,
-            ended=max(ended, started + wall),
-            wall_time=wall,
-            stdout=payload[:out],
-            stderr=payload[out:],
-            rusage={k: float(v) for k, v in header["rusage"].items()},
-            stdout_truncated=bool(header.get("out_truncated", False)),
-            stderr_truncated=bool(header.get("err_truncated", False)),
-            stdout_size=header.get("out_size"),
-            stderr_size=header.get("err_size"),
-            unavailable=dict(header.get("unavailable", {})),
-            left_running=int(header.get("left_running", 0)),
-        )
+        return agent_execution(header, payload, started, time.time())
 
     async def read_file(self, path: str, cwd: str | None = None) -> bytes:
         header, payload = await self._request({"op": "read", "path": path, "cwd": cwd}, 60.0)

@@ -38,6 +38,20 @@ class ConfigurationAnalysis:
         }
 
 
+def _through_registry(k: model.Kpi) -> dict[str, Any]:
+    """The KPI's and the variability score's implementations from the statistics registry
+    (``thompson`` and ``variability`` unless the spec names others), as analyze_metric takes
+    them."""
+    from benchlang.stats.registry import statistics_methods
+
+    methods = statistics_methods()
+    return {
+        "kpi_method": methods[k.method].load(),
+        "variability_method": methods["variability"].load(),
+        "options": dict(k.options),
+    }
+
+
 def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
     """Run the spec's KPIs and variability scores over every configuration."""
     exp = data.experiment
@@ -46,6 +60,7 @@ def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
     for k in exp.kpis:
         mv = data.metrics[k.metric]
         var = exp.variability(k.metric)
+        methods = _through_registry(k)
         for index, label, _bench, _levels in data.configurations():
             mask = (table.configuration == index) & table.ok
             values = mv.values[mask]
@@ -62,6 +77,7 @@ def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
                 var.percentile if var else None,
                 var.confidence if var else None,
                 k.exclude,
+                **methods,
             )
             not_converged = int((~mv.converged[mask]).sum()) if mv.converged is not None else 0
             out.append(
@@ -89,6 +105,7 @@ def analyze_values(
         variability.percentile if variability else None,
         variability.confidence if variability else None,
         kpi.exclude,
+        **_through_registry(kpi),
     )
     return ConfigurationAnalysis("data", name, kpi, variability, result, int(np.size(values)), 0)
 

@@ -66,34 +66,40 @@ class ComparisonResult:
         return self._detail("mixed_effects") or self._detail("anova")
 
     def to_dict(self) -> dict[str, Any]:
+        """The comparison and its outcome, serialised generically (``to_plain``) under
+        ``result``; the built-ins' detail tables keep their top-level keys (``bootstrap``,
+        ``levels``, ``mixed_effects``, which also holds the ANOVA table)."""
         out = {
             "metric": self.comparison.metric,
             "by": self.comparison.by,
             "method": self.comparison.method,
-            "control": self.control,
-            "treatment": self.treatment,
+            "package": self.package,
+            "control": to_plain(self.control),
+            "treatment": to_plain(self.treatment),
             "trials": self.trials,
             "problem": self.problem,
             "notes": list(self.notes),
         }
-        if self.bootstrap is not None:
-            out["bootstrap"] = attrs.asdict(self.bootstrap)
-            out["bootstrap"]["significant"] = self.bootstrap.significant
-        if self.levels is not None:
-            out["levels"] = self.levels.to_dict()
-        if self.mixed is not None:
-            out["mixed_effects"] = {
-                k: (dict(v) if isinstance(v, dict) or hasattr(v, "items") else v)
-                for k, v in attrs.asdict(self.mixed).items()
-            }
-        if self.outcome is not None and not _LEGACY.intersection(self.outcome.details):
-            out["result"] = to_plain(self.outcome)
-        return out
+        if self.outcome is None:
+            return out
+        result = to_plain(self.outcome)
+        details = result.pop("details")
+        for key, name in _TOP_LEVEL.items():
+            if key in details:
+                out[name] = details.pop(key)
+        return {**out, "result": {**result, "details": details}}
 
 
-_LEGACY = {"bootstrap", "levels", "mixed_effects", "anova"}
-"""Details whose JSON keeps its historical place (``bootstrap``, ``levels``,
-``mixed_effects``); every other method's outcome is serialised generically under ``result``."""
+_TOP_LEVEL = {
+    "bootstrap": "bootstrap",
+    "levels": "levels",
+    "mixed_effects": "mixed_effects",
+    "anova": "mixed_effects",
+}
+"""Detail tables whose JSON keeps its historical top-level key."""
+_LEGACY = set(_TOP_LEVEL)
+"""Details with a table of their own in ``render_comparisons``; every other outcome is
+rendered in the one generic table."""
 
 
 def _codes(values: list[Any]) -> np.ndarray:

@@ -147,6 +147,13 @@ def _stopping(inputs: ReportInputs, cite: list[str]) -> list[str]:
     ]
 
 
+def _source(name: str) -> str:
+    from benchlang.stats.registry import statistics_methods
+
+    method = statistics_methods().get(name)
+    return method.source if method is not None else "not installed"
+
+
 def _statistics(inputs: ReportInputs, cite: list[str]) -> list[str]:
     exp = inputs.data.experiment
     out = []
@@ -157,7 +164,12 @@ def _statistics(inputs: ReportInputs, cite: list[str]) -> list[str]:
             f"For {k.metric} ({m.aggregate if isinstance(m.aggregate, str) else f'percentile {m.aggregate:g}'}"
             f" per trial{', in ' + m.unit if m.unit else ''}, {m.better} is better), the KPI of "
             f"each series is a one-sided {k.confidence:g}% {side} confidence bound on its "
-            f"{k.percentile:g}th percentile from order statistics [thompson1936; jacob2021triscale]"
+            f"{k.percentile:g}th percentile "
+            + (
+                "from order statistics [thompson1936; jacob2021triscale]"
+                if k.method == "thompson"
+                else f"by the statistics method {k.method} ({_source(k.method)})"
+            )
         )
         if m.convergence is not None:
             text += (
@@ -176,7 +188,7 @@ def _statistics(inputs: ReportInputs, cite: list[str]) -> list[str]:
             text + ". Before a bound was used, each series was tested for independence "
             "(stationarity and autocorrelation, TriScale §4.5)."
         )
-        cite += ["thompson1936", "jacob2021triscale"]
+        cite += (["thompson1936"] if k.method == "thompson" else []) + ["jacob2021triscale"]
     if exp.order_dependence is not None:
         cite.append("duplyakin2023ordering")
         out.append(

@@ -15,8 +15,9 @@ from benchlang.report.order import (
     render_order_table,
     render_position_table,
 )
-from benchlang.stats.order_dependence import OrderDependence, order_dependence
-from benchlang.stats.position_effects import CarryOver, PositionEffect, carry_over, position_effect
+from benchlang.stats.order_dependence import OrderDependence
+from benchlang.stats.position_effects import CarryOver, PositionEffect
+from benchlang.stats.registry import statistics_methods
 
 
 @attrs.frozen
@@ -44,14 +45,17 @@ def order_report(
     v, label, order = values[keep], t.label[keep].astype(str), t.order_kind[keep].astype(str)
     better = exp.metric(metric).better
     kinds = set(order.tolist())
+    methods = statistics_methods()  # the order methods' implementations, from the registry
     dependence = (
-        order_dependence(v, label, order, alpha, better) if kinds == {"fixed", "random"} else None
+        methods["order_dependence"].load()(v, label, order, alpha, better)
+        if kinds == {"fixed", "random"}
+        else None
     )
     positions = carry = None
     note = None
     if "random" in kinds:
-        positions = position_effect(v, label, t.position[keep], alpha, order=order)
-        carry = carry_over(v, label, t.round[keep], t.position[keep], alpha, order=order)
+        views = methods["position_effects"].load()
+        positions, carry = views(v, label, t.round[keep], t.position[keep], alpha, order=order)
     if dependence is None:
         note = (
             "only fixed-order rounds: order dependence cannot be tested (use order random or fixed_vs_random)"

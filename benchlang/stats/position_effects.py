@@ -282,3 +282,20 @@ def carry_over(
         strongest=tuple(strongest),
         pairs=pairs,
     )
+
+
+def position_views(
+    values: ArrayLike,
+    configuration: ArrayLike,
+    round_id: ArrayLike,
+    position: ArrayLike,
+    alpha: float = 0.05,
+    *,
+    order: ArrayLike | None = None,
+) -> tuple[PositionEffect, CarryOver]:
+    """The ``position_effects`` method of the statistics registry: both views of random-order
+    rounds, the effect of a trial's position and the carry-over from its predecessor
+    (OrderSage §5)."""
+    positions = position_effect(values, configuration, position, alpha, order=order)
+    carry = carry_over(values, configuration, round_id, position, alpha, order=order)
+    return positions, carry

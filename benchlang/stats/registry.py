@@ -87,8 +87,7 @@ def methods_used(experiment: model.Experiment) -> tuple[str, ...]:
     """Every statistics method the experiment's analysis uses, as ``name (package version)``,
     for the reproducibility record (a result names the code that computed it)."""
     names: list[str] = []
-    if experiment.kpis:
-        names.append("thompson")
+    names.extend(k.method for k in experiment.kpis)
     if experiment.variabilities:
         names.append("variability")
     names.extend(c.method for c in experiment.comparisons)

@@ -7,6 +7,9 @@ score across series (§4.3). Results whose assumptions fail are flagged descript
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -64,12 +67,18 @@ def analyze_metric(
     var_percentile: float | None,
     var_confidence: float | None,
     exclude: int = 0,
+    kpi_method: Callable[..., KPI] = kpi,
+    variability_method: Callable[..., Variability] = variability,
+    options: Mapping[str, Any] | None = None,
 ) -> MetricAnalysis:
     """TriScale's KPI and variability analysis of one configuration's metric values.
 
     ``values`` are per-trial metric values in trial order (nan for trials whose convergence
     test failed), ``series`` the series index of each (None: one series). ``exclude`` is
-    the number of extreme trials each KPI must not rest on (see ``kpi``).
+    the number of extreme trials each KPI must not rest on (see ``kpi``). ``kpi_method`` and
+    ``variability_method`` are the registry's implementations (docs/plugins.md: a kpi method
+    takes ``(values, percentile, confidence, bound, exclude, **options)`` and returns a
+    :class:`~benchlang.stats.kpi.KPI`); Thompson's and TriScale's by default.
     """
     v = np.asarray(values, dtype=float).ravel()
     s = np.zeros(v.size, dtype=np.int64) if series is None else np.asarray(series).ravel()
@@ -79,7 +88,7 @@ def analyze_metric(
     per_series = []
     for label in np.unique(s):
         sv = v[s == label]
-        k = kpi(sv, kpi_percentile, kpi_confidence, bound, exclude)
+        k = kpi_method(sv, kpi_percentile, kpi_confidence, bound, exclude, **(options or {}))
         bad = int(sv.size - k.n)
         per_series.append(SeriesKPI(int(label), k, int(sv.size), bad))
         if bad:
@@ -90,7 +99,7 @@ def analyze_metric(
             reasons.append(f"series {label}: metric values {k.independence.reason}")
     var = None
     if var_percentile is not None and var_confidence is not None:
-        var = variability([p.kpi.value for p in per_series], var_percentile, var_confidence)
+        var = variability_method([p.kpi.value for p in per_series], var_percentile, var_confidence)
         if not var.enough:
             reasons.append(f"variability: {var.n} series with a KPI, the score needs {var.min_n}")
         elif not var.independent:

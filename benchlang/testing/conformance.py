@@ -343,16 +343,21 @@ def _wait_running(proc: subprocess.Popen, store: Path, trials: int, timeout: flo
 
 
 def interrupted_run_releases(
-    spec: Path, store: Path, env: dict[str, str] | None = None, timeout: float = 300.0
+    spec: Path,
+    store: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 300.0,
+    signum: int = signal.SIGINT,
 ) -> tuple[int, float]:
-    """``benchlang run SPEC`` (a spec with slow trials) gets SIGINT once its lease is stored
-    and a trial committed: it must exit 130 with its lease marked released. Returns (exit
-    status, seconds from SIGINT to exit)."""
+    """``benchlang run SPEC`` (a spec with slow trials) gets ``signum`` (SIGINT: Ctrl-C, or
+    SIGTERM) once its lease is stored and a trial committed: it must exit 128 + signum (130,
+    143) with its lease marked released. Returns (exit status, seconds from the signal to
+    exit)."""
     proc = _start(spec, store, env)
     try:
         _wait_running(proc, store, 1, timeout)
         t0 = time.monotonic()
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         proc.communicate(timeout=timeout)
         took = time.monotonic() - t0
     finally:
@@ -360,8 +365,8 @@ def interrupted_run_releases(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     held = [lid for lid, released in _leases(store) if released is None]
-    assert proc.returncode == 130, f"exit status {proc.returncode}"
-    assert not held, f"leases left held after SIGINT: {held}"
+    assert proc.returncode == 128 + signum, f"exit status {proc.returncode}"
+    assert not held, f"leases left held after {signal.Signals(signum).name}: {held}"
     return proc.returncode, took
 
 

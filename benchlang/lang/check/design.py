@@ -62,6 +62,18 @@ def check_plan_size(
         )
 
 
+def kpi_need(ctx: Context, k: model.Kpi) -> int:
+    """The trials per series a KPI needs: Thompson's sizing (bounded), or what its kpi method
+    declares (``Method.needs``)."""
+    if k.method == "thompson":
+        return bounded_sizing(k.percentile, k.confidence, k.exclude)
+    from benchlang.stats.registry import statistics_methods
+
+    methods = ctx.methods if ctx.methods is not None else statistics_methods()
+    settings = {"percentile": k.percentile, "confidence": k.confidence, "bound": k.bound}
+    return methods[k.method].needs({**settings, "exclude": k.exclude, **dict(k.options)})
+
+
 def check_design(
     ctx: Context,
     block: ast.Block | None,
@@ -97,7 +109,7 @@ def check_design(
     v = checked.values
     span = block.span if block else None
     runs_wanted = v.get("runs")
-    kpi_needs = [(bounded_sizing(k.percentile, k.confidence, k.exclude), k) for k in kpis]
+    kpi_needs = [(kpi_need(ctx, k), k) for k in kpis]
     if stop is not None:
         if runs_wanted is not None:
             ctx.error(
@@ -121,7 +133,11 @@ def check_design(
             reason = (
                 f"minimal N for kpi {kpi.metric} (percentile {kpi.percentile:g}, confidence {kpi.confidence:g}%"
                 + (f", {kpi.exclude} excluded" if kpi.exclude else "")
-                + ") by Thompson's order statistics (TriScale Eq. 4)"
+                + (
+                    ") by Thompson's order statistics (TriScale Eq. 4)"
+                    if kpi.method == "thompson"
+                    else f"), the minimal sample its method {kpi.method} declares"
+                )
             )
     elif runs_wanted is None:
         runs, reason = 1, "default: one trial per configuration and series (no kpi declared)"

@@ -150,6 +150,10 @@ def metric_of_block(
     return metric
 
 
+_KPI_ARGUMENTS = ("percentile", "confidence", "bound", "exclude")
+"""What every kpi method takes; its other settings travel in ``Kpi.options``."""
+
+
 def check_kpis(
     ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
 ) -> list[model.Kpi]:
@@ -169,19 +173,19 @@ def check_kpis(
         )
         if method is None:
             continue
-        if method.name != "thompson":
+        if not {"percentile", "confidence"} <= {p.name for p in method.parameters}:
             ctx.error(
-                f"kpi {block.name} with {method.name}: KPIs are computed by thompson only; "
-                "plugin KPI methods are checked but not run yet",
-                block.method_span,
+                f"kpi method '{method.name}' does not declare the parameters percentile and "
+                "confidence that every kpi method takes (docs/plugins.md)",
+                block.method_span or block.span,
             )
             continue
         checked = check_method_settings(
             ctx, method, block.settings, f"kpi {block.name}", block.span
         )
-        if metric is None or not {"percentile", "confidence"} <= checked.values.keys():
+        v = {**method.defaults(), **checked.values}
+        if metric is None or not {"percentile", "confidence"} <= v.keys():
             continue
-        v = checked.values
         default_bound = "upper" if metric.better == "lower" else "lower"
         out.append(
             model.Kpi(
@@ -190,6 +194,8 @@ def check_kpis(
                 v["confidence"],
                 v.get("bound", default_bound),
                 v.get("exclude", 0),
+                method.name,
+                tuple(sorted((k, x) for k, x in v.items() if k not in _KPI_ARGUMENTS)),
             )
         )
     return out

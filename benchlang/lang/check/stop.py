@@ -119,6 +119,14 @@ def _kpi_width(
     if not relative and value <= 0:
         ctx.error("the width must be positive", width_span)
         return None
+    if kpi.method != "thompson":
+        ctx.error(
+            f"stop when kpi {kpi.metric}: the width rule watches Thompson's bound, and this kpi "
+            f"is computed by {kpi.method}",
+            span,
+            "use stop adaptive { ... }, or stop after N",
+        )
+        return None
     need = bounded_sizing(kpi.percentile, kpi.confidence, kpi.exclude)
     if max_n < need:
         ctx.error(

@@ -91,6 +91,10 @@ class ABBootstrapResult:
             return False
         return not (self.ci_low <= 0.0 <= self.ci_high)
 
+    def to_dict(self) -> dict:
+        """The fields with the derived ``significant`` (for the JSON of a comparison)."""
+        return {**attrs.asdict(self, recurse=False), "significant": self.significant}
+
 
 def draw_weights(kind: str, size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     """Cluster weights with mean 1 and variance 1 (§5.1).

@@ -88,7 +88,7 @@ POSITION_EFFECTS = Method(
     "order",
     "effect of a trial's position in its round, and carry-over from its predecessor",
     "Duplyakin et al., OrderSage, USENIX ATC 2023, §5; Kruskal & Wallis, JASA 47, 1952",
-    "benchlang.stats.position_effects:position_effect",
+    "benchlang.stats.position_effects:position_views",
     (P("alpha", "number", "significance level", default=0.05, minimum=0.0, maximum=1.0),),
     min_samples=3,
 )

@@ -1,0 +1,230 @@
+"""``hosts slurm { ... }``: the allocation is a holder job, trials are job steps in it.
+
+acquire submits one batch job with ``sbatch --parsable`` whose script only sleeps (the
+holder): it allocates the nodes and keeps them until ``scancel`` or its time limit. sbatch
+rather than ``salloc --no-shell`` because it returns the job id at once, before the job
+starts: a run interrupted while the job is pending still knows what to cancel, and the
+pending reason can be read and reported. The holder is submitted with ``--no-requeue`` (a
+failed node ends the allocation instead of silently moving it) and ``--ntasks-per-node=1``.
+release is ``scancel JOB``, idempotent. Every command the executor sends runs as its own job
+step on the node of its logical host (session.py). Job and node state come from
+``scontrol show job`` / ``scontrol show node``; see docs/slurm.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from benchlang.backends.base import PROTOCOL_VERSION, HostDown, Lease
+from benchlang_slurm import commands
+from benchlang_slurm.commands import SlurmError
+from benchlang_slurm.settings import SlurmSettings, parse
+
+log = logging.getLogger("benchlang.slurm")
+
+HOLDER = "exec sleep infinity"
+"""The holder job's script: the allocation lives as long as it does (until scancel)."""
+JOB_NAME = "benchlang"
+POLL_MAX = 2.0
+FAST_POLLS = 3.0
+"""A pending job is looked at every 0.1 s for this long (most start within it), then ever
+less often, up to every POLL_MAX seconds."""
+
+
+class SlurmBackend:
+    """Logical hosts ``node0..`` (or the listed nodes) on the nodes of one Slurm allocation."""
+
+    kind: ClassVar[str] = "slurm"
+    protocol: ClassVar[int] = PROTOCOL_VERSION
+    capabilities: ClassVar[frozenset[str]] = frozenset({"aslr"})  # the agent honours it
+    secret_settings: ClassVar[frozenset[str]] = frozenset()
+    supports_reboot: ClassVar[bool] = False
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        parse(settings)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], spec_dir: Path) -> SlurmBackend:
+        parsed = parse(settings)
+        workdir = os.path.expanduser(parsed.workdir) if parsed.workdir else str(spec_dir)
+        if not workdir.startswith("~"):
+            workdir = str((Path(spec_dir) / workdir).resolve())
+        return cls(parsed, workdir)
+
+    def __init__(self, settings: SlurmSettings, workdir: str) -> None:
+        self.settings = settings
+        self.workdir = workdir
+        self.lease: Lease | None = None
+        self._config: dict[str, str] | None = None
+
+    def hosts(self) -> tuple[str, ...]:
+        return self.settings.hosts()
+
+    # -- the lease -----------------------------------------------------------------------
+
+    def env(self, lease: Lease | None = None) -> dict[str, str]:
+        """The environment Slurm's commands run in: the lease's SLURM_CONF when it has one."""
+        lease = lease or self.lease
+        return commands.slurm_env(lease.handle.get("slurm_conf") if lease else None)
+
+    async def config(self) -> dict[str, str]:
+        """``scontrol show config`` essentials, read once."""
+        if self._config is None:
+            self._config = await commands.config(self.env())
+        return self._config
+
+    async def acquire(self, deadline: float | None) -> Lease:
+        env = self.env()
+        try:
+            cluster = (await self.config()).get("slurm_cluster", "slurm")
+            out = await commands.check(
+                [
+                    "sbatch",
+                    "--parsable",
+                    "--no-requeue",
+                    f"--job-name={JOB_NAME}",
+                    "--output=/dev/null",
+                    "--error=/dev/null",
+                    "--chdir=/tmp",
+                    *self.settings.sbatch_options(),
+                    f"--wrap={HOLDER}",
+                ],
+                env,
+            )
+        except SlurmError as err:
+            raise HostDown("slurm", f"cannot submit the allocation: {err}") from None
+        job = out.strip().split(";")[0]
+        try:
+            info = await self._wait_running(job, deadline, env)
+            lease = await self._lease_of(job, cluster, info, env)
+        except BaseException:
+            with contextlib.suppress(SlurmError):
+                await commands.cancel(job, env)
+            raise
+        self.lease = lease
+        log.info("slurm job %s holds %s", job, ", ".join(lease.hosts.values()))
+        return lease
+
+    async def _wait_running(
+        self, job: str, deadline: float | None, env: Mapping[str, str]
+    ) -> dict[str, str]:
+        """The job's record once it runs; HostDown if it ends first or ``deadline`` passes."""
+        limit = self.settings.start_timeout
+        ends = [d for d in (deadline, time.time() + limit if limit else None) if d is not None]
+        give_up = min(ends) if ends else None
+        pause, reason, waiting = 0.1, "", time.monotonic()
+        while True:
+            try:
+                info = await commands.job(job, env)
+            except SlurmError as err:
+                raise HostDown("slurm", f"job {job}: {err}") from None
+            if info is None:
+                raise HostDown("slurm", f"job {job} vanished before it started")
+            state = info.get("JobState", "")
+            if state == "RUNNING":
+                return info
+            if state in commands.TERMINAL:
+                raise HostDown(
+                    "slurm", f"job {job} ended before it started: {state} ({info.get('Reason')})"
+                )
+            if info.get("Reason") != reason:
+                reason = info.get("Reason", "")
+                log.warning("slurm job %s is %s (%s)", job, state, reason)
+            if give_up is not None and time.time() >= give_up:
+                raise HostDown(
+                    "slurm",
+                    f"job {job} has not started by {commands.utc_stamp(give_up)}: "
+                    f"{state} ({reason}); it was cancelled",
+                )
+            await asyncio.sleep(pause)
+            if time.monotonic() - waiting > FAST_POLLS:
+                pause = min(pause * 2, POLL_MAX)
+
+    async def _lease_of(
+        self, job: str, cluster: str, info: Mapping[str, str], env: Mapping[str, str]
+    ) -> Lease:
+        nodes = await commands.hostnames(info.get("NodeList", ""), env)
+        cpus = await commands.node_cpus(info, env)
+        logical = self.hosts()
+        if self.settings.nodelist:
+            missing = [n for n in logical if n not in nodes]
+            if missing:
+                raise HostDown("slurm", f"job {job} got {nodes}, not {', '.join(missing)}")
+            mapping = {n: n for n in logical}
+        elif len(nodes) != len(logical):
+            raise HostDown("slurm", f"job {job} got {len(nodes)} nodes, not {len(logical)}")
+        else:
+            mapping = dict(zip(logical, nodes, strict=True))
+        return Lease(
+            id=f"{cluster}:{job}",
+            kind=self.kind,
+            hosts=mapping,
+            resources=tuple(
+                {
+                    "node": node,
+                    "cpus": str(cpus.get(node, "")),
+                    "partition": info.get("Partition", ""),
+                }
+                for node in mapping.values()
+            ),
+            expires=commands.epoch(info.get("EndTime", "")),
+            handle={
+                "job": job,
+                "cluster": cluster,
+                "slurm_conf": env.get("SLURM_CONF", ""),
+            },
+        )
+
+    async def attach(self, lease: Lease) -> None:
+        """Use the holder job of an earlier run (``--resume``) if it still runs."""
+        job = lease.handle["job"]
+        try:
+            info = await commands.job(job, self.env(lease))
+        except SlurmError as err:
+            raise HostDown("slurm", f"job {job}: {err}") from None
+        if info is None or info.get("JobState") != "RUNNING":
+            state = "gone" if info is None else f"{info.get('JobState')} ({info.get('Reason')})"
+            raise HostDown("slurm", f"job {job} is {state}")
+        self.lease = lease
+
+    async def release(self, lease: Lease) -> None:
+        """``scancel`` the holder job (every step in it ends with it); idempotent."""
+        env = self.env(lease)
+        job = lease.handle["job"]
+        await commands.cancel(job, env)
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline:
+            info = await commands.job(job, env)
+            if info is None or info.get("JobState") in commands.TERMINAL:
+                break
+            await asyncio.sleep(0.2)
+        if self.lease is not None and self.lease.id == lease.id:
+            self.lease = None
+
+    # -- hosts ---------------------------------------------------------------------------
+
+    async def open(self, host: str):
+        from benchlang_slurm.session import SlurmSession
+
+        if self.lease is None:
+            raise HostDown(host, "no Slurm allocation: the run acquires one before opening hosts")
+        session = SlurmSession(self, host)
+        await session.check_job()
+        return session
+
+    def node_of(self, host: str) -> tuple[str, int | None]:
+        """The node behind a logical host and the CPUs the job holds there."""
+        assert self.lease is not None
+        node = self.lease.hosts[host]
+        for resource in self.lease.resources:
+            if resource.get("node") == node and resource.get("cpus", "").isdigit():
+                return node, int(resource["cpus"])
+        return node, None
