@@ -38,6 +38,7 @@ from benchlang.lang.check.hosts import (
     check_reset,
     check_reset_capability,
 )
+from benchlang.lang.check.inventory import check_host_factors, check_host_where
 from benchlang.lang.check.metrics import check_kpis, check_metrics, check_variabilities
 from benchlang.lang.check.stop import check_stop
 
@@ -84,6 +85,14 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     ):
         ctx.broken_factors.update((model.VERSION_FACTOR, model.REQUEST_FACTOR))
     factors, hidden = check_factors(ctx, of(ast.Factor))
+    hardware = check_host_factors(ctx, [f for f in of(ast.Factor) if f.provider is not None])
+    host_where = check_host_where(ctx, of(ast.HostsWhere))
+    if ab is not None and hardware:
+        ctx.error(
+            "hardware factors are not crossed into an A/B layout",
+            next(f for f in of(ast.Factor) if f.provider is not None).span,
+            "an A/B layout places its versions on hosts itself; use 'hosts where' to pick the hosts",
+        )
     declared = list(factors)
     if ab is not None:
         factors += [ab.version, ab.request]
@@ -122,7 +131,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         of(ast.AnalysisItem),
         metrics,
         factors,
-        (*blocking, *(h.name for h in hidden)),
+        (*blocking, *(h.name for h in hidden), *(f.name for f in hardware)),
     )
     if design is not None:
         check_sample_sizes(ctx, comparisons, of(ast.Compare), design)
@@ -218,4 +227,6 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         comparisons=comparisons,
         profiles=profiles,
         hidden=tuple(hidden),
+        hardware=tuple(hardware),
+        host_where=tuple(host_where),
     )
