@@ -201,6 +201,8 @@ class SlurmSession:
         self.job = backend.lease.handle["job"]
         self.node, self.cpus = backend.node_of(host)
         self.step: Step | None = None
+        self.lost: str | None = None
+        """Why the last step was lost (what Slurm said then), for the reason a host stops."""
 
     async def check_job(self) -> dict[str, str]:
         """The job's record; HostDown when it no longer runs."""
@@ -264,7 +266,8 @@ class SlurmSession:
             node = await commands.node(self.node, env)
             if not commands.usable(node.get("State", "")) or node.get("Reason"):
                 parts.append(f"node {self.node} is {node.get('State')} ({node.get('Reason')})")
-        return "; ".join(parts)
+        self.lost = "; ".join(parts)
+        return self.lost
 
     async def execute(self, command: Command) -> Execution:
         step = await self._start(self._name(command))
@@ -330,6 +333,14 @@ class SlurmSession:
                     if node.get("Reason"):
                         why += f"; node {self.node} is {node.get('State')} ({node['Reason']})"
                     raise HostDown(self.host, why)
+                if info.get("JobState") == "RUNNING" and self.node not in await commands.hostnames(
+                    info.get("NodeList", ""), env
+                ):
+                    raise HostDown(
+                        self.host,
+                        f"node {self.node} left job {self.job}, which runs on without it: "
+                        + (self.lost or f"node {node.get('State')} ({node.get('Reason')})"),
+                    )
                 if info.get("JobState") == "RUNNING" and commands.usable(node.get("State", "")):
                     return
                 why = f"job {self.job} {info.get('JobState')}, node {self.node} {node.get('State')} ({node.get('Reason')})"
