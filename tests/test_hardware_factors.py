@@ -169,7 +169,8 @@ def test_run_stores_hardware_levels_and_analysis_reads_the_recorded_facts(tmp_pa
     capsys.readouterr()
     assert main(["analyze", str(spec), "--store", str(store)]) == 0
     out = capsys.readouterr().out
-    assert "metric ~ cpu * n, n = 18" in out and "cpu:n" in out
+    assert "metric ~ cpu * n, n = 18" in out and "cpu:n" in out and "mean sq" in out
+    assert "R² " in out and "t per host:" in out  # DataMill's table, and where it varies
 
 
 def test_anova_accepts_hardware_factor_terms():
