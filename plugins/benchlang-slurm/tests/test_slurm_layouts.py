@@ -2,7 +2,9 @@
 logical host, so the host-balanced and fully balanced A/B layouts pin each host batch to its
 node as they do over SSH (docs/ab-designs.md, Bakshy & Frachtenberg §4); a node that fails
 mid-trial leaves the job (``--no-kill``), its host stops with the scheduler's reason and its
-rounds go to the other node, as for a dead SSH host."""
+rounds go to the other node, as for a dead SSH host. Node features are hardware factor levels
+(``factor rack from hosts "slurm_features"``, docs/hardware-factors.md) read with ``scontrol show
+node`` before anything is allocated."""
 
 from __future__ import annotations
 
@@ -143,3 +145,40 @@ experiment slurmfail {{
     assert all(out.decode().startswith(f"node={two_nodes.nodes[0]} ") for _h, _s, out in trials)
     assert any(kind == "reassigned" and host == down for host, kind, _m in events)
     assert two_nodes.jobs() == []
+
+
+def test_node_features_are_hardware_factor_levels(two_nodes, tmp_path):
+    first, second = two_nodes.nodes
+    text = f"""benchlang 1
+experiment slurmhw {{
+  hosts slurm {{ nodelist ["{first}", "{second}"] time 10m }}
+  hosts where cores >= 1 and memory >= 1MB
+  factor rack from hosts "slurm_features"
+  benchmark b {{ run "echo node=$SLURMD_NODENAME" }}
+  design {{ runs 1 series 1 }}
+}}
+"""
+    done = run_spec(two_nodes, tmp_path, text)
+    assert done.returncode == 0, done.stdout + done.stderr
+    db = sqlite3.connect(tmp_path / "ab.sqlite")
+    try:
+        trials = db.execute("SELECT host, levels, stdout_tail FROM trials").fetchall()
+        (plan,) = [json.loads(text) for (text,) in db.execute("SELECT plan_json FROM plans")]
+    finally:
+        db.close()
+    assert sorted(plan["inventory"]["hosts"]) == sorted(two_nodes.nodes)
+    assert len(trials) == 2 and {host for host, _l, _o in trials} == {first, second}
+    for host, levels, out in trials:
+        assert out.decode().split() == [f"node={host}"]
+        assert json.loads(levels)["rack"] == ",".join(two_nodes.features(host))
+    (tmp_path / "n.bench").write_text(text.replace(f'nodelist ["{first}", "{second}"]', "nodes 2"))
+    status = subprocess.run(
+        [sys.executable, "-m", "benchlang", "plan", "n.bench"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SLURM_CONF": str(two_nodes.conf)},
+    )
+    assert status.returncode == 2 and "Traceback" not in status.stderr
+    assert "need the nodes named" in status.stderr and "nodelist" in status.stderr

@@ -299,22 +299,8 @@ class SlurmSession:
             facts.update(await self.backend.config())
         except SlurmError as err:
             raise HostDown(self.host, str(err)) from None
-        facts.update(
-            {
-                "slurm_node": self.node,
-                "slurm_job": self.job,
-                "slurm_cpus_allocated": str(self.cpus or ""),
-                "slurm_partitions": node.get("Partitions", ""),
-                "slurm_cpus": node.get("CPUTot", ""),
-                "slurm_real_memory_mb": node.get("RealMemory", ""),
-                "slurm_features": node.get("AvailableFeatures", ""),
-                "slurm_active_features": node.get("ActiveFeatures", ""),
-                "slurm_gres": node.get("Gres", ""),
-                "slurm_sockets": node.get("Sockets", ""),
-                "slurm_cores_per_socket": node.get("CoresPerSocket", ""),
-                "slurm_threads_per_core": node.get("ThreadsPerCore", ""),
-            }
-        )
+        facts.update(commands.node_facts(self.node, node))
+        facts.update({"slurm_job": self.job, "slurm_cpus_allocated": str(self.cpus or "")})
         return {k: str(v) for k, v in facts.items() if v not in ("", None, "(null)")}
 
     async def reconnect(self, timeout: float) -> None:
