@@ -114,7 +114,7 @@ class HostCondition:
     text: str
 
 
-HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches")
+HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches", "reboot")
 ENV_PADDING_VARIABLE = "BENCHLANG_ENV_PADDING"
 
 
