@@ -48,9 +48,13 @@ class Hosts:
 
 @attrs.frozen
 class Reset:
+    """``reset "CMD" [reconnect]`` or ``reset reboot|power_cycle|reimage``: ``power`` names the
+    action a backend's provider does (``Backend.power``, docs/plugins.md)."""
+
     command: str | None
     reboot: bool = False
     reconnect: bool = False
+    power: str | None = None
 
 
 @attrs.frozen

@@ -634,9 +634,11 @@ class Executor:
                 self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
             )
             try:
-                if reset.reboot and not reset.command and self._can_power("reboot"):
-                    self._check_halt()
-                    await self.backend.power(session.host, "reboot")  # the provider's reboot
+                if reset.power is not None and (
+                    reset.power != "reboot" or self._can_power("reboot")
+                ):
+                    self._check_halt()  # the provider reboots, power-cycles or reimages
+                    await self.backend.power(session.host, reset.power)
                 else:
                     execution = await self._exec(
                         session,
