@@ -85,6 +85,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     ):
         ctx.broken_factors.update((model.VERSION_FACTOR, model.REQUEST_FACTOR))
     factors, hidden = check_factors(ctx, of(ast.Factor))
+    ctx.hardware_factors = {f.name for f in of(ast.Factor) if f.provider is not None}
     hardware = check_host_factors(ctx, [f for f in of(ast.Factor) if f.provider is not None])
     host_where = check_host_where(ctx, of(ast.HostsWhere))
     if ab is not None and hardware:
