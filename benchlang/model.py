@@ -48,9 +48,13 @@ class Hosts:
 
 @attrs.frozen
 class Reset:
+    """``reset "CMD" [reconnect]`` or ``reset reboot|power_cycle|reimage``: ``power`` names the
+    action a backend's provider does (``Backend.power``, docs/plugins.md)."""
+
     command: str | None
     reboot: bool = False
     reconnect: bool = False
+    power: str | None = None
 
 
 @attrs.frozen
@@ -67,7 +71,50 @@ class Factor:
         return level if self.texts is None else self.texts[self.levels.index(level)]
 
 
-HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches")
+QUANTITY_UNITS = {
+    "B": (1.0, "bytes"),
+    "KB": (1e3, "bytes"),
+    "MB": (1e6, "bytes"),
+    "GB": (1e9, "bytes"),
+    "TB": (1e12, "bytes"),
+    "KiB": (2.0**10, "bytes"),
+    "MiB": (2.0**20, "bytes"),
+    "GiB": (2.0**30, "bytes"),
+    "TiB": (2.0**40, "bytes"),
+    "Hz": (1.0, "Hz"),
+    "kHz": (1e3, "Hz"),
+    "MHz": (1e6, "Hz"),
+    "GHz": (1e9, "Hz"),
+}
+"""Units of sizes and frequencies in ``hosts where`` (K/M/G/T decimal, Ki/Mi/Gi/Ti binary):
+unit -> (factor to base units, dimension)."""
+
+
+@attrs.frozen
+class HostFactor:
+    """A hardware factor (DataMill, de Oliveira et al. ICPE 2013, §4.1): its levels are what
+    ``provider`` (a ``benchlang.factors`` entry point) reads as ``key`` from each host's facts;
+    ``coverage`` percent of the levels present must be covered by the chosen hosts."""
+
+    name: str
+    provider: str
+    key: str
+    coverage: float = 100.0
+
+
+@attrs.frozen
+class HostCondition:
+    """One condition of ``hosts where``: ``fact op value``. ``value`` is a string, a number,
+    a (number in base units, dimension) pair for a quantity (``2GB`` -> (2e9, "bytes")), or a
+    tuple of those for ``in``; ``text`` is the condition as written."""
+
+    fact: str
+    op: str
+    value: Any
+    text: str
+
+
+HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches", "reboot")
 ENV_PADDING_VARIABLE = "BENCHLANG_ENV_PADDING"
 
 
@@ -297,6 +344,13 @@ class Experiment:
     comparisons: tuple[Comparison, ...] = ()
     profiles: tuple[dict[str, Any], ...] = ()
     hidden: tuple[Hidden, ...] = ()
+    hardware: tuple[HostFactor, ...] = ()
+    host_where: tuple[HostCondition, ...] = ()
+
+    @property
+    def needs_inventory(self) -> bool:
+        """Whether planning needs the hosts' facts (a hardware factor or ``hosts where``)."""
+        return bool(self.hardware or self.host_where)
 
     def factor(self, name: str) -> Factor:
         return next(f for f in self.factors if f.name == name)

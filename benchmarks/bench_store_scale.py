@@ -41,6 +41,9 @@ experiment scale {{
 """
 
 
+EXPECT = {"benchlang results --json": '"median": 0', "benchlang analyze": "p50 upper"}
+
+
 def make_store(root: Path, trials: int) -> Path:
     from benchlang.app.plan import build_plan
     from benchlang.run.store import Store
@@ -73,7 +76,7 @@ def make_store(root: Path, trials: int) -> Path:
     db.executemany("INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
     db.executemany(
         "INSERT INTO measures VALUES (?,?,?,?)",
-        ((plan.hash, t, name, float(v)) for name, col in (("wall_time", wall), ("user_time", user))
+        ((plan.hash, t, name, float(v)) for name, col in (("time", wall), ("user_time", user))
          for t, v in enumerate(col.tolist())),
     )  # fmt: skip
     db.commit()
@@ -82,19 +85,20 @@ def make_store(root: Path, trials: int) -> Path:
 
 
 def floor(store: Path) -> tuple[float, int]:
-    """Plain sqlite3 + numpy: each configuration's median wall time (seconds, peak KiB)."""
+    """Plain sqlite3 + numpy: each configuration's median time (seconds, peak KiB)."""
     code = f"""
 import sqlite3, numpy as np, resource
 db = sqlite3.connect({str(store)!r})
 c = np.fromiter((r[0] for r in db.execute("SELECT configuration FROM trials ORDER BY trial")), np.int64)
-v = np.fromiter((r[0] for r in db.execute("SELECT value FROM measures WHERE name='wall_time' ORDER BY trial")), float)
+v = np.fromiter((r[0] for r in db.execute("SELECT value FROM measures WHERE name='time' ORDER BY trial")), float)
 print([float(np.median(v[c == k])) for k in range(int(c.max()) + 1)][:1])
 """
     return timed([sys.executable, "-c", code])
 
 
-def timed(argv: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB, GNU time) of a command."""
+def timed(argv: list[str], expect: str | None = None) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB, GNU time) of a command; with ``expect``, a text its
+    output must contain (a command that analysed nothing is no measurement)."""
     gnu = shutil.which("time") or "/usr/bin/time"
     start = time.perf_counter()
     done = subprocess.run(
@@ -106,6 +110,8 @@ def timed(argv: list[str]) -> tuple[float, int]:
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+    if expect is not None and expect not in done.stdout:
+        raise SystemExit(f"{' '.join(argv)} printed no {expect!r}:\n{done.stdout[-2000:]}")
     return elapsed, int(re.findall(r"^(\d+)$", done.stderr, re.M)[-1])
 
 
@@ -129,7 +135,7 @@ def main() -> int:
     print(f"{'command':34} {'seconds':>8} {'peak MiB':>9} {'x floor':>8}")
     base = None
     for name, argv in cases.items():
-        seconds, kib = floor(store) if argv is None else timed(argv)
+        seconds, kib = floor(store) if argv is None else timed(argv, EXPECT.get(name))
         base = base or seconds
         verdict = (
             ""

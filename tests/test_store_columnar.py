@@ -4,6 +4,8 @@ for some trials, values that only survive as exact floats, and trials out of ins
 
 from __future__ import annotations
 
+import sqlite3
+
 import attrs
 import numpy as np
 
@@ -52,7 +54,45 @@ def test_the_columnar_read_equals_the_row_read(tmp_path):
                 assert left == right
             else:
                 assert np.array_equal(np.asarray(left), np.asarray(right)), field.name
+        reference = _sql_measures(path, columnar.trial)
+        assert reference.keys() == {"wall_time", "user_time", "bytes"}
+        for name, column in reference.items():
+            assert np.array_equal(columnar.measures[name], column, equal_nan=True), name
         assert columnar.reason[8] == "retried" and columnar.reason[3] == "exit 3, with a comma"
         assert columnar.measures["user_time"][57] == 0.1 + 2.0**-52 * 57
         assert store.trial_table("sha256:q").trial.tolist() == [0]
         assert store.trial_table("sha256:none").trial.size == 0
+
+
+def _sql_measures(path, trials: np.ndarray) -> dict[str, np.ndarray]:
+    """Plan p's measures read with plain sqlite3, one value at a time (the reference)."""
+    out: dict[str, np.ndarray] = {}
+    position = {t: i for i, t in enumerate(trials.tolist())}
+    with sqlite3.connect(path) as db:
+        for name, trial, value in db.execute(
+            "SELECT name, trial, value FROM measures WHERE plan_hash = 'sha256:p'"
+        ):
+            column = out.setdefault(name, np.full(trials.size, np.nan))
+            column[position[trial]] = np.nan if value is None else value
+    return out
+
+
+def test_only_the_measures_asked_for_are_read(tmp_path):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "s.sqlite"
+    with Store(path, create=True) as store:
+        store.add_plan("sha256:p", "e", "sha256:s", 1, "{}", None, None)
+        for trial in range(40):
+            store.record_trial("sha256:p", _record(trial, rng))
+    reference = _sql_measures(path, np.arange(40))
+    with Store(path) as store:
+        for table in (
+            store.trial_table("sha256:p", ["user_time", "absent"]),
+            store._trial_table_by_rows("sha256:p", ["user_time", "absent"]),
+        ):
+            assert table.measures.keys() == {"user_time", "absent"}
+            assert np.array_equal(
+                table.measures["user_time"], reference["user_time"], equal_nan=True
+            )
+            assert np.isnan(table.measures["absent"]).all()
+        assert store.trial_table("sha256:none", ["user_time"]).measures["user_time"].size == 0

@@ -168,3 +168,24 @@ def test_analyze_metric_with_exclusion_asks_for_more_trials():
     assert any("the KPI needs 93" in r for r in res.reasons)
     ok = analyze_metric(values, None, 95, 95, "upper", None, None, exclude=0)
     assert ok.series[0].kpi.rank == 70
+
+
+def test_analyze_and_record_say_when_no_trial_has_a_value(run_cli, write_spec, tmp_path):
+    spec = write_spec(
+        """
+        factor x in [1, 2]
+        benchmark b {
+          run "echo v={x}; exit 3"
+          measure v from stdout regex "v=([0-9]+)"
+        }
+        metric v { measure mean better lower }
+        kpi v { percentile 50 confidence 75% }
+        design { runs 3 }
+        """
+    )
+    store = tmp_path / "s.sqlite"
+    assert run_cli(["run", spec, "--store", store])[0] == 1
+    for command in (["analyze", "--store", store], ["record", "--store", store]):
+        status, out, err = run_cli(command)
+        assert status == 2 and out == "", command
+        assert "nothing to analyse" in err and "has a value of v (6 trials, 6 failed)" in err

@@ -43,10 +43,12 @@ def analyze_store(
     from benchlang.report.compare import compare
     from benchlang.report.warmup import warmup_advice
 
-    data = load_store(store_path, plan_hash, experiment=experiment)
+    data = load_store(store_path, plan_hash, experiment=experiment, every_measure=False)
     experiment = data.experiment
     every_phase = (
-        load_store(store_path, plan_hash, all_phases=True, experiment=experiment)
+        load_store(
+            store_path, plan_hash, all_phases=True, experiment=experiment, every_measure=False
+        )
         if experiment.design.layout
         else None
     )
@@ -61,11 +63,28 @@ def analyze_store(
             "the spec declares no kpi and no order_dependence analysis",
             "add e.g.: kpi time { percentile 50 confidence 95% }",
         )
+    kpis = analyze(data)
+    if experiment.kpis and not kpis:
+        raise UserError(
+            no_values(data),
+            "benchlang results STORE --format json lists every trial with its status and failure reason",
+        )
     return StoreAnalysis(
         data,
-        analyze(data),
+        kpis,
         [compare(data, c) for c in experiment.comparisons],
         warmup_advice(every_phase) if every_phase is not None else [],
+    )
+
+
+def no_values(data: ExperimentData) -> str:
+    """Why a plan has nothing to analyse: no trial has a value of any KPI's metric."""
+    table = data.table
+    failed = int((~table.ok).sum())
+    metrics = ", ".join(dict.fromkeys(k.metric for k in data.experiment.kpis))
+    return (
+        f"nothing to analyse: no trial of plan {data.plan.plan_hash[:19]} has a value of "
+        f"{metrics} ({len(table)} trials, {failed} failed)"
     )
 
 
@@ -123,7 +142,7 @@ def order_of_store(
     """``order_of`` a store's plan; A/B layouts have no fixed- and random-order rounds."""
     if not 0.0 < alpha < 1.0:
         raise UserError("--alpha must lie strictly between 0 and 1")
-    data = load_store(store_path, plan_hash)
+    data = load_store(store_path, plan_hash, every_measure=False)
     if data.experiment.design.layout is not None:
         raise UserError(
             "an A/B layout has no fixed- and random-order rounds to compare",
@@ -140,7 +159,10 @@ def record_of(
     """The 12-parameter reproducibility record (TriScale §4.4) of a stored plan."""
     from benchlang.report.analysis import analyze, build_record
 
-    data = load_store(store_path, plan_hash, experiment=experiment)
+    data = load_store(store_path, plan_hash, experiment=experiment, every_measure=False)
     if not data.experiment.kpis:
         raise UserError("the record needs at least one kpi in the spec")
-    return build_record(data, analyze(data))
+    kpis = analyze(data)
+    if not kpis:
+        raise UserError(no_values(data))
+    return build_record(data, kpis)

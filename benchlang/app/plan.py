@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import attrs
 
 from benchlang import model
+from benchlang.app.inventory import gather_inventory, stored_inventory
 from benchlang.app.spec import load_spec, open_backend
 from benchlang.backends.base import Backend
 from benchlang.errors import UserError
@@ -34,8 +35,9 @@ def plan_experiment(
     if experiment.design.span == "auto":
         experiment = resolve_span(experiment)
     backend = open_backend(experiment, spec_path)
+    inventory = gather_inventory(backend) if experiment.needs_inventory else None
     try:
-        return Planned(experiment, backend, compile_plan(experiment, backend.hosts()))
+        return Planned(experiment, backend, compile_plan(experiment, backend.hosts(), inventory))
     except PlanError as err:
         raise UserError(f"{spec_path}: {err.message}", err.hint) from None
 
@@ -114,8 +116,8 @@ def analysis_target(
     with Store(store_path) as store:
         found = stored_match(store, experiment, spec_path)
         if found is None:  # the store's own message: no plan of this hash (or none at all)
-            hosts = tuple(json.loads(store.plan().plan_json).get("hosts", ()))
-            return Target(plan_offline(experiment, spec_path, hosts).hash)
+            hosts, inventory = stored_inventory(store.plan().plan_json)
+            return Target(plan_offline(experiment, spec_path, hosts, inventory).hash)
     plan, stored = found
     if stored.plan_hash == plan.hash:
         return Target(plan.hash)
@@ -128,12 +130,16 @@ def analysis_target(
 
 
 def plan_offline(
-    experiment: model.Experiment, spec_path: str | Path, hosts: tuple[str, ...]
+    experiment: model.Experiment,
+    spec_path: str | Path,
+    hosts: tuple[str, ...],
+    inventory: dict[str, Any] | None = None,
 ) -> Plan:
-    """The plan of an experiment on ``hosts`` (logical names a run stored), without opening
-    its backend: analysing a finished run must not call the cloud (docs/plugins.md)."""
+    """The plan of an experiment on ``hosts`` (logical names a run stored) and the facts
+    its plan recorded, without opening its backend: analysing a finished run must not call
+    the cloud (docs/plugins.md)."""
     try:
-        return compile_plan(experiment, hosts)
+        return compile_plan(experiment, hosts, inventory)
     except PlanError as err:
         raise UserError(f"{spec_path}: {err.message}", err.hint) from None
 
@@ -143,14 +149,15 @@ def stored_match(
 ) -> tuple[Plan, StoredPlan] | None:
     """The stored plan this spec compiles to on the logical hosts of a stored run (or one
     with the same trials), with that plan; None when no stored run matches."""
-    seen: set[tuple[str, ...]] = set()
+    seen: set[str] = set()
     for stored in reversed(store.plans()):
-        hosts = tuple(json.loads(stored.plan_json).get("hosts", ()))
-        if hosts in seen:
+        hosts, inventory = stored_inventory(stored.plan_json)
+        key = json.dumps([hosts, inventory], sort_keys=True)
+        if key in seen:
             continue
-        seen.add(hosts)
+        seen.add(key)
         try:
-            plan = plan_offline(experiment, spec_path, hosts)
+            plan = plan_offline(experiment, spec_path, hosts, inventory)
         except UserError:
             continue
         match = matching_plan(store, plan)

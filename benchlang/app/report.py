@@ -83,10 +83,12 @@ def report_inputs(
     from benchlang.report.warmup import warmup_advice
 
     with Store(store_path) as store:
-        data = load_data(store, plan_hash, experiment=experiment)
+        data = load_data(store, plan_hash, experiment=experiment, every_measure=False)
         exp = data.experiment
         every_phase = (
-            load_data(store, data.plan.plan_hash, all_phases=True, experiment=exp)
+            load_data(
+                store, data.plan.plan_hash, all_phases=True, experiment=exp, every_measure=False
+            )
             if exp.design.layout is not None
             else None
         )

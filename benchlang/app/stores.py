@@ -15,10 +15,18 @@ def load_store(
     *,
     all_phases: bool = False,
     experiment: model.Experiment | None = None,
+    every_measure: bool = True,
 ) -> ExperimentData:
-    """A plan's trials and metric values (the store's latest plan when ``plan_hash`` is None).
+    """A plan's trials and metric values (the store's latest plan when ``plan_hash`` is None);
+    only the measures the metrics read unless ``every_measure`` (exports need them all).
 
     The store is closed before returning, so a long analysis never holds it open.
     """
     with Store(store_path) as store:
-        return load_data(store, plan_hash, all_phases=all_phases, experiment=experiment)
+        return load_data(
+            store,
+            plan_hash,
+            all_phases=all_phases,
+            experiment=experiment,
+            every_measure=every_measure,
+        )

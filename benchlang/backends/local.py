@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
-import platform
 import select
 import shlex
 import shutil
@@ -64,32 +64,28 @@ def setarch(aslr: bool | None, argv: list[str]) -> list[str]:
 
 
 def host_facts() -> dict[str, str]:
-    """Kernel, CPU model, cores, memory, frequency governor where readable."""
-    facts = {
-        "hostname": platform.node(),
-        "kernel": f"{platform.system()} {platform.release()}",
-        "machine": platform.machine(),
-        "cores": str(os.cpu_count() or ""),
-        "python": platform.python_version(),
-        "benchlang": __version__,
-    }
-    readers = {
-        "cpu_model": ("/proc/cpuinfo", "model name"),
-        "memory": ("/proc/meminfo", "MemTotal"),
-    }
-    for key, (path, field) in readers.items():
-        try:
-            for line in Path(path).read_text().splitlines():
-                if line.startswith(field):
-                    facts[key] = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
-    with contextlib.suppress(OSError):
-        facts["governor"] = (
-            Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+    """Kernel, OS, CPU model and frequency, cores, memory, governor, compilers where readable
+    (the SSH agent's reading, so local and remote hosts report the same facts)."""
+    from benchlang.backends.ssh_agent import _facts
+
+    return {**_facts(), "benchlang": __version__}
+
+
+def read_declared_facts(path: Path, hosts: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``facts from file``: a JSON object host -> {fact: value}, for facts a host cannot
+    report itself (rack, hardware type) or to stand in for hosts in tests."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise SettingError("facts", f"cannot read the facts file {path}: {err}") from None
+    if not isinstance(document, dict) or not all(isinstance(v, dict) for v in document.values()):
+        raise SettingError("facts", f"{path}: expected a JSON object host -> {{fact: value}}")
+    unknown = sorted(set(document) - set(hosts))
+    if unknown:
+        raise SettingError(
+            "facts", f"{path} gives facts of {', '.join(unknown)}, not hosts of this backend"
         )
-    return facts
+    return {h: {str(k): str(v) for k, v in facts.items()} for h, facts in document.items()}
 
 
 def _high(fd: int) -> int:
@@ -136,6 +132,7 @@ class LocalSession:
     def __init__(self, host: str = "local", spec_dir: Path | None = None) -> None:
         self.host = host
         self.spec_dir = spec_dir or Path.cwd()
+        self.declared: dict[str, str] = {}
         self._base_env = dict(os.environ)
         self._launcher = launcher()
         cgroup = TrialCgroup.create()
@@ -341,7 +338,7 @@ class LocalSession:
         return await asyncio.to_thread(full.read_bytes)
 
     async def facts(self) -> dict[str, str]:
-        facts = host_facts()
+        facts = {**host_facts(), **self.declared}
         if self._cgroup is not None:
             facts["isolation"] = "cgroup"
             facts["isolation_detail"] = f"process group + cgroup v2 {self._cgroup.path}"
@@ -416,23 +413,48 @@ class LocalBackend(FixedHosts):
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         for key, value in settings.items():
+            if key == "facts":
+                if not (isinstance(value, Mapping) and isinstance(value.get("file"), str)):
+                    raise SettingError(
+                        key,
+                        "facts are read from a JSON file",
+                        'facts from file "facts.json" (host -> {fact: value})',
+                    )
+                continue
             if key != "slots":
                 raise SettingError(
-                    key, f"hosts local takes only 'slots', got '{key}'", "hosts local { slots 4 }"
+                    key,
+                    f"hosts local takes 'slots' and 'facts', got '{key}'",
+                    "hosts local { slots 4 }",
                 )
             if type(value) is not int or not 1 <= value <= cls.MAX_SLOTS:
                 raise SettingError(
                     key, f"slots must be a whole number from 1 to {cls.MAX_SLOTS}, got {value!r}"
                 )
 
-    def __init__(self, spec_dir: Path | None = None, slots: int = 1) -> None:
+    def __init__(
+        self,
+        spec_dir: Path | None = None,
+        slots: int = 1,
+        declared: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self.spec_dir = spec_dir
         self.slots = slots
+        self.declared = dict(declared or {})
+        """Facts given in ``facts from file``, per host, over the ones read here."""
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], spec_dir: Path) -> LocalBackend:
         cls.check_settings(settings)
-        return cls(spec_dir, settings.get("slots", 1))
+        backend = cls(spec_dir, settings.get("slots", 1))
+        if "facts" in settings:
+            backend.declared = read_declared_facts(Path(settings["facts"]["file"]), backend.hosts())
+        return backend
+
+    async def inventory(self) -> dict[str, dict[str, str]]:
+        """Every slot's facts without opening a session (hardware factors at plan time)."""
+        facts = host_facts()
+        return {h: {**facts, **self.declared.get(h, {})} for h in self.hosts()}
 
     def hosts(self) -> tuple[str, ...]:
         if self.slots == 1:
@@ -440,9 +462,9 @@ class LocalBackend(FixedHosts):
         return tuple(f"local:{i}" for i in range(self.slots))
 
     async def open(self, host: str) -> LocalSession:
-        if self.slots == 1:
-            return LocalSession(host, self.spec_dir)
-        return ThreadedLocalSession(host, self.spec_dir)
+        session = (ThreadedLocalSession if self.slots > 1 else LocalSession)(host, self.spec_dir)
+        session.declared = dict(self.declared.get(host, {}))
+        return session
 
 
 class ThreadedLocalSession(LocalSession):

@@ -28,6 +28,7 @@ import resource
 import select
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -210,30 +211,55 @@ def _kill_group(pgid):
 
 
 def _facts():
+    """The host's facts: kernel, OS, architecture, CPU model, maximum frequency and cores,
+    memory, governor, and the compilers found on PATH (docs/hardware-factors.md)."""
     facts = {
         "hostname": platform.node(),
         "kernel": platform.system() + " " + platform.release(),
         "machine": platform.machine(),
+        "arch": platform.machine(),
         "cores": str(os.cpu_count() or ""),
         "python": platform.python_version(),
     }
     for key, path, field in (
         ("cpu_model", "/proc/cpuinfo", "model name"),
+        ("cpu_freq", "/proc/cpuinfo", "cpu MHz"),
         ("memory", "/proc/meminfo", "MemTotal"),
+        ("os", "/etc/os-release", "PRETTY_NAME="),
     ):
         try:
             with open(path) as handle:
                 for line in handle:
                     if line.startswith(field):
-                        facts[key] = line.split(":", 1)[1].strip()
+                        value = line[len(field) :] if field.endswith("=") else line.split(":", 1)[1]
+                        facts[key] = value.strip().strip('"')
                         break
         except OSError:
             pass
+    if "cpu_freq" in facts:
+        facts["cpu_freq"] = f"{round(float(facts['cpu_freq']))} MHz"
+    cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/"
     try:
-        with open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") as handle:
+        with open(cpufreq + "cpuinfo_max_freq") as handle:  # kHz; steadier than cpu MHz
+            facts["cpu_freq"] = f"{int(handle.read()) // 1000} MHz"
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(cpufreq + "scaling_governor") as handle:
             facts["governor"] = handle.read().strip()
     except OSError:
         pass
+    for compiler in ("gcc", "clang", "cc"):
+        if shutil.which(compiler):
+            try:
+                done = subprocess.run(
+                    [compiler, "-dumpversion"], capture_output=True, timeout=10, check=False
+                )
+                version = done.stdout.decode(errors="replace").strip()
+                if done.returncode == 0 and version:
+                    facts[compiler + "_version"] = version
+            except (OSError, subprocess.SubprocessError):
+                pass
     return facts
 
 

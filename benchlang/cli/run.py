@@ -260,7 +260,7 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         backend,
         store,
         progress,
-        pin_hosts=plan.layout is not None,
+        pin_hosts=plan.pinned,
         reap=True,
         spec_dir=str(Path(args.spec).resolve().parent),
     )

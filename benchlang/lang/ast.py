@@ -13,7 +13,8 @@ from benchlang.lang.diagnostics import Span
 class Value:
     """A literal. kind: string, int, float, percent, duration, word, list, range.
 
-    percent holds the number before '%' (95% -> 95.0); duration holds seconds;
+    percent holds the number before '%' (95% -> 95.0); duration holds seconds; quantity
+    holds (number, unit) as written (2GB -> (2.0, "GB"));
     list holds a tuple of Value; range holds (start, stop, step) with step None when absent.
     """
 
@@ -31,6 +32,7 @@ class Value:
             "word": "a word",
             "list": "a list",
             "range": "a range",
+            "quantity": "a quantity",
         }[self.kind]
 
 
@@ -77,6 +79,24 @@ class Hosts:
 
 
 @attrs.frozen
+class Condition:
+    """``FACT OP VALUE`` or ``FACT in [...]`` of ``hosts where`` (op ``in`` for the list)."""
+
+    fact: str
+    span: Span
+    op: str
+    value: Value
+
+
+@attrs.frozen
+class HostsWhere:
+    """``hosts where C and C ...``: the inventory constraints."""
+
+    span: Span
+    conditions: tuple[Condition, ...]
+
+
+@attrs.frozen
 class Factor:
     name: str
     span: Span
@@ -85,6 +105,10 @@ class Factor:
     hidden: Span | None
     hidden_settings: Settings | None = None
     """``hidden { per round ... }``; a factor without ``in`` (levels None) is a built-in."""
+    provider: Value | None = None
+    """``factor NAME from PROVIDER "KEY"``: a word (the provider) and a string (the key);
+    the levels come from the host inventory (a hardware factor)."""
+    key: Value | None = None
 
 
 @attrs.frozen

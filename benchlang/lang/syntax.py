@@ -89,6 +89,9 @@ def _literal(token: Token) -> ast.Value:
         return ast.Value("percent", float(text[:-1]), span)
     if kind == "DURATION":
         return ast.Value("duration", parse_duration(text), span)
+    if kind == "QUANTITY":
+        number = text.rstrip("KMGTBiHzk")
+        return ast.Value("quantity", (float(number), text[len(number) :]), span)
     return ast.Value("word", text, span)
 
 
@@ -183,7 +186,7 @@ class _ToAst(Transformer):
         return self._statement("reset", meta, children[:1], flag)
 
     def reset_reboot(self, meta, children):
-        return ast.Statement("reset", _meta_span(meta), None, "reboot")
+        return ast.Statement("reset", _meta_span(meta), None, str(children[0]))
 
     def hook(self, meta, children):
         return ast.Statement(str(children[0]), _meta_span(meta), _literal(children[1]))
@@ -219,6 +222,32 @@ class _ToAst(Transformer):
     def hosts(self, meta, children):
         settings = children[1] if len(children) > 1 else None
         return ast.Hosts(str(children[0]), _span(children[0]), settings)
+
+    def hosts_where(self, meta, children):
+        conditions = tuple(c for c in children if isinstance(c, ast.Condition))
+        return ast.HostsWhere(_meta_span(meta), conditions)
+
+    def condition(self, meta, children):
+        fact, op, value = children
+        return ast.Condition(str(fact), _meta_span(meta), op, _as_value(value))
+
+    def condition_in(self, meta, children):
+        return ast.Condition(str(children[0]), _meta_span(meta), "in", children[1])
+
+    def cmp_op(self, meta, children):
+        return str(children[0])
+
+    def factor_from(self, meta, children):
+        coverage = children[3] if len(children) > 3 else None
+        return ast.Factor(
+            str(children[0]),
+            _span(children[0]),
+            None,
+            coverage,
+            None,
+            provider=children[1],
+            key=_literal(children[2]),
+        )
 
     def coverage(self, meta, children):
         return _literal(children[0])

@@ -15,14 +15,17 @@ from benchlang.lang.shell import parse_template
 from benchlang.plan.plan import Configuration
 
 
-def covered_levels(factor: model.Factor, index: int, seed: int) -> tuple[Any, ...]:
+def covered_levels(
+    factor: model.Factor, index: int, seed: int, stream: str = "coverage"
+) -> tuple[Any, ...]:
     """The levels a factor keeps under ``coverage N%``: ceil(N% x L) of them, chosen by the
-    seed, kept in declared order (DataMill's per-factor coverage, de Oliveira et al. 2013)."""
+    seed, kept in declared order (DataMill's per-factor coverage, de Oliveira et al. 2013);
+    hardware factors draw from their own ``stream``."""
     n = len(factor.levels)
     keep = covered_count(n, factor.coverage)
     if keep >= n:
         return factor.levels
-    keys = draws(seed, f"coverage:{index}", np.arange(n))
+    keys = draws(seed, f"{stream}:{index}", np.arange(n))
     chosen = np.sort(np.argsort(keys, kind="stable")[:keep])
     return tuple(factor.levels[i] for i in chosen)
 

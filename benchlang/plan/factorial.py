@@ -3,7 +3,8 @@ deterministic (all randomness from benchlang.design.streams)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from benchlang import model
 from benchlang.design.streams import draws, uniforms
 from benchlang.plan.configurations import configurations, covered_levels
 from benchlang.plan.hidden import hidden_levels
-from benchlang.plan.plan import Derived, Plan, paused_gc
+from benchlang.plan.plan import Configuration, Derived, Plan, paused_gc
 
 
 def round_orders(n_rounds: int, n_configs: int, kinds: np.ndarray, seed: int) -> np.ndarray:
@@ -25,19 +26,31 @@ def round_orders(n_rounds: int, n_configs: int, kinds: np.ndarray, seed: int) ->
     return orders
 
 
-def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -> Plan:
-    """Rounds of every configuration in fixed, random or fixed_vs_random order, over series."""
+def compile_factorial_plan(
+    experiment: model.Experiment,
+    hosts: Sequence[str],
+    hardware: Mapping[str, tuple[Any, ...]] | None = None,
+) -> Plan:
+    """Rounds of every configuration in fixed, random or fixed_vs_random order, over series.
+
+    With hardware factors (``hardware``: each host's levels), a configuration is a software
+    configuration on one host's hardware levels, and every host runs every round of its own
+    configurations (DataMill §4.1: the software factors crossed on each chosen machine)."""
     seed = experiment.seed
     design = experiment.design
     with paused_gc():
         configs = configurations(experiment)
-    n_configs = len(configs)
-    per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
+    per_host = len(configs)
+    if hardware:
+        configs = _on_hardware(experiment, configs, [hardware[h] for h in hosts])
+    n_configs = per_host
+    spread = len(hosts) if hardware else 1
+    per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1) * spread
     n_series = design.series
     n_rounds = per_series * n_series
 
     round_series = np.repeat(np.arange(n_series, dtype=np.int32), per_series)
-    within = np.tile(np.arange(per_series, dtype=np.int32), n_series)
+    within = np.tile(np.arange(per_series, dtype=np.int32), n_series) // spread
     if design.order == "fixed":
         kinds = np.zeros(n_rounds, dtype=np.int8)
     elif design.order == "random":
@@ -50,24 +63,40 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
     series_start, round_start = spread_over_span(design.span, round_series, seed)
     round_replicate = None
     if design.replicate > 1:
-        round_replicate = (within // (per_series // design.replicate)).astype(np.int32)
+        round_replicate = (within // (per_series // spread // design.replicate)).astype(np.int32)
 
     n_trials = n_rounds * n_configs
     trial_round = np.repeat(np.arange(n_rounds, dtype=np.int32), n_configs)
     trial_position = np.tile(np.arange(n_configs, dtype=np.int32), n_rounds)
     trial_configuration = orders.reshape(-1)
+    if hardware:
+        trial_configuration = trial_configuration + np.repeat(round_host * per_host, per_host)
     trial_seed = (draws(seed, "trial", np.arange(n_trials)) >> np.uint64(33)).astype(np.int64)
     trial_hidden = (
         hidden_levels(experiment.hidden, seed, trial_round) if experiment.hidden else None
     )
 
     derived = (
-        Derived("configurations", n_configs, _configuration_reason(experiment)),
+        Derived("configurations", len(configs), _configuration_reason(experiment, hosts, hardware)),
         Derived("runs", design.runs, design.runs_reason),
         Derived("series", n_series, design.series_reason),
         Derived("order", design.order, _order_reason(design.order, design.runs)),
-        Derived("rounds", n_rounds, f"{per_series} per series x {n_series} series"),
-        Derived("trials", n_trials, f"{n_rounds} rounds x {n_configs} configurations"),
+        Derived(
+            "rounds",
+            n_rounds,
+            f"{per_series} per series x {n_series} series"
+            + (f" ({per_series // spread} on each of {spread} hosts)" if hardware else ""),
+        ),
+        Derived(
+            "trials",
+            n_trials,
+            f"{n_rounds} rounds x {n_configs} configurations"
+            + (
+                f" (each round on one of {spread} hosts, its own configurations)"
+                if hardware
+                else ""
+            ),
+        ),
     )
     if experiment.hidden:
         derived += (
@@ -118,7 +147,30 @@ def compile_factorial_plan(experiment: model.Experiment, hosts: Sequence[str]) -
     )
 
 
-def _configuration_reason(experiment: model.Experiment) -> str:
+def _on_hardware(
+    experiment: model.Experiment,
+    configs: tuple[Configuration, ...],
+    host_levels: list[tuple[Any, ...]],
+) -> tuple[Configuration, ...]:
+    """The software configurations once per host, each with that host's hardware levels."""
+    names = [f.name for f in experiment.hardware]
+    return tuple(
+        Configuration(
+            i * len(configs) + c.index,
+            c.benchmark,
+            (*c.levels, *zip(names, mine, strict=True)),
+            c.command,
+        )
+        for i, mine in enumerate(host_levels)
+        for c in configs
+    )
+
+
+def _configuration_reason(
+    experiment: model.Experiment,
+    hosts: Sequence[str] = (),
+    hardware: Mapping[str, tuple[Any, ...]] | None = None,
+) -> str:
     parts = []
     for bench in experiment.benchmarks:
         factors = " x ".join(
@@ -126,7 +178,10 @@ def _configuration_reason(experiment: model.Experiment) -> str:
             for n in bench.factors
         )
         parts.append(f"{bench.name}" + (f": {factors}" if factors else ""))
-    return "; ".join(parts)
+    text = "; ".join(parts)
+    if hardware:
+        text += f"; on the hardware levels of each of {len(hosts)} hosts"
+    return text
 
 
 def _order_reason(order: str, runs: int) -> str:

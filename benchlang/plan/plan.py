@@ -125,10 +125,20 @@ class Plan:
     """Hidden factors (name, kind, per, levels), in spec order (plan.hidden)."""
     trial_hidden: dict[str, list[Any]] | None = None
     """Each hidden factor's drawn level for every trial."""
+    inventory: dict[str, Any] | None = None
+    """With hardware factors or ``hosts where``: the backend's hosts, the facts the host
+    selection read, the conditions and each hardware factor's required levels (plan.inventory)."""
 
     @property
     def n_trials(self) -> int:
         return int(self.trial_round.size)
+
+    @property
+    def pinned(self) -> bool:
+        """Whether each round belongs to its host: an A/B layout's host batches, or rounds of
+        configurations with one host's hardware levels (a stopped host's rounds then wait for
+        ``--resume`` instead of moving to a host whose trials would carry wrong levels)."""
+        return self.layout is not None or bool(self.inventory and self.inventory["hardware"])
 
     @property
     def n_rounds(self) -> int:
@@ -161,6 +171,8 @@ class Plan:
             out["rounds"]["start"] = [round(float(x), 3) for x in self.round_start]
         if self.round_replicate is not None:
             out["rounds"]["replicate"] = self.round_replicate.tolist()
+        if self.inventory is not None:
+            out["inventory"] = self.inventory
         if self.hidden:
             out["hidden"] = [dict(h) for h in self.hidden]
             out["trials"]["hidden"] = {

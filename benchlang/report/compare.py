@@ -254,7 +254,10 @@ def _factorial(
         result = method.load()(y[keep], factors, terms, comparison.settings["operators"])
     except (ValueError, np.linalg.LinAlgError) as err:
         return attrs.evolve(base, problem=str(err))
-    outcome = ComparisonOutcome(method.name, math.nan, "difference", details={"anova": result})
+    from benchlang.stats.anova import host_breakdown
+
+    details = {"anova": result, "hosts": host_breakdown(y[keep], list(t.host[keep]))}
+    outcome = ComparisonOutcome(method.name, math.nan, "difference", details=details)
     return attrs.evolve(base, outcome=outcome)
 
 
@@ -385,11 +388,23 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
         if r.comparison.method == "anova" and r.mixed is not None:
             a = r.mixed
             render_table(
-                ["term", "df", "sum sq", "F", "p", "η²"],
-                [(x.term, x.df, x.sum_sq, x.f, x.p_value, x.eta_squared) for x in a.rows],
+                ["term", "df", "sum sq", "mean sq", "F", "p", "η²"],
+                [
+                    (x.term, x.df, x.sum_sq, x.mean_sq, x.f, x.p_value, x.eta_squared)
+                    for x in a.rows
+                ],
                 title=f"ANOVA (DataMill §5): {r.comparison.metric}: {a.formula}, n = {a.n}",
                 stream=out,
             )
+            out.write(f"R² {a.r_squared:.4g}, adjusted R² {a.adj_r_squared:.4g}\n")
+            hosts = r.outcome.details.get("hosts") if r.outcome is not None else None
+            if hosts is not None and len(hosts.rows) > 1:
+                render_table(
+                    ["host", "n", "mean", "sd"],
+                    [(h.host, h.n, h.mean, h.sd) for h in hosts.rows],
+                    title=f"{r.comparison.metric} per host: {hosts.between_share:.1%} of its variance lies between hosts",
+                    stream=out,
+                )
             if not a.assumptions_hold:
                 out.write(
                     f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = {a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy\n"

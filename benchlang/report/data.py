@@ -64,6 +64,17 @@ def experiment_of(plan: StoredPlan) -> model.Experiment:
         ) from None
 
 
+def metric_measures(experiment: model.Experiment) -> list[str]:
+    """The measures the experiment's metrics are computed from."""
+    return list(
+        dict.fromkeys(
+            name
+            for m in experiment.metrics
+            for name in (m.expression.names() if m.expression is not None else (m.measure,))
+        )
+    )
+
+
 def failure_details(store: Store, plan_hash: str) -> dict[int, dict]:
     """Per failed trial: exit status and the last non-empty stderr line, from the store."""
     out = {}
@@ -82,12 +93,17 @@ def load_data(
     *,
     all_phases: bool = False,
     experiment: model.Experiment | None = None,
+    every_measure: bool = True,
 ) -> ExperimentData:
     """The measured trials of a plan (every trial with ``all_phases``), analysed with the
-    stored spec, or with ``experiment`` (a spec whose changes do not shape the trials)."""
+    stored spec, or with ``experiment`` (a spec whose changes do not shape the trials).
+    Without ``every_measure`` only the measures the metrics read are loaded (an analysis
+    needs no others; exports list them all)."""
     plan = store.plan(plan_hash)
     experiment = experiment or experiment_of(plan)
-    table = store.trial_table(plan.plan_hash)
+    table = store.trial_table(
+        plan.plan_hash, None if every_measure else metric_measures(experiment)
+    )
     left_out = 0
     if not all_phases and not table.measured.all():
         left_out = int((~table.measured).sum())
@@ -109,5 +125,6 @@ __all__ = [
     "experiment_of",
     "failure_details",
     "load_data",
+    "metric_measures",
     "metric_values",
 ]

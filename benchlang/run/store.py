@@ -18,7 +18,7 @@ import sqlite3
 import sys
 import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -749,8 +749,9 @@ class Store(LeaseRows):
         rows = self.db.execute("SELECT host, facts FROM hosts WHERE plan_hash = ?", (plan_hash,))
         return {host: json.loads(facts) for host, facts in rows}
 
-    def trial_table(self, plan_hash: str) -> TrialTable:
-        """A plan's trials column by column, in trial order.
+    def trial_table(self, plan_hash: str, measures: Collection[str] | None = None) -> TrialTable:
+        """A plan's trials column by column, in trial order; every measure, or only those
+        named in ``measures`` (each then a column, all nan where no trial has it).
 
         Columnar, in two scans of the plan's rows: the distinct configurations (label,
         benchmark, levels) with the few-valued text columns (host, order, status, phase), then
@@ -767,7 +768,7 @@ class Store(LeaseRows):
         ).fetchall()
         configs = sorted({row[:4] for row in combos})
         if not configs or len({c[0] for c in configs}) != len(configs):
-            return self._trial_table_by_rows(plan_hash)
+            return self._trial_table_by_rows(plan_hash, measures)
         distinct = [sorted({row[4 + i] for row in combos}) for i in range(len(coded))]
         cases, params = [], []
         for column, values in zip(coded, distinct, strict=True):
@@ -786,7 +787,7 @@ class Store(LeaseRows):
             np.fromstring(text, dtype=np.int64, sep=",") for text in texts
         )
         if any(column.size != trial.size for column in (series, *codes)):
-            return self._trial_table_by_rows(plan_hash)
+            return self._trial_table_by_rows(plan_hash, measures)
         host, order_kind, status, phase = (
             np.asarray(values, dtype=object)[code]
             for values, code in zip(distinct, codes, strict=True)
@@ -806,7 +807,7 @@ class Store(LeaseRows):
             order_kind=order_kind,
             ok=status == "ok",
             reason=self._reasons(plan_hash, trial),
-            measures=self._measure_columns(plan_hash, trial),
+            measures=self._measure_columns(plan_hash, trial, measures),
             phase=phase,
         )
 
@@ -819,21 +820,29 @@ class Store(LeaseRows):
             reason[np.searchsorted(trial, t)] = text
         return reason
 
-    def _measure_columns(self, plan_hash: str, trial: np.ndarray) -> dict[str, np.ndarray]:
-        """Each measure as a float column aligned with ``trial`` (nan where a trial has none),
-        read in one scan. Values travel as floats, never as text, so that they stay exact."""
-        names = sorted(
-            r[0]
-            for r in self.db.execute(
-                "SELECT DISTINCT name FROM measures WHERE plan_hash = ?", (plan_hash,)
+    def _measure_columns(
+        self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Each measure (or each ``wanted`` one) as a float column aligned with ``trial`` (nan
+        where a trial has none), read in one scan. Values travel as floats, never as text
+        (SQLite's text form of a REAL does not round-trip), so that they stay exact."""
+        if wanted is None:
+            names = sorted(
+                r[0]
+                for r in self.db.execute(
+                    "SELECT DISTINCT name FROM measures WHERE plan_hash = ?", (plan_hash,)
+                )
             )
-        )
-        if not names:
-            return {}
+        else:
+            names = sorted(set(wanted))
+        if not names or trial.size == 0:
+            return {name: np.full(trial.size, np.nan) for name in names}
         code = "CASE name" + "".join(f" WHEN ? THEN {i}" for i in range(len(names))) + " END"
+        chosen = "" if wanted is None else f" AND name IN ({', '.join('?' * len(names))})"
         rows = self.db.execute(
-            f"SELECT trial, {code}, value FROM measures WHERE plan_hash = ? AND value IS NOT NULL",
-            (*names, plan_hash),
+            f"SELECT trial, {code}, value FROM measures "
+            f"WHERE plan_hash = ? AND value IS NOT NULL{chosen}",
+            (*names, plan_hash, *(() if wanted is None else names)),
         )
         found = np.fromiter(
             rows, dtype=[("trial", np.int64), ("name", np.int64), ("value", np.float64)]
@@ -844,7 +853,9 @@ class Store(LeaseRows):
         columns[found["name"][known], at[known]] = found["value"][known]
         return dict(zip(names, columns, strict=True))
 
-    def _trial_table_by_rows(self, plan_hash: str) -> TrialTable:
+    def _trial_table_by_rows(
+        self, plan_hash: str, measures: Collection[str] | None = None
+    ) -> TrialTable:
         """The same table read a row at a time: for empty plans, and for stores where a
         configuration index names several labels (not written by benchlang's executor)."""
         rows = self.db.execute(
@@ -855,16 +866,6 @@ class Store(LeaseRows):
         ).fetchall()
         columns = list(zip(*rows, strict=True)) if rows else [()] * 13
         trial = np.asarray(columns[0], dtype=np.int64)
-        measures: dict[str, np.ndarray] = {}
-        index = {t: i for i, t in enumerate(trial.tolist())}
-        for name, t, value in self.db.execute(
-            "SELECT name, trial, value FROM measures WHERE plan_hash = ?", (plan_hash,)
-        ):
-            column = measures.get(name)
-            if column is None:
-                column = measures[name] = np.full(trial.size, np.nan)
-            if t in index and value is not None:
-                column[index[t]] = value
         return TrialTable(
             trial=trial,
             series=np.asarray(columns[1], dtype=np.int64),
@@ -878,7 +879,7 @@ class Store(LeaseRows):
             order_kind=np.asarray(columns[9], dtype=object),
             ok=np.asarray([s == "ok" for s in columns[10]], dtype=bool),
             reason=np.asarray(columns[11], dtype=object),
-            measures=measures,
+            measures=self._measure_columns(plan_hash, trial, measures),
             phase=np.asarray(columns[12], dtype=object),
         )
 

@@ -26,11 +26,14 @@ the same weights in each replicate, so the rounds that pair configurations stay 
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 import numpy as np
+
+from benchlang.stats._weighted import BLOCK_WEIGHTS, PILOT_ROWS, replicate_percentiles
 
 MIN_CLUSTERS = 5
 """Fewer top-level units than this and no interval is given (descriptive only)."""
@@ -108,87 +111,94 @@ class Ranking:
         }
 
 
-def weighted_percentile(
-    sorted_values: np.ndarray,
-    weights: np.ndarray,
-    percentile: float,
-    columns: np.ndarray | None = None,
-) -> np.ndarray:
-    """The ``percentile`` of ``sorted_values`` (ascending, length n) under each row of
-    ``weights`` (shape (B, n), non-negative; or (B, m) with ``columns`` giving each sorted
-    value's column): the midpoint of the smallest value whose cumulative weight reaches p·W
-    and the smallest whose cumulative weight exceeds it. With unit weights this is the usual
-    median (mean of the two middle values for even n). Rows of zero total weight give nan.
-    Returns shape (B,). Rows are taken in blocks of about 2**20 weights (cache-sized, and
-    no (B, n) copy of a bootstrap's weights); integer weights are summed exactly."""
-    w = np.asarray(weights)
-    n = sorted_values.size
-    if n == 0:
-        return np.full(w.shape[0], np.nan)
-    if w.dtype.kind not in "iu":
-        w = w.astype(float)
-    cols = np.arange(n) if columns is None else np.asarray(columns)
-    out = np.empty(w.shape[0])
-    step = max(1, (1 << 20) // n)
-    for start in range(0, w.shape[0], step):
-        cum = np.cumsum(w[start : start + step][:, cols], axis=1, dtype=w.dtype)
-        total = cum[:, -1].astype(float)
-        target = total * (percentile / 100.0)
-        tol = 1e-9 * np.maximum(total, 1.0)
-        lo = np.count_nonzero(cum < (target - tol)[:, None], axis=1)
-        hi = np.count_nonzero(cum <= (target + tol)[:, None], axis=1)
-        middle = 0.5 * (sorted_values[np.minimum(lo, n - 1)] + sorted_values[np.minimum(hi, n - 1)])
-        out[start : start + step] = np.where(total > 0, middle, np.nan)
-    return out
-
-
 def _nested_units(clusters: np.ndarray) -> list[np.ndarray]:
     """For each level, every trial's unit index at that level, units numbered so that a
-    unit's parent is known: level k's unit is the unique row of ``clusters[:, :k+1]``."""
+    unit's parent is known: level k's unit is the unique row of ``clusters[:, :k+1]``, numbered
+    in lexicographic order (as ``np.unique(..., axis=0)``, with one-dimensional keys)."""
     out = []
+    prefix = np.zeros(clusters.shape[0], dtype=np.int64)
     for k in range(clusters.shape[1]):
-        _, index = np.unique(clusters[:, : k + 1], axis=0, return_inverse=True)
-        out.append(index.ravel())
+        _, code = np.unique(clusters[:, k], return_inverse=True)
+        key = prefix * (int(code.max(initial=0)) + 1) + code.ravel()
+        _, prefix = np.unique(key, return_inverse=True)
+        prefix = prefix.ravel()
+        out.append(prefix)
     return out
 
 
 def multistage_weights(
     clusters: np.ndarray, replicates: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
+    """All of ``multistage_blocks``' weights at once: (weights (B, L), each trial's leaf)."""
+    blocks, leaf = multistage_blocks(clusters, replicates, rng)
+    return np.concatenate(list(blocks)), leaf
+
+
+def multistage_blocks(
+    clusters: np.ndarray, replicates: int, rng: np.random.Generator
+) -> tuple[Iterator[np.ndarray], np.ndarray]:
     """Bootstrap weights of the finest units: top-level units drawn with replacement, then
     inside each drawn unit its children with replacement, down every level (Davison &
-    Hinkley 1997 §3.8). A unit drawn c times contributes c·m draws among its m children; the
-    sum of c independent multinomials is one multinomial of c·m draws, so each level is one
-    vectorised call per parent. Returns (weights (B, L) as int32 counts, each trial's leaf
-    index)."""
+    Hinkley 1997 §3.8). A unit drawn c times gives c·m uniform draws among its m children
+    (the sum of c multinomials is one multinomial of c·m draws), all parents of a level in
+    one vectorised draw. Returns (the int32 counts (b, L) of ``replicates`` rows, a block at
+    a time: at least ``PILOT_ROWS`` rows, then about 2**20 weights per block; each trial's
+    leaf)."""
     levels = _nested_units(clusters)
-    top = levels[0]
-    n_top = int(top.max()) + 1
-    counts = rng.multinomial(n_top, np.full(n_top, 1.0 / n_top), size=replicates)
-    parent = top
-    for child in levels[1:]:
-        n_child = int(child.max()) + 1
-        parent_of = np.zeros(n_child, dtype=np.int64)
+    parents = [np.zeros(int(levels[0].max()) + 1, dtype=np.int64)]
+    for parent, child in itertools.pairwise(levels):
+        parent_of = np.zeros(int(child.max()) + 1, dtype=np.int64)
         parent_of[child] = parent
-        new = np.zeros((replicates, n_child), dtype=np.int32)
-        for p in range(counts.shape[1]):
-            kids = np.flatnonzero(parent_of == p)
-            m = kids.size
-            new[:, kids] = rng.multinomial(counts[:, p] * m, np.full(m, 1.0 / m))
-        counts, parent = new, child
-    return counts.astype(np.int32, copy=False), parent
+        parents.append(parent_of)
+    leaves = parents[-1].size
+
+    def blocks() -> Iterator[np.ndarray]:
+        done = 0
+        while done < replicates:
+            per_block = max(1, BLOCK_WEIGHTS // leaves)
+            rows = min(replicates - done, max(PILOT_ROWS, per_block) if done == 0 else per_block)
+            counts = np.ones((rows, 1), dtype=np.int64)
+            for parent_of in parents:
+                counts = _draw_children(counts, parent_of, rng)
+            yield counts.astype(np.int32)
+            done += rows
+
+    return blocks(), levels[-1]
+
+
+def _draw_children(
+    counts: np.ndarray, parent_of: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Per row, how often each child is drawn when each parent drawn c times draws c·m of its
+    m children uniformly with replacement: (rows, children) counts."""
+    rows, n_parent = counts.shape
+    m = np.bincount(parent_of, minlength=n_parent)
+    kids = np.argsort(parent_of, kind="stable")
+    first = np.cumsum(m) - m
+    pair = np.repeat(np.arange(rows * n_parent), (counts * m).ravel())
+    parent = pair % n_parent
+    pick = kids[first[parent] + rng.integers(0, m[parent])]
+    n_child = parent_of.size
+    drawn = np.bincount(pair // n_parent * n_child + pick, minlength=rows * n_child)
+    return drawn.reshape(rows, n_child)
 
 
 def _statistics(
-    logs: np.ndarray, config: np.ndarray, leaf: np.ndarray, weights: np.ndarray, k: int, p: float
+    logs: np.ndarray,
+    config: np.ndarray,
+    leaf: np.ndarray,
+    blocks: Iterable[np.ndarray],
+    k: int,
+    p: float,
 ) -> np.ndarray:
-    """Each configuration's weighted percentile of ``logs`` per replicate: shape (B, k)."""
-    out = np.empty((weights.shape[0], k))
+    """Each configuration's weighted percentile of ``logs`` per replicate (``blocks`` of
+    weights, rows = replicates): shape (B, k)."""
+    groups = []
     for j in range(k):
         mine = np.flatnonzero(config == j)
         order = mine[np.argsort(logs[mine], kind="stable")]
-        out[:, j] = weighted_percentile(logs[order], weights, p, columns=leaf[order])
-    return out
+        groups.append((logs[order], leaf[order]))
+    return replicate_percentiles(groups, blocks, p)
 
 
 def expansion(units: int, confidence: float) -> float:
@@ -249,10 +259,12 @@ def rank(
         cl, names = cl[:, varying], [names[i] for i in varying]
     else:
         cl, names = np.arange(v.size)[:, None], ["trial"]
-    units = tuple(int(np.unique(cl[:, : i + 1], axis=0).shape[0]) for i in range(cl.shape[1]))
+    nested = _nested_units(cl)
+    units = tuple(int(level.max(initial=-1)) + 1 for level in nested)
     logs = np.log(v)
-    leaf_all = _nested_units(cl)[-1]
-    stats = _statistics(logs, c, leaf_all, np.ones((1, leaf_all.size)), k, percentile)[0]
+    leaf_all = nested[-1]
+    unit = [np.ones((1, leaf_all.size), dtype=np.int32)]
+    stats = _statistics(logs, c, leaf_all, unit, k, percentile)[0]
     sign = 1.0 if better == "lower" else -1.0
     present = np.isfinite(stats)
     order = sorted(
@@ -275,8 +287,8 @@ def rank(
     best = order[0] if order else 0
     if not descriptive and k > 1:
         rng = np.random.default_rng(seed)
-        weights, leaf = multistage_weights(cl, replicates, rng)
-        boot = _statistics(logs, c, leaf, weights, k, percentile)
+        blocks, leaf = multistage_blocks(cl, replicates, rng)
+        boot = _statistics(logs, c, leaf, blocks, k, percentile)
         diff = sign * (boot - boot[:, [best]])  # log(worse / best), >= 0 when the order holds
         estimate = sign * (stats - stats[best])
         a = (100.0 - confidence) / 200.0

@@ -17,12 +17,8 @@ import math
 import attrs
 import numpy as np
 
-from benchlang.stats.headline import (
-    MIN_CLUSTERS,
-    expansion,
-    multistage_weights,
-    weighted_percentile,
-)
+from benchlang.stats._weighted import weighted_percentile
+from benchlang.stats.headline import MIN_CLUSTERS, expansion, multistage_weights
 
 
 @attrs.frozen

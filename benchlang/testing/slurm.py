@@ -124,7 +124,8 @@ class SlurmCluster:
             *(
                 f"NodeName={node} NodeHostname={self.host} NodeAddr=127.0.0.1"
                 + (f" Port={_free_port()}" if many else "")
-                + f" CPUs={cpus} RealMemory={memory} Feature={','.join(FEATURES)} State=UNKNOWN"
+                + f" CPUs={cpus} RealMemory={memory} Feature={','.join(self.features(node))}"
+                + " State=UNKNOWN"
                 for node in self.nodes
             ),
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
@@ -204,6 +205,13 @@ class SlurmCluster:
                     + "\n".join(self.log(self._slurmd(node)) for node in self.nodes)
                 )
             time.sleep(0.1)
+
+    def features(self, node: str) -> tuple[str, ...]:
+        """A node's features: ``FEATURES``, and with several nodes ``rackI`` for node I (so
+        nodes differ in one feature, a hardware factor's levels)."""
+        if len(self.nodes) == 1:
+            return FEATURES
+        return (*FEATURES, f"rack{self.nodes.index(node)}")
 
     def _slurmd(self, node: str) -> str:
         """The name of a node's slurmd (its ``.out`` and ``.log`` file names)."""

@@ -23,6 +23,8 @@ def check_factors(
         if f.name in reserved:
             ctx.error(f"'{f.name}' is reserved for the design and cannot be a factor", f.span)
             continue
+        if f.provider is not None:  # a hardware factor (lang.check.inventory)
+            continue
         levels = factor_levels(ctx, f) if f.levels is not None else None
         if f.hidden is not None:
             h = check_hidden(ctx, f, levels)

@@ -74,6 +74,7 @@ def test_settings_become_the_holder_jobs_request(tmp_path):
     assert settings.sbatch_options() == [
         "--nodes=3",
         "--ntasks-per-node=1",
+        "--no-kill",
         "--partition=batch",
         "--constraint=skylake&ib",
         "--account=proj1",
@@ -88,6 +89,7 @@ def test_settings_become_the_holder_jobs_request(tmp_path):
     assert (
         "--nodelist=n07,n03" in listed.sbatch_options() and "--nodes=2" in listed.sbatch_options()
     )
+    assert "--no-kill" not in parse({"nodes": 1}).sbatch_options()
     backend = SlurmBackend.from_settings({"workdir": "runs"}, tmp_path)
     assert backend.workdir == str(tmp_path / "runs") and backend.hosts() == ("node0",)
     assert SlurmBackend.from_settings({}, tmp_path).workdir == str(tmp_path)

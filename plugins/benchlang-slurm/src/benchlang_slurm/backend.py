@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from benchlang.backends.base import PROTOCOL_VERSION, HostDown, Lease
+from benchlang.errors import UserError
 from benchlang_slurm import commands
 from benchlang_slurm.commands import SlurmError
 from benchlang_slurm.settings import SlurmSettings, parse
@@ -208,6 +209,38 @@ class SlurmBackend:
             await asyncio.sleep(0.2)
         if self.lease is not None and self.lease.id == lease.id:
             self.lease = None
+
+    async def inventory(self) -> dict[str, dict[str, str]]:
+        """Each listed node's facts from ``scontrol show node``, without allocating: what
+        hardware factors and ``hosts where`` plan with (docs/hardware-factors.md). Only with
+        ``nodelist``: with ``nodes N`` the nodes are known once the job runs."""
+        if not self.settings.nodelist:
+            raise UserError(
+                "hosts slurm: hardware factors and 'hosts where' need the nodes named "
+                "(with 'nodes N' Slurm picks the nodes only when the job starts)",
+                'name the candidate nodes: hosts slurm { nodelist ["n01", "n02"] }',
+            )
+        env = self.env()
+        found: dict[str, dict[str, str]] = {}
+        for name in self.settings.nodelist:
+            try:
+                node = await commands.node(name, env)
+            except SlurmError as err:
+                found[name] = {"unreachable": str(err)}
+                continue
+            facts = commands.node_facts(name, node)
+            memory = node.get("RealMemory", "")
+            facts.update(
+                {
+                    "arch": node.get("Arch", ""),
+                    "cores": node.get("CPUTot", ""),
+                    # Slurm's RealMemory (MiB): the memory the node offers jobs
+                    "memory": f"{int(memory) * 1024} kB" if memory.isdigit() else "",
+                    "kernel": " ".join(node.get("OS", "").split()[:2]),
+                }
+            )
+            found[name] = {k: v for k, v in facts.items() if v}
+        return found
 
     # -- hosts ---------------------------------------------------------------------------
 

@@ -217,6 +217,26 @@ async def node(name: str, env: Mapping[str, str]) -> dict[str, str]:
     return record(await check(["scontrol", "show", "node", "-o", name], env))
 
 
+NODE_FACTS = {
+    "Partitions": "slurm_partitions",
+    "CPUTot": "slurm_cpus",
+    "RealMemory": "slurm_real_memory_mb",
+    "AvailableFeatures": "slurm_features",
+    "ActiveFeatures": "slurm_active_features",
+    "Gres": "slurm_gres",
+    "Sockets": "slurm_sockets",
+    "CoresPerSocket": "slurm_cores_per_socket",
+    "ThreadsPerCore": "slurm_threads_per_core",
+}
+"""What of a node's ``scontrol show node`` record becomes host facts, and under which name."""
+
+
+def node_facts(name: str, node: Mapping[str, str]) -> dict[str, str]:
+    """A node's facts from its record (``(null)`` and empty values left out)."""
+    found = {"slurm_node": name, **{fact: node.get(key, "") for key, fact in NODE_FACTS.items()}}
+    return {k: v for k, v in found.items() if v not in ("", "(null)")}
+
+
 async def hostnames(expr: str, env: Mapping[str, str]) -> list[str]:
     """``n[1-3],m`` expanded, in Slurm's order."""
     if not expr or expr in ("(null)", "None"):

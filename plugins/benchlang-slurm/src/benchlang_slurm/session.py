@@ -201,6 +201,8 @@ class SlurmSession:
         self.job = backend.lease.handle["job"]
         self.node, self.cpus = backend.node_of(host)
         self.step: Step | None = None
+        self.lost: str | None = None
+        """Why the last step was lost (what Slurm said then), for the reason a host stops."""
 
     async def check_job(self) -> dict[str, str]:
         """The job's record; HostDown when it no longer runs."""
@@ -264,7 +266,8 @@ class SlurmSession:
             node = await commands.node(self.node, env)
             if not commands.usable(node.get("State", "")) or node.get("Reason"):
                 parts.append(f"node {self.node} is {node.get('State')} ({node.get('Reason')})")
-        return "; ".join(parts)
+        self.lost = "; ".join(parts)
+        return self.lost
 
     async def execute(self, command: Command) -> Execution:
         step = await self._start(self._name(command))
@@ -296,22 +299,8 @@ class SlurmSession:
             facts.update(await self.backend.config())
         except SlurmError as err:
             raise HostDown(self.host, str(err)) from None
-        facts.update(
-            {
-                "slurm_node": self.node,
-                "slurm_job": self.job,
-                "slurm_cpus_allocated": str(self.cpus or ""),
-                "slurm_partitions": node.get("Partitions", ""),
-                "slurm_cpus": node.get("CPUTot", ""),
-                "slurm_real_memory_mb": node.get("RealMemory", ""),
-                "slurm_features": node.get("AvailableFeatures", ""),
-                "slurm_active_features": node.get("ActiveFeatures", ""),
-                "slurm_gres": node.get("Gres", ""),
-                "slurm_sockets": node.get("Sockets", ""),
-                "slurm_cores_per_socket": node.get("CoresPerSocket", ""),
-                "slurm_threads_per_core": node.get("ThreadsPerCore", ""),
-            }
-        )
+        facts.update(commands.node_facts(self.node, node))
+        facts.update({"slurm_job": self.job, "slurm_cpus_allocated": str(self.cpus or "")})
         return {k: str(v) for k, v in facts.items() if v not in ("", None, "(null)")}
 
     async def reconnect(self, timeout: float) -> None:
@@ -330,6 +319,14 @@ class SlurmSession:
                     if node.get("Reason"):
                         why += f"; node {self.node} is {node.get('State')} ({node['Reason']})"
                     raise HostDown(self.host, why)
+                if info.get("JobState") == "RUNNING" and self.node not in await commands.hostnames(
+                    info.get("NodeList", ""), env
+                ):
+                    raise HostDown(
+                        self.host,
+                        f"node {self.node} left job {self.job}, which runs on without it: "
+                        + (self.lost or f"node {node.get('State')} ({node.get('Reason')})"),
+                    )
                 if info.get("JobState") == "RUNNING" and commands.usable(node.get("State", "")):
                     return
                 why = f"job {self.job} {info.get('JobState')}, node {self.node} {node.get('State')} ({node.get('Reason')})"

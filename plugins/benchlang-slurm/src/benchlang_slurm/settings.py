@@ -49,10 +49,14 @@ class SlurmSettings:
         return self.nodelist or tuple(f"node{i}" for i in range(self.nodes))
 
     def sbatch_options(self) -> list[str]:
-        """The allocation's sbatch options: one task per node, the whole block's request."""
+        """The allocation's sbatch options: one task per node, the whole block's request.
+        With several nodes ``--no-kill``: a node that fails leaves the job (Slurm excises it)
+        instead of ending it, so only that node's host goes down and its rounds go to the
+        others, as for a dead SSH host (sbatch(1), ``--no-kill``)."""
         options = [
             f"--nodes={len(self.hosts())}",
             "--ntasks-per-node=1",
+            *(["--no-kill"] if len(self.hosts()) > 1 else []),
         ]
         for flag, value in (
             ("--nodelist", ",".join(self.nodelist)),
