@@ -89,7 +89,7 @@ def lease_rows(store: Path) -> list[tuple]:
 
 
 def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_env, tmp_path):
-    spec = write(tmp_path)
+    spec = write(tmp_path, extra="price 36")
     store = tmp_path / "p.sqlite"
     status, out, err = bl(pool_env, "run", spec, "--store", store, cwd=tmp_path)
     assert status == 0, err
@@ -107,7 +107,10 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
 
     status, listed, _ = bl(pool_env, "hosts", "list", store)
     assert status == 0 and lease_id[:12] in listed and "released" in listed
-    assert "node0=127.0.0.2" in listed
+    assert "node0=127.0.0.2" in listed and "36/h" in listed
+    status, shown, _ = bl(pool_env, "hosts", "list", store, "--json")
+    (row,) = json.loads(shown)["leases"]
+    assert row["cost"] == pytest.approx(36 * (released - acquired) / 3600, abs=1e-5)
     # analyze, record and results never open the backend: from_settings would fail here
     offline = {k: v for k, v in pool_env.items() if k != "POOL_TOKEN"}
     texts = [out, err, listed]
