@@ -2,11 +2,12 @@
 ``benchlang run`` acquires before the first trial, stores the lease, releases it at the end,
 on SIGINT and on failure; a SIGKILLed run's lease is listed and released by ``benchlang
 hosts``; ``--resume`` attaches to it; the lease deadline; secrets reach no store, plan,
-record or log; analyze and record never open the backend."""
+record, bundle or log; analyze, record, results and bundle never open the backend."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import sqlite3
@@ -119,6 +120,7 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
         ("analyze", spec, "--store", store),
         ("analyze", "--store", store),
         ("results", store, "--format", "json"),
+        ("bundle", store, spec, "-o", tmp_path / "p.bundle"),
     ):
         status, shown, complaint = bl(offline, *args, cwd=tmp_path)
         assert status == 0, (args, complaint)
@@ -128,6 +130,7 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
     for text in texts:
         assert TOKEN not in text
     assert TOKEN.encode() not in store.read_bytes(), "a trial printing env must not store it"
+    assert TOKEN.encode() not in gzip.decompress((tmp_path / "p.bundle").read_bytes())
     assert 'token from env "POOL_TOKEN"' in spec.read_text()
 
 
