@@ -126,6 +126,11 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
         assert status == 0, (args, complaint)
         texts += [shown, complaint]
     assert "host node0 (127.0.0.2)" in texts[3], "the record shows the logical -> physical map"
+    spent = f"{round(36 * (released - acquired) / 3600, 6):.4g}"
+    assert (
+        f"lease {lease_id[:12]} (pool): node0=127.0.0.2, node1=127.0.0.3; 36/h, cost {spent}"
+        in texts[3]
+    ), texts[3]
     texts += bl(pool_env, "plan", spec, cwd=tmp_path)[1:]
     for text in texts:
         assert TOKEN not in text
