@@ -48,9 +48,13 @@ class Hosts:
 
 @attrs.frozen
 class Reset:
+    """``reset "CMD" [reconnect]`` or ``reset reboot|power_cycle|reimage``: ``power`` names the
+    action a backend's provider does (``Backend.power``, docs/plugins.md)."""
+
     command: str | None
     reboot: bool = False
     reconnect: bool = False
+    power: str | None = None
 
 
 @attrs.frozen
@@ -110,7 +114,7 @@ class HostCondition:
     text: str
 
 
-HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches")
+HIDDEN_BUILTINS = ("env_padding", "aslr", "link_order", "drop_caches", "reboot")
 ENV_PADDING_VARIABLE = "BENCHLANG_ENV_PADDING"
 
 

@@ -134,6 +134,9 @@ def test_hardware_factor_and_hosts_where_errors():
     assert "is not a fact name" in errors_of('  factor cpu from hosts "cpu model"')[0]
     assert "compares a string" in errors_of('  hosts where arch >= "x86"')[0]
     assert "coverage 120% is outside" in errors_of('  factor cpu from hosts "cpu" coverage 120%')[0]
+    assert errors_of('  factor cpu from hosts "cpu_model"\n  benchmark c { run "echo {cpu}" }') == [
+        "hardware factor 'cpu' is not a placeholder: its levels come from the hosts' facts when the plan is made"
+    ]
     with pytest.raises(PlanError, match="need the hosts' facts"):
         compile_plan(experiment_of("  hosts where cores >= 2"))
 

@@ -2,11 +2,12 @@
 ``benchlang run`` acquires before the first trial, stores the lease, releases it at the end,
 on SIGINT and on failure; a SIGKILLed run's lease is listed and released by ``benchlang
 hosts``; ``--resume`` attaches to it; the lease deadline; secrets reach no store, plan,
-record or log; analyze and record never open the backend."""
+record, bundle or log; analyze, record, results and bundle never open the backend."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import sqlite3
@@ -89,7 +90,7 @@ def lease_rows(store: Path) -> list[tuple]:
 
 
 def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_env, tmp_path):
-    spec = write(tmp_path)
+    spec = write(tmp_path, extra="price 36")
     store = tmp_path / "p.sqlite"
     status, out, err = bl(pool_env, "run", spec, "--store", store, cwd=tmp_path)
     assert status == 0, err
@@ -107,7 +108,10 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
 
     status, listed, _ = bl(pool_env, "hosts", "list", store)
     assert status == 0 and lease_id[:12] in listed and "released" in listed
-    assert "node0=127.0.0.2" in listed
+    assert "node0=127.0.0.2" in listed and "36/h" in listed
+    status, shown, _ = bl(pool_env, "hosts", "list", store, "--json")
+    (row,) = json.loads(shown)["leases"]
+    assert row["cost"] == pytest.approx(36 * (released - acquired) / 3600, abs=1e-5)
     # analyze, record and results never open the backend: from_settings would fail here
     offline = {k: v for k, v in pool_env.items() if k != "POOL_TOKEN"}
     texts = [out, err, listed]
@@ -116,15 +120,22 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
         ("analyze", spec, "--store", store),
         ("analyze", "--store", store),
         ("results", store, "--format", "json"),
+        ("bundle", store, spec, "-o", tmp_path / "p.bundle"),
     ):
         status, shown, complaint = bl(offline, *args, cwd=tmp_path)
         assert status == 0, (args, complaint)
         texts += [shown, complaint]
     assert "host node0 (127.0.0.2)" in texts[3], "the record shows the logical -> physical map"
+    spent = f"{round(36 * (released - acquired) / 3600, 6):.4g}"
+    assert (
+        f"lease {lease_id[:12]} (pool): node0=127.0.0.2, node1=127.0.0.3; 36/h, cost {spent}"
+        in texts[3]
+    ), texts[3]
     texts += bl(pool_env, "plan", spec, cwd=tmp_path)[1:]
     for text in texts:
         assert TOKEN not in text
     assert TOKEN.encode() not in store.read_bytes(), "a trial printing env must not store it"
+    assert TOKEN.encode() not in gzip.decompress((tmp_path / "p.bundle").read_bytes())
     assert 'token from env "POOL_TOKEN"' in spec.read_text()
 
 
@@ -187,7 +198,7 @@ def test_resume_attaches_to_the_lease_a_killed_run_left(pool_env, tmp_path):
     assert rows[0][4] is not None and ledger(tmp_path / "ledger.json") == {}
 
 
-def run_in_process(tmp_path: Path, backend: PoolBackend, runs: int, sleep: float):
+def run_in_process(tmp_path: Path, backend: PoolBackend, runs: int, sleep: float, reset: str = ""):
     """A plan on ``backend`` through the real executor; returns (summary, store events)."""
     from benchlang.lang.check import load
     from benchlang.plan.compile import compile_plan
@@ -197,7 +208,7 @@ def run_in_process(tmp_path: Path, backend: PoolBackend, runs: int, sleep: float
 
     spec = tmp_path / "d.bench"
     spec.write_text(
-        "benchlang 1\nexperiment d {\n  factor k in [1, 2]\n"
+        f"benchlang 1\nexperiment d {{\n  factor k in [1, 2]\n{reset}"
         f'  benchmark b {{ run "sleep {sleep}; echo v={{k}}" measure v from stdout regex "v=([0-9]+)" }}\n'
         f"  design {{ runs {runs} order fixed }}\n}}\n"
     )
@@ -235,6 +246,39 @@ def test_the_lease_is_extended_when_the_backend_can(tmp_path):
     assert summary.ran == 8
     (stored,) = leases
     assert stored.lease.expires > stored.acquired + 2.0, "extended, and the store updated"
+
+
+@pytest.mark.parametrize("action", ["reboot", "power_cycle", "reimage"])
+def test_reset_asks_the_provider_for_the_declared_action_before_every_round(tmp_path, action):
+    from benchlang.backends.base import Secret
+
+    backend = PoolBackend(tmp_path / "l.json", 1, Secret("T", TOKEN))
+    summary, _events, _leases = run_in_process(tmp_path, backend, 3, 0, f"  reset {action}\n")
+    assert summary.ran == 6
+    log = (tmp_path / "l.json.power").read_text().splitlines()
+    assert log == [f"node0 {action}"] * 3, "one provider action per round, none run as a command"
+
+
+@pytest.mark.parametrize(
+    ("kind", "action", "error"),
+    [
+        ("local", "power_cycle", "hosts local cannot power_cycle between rounds"),
+        ("local", "reboot", "hosts local cannot reboot or reconnect between rounds"),
+        ("ssh", "reimage", "hosts ssh cannot reimage between rounds"),
+    ],
+)
+def test_a_reset_the_backend_cannot_do_is_a_positioned_error(
+    tmp_path, run_cli, kind, action, error
+):
+    spec = tmp_path / "r.bench"
+    hosts = 'hosts ssh { nodes ["a"] }\n  ' if kind == "ssh" else ""
+    spec.write_text(
+        f'benchlang 1\nexperiment r {{\n  {hosts}reset {action}\n  benchmark b {{ run "true" }}\n}}\n'
+    )
+    status, _, err = run_cli(["check", spec])
+    assert status == 2 and f"{error}" in err and "Traceback" not in err, err
+    if kind == "ssh":
+        assert "hosts ssh can reset reboot" in err
 
 
 def test_hosts_sweep_finds_tagged_machines_whose_store_is_lost(pool_env, tmp_path):

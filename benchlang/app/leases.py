@@ -108,6 +108,7 @@ def describe(stored: StoredLease) -> dict[str, object]:
         "hosts": dict(lease.hosts),
         "resources": [dict(r) for r in lease.resources],
         "price_per_hour": lease.price_per_hour,
+        "cost": stored.cost(),
         "acquired": _utc(stored.acquired),
         "expires": _utc(lease.expires),
         "released": _utc(stored.released),

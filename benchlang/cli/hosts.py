@@ -89,6 +89,9 @@ def _render(rows: list[dict], store: str) -> None:
         hosts = ", ".join(k if k == v else f"{k}={v}" for k, v in row["hosts"].items())
         what = "; ".join(" ".join(f"{k}={v}" for k, v in r.items()) for r in row["resources"])
         price = "" if row["price_per_hour"] is None else f"{row['price_per_hour']:g}/h"
+        spent = "" if row["cost"] is None else f"{row['cost']:.4g}"
+        if spent and row["released"] is None:
+            spent += " so far"
         table.append(
             (
                 row["id"][:12],
@@ -97,6 +100,7 @@ def _render(rows: list[dict], store: str) -> None:
                 hosts,
                 what,
                 price,
+                spent,
                 row["acquired"],
                 row["expires"] or "",
                 row["released"] or "",
@@ -110,6 +114,7 @@ def _render(rows: list[dict], store: str) -> None:
             "hosts",
             "resources",
             "price",
+            "cost",
             "acquired",
             "expires",
             "released",

@@ -186,7 +186,7 @@ class _ToAst(Transformer):
         return self._statement("reset", meta, children[:1], flag)
 
     def reset_reboot(self, meta, children):
-        return ast.Statement("reset", _meta_span(meta), None, "reboot")
+        return ast.Statement("reset", _meta_span(meta), None, str(children[0]))
 
     def hook(self, meta, children):
         return ast.Statement(str(children[0]), _meta_span(meta), _literal(children[1]))

@@ -33,6 +33,7 @@ from benchlang.run.hidden import (
     drop_caches_command,
     drop_caches_refusal,
     hidden_environment,
+    reboots,
 )
 from benchlang.run.leases import LeaseKeeper
 from benchlang.run.measures import MeasureError, extract, extract_output
@@ -266,6 +267,35 @@ class Executor:
             with contextlib.suppress(Exception):
                 self.store.record_event(self.plan_hash, "lease", text)
             self.progress.note(text)
+
+    async def _reboot(self, session: HostSession, r: int) -> None:
+        """Reboot the host before round ``r`` (the hidden factor ``reboot`` drew it): through
+        the provider when it can, else ``reboot`` on the host; then reconnect. A reboot
+        command that fails stops the host: its trials must not be stored as rebooted."""
+        try:
+            if self._can_power("reboot"):
+                self._check_halt()
+                await self.backend.power(session.host, "reboot")
+            else:
+                execution = await self._exec(
+                    session,
+                    Command(
+                        "reboot",
+                        self._env({"BENCHLANG_HOST": session.host}),
+                        self._cwd(None),
+                        self.experiment.timeout,
+                    ),
+                )
+                if not execution.ok:
+                    raise HostStopped(
+                        session.host,
+                        f"hidden factor reboot before round {r}: "
+                        + _describe_failure(execution, "reboot")
+                        + _stderr_line(execution),
+                    )
+        except HostDown:
+            pass  # the connection dropped: the host is going down
+        await session.reconnect(self.experiment.timeout or 600.0)
 
     def _can_power(self, action: str) -> bool:
         """The backend declares ``action`` and does it through its provider (``power``)."""
@@ -595,6 +625,8 @@ class Executor:
                 return
         permutation = plan.trial_configuration[list(trials)].tolist()
         started = time.time()
+        if reboots(self.hidden, plan.plan_levels(int(bounds[r]))):
+            await self._reboot(session, r)
         reset_status = "none"
         reset = self.experiment.reset
         if reset is not None:
@@ -602,9 +634,11 @@ class Executor:
                 self._reset_command(reset.command, int(bounds[r])) if reset.command else "reboot"
             )
             try:
-                if reset.reboot and not reset.command and self._can_power("reboot"):
-                    self._check_halt()
-                    await self.backend.power(session.host, "reboot")  # the provider's reboot
+                if reset.power is not None and (
+                    reset.power != "reboot" or self._can_power("reboot")
+                ):
+                    self._check_halt()  # the provider reboots, power-cycles or reimages
+                    await self.backend.power(session.host, reset.power)
                 else:
                     execution = await self._exec(
                         session,

@@ -63,3 +63,9 @@ async def drop_caches_refusal(
         "hidden factor drop_caches: /proc/sys/vm/drop_caches is not writable here (it needs "
         "root; containers mount /proc/sys read-only); run as root, or remove the factor"
     )
+
+
+def reboots(hidden: Mapping[str, model.Hidden], drawn: Mapping[str, Any]) -> bool:
+    """Whether a hidden ``reboot`` factor drew ``rebooted`` for this round (DataMill,
+    de Oliveira et al. ICPE 2013, §3: the machine's uptime and state as a hidden factor)."""
+    return any(h.kind == "reboot" and drawn.get(name) == "rebooted" for name, h in hidden.items())

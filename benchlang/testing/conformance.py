@@ -125,11 +125,14 @@ async def _run(session: Any, text: str, timeout: float | None = None) -> Any:
 
 
 async def declarations(case: Case) -> None:
-    """protocol 2, capabilities among the known ones, secret settings a frozenset of names."""
+    """protocol 2, capabilities among the known ones (``power_cycle`` and ``reimage`` done
+    by ``power``), secret settings a frozenset of names."""
     backend = case.make()
     assert protocol_of(backend) == PROTOCOL_VERSION, f"protocol {protocol_of(backend)}"
     unknown = capabilities_of(backend) - CAPABILITIES
     assert not unknown, f"unknown capabilities {sorted(unknown)}"
+    if capabilities_of(backend) & {"power_cycle", "reimage"}:
+        assert callable(getattr(backend, "power", None)), "power_cycle/reimage need power()"
     secret = getattr(type(backend), "secret_settings", None)
     assert isinstance(secret, frozenset), "secret_settings must be a frozenset of setting keys"
     hosts = backend.hosts()

@@ -2,7 +2,8 @@
 that allocates, for testing the lease lifecycle without a cloud.
 
 The "provider" is a JSON ledger file: ``acquire`` writes an allocation to it (refused without
-the token), ``release`` removes it, ``extend`` moves its expiry. Each logical host
+the token), ``release`` removes it, ``extend`` moves its expiry, ``power`` (reboot,
+power_cycle, reimage) appends to ``<ledger>.power``. Each logical host
 ``node<i>`` is given the address ``127.0.0.<i+2>``; its commands run on this machine through
 benchlang's local session. After a run, the ledger says what is still allocated: a SIGKILL
 leaves the allocation there, ``benchlang hosts release`` removes it. Registered by tests only
@@ -55,12 +56,21 @@ class _Ledger:
         self._fd.close()
 
 
+class PoolSession(LocalSession):
+    """A pool host's commands run here; after ``power`` it is back at once."""
+
+    async def reconnect(self, timeout: float) -> None:
+        return None
+
+
 class PoolBackend:
     """Protocol 2 with allocation: see the module docstring."""
 
     kind: ClassVar[str] = "pool"
     protocol: ClassVar[int] = PROTOCOL_VERSION
-    capabilities: ClassVar[frozenset[str]] = frozenset({"extend", "tags"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"extend", "tags", "reboot", "power_cycle", "reimage"}
+    )
     secret_settings: ClassVar[frozenset[str]] = frozenset({"token"})
     KEYS: ClassVar[tuple[str, ...]] = ("count", "ledger", "token", "duration", "price")
 
@@ -145,6 +155,14 @@ class PoolBackend:
         self.lease = Lease.from_json(json.dumps(data[lease.id]))
         return self.lease
 
+    async def power(self, host: str, action: str) -> None:
+        """The "provider" reboots, power-cycles or reimages: a line ``host action`` appended
+        to ``<ledger>.power`` (what a test reads back)."""
+        if self.lease is None or host not in self.lease.hosts:
+            raise HostDown(host, "cannot power: not allocated (no lease)")
+        with open(f"{self.path}.power", "a") as log:
+            log.write(f"{host} {action}\n")
+
     async def sweep(self, keep: frozenset[str], destroy: bool = True) -> list[str]:
         """Every allocation of the ledger not in ``keep``, released unless ``destroy`` is
         False (the pool "tags" each allocation with its lease id)."""
@@ -155,7 +173,7 @@ class PoolBackend:
                     del data[lease_id]
         return [f"allocation {lease_id}" for lease_id in found]
 
-    async def open(self, host: str) -> LocalSession:
+    async def open(self, host: str) -> PoolSession:
         if self.lease is None or host not in self.lease.hosts:
             raise HostDown(host, "cannot connect: not allocated (no lease)")
-        return LocalSession(host, self.spec_dir)
+        return PoolSession(host, self.spec_dir)

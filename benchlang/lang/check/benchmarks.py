@@ -72,6 +72,12 @@ def check_templates(
                 )
         elif name in factor_names:
             ctx.error(f"placeholder {{{name}}} cannot be used here: {where}", span)
+        elif name in ctx.hardware_factors:
+            ctx.error(
+                f"hardware factor '{name}' is not a placeholder: its levels come from the hosts' facts when the plan is made",
+                span,
+                "the trial runs on a host with that level; read the fact on the host itself if the command needs it",
+            )
         elif name not in ctx.broken_factors:
             if name in (model.VERSION_FACTOR, model.REQUEST_FACTOR):
                 hint = f"{{{name}}} comes from an A/B design: design {{ versions {{ ... }} layout KIND {{ hosts H }} requests [...] }}"

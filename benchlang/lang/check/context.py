@@ -37,6 +37,7 @@ class Context:
         self.diagnostics: list[Diagnostic] = []
         self.broken_factors: set[str] = set()  # declared, with an error already reported
         self.local = False  # hosts local: commands run here, so their programs can be looked up
+        self.hardware_factors: set[str] = set()  # from the host inventory, not placeholders
 
     def error(self, message: str, span: Span | None, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic(message, span, hint))

@@ -32,7 +32,12 @@ from benchlang.lang.check.design import (
 )
 from benchlang.lang.check.factors import check_factors
 from benchlang.lang.check.hidden import check_hidden_support
-from benchlang.lang.check.hosts import check_env, check_hosts, check_reset
+from benchlang.lang.check.hosts import (
+    check_env,
+    check_hosts,
+    check_reset,
+    check_reset_capability,
+)
 from benchlang.lang.check.inventory import check_host_factors, check_host_where
 from benchlang.lang.check.metrics import check_kpis, check_metrics, check_variabilities
 from benchlang.lang.check.stop import check_stop
@@ -80,6 +85,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     ):
         ctx.broken_factors.update((model.VERSION_FACTOR, model.REQUEST_FACTOR))
     factors, hidden = check_factors(ctx, of(ast.Factor))
+    ctx.hardware_factors = {f.name for f in of(ast.Factor) if f.provider is not None}
     hardware = check_host_factors(ctx, [f for f in of(ast.Factor) if f.provider is not None])
     host_where = check_host_where(ctx, of(ast.HostsWhere))
     if ab is not None and hardware:
@@ -182,16 +188,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         (i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset"), None
     )
     if reset is not None and (reset.reboot or reset.reconnect) and ctx.backends is not None:
-        backend = ctx.backends.get(hosts.kind)
-        if backend is not None and not (
-            getattr(backend, "supports_reboot", False)
-            or "reboot" in getattr(backend, "capabilities", ())
-        ):
-            ctx.error(
-                f"hosts {hosts.kind} cannot reboot or reconnect between rounds",
-                reset_stmt.span,
-                "a rebooting reset needs remote hosts (hosts ssh { ... }); use a plain reset command here",
-            )
+        check_reset_capability(ctx, reset, reset_stmt.span, hosts.kind)
     check_hidden_support(ctx, hidden, hosts, of(ast.Factor), ab is not None)
     if seed_stmt is not None and seed_stmt.value.value >= 2**63:
         ctx.error("the seed must be below 2**63", seed_stmt.value.span)

@@ -54,6 +54,7 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     "aslr": _PER,
     "link_order": {**_PER, "objects": _objects},
     "drop_caches": _PER,
+    "reboot": {"per": s.choice("round")},
 }
 
 
@@ -88,6 +89,8 @@ def check_hidden(
         return model.Hidden(f.name, kind, ("on", "off"), per)
     if kind == "drop_caches":
         return model.Hidden(f.name, kind, ("kept", "dropped"), per)
+    if kind == "reboot":  # a reboot between trials of one round would split the round
+        return model.Hidden(f.name, kind, ("kept", "rebooted"), "round")
     if "objects" not in v:
         if "objects" not in checked.spans:
             ctx.error(
@@ -107,7 +110,8 @@ def check_hidden_support(
     layout: bool,
 ) -> None:
     """What the hosts and the design must allow: an A/B layout fixes every trial in advance
-    and draws nothing; aslr needs a backend that sets it per command (capability ``aslr``)."""
+    and draws nothing; aslr needs a backend that sets it per command (capability ``aslr``),
+    reboot one that can reboot a host and reconnect (capability ``reboot``)."""
     spans = {f.name: f.span for f in nodes}
     for h in hidden:
         if layout:
@@ -126,4 +130,17 @@ def check_hidden_support(
                 f"hosts {hosts.kind} cannot turn address-space randomisation off per trial",
                 spans.get(h.name),
                 "hidden aslr needs a backend with the 'aslr' capability (local, ssh)",
+            )
+        if (
+            h.kind == "reboot"
+            and backend is not None
+            and not (
+                "reboot" in getattr(backend, "capabilities", ())
+                or getattr(backend, "supports_reboot", False)
+            )
+        ):
+            ctx.error(
+                f"hosts {hosts.kind} cannot reboot a host between rounds",
+                spans.get(h.name),
+                "hidden reboot needs a backend with the 'reboot' capability (ssh, cloud backends)",
             )

@@ -14,17 +14,46 @@ from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
 from benchlang.lang.diagnostics import Span, did_you_mean
 
+POWER_ACTIONS = ("reboot", "power_cycle", "reimage")
+"""What ``reset`` may ask of a backend's provider, each a capability (docs/plugins.md)."""
+
 
 def check_reset(ctx: Context, stmt: ast.Statement | None) -> model.Reset | None:
     if stmt is None:
         return None
-    if stmt.flag == "reboot" or stmt.flag == "reconnect":
-        return model.Reset(
-            stmt.value.value if stmt.value else None,
-            reboot=stmt.flag == "reboot",
-            reconnect=stmt.flag == "reconnect",
-        )
+    if stmt.flag == "reconnect":
+        return model.Reset(stmt.value.value, reconnect=True)
+    if stmt.flag in POWER_ACTIONS:
+        return model.Reset(None, reboot=True, power=stmt.flag)
     return model.Reset(stmt.value.value)
+
+
+def check_reset_capability(ctx: Context, reset: model.Reset, span: Span, kind: str) -> None:
+    """A rebooting reset needs the backend's ``reboot`` capability (version 1:
+    ``supports_reboot``); ``power_cycle`` and ``reimage`` are done only by a provider that
+    declares them."""
+    backend = ctx.backends.get(kind) if ctx.backends is not None else None
+    if backend is None:
+        return
+    declared = set(getattr(backend, "capabilities", ()))
+    if getattr(backend, "supports_reboot", False):
+        declared.add("reboot")
+    action = reset.power or "reboot"
+    if action != "reboot" and action not in declared:
+        able = sorted(declared & set(POWER_ACTIONS))
+        ctx.error(
+            f"hosts {kind} cannot {action} between rounds",
+            span,
+            f"hosts {kind} can reset {' or '.join(able)}"
+            if able
+            else 'use a reset command, e.g. reset "sync"',
+        )
+    elif action == "reboot" and "reboot" not in declared:
+        ctx.error(
+            f"hosts {kind} cannot reboot or reconnect between rounds",
+            span,
+            "a rebooting reset needs remote hosts (hosts ssh { ... }); use a plain reset command here",
+        )
 
 
 def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:

@@ -96,6 +96,37 @@ def test_acquire_starts_the_profile_and_maps_the_manifest_nodes(portal, tmp_path
     asyncio.run(backend.release(lease))  # the portal no longer knows it: released
 
 
+def test_power_cycle_and_reimage_go_through_the_portal_and_the_node_comes_back(portal, tmp_path):
+    from benchlang.backends.base import Command
+
+    backend = CloudLabBackend.from_settings(settings(portal), tmp_path)
+    lease = asyncio.run(backend.acquire(None))
+
+    async def cycle() -> list[int]:
+        session = await backend.open("node1")
+        statuses = []
+        try:
+            for action in ("power_cycle", "reimage"):
+                await backend.power("node1", action)
+                await session.reconnect(60.0)
+                statuses.append((await session.execute(Command("true"))).exit_status)
+        finally:
+            await session.close()
+        return statuses
+
+    try:
+        before = len(portal.calls)
+        assert asyncio.run(cycle()) == [0, 0]
+        calls = [(m, a) for m, a in portal.calls[before:] if m in ("reboot", "reload")]
+        experiment = lease.handle["experiment"]
+        assert calls == [
+            ("reboot", {"experiment": experiment, "nodes": "node1", "power": 1}),
+            ("reload", {"experiment": experiment, "nodes": "node1"}),
+        ]
+    finally:
+        asyncio.run(backend.release(lease))
+
+
 def test_manifest_nodes_come_in_client_id_order():
     rspec = (
         '<rspec xmlns="http://www.geni.net/resources/rspec/3">'

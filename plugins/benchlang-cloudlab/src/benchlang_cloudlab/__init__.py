@@ -7,8 +7,9 @@ count, the site, the duration), polls ``experimentStatus`` until the experiment 
 and reads the nodes from ``experimentManifests`` (each node's login host and port); the
 logical hosts ``node0`` ... map to them in the manifest's ``client_id`` order. ``extend``
 calls ``extendExperiment``; ``release`` calls ``terminateExperiment`` (an experiment the
-portal no longer knows is already released); ``power(host, "reboot")`` calls ``reboot`` for a
-rebooting reset. Portal client: portal.py; docs/cloud.md says what is verified how.
+portal no longer knows is already released); ``power(host, action)`` calls ``reboot`` (with
+``power 1`` for ``power_cycle``) or ``reload`` (``reimage``) for ``reset reboot|power_cycle|
+reimage`` between rounds. Portal client: portal.py; docs/cloud.md says what is verified how.
 """
 
 from __future__ import annotations
@@ -58,6 +59,14 @@ KEYS = (
     "poll",
     *SSH_KEYS,
 )
+
+
+POWER: dict[str, tuple[str, dict[str, int]]] = {
+    "reboot": ("reboot", {}),
+    "power_cycle": ("reboot", {"power": 1}),
+    "reimage": ("reload", {}),
+}
+"""A reset's provider action -> the portal method and its extra arguments."""
 
 
 def _path(value: Any) -> Any:
@@ -116,7 +125,9 @@ class CloudLabBackend:
 
     kind: ClassVar[str] = "cloudlab"
     protocol: ClassVar[int] = PROTOCOL_VERSION
-    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot", "extend"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"reboot", "power_cycle", "reimage", "extend"}
+    )
     secret_settings: ClassVar[frozenset[str]] = frozenset({"passphrase"})
 
     @classmethod
@@ -334,14 +345,18 @@ class CloudLabBackend:
         return session
 
     async def power(self, host: str, action: str) -> None:
-        """``reboot``: the portal reboots the node (the session then reconnects)."""
-        if action != "reboot" or self.lease is None:
+        """The portal reboots (``reboot``), power-cycles (``reboot`` with ``power 1``) or
+        reloads the node's disk image (``reload``); the session then reconnects. The
+        arguments follow Emulab's XML-RPC ``reboot``/``reload`` (docs/cloud.md)."""
+        if action not in POWER or self.lease is None:
             raise SettingError("reset", f"hosts cloudlab cannot {action}")
+        method, extra = POWER[action]
         index = list(self.lease.hosts).index(host)
         client_id = self.lease.resources[index].get("client_id", host)
         await asyncio.to_thread(
             self.portal.call,
-            "reboot",
+            method,
             experiment=self.lease.handle["experiment"],
             nodes=client_id,
+            **extra,
         )

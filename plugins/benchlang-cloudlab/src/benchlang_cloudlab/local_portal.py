@@ -1,6 +1,6 @@
 """A local CloudLab portal, for tests: an XML-RPC server over TLS (client certificate
 required, its own CA) answering the calls the real portal answers (startExperiment,
-experimentStatus, experimentManifests, extendExperiment, terminateExperiment, reboot) in the
+experimentStatus, experimentManifests, extendExperiment, terminateExperiment, reboot, reload) in the
 same shape (``{"code", "value", "output"}``, JSON output with ``asjson``), and handing out
 real sshd servers on loopback as the experiment's nodes. CloudLab itself cannot be reached
 here; docs/cloud.md lists what is verified only against this server."""
@@ -143,6 +143,7 @@ class PortalServer(socketserver.ThreadingMixIn, SimpleXMLRPCServer):
             "extendExperiment",
             "terminateExperiment",
             "reboot",
+            "reload",
         ):
             self.register_function(self._answer(getattr(self, method)), f"portal.{method}")
         self.url = f"https://127.0.0.1:{self.server_address[1]}/usr/testbed"
@@ -236,6 +237,10 @@ class PortalServer(socketserver.ThreadingMixIn, SimpleXMLRPCServer):
             return 12, f"no such experiment {args['experiment']}"
         self.free.extend(found["nodes"])
         return 0, ""
+
+    def reload(self, args: dict[str, Any]) -> tuple[int, str]:
+        """The node's disk image reloaded: here, like a reboot, its sshd restarted."""
+        return self.reboot(args)
 
     def reboot(self, args: dict[str, Any]) -> tuple[int, str]:
         found = self._find(args)
