@@ -40,37 +40,34 @@ experiment speed {{
 """
 
 
-async def _run(executor: Executor, backend, timings: dict[str, float]):
-    """The run; the allocation taken and given back around it when the executor does not."""
-    if hasattr(executor, "leases") or not hasattr(backend, "acquire"):
-        return await executor.run()
-    t0 = time.perf_counter()
-    lease = await backend.acquire(None)
-    timings["acquire"] = time.perf_counter() - t0
-    try:
-        return await executor.run()
-    finally:
-        t0 = time.perf_counter()
-        await backend.release(lease)
-        timings["release"] = time.perf_counter() - t0
-
-
 def through_benchlang(root: Path, name: str, hosts: str, trials: int) -> dict[str, float]:
+    """One run (the executor acquires and releases the allocation), timed from the store:
+    ``trials`` = first trial started to last trial ended; ``acquire`` = run start to the
+    lease stored (sbatch, the job RUNNING); ``after`` = last trial ended to the run returned
+    (scancel and waiting for the job to end, or nothing for local)."""
     spec = root / f"{name}.bench"
     spec.write_text(SPEC.format(hosts=hosts, trials=trials))
     experiment, backend, plan = build_plan(str(spec))
-    timings: dict[str, float] = {}
     with Store(root / f"{name}.sqlite", create=True) as store:
         store.add_plan(
             plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
         )
         executor = Executor(experiment, plan, backend, store, Progress(plan.n_trials, quiet=True))
-        t0 = time.perf_counter()
-        summary = asyncio.run(_run(executor, backend, timings))
-        timings["total"] = time.perf_counter() - t0
-    timings["ok"] = summary.ran - summary.failed
-    timings["run"] = timings["total"] - timings.get("acquire", 0.0) - timings.get("release", 0.0)
-    return timings
+        t0 = time.time()
+        summary = asyncio.run(executor.run())
+        t1 = time.time()
+        first, last = store.db.execute(
+            "SELECT min(started), max(ended) FROM trials WHERE plan_hash = ?", (plan.hash,)
+        ).fetchone()
+        acquired = store.db.execute(
+            "SELECT min(acquired) FROM leases WHERE plan_hash = ?", (plan.hash,)
+        ).fetchone()[0]
+    return {
+        "ok": summary.ran - summary.failed,
+        "run": last - first,
+        "acquire": acquired - t0 if acquired else float("nan"),
+        "after": t1 - last,
+    }
 
 
 def srun_per_trial(cluster: SlurmCluster, trials: int) -> float:
@@ -128,8 +125,8 @@ def main() -> int:
     )
     print(f"  srun per trial  : {floor:7.2f} s  {floor * ms:7.1f} ms/trial  (Slurm's floor)")
     print(
-        f"  allocation: acquire {slurm.get('acquire', float('nan')):.2f} s, "
-        f"release {slurm.get('release', float('nan')):.2f} s"
+        f"  allocation: acquire {slurm['acquire']:.2f} s (sbatch to lease stored), "
+        f"after the last trial {slurm['after']:.2f} s (release: scancel, job ended)"
     )
     print(
         f"  slurm over local: +{(slurm['run'] - local['run']) * ms:.1f} ms/trial "

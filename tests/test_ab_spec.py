@@ -509,7 +509,7 @@ CASES = [
         "local_cores",
         {"hosts": "hosts local { cores 2 }"},
         {},
-        "hosts local: hosts local takes only 'slots', got 'cores'",
+        "hosts local: hosts local takes 'slots' and 'facts', got 'cores'",
         "cores",
         "cores 2",
         "hosts local { slots 4 }",

@@ -2,11 +2,12 @@
 ``benchlang run`` acquires before the first trial, stores the lease, releases it at the end,
 on SIGINT and on failure; a SIGKILLed run's lease is listed and released by ``benchlang
 hosts``; ``--resume`` attaches to it; the lease deadline; secrets reach no store, plan,
-record or log; analyze and record never open the backend."""
+record, bundle or log; analyze, record, results and bundle never open the backend."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import sqlite3
@@ -119,15 +120,22 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
         ("analyze", spec, "--store", store),
         ("analyze", "--store", store),
         ("results", store, "--format", "json"),
+        ("bundle", store, spec, "-o", tmp_path / "p.bundle"),
     ):
         status, shown, complaint = bl(offline, *args, cwd=tmp_path)
         assert status == 0, (args, complaint)
         texts += [shown, complaint]
     assert "host node0 (127.0.0.2)" in texts[3], "the record shows the logical -> physical map"
+    spent = f"{round(36 * (released - acquired) / 3600, 6):.4g}"
+    assert (
+        f"lease {lease_id[:12]} (pool): node0=127.0.0.2, node1=127.0.0.3; 36/h, cost {spent}"
+        in texts[3]
+    ), texts[3]
     texts += bl(pool_env, "plan", spec, cwd=tmp_path)[1:]
     for text in texts:
         assert TOKEN not in text
     assert TOKEN.encode() not in store.read_bytes(), "a trial printing env must not store it"
+    assert TOKEN.encode() not in gzip.decompress((tmp_path / "p.bundle").read_bytes())
     assert 'token from env "POOL_TOKEN"' in spec.read_text()
 
 

@@ -108,21 +108,11 @@ def describe(stored: StoredLease) -> dict[str, object]:
         "hosts": dict(lease.hosts),
         "resources": [dict(r) for r in lease.resources],
         "price_per_hour": lease.price_per_hour,
-        "cost": cost(stored),
+        "cost": stored.cost(),
         "acquired": _utc(stored.acquired),
         "expires": _utc(lease.expires),
         "released": _utc(stored.released),
     }
-
-
-def cost(stored: StoredLease, now: float | None = None) -> float | None:
-    """What the lease cost when its price is known: price per hour x hours from acquired to
-    released (to ``now`` while held; an estimate: providers bill by their own units)."""
-    price = stored.lease.price_per_hour
-    if price is None:
-        return None
-    end = stored.released if stored.released is not None else time.time() if now is None else now
-    return round(float(price) * max(0.0, end - stored.acquired) / 3600.0, 6)
 
 
 def _utc(epoch: float | None) -> str | None:

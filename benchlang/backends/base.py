@@ -39,7 +39,9 @@ __all__ = [
     "acquire_lease",
     "attach_lease",
     "capabilities_of",
+    "check_facts_setting",
     "protocol_of",
+    "read_declared_facts",
     "release_lease",
 ]
 
@@ -290,3 +292,30 @@ async def attach_lease(backend: Any, lease: Lease) -> None:
 async def release_lease(backend: Any, lease: Lease) -> None:
     if protocol_of(backend) >= 2:
         await backend.release(lease)
+
+
+def check_facts_setting(value: Any) -> None:
+    """``facts from file "F"`` of a ``hosts`` block (local, ssh), checked without I/O."""
+    if not (isinstance(value, Mapping) and isinstance(value.get("file"), str)):
+        raise SettingError(
+            "facts",
+            "facts are read from a JSON file",
+            'facts from file "facts.json" (host -> {fact: value})',
+        )
+
+
+def read_declared_facts(path: Path, hosts: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``facts from file``: a JSON object host -> {fact: value}, for facts a host cannot
+    report itself (rack, hardware type) or to stand in for hosts in tests."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise SettingError("facts", f"cannot read the facts file {path}: {err}") from None
+    if not isinstance(document, dict) or not all(isinstance(v, dict) for v in document.values()):
+        raise SettingError("facts", f"{path}: expected a JSON object host -> {{fact: value}}")
+    unknown = sorted(set(document) - set(hosts))
+    if unknown:
+        raise SettingError(
+            "facts", f"{path} gives facts of {', '.join(unknown)}, not hosts of this backend"
+        )
+    return {h: {str(k): str(v) for k, v in facts.items()} for h, facts in document.items()}

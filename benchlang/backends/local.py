@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import os
 import select
 import shlex
@@ -34,7 +33,14 @@ from typing import Any, ClassVar
 import attrs
 
 from benchlang import __version__
-from benchlang.backends.base import Command, Execution, FixedHosts, SettingError
+from benchlang.backends.base import (
+    Command,
+    Execution,
+    FixedHosts,
+    SettingError,
+    check_facts_setting,
+    read_declared_facts,
+)
 from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
 
 _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
@@ -69,23 +75,6 @@ def host_facts() -> dict[str, str]:
     from benchlang.backends.ssh_agent import _facts
 
     return {**_facts(), "benchlang": __version__}
-
-
-def read_declared_facts(path: Path, hosts: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """``facts from file``: a JSON object host -> {fact: value}, for facts a host cannot
-    report itself (rack, hardware type) or to stand in for hosts in tests."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise SettingError("facts", f"cannot read the facts file {path}: {err}") from None
-    if not isinstance(document, dict) or not all(isinstance(v, dict) for v in document.values()):
-        raise SettingError("facts", f"{path}: expected a JSON object host -> {{fact: value}}")
-    unknown = sorted(set(document) - set(hosts))
-    if unknown:
-        raise SettingError(
-            "facts", f"{path} gives facts of {', '.join(unknown)}, not hosts of this backend"
-        )
-    return {h: {str(k): str(v) for k, v in facts.items()} for h, facts in document.items()}
 
 
 def _high(fd: int) -> int:
@@ -414,12 +403,7 @@ class LocalBackend(FixedHosts):
     def check_settings(cls, settings: Mapping[str, Any]) -> None:
         for key, value in settings.items():
             if key == "facts":
-                if not (isinstance(value, Mapping) and isinstance(value.get("file"), str)):
-                    raise SettingError(
-                        key,
-                        "facts are read from a JSON file",
-                        'facts from file "facts.json" (host -> {fact: value})',
-                    )
+                check_facts_setting(value)
                 continue
             if key != "slots":
                 raise SettingError(

@@ -25,7 +25,15 @@ from typing import Any, ClassVar
 
 import attrs
 
-from benchlang.backends.base import Command, Execution, FixedHosts, HostDown, SettingError
+from benchlang.backends.base import (
+    Command,
+    Execution,
+    FixedHosts,
+    HostDown,
+    SettingError,
+    check_facts_setting,
+    read_declared_facts,
+)
 from benchlang.backends.local import argv_for
 
 log = logging.getLogger("benchlang.ssh")
@@ -50,6 +58,7 @@ _KEYS = {
     "connect_timeout",
     "python",
     "config",
+    "facts",
 }
 
 
@@ -201,6 +210,8 @@ class SshBackend(FixedHosts):
             raise SettingError(
                 "insecure_accept_new_host_keys", "insecure_accept_new_host_keys takes true or false"
             )
+        if "facts" in settings:
+            check_facts_setting(settings["facts"])
         if "connect_timeout" in settings:
             value = settings["connect_timeout"]
             if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
@@ -237,7 +248,7 @@ class SshBackend(FixedHosts):
         for directory in sync:
             if not Path(directory).is_dir():
                 raise SettingError("sync", f"sync: {directory} is not a directory")
-        return cls(
+        backend = cls(
             nodes=tuple(parse_node(n) for n in names),
             user=settings.get("user"),
             port=settings.get("port"),
@@ -252,6 +263,9 @@ class SshBackend(FixedHosts):
             python=settings.get("python", "python3"),
             config=local_path(settings["config"]) if "config" in settings else None,
         )
+        if "facts" in settings:
+            backend.declared = read_declared_facts(Path(settings["facts"]["file"]), backend.hosts())
+        return backend
 
     def __init__(
         self,
@@ -269,6 +283,8 @@ class SshBackend(FixedHosts):
         config: str | None = None,
     ) -> None:
         self.nodes = {n.name: n for n in nodes}
+        self.declared: dict[str, dict[str, str]] = {}
+        """Facts given in ``facts from file``, per host, over the ones the agent reads."""
         self.config = config
         self.user, self.port, self.identity = user, port, identity
         self.known_hosts, self.workdir, self.sync = known_hosts, workdir, sync
@@ -526,7 +542,7 @@ class SshSession:
 
     async def facts(self) -> dict[str, str]:
         _header, payload = await self._request({"op": "facts"}, 60.0)
-        facts = json.loads(payload)
+        facts = {**json.loads(payload), **self.backend.declared.get(self.host, {})}
         facts["workdir"] = self.workdir
         return facts
 

@@ -249,7 +249,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         data.plan.seed,
         __version__,
         tuple(metrics),
-        tuple(host_lines(data) + host_warnings(data)),
+        tuple(host_lines(data) + list(data.leases) + host_warnings(data)),
         methods_used(exp),
     )
 

@@ -33,6 +33,8 @@ class ExperimentData:
     """Each host's recorded facts (CPU model, kernel, governor, ...), as the run stored them."""
     failures: dict[int, dict] = attrs.field(factory=dict)
     """Per failed trial: its exit status and last stderr line (``failure_details``)."""
+    leases: tuple[str, ...] = ()
+    """One line per lease that allocated machines (``StoredLease.summary``): the record's."""
 
     def configurations(self) -> list[tuple[int, str, str, dict]]:
         """(index, label, benchmark, levels) of each configuration with trials, plan order."""
@@ -116,6 +118,7 @@ def load_data(
         left_out,
         store.host_facts(plan.plan_hash),
         failure_details(store, plan.plan_hash),
+        tuple(filter(None, (s.summary() for s in store.leases(plan.plan_hash)))),
     )
 
 

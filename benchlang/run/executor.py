@@ -811,12 +811,9 @@ class Executor:
             except HostDown as err:
                 if attempts > self.retries:
                     raise
-                self.store.record_event(
-                    self.plan_hash,
-                    "retry",
-                    f"trial {t} attempt {attempts}: {err.message}",
-                    session.host,
-                )
+                text = f"trial {t} attempt {attempts}: {err.message}"
+                self.store.record_event(self.plan_hash, "retry", text, session.host)
+                self.progress.note(f"host {session.host}: {text}; trying again")
                 await asyncio.sleep(self.backoff * 2 ** (attempts - 1))
                 await session.reconnect(self.reconnect_timeout)
         return TrialRecord(

@@ -45,6 +45,27 @@ class StoredLease:
     acquired: float
     released: float | None
 
+    def cost(self, now: float | None = None) -> float | None:
+        """What the lease cost when its price is known: price per hour x hours from acquired
+        to released (to ``now`` while held; an estimate: providers bill in their own units)."""
+        price = self.lease.price_per_hour
+        if price is None:
+            return None
+        end = self.released if self.released is not None else now or time.time()
+        return round(float(price) * max(0.0, end - self.acquired) / 3600.0, 6)
+
+    def summary(self) -> str | None:
+        """One line for the record: where the logical hosts ran and what they cost; None for a
+        lease that allocated nothing (each host itself, no price)."""
+        lease = self.lease
+        moved = {k: v for k, v in lease.hosts.items() if k != v}
+        if not moved and lease.price_per_hour is None:
+            return None
+        parts = [", ".join(f"{k}={v}" for k, v in moved.items())] if moved else []
+        if lease.price_per_hour is not None:
+            parts.append(f"{lease.price_per_hour:g}/h, cost {self.cost():.4g}")
+        return f"lease {lease.id[:12]} ({lease.kind}): " + "; ".join(parts)
+
     @property
     def state(self) -> str:
         if self.released is not None:

@@ -7,6 +7,7 @@ conformance kit are in test_slurm_runs.py."""
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 import time
 from pathlib import Path
@@ -39,9 +40,8 @@ def prepare(spec: Path, **options):
         str(spec),
         spec.read_text(),
     )
-    executor = Executor(
-        experiment, plan, backend, store, Progress(plan.n_trials, quiet=True), **options
-    )
+    progress = Progress(plan.n_trials, stream=io.StringIO())  # what the user would see
+    executor = Executor(experiment, plan, backend, store, progress, **options)
     return plan, store, executor
 
 
@@ -150,6 +150,8 @@ def test_a_step_cancelled_by_scancel_is_reported_by_name_and_retried(idle_cluste
     assert len(retries) == 1 and cancelled
     assert f"job step {cancelled[0]} (benchlang-node0-trial0)" in retries[0]
     assert "CANCELLED" in retries[0]
+    shown = executor.progress.stream.getvalue()
+    assert f"host node0: {retries[0]}; trying again" in shown
 
 
 def test_a_failed_node_stops_its_host_with_the_schedulers_reason(idle_cluster, tmp_path):

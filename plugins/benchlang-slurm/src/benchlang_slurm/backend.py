@@ -136,17 +136,20 @@ class SlurmBackend:
                 raise HostDown(
                     "slurm", f"job {job} ended before it started: {state} ({info.get('Reason')})"
                 )
-            if info.get("Reason") != reason:
-                reason = info.get("Reason", "")
+            waited = time.monotonic() - waiting
+            if info.get("Reason") != reason and (
+                waited > FAST_POLLS or info.get("Reason") != "None"
+            ):
+                reason = info.get("Reason", "")  # said when it waits for something
                 log.warning("slurm job %s is %s (%s)", job, state, reason)
             if give_up is not None and time.time() >= give_up:
                 raise HostDown(
                     "slurm",
                     f"job {job} has not started by {commands.utc_stamp(give_up)}: "
-                    f"{state} ({reason}); it was cancelled",
+                    f"{state} ({info.get('Reason')}); it was cancelled",
                 )
             await asyncio.sleep(pause)
-            if time.monotonic() - waiting > FAST_POLLS:
+            if waited > FAST_POLLS:
                 pause = min(pause * 2, POLL_MAX)
 
     async def _lease_of(
