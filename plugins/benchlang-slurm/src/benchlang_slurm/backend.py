@@ -197,7 +197,25 @@ class SlurmBackend:
         if info is None or info.get("JobState") != "RUNNING":
             state = "gone" if info is None else f"{info.get('JobState')} ({info.get('Reason')})"
             raise HostDown("slurm", f"job {job} is {state}")
+        try:
+            await self._end_left_steps(job, self.env(lease))
+        except SlurmError as err:
+            raise HostDown("slurm", f"job {job}: {err}") from None
         self.lease = lease
+
+    async def _end_left_steps(self, job: str, env: Mapping[str, str]) -> None:
+        """Cancel the steps a killed run left in the job: each holds its node's CPUs
+        (``--exclusive``), so a new step would wait for them forever."""
+        left = await commands.steps(job, env)
+        for step in left:
+            log.info("slurm job %s: cancelling step %s left by the run that was killed", job, step)
+            await commands.cancel(step, env)
+        deadline = time.monotonic() + 30.0
+        while left and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            left = [step for step in await commands.steps(job, env) if step in left]
+        if left:
+            raise HostDown("slurm", f"job {job}: steps {', '.join(left)} did not end after scancel")
 
     async def release(self, lease: Lease) -> None:
         """``scancel`` the holder job (every step in it ends with it); idempotent."""

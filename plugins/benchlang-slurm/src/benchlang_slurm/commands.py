@@ -256,6 +256,12 @@ async def cancel(job_id: str, env: Mapping[str, str], signal_name: str | None = 
         raise SlurmError(f"scancel {job_id} failed (status {status}): {last_line(err)}")
 
 
+async def steps(job_id: str, env: Mapping[str, str]) -> list[str]:
+    """The job's running command steps (``JOB.N``; not its batch or extern step)."""
+    out = await check(["squeue", "--noheader", "--steps", f"--jobs={job_id}", "--format=%i"], env)
+    return [step for step in out.split() if step.rpartition(".")[2].isdigit()]
+
+
 def usable(state: str) -> bool:
     """Whether a node in this ``State`` still runs job steps (not DOWN, FAIL, NOT_RESPONDING
     (``*``), powered down); DRAIN keeps running the jobs already on it."""
