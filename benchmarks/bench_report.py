@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store_scale import make_store, timed
+from bench_store_scale import store_in, timed
 
 
 def main() -> int:
@@ -28,13 +26,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=100_000)
     parser.add_argument("--keep", help="directory to keep the store and report in")
     args = parser.parse_args()
-    root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-report-"))
-    root.mkdir(parents=True, exist_ok=True)
-    store = root / "scale.sqlite"
-    if not store.exists():
-        t0 = time.perf_counter()
-        make_store(root, args.trials)
-        print(f"made {store} in {time.perf_counter() - t0:.1f} s")
+    root, store = store_in(args.keep, args.trials, "benchlang-report-")
     page = root / "report.html"
     benchlang = [sys.executable, "-m", "benchlang"]
     cases = {

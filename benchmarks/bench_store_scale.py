@@ -115,18 +115,25 @@ def timed(argv: list[str], expect: str | None = None) -> tuple[float, int]:
     return elapsed, int(re.findall(r"^(\d+)$", done.stderr, re.M)[-1])
 
 
+def store_in(keep: str | None, trials: int, prefix: str) -> tuple[Path, Path]:
+    """The benchmark's store of ``trials`` trials in ``keep`` (made there if missing, reused
+    otherwise) or in a new temporary directory: (directory, store)."""
+    root = Path(keep or tempfile.mkdtemp(prefix=prefix))
+    root.mkdir(parents=True, exist_ok=True)
+    store = root / "scale.sqlite"
+    if not store.exists():
+        t0 = time.perf_counter()
+        make_store(root, trials)
+        print(f"made {store} in {time.perf_counter() - t0:.1f} s")
+    return root, store
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--keep", help="directory to keep the store in (made if missing)")
     args = parser.parse_args()
-    root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-scale-"))
-    root.mkdir(parents=True, exist_ok=True)
-    store = root / "scale.sqlite"
-    if not store.exists():
-        t0 = time.perf_counter()
-        make_store(root, args.trials)
-        print(f"made {store} in {time.perf_counter() - t0:.1f} s")
+    root, store = store_in(args.keep, args.trials, "benchlang-scale-")
     cases = {
         "floor: sqlite3 + numpy medians": None,
         "benchlang results --json": [sys.executable, "-m", "benchlang", "results", str(store), "--json"],
