@@ -121,6 +121,8 @@ class HostStopped(Exception):
 
 
 def _describe_failure(execution: Execution, what: str) -> str:
+    if execution.failure:
+        return f"{what} failed: {execution.failure}"
     if execution.timed_out:
         return f"{what} timed out after {execution.wall_time:.3g}s"
     if execution.exit_status < 0:
