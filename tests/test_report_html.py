@@ -272,3 +272,19 @@ def test_methods_paragraph_cites_what_it_names(reports, name, phrases):
     cited = {k for group in re.findall(r"\[([a-z0-9; ]+)\]", paragraph) for k in group.split("; ")}
     entries = set(re.findall(r"^@\w+\{(\w+),", bibtex, re.M))
     assert cited and cited == entries
+
+
+def test_a_long_data_table_is_downsampled_and_says_so():
+    from benchlang.report.html.page import MAX_ROWS, figure
+    from benchlang.report.html.plots import lines
+
+    x = np.arange(10_000, dtype=float)
+    svg = lines([("y", x, np.sqrt(x))], "a long curve", "x", "y")
+    html = figure(
+        svg, "a curve of 10,000 points", ["x", "y"], [[i, i * 2.0] for i in range(10_000)]
+    )
+    assert f"data behind this plot ({MAX_ROWS} of 10,000 rows, evenly spaced)" in html
+    page = Page()
+    page.feed(html)
+    assert page.figures[0]["rows"] == MAX_ROWS + 1  # the header row and the rows shown
+    assert "<td class='num'>9999</td>" in html  # evenly spaced: the last row is kept

@@ -96,3 +96,57 @@ def test_only_the_measures_asked_for_are_read(tmp_path):
             )
             assert np.isnan(table.measures["absent"]).all()
         assert store.trial_table("sha256:none", ["user_time"]).measures["user_time"].size == 0
+
+
+def test_measure_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, monkeypatch):
+    """Schema 4's float64 blocks give the rows' values: folded during a run (a fold every
+    few trials), with an unfolded tail, a value written again after it was folded, rows
+    another program deleted (the trigger drops the blocks), and a schema-3 store upgraded."""
+    from benchlang.run import measure_blocks
+
+    monkeypatch.setattr(measure_blocks, "FOLD_ROWS", 7)
+    rng = np.random.default_rng(5)
+    path = tmp_path / "s.sqlite"
+
+    def same(expect_blocks: bool) -> None:
+        with Store(path) as store:
+            trials = store.trial_table("sha256:p").trial
+            columns = store._measure_columns("sha256:p", trials)
+            rows = store._measure_rows("sha256:p", trials)
+            assert columns.keys() == rows.keys() == _sql_measures(path, trials).keys()
+            for name in rows:
+                assert np.array_equal(columns[name], rows[name], equal_nan=True), name
+            n_blocks = store.db.execute(
+                "SELECT count(*) FROM measure_blocks" if store._schema >= 4 else "SELECT 0"
+            ).fetchone()[0]
+            assert (n_blocks > 0) == expect_blocks
+
+    with Store(path, create=True) as store:
+        store.add_plan("sha256:p", "e", "sha256:s", 1, "{}", None, None)
+        for trial in rng.permutation(50).tolist():
+            store.record_trial("sha256:p", _record(trial, rng))
+        unfolded = store._count_unfolded()
+    assert 0 < unfolded < 7
+    same(expect_blocks=True)
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT OR REPLACE INTO measures VALUES ('sha256:p', 1, 'wall_time', 0.5)")
+    same(expect_blocks=True)
+    with Store(path, write=True) as store:
+        store.fold_measures()
+        assert store._count_unfolded() == 0
+    same(expect_blocks=True)
+    with Store(path) as store:
+        assert store.trial_table("sha256:p").measures["wall_time"][1] == 0.5
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM measures WHERE trial = 2")
+    same(expect_blocks=False)
+    with sqlite3.connect(path) as db:  # back to schema 3: no blocks, no triggers
+        db.execute("DROP TABLE measure_blocks")
+        for trigger in ("updated", "deleted", "inserted_below"):
+            db.execute(f"DROP TRIGGER measures_{trigger}")
+        db.execute("DELETE FROM meta WHERE key = 'measures_folded'")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    same(expect_blocks=False)
+    with Store(path, write=True) as store:
+        store.record_trial("sha256:p", _record(60, rng))
+    same(expect_blocks=True)

@@ -80,6 +80,7 @@ def report_inputs(
     from benchlang.app.analysis import order_of
     from benchlang.report.analysis import analyze
     from benchlang.report.compare import compare
+    from benchlang.report.equal_hosts import host_agreement
     from benchlang.report.warmup import warmup_advice
 
     with Store(store_path) as store:
@@ -113,6 +114,7 @@ def report_inputs(
         failed=failed,
         raw=raw,
         note=note,
+        equal_hosts=host_agreement(data),
     )
 
 

@@ -38,18 +38,17 @@ class ExperimentData:
 
     def configurations(self) -> list[tuple[int, str, str, dict]]:
         """(index, label, benchmark, levels) of each configuration with trials, plan order."""
-        seen: dict[int, tuple[int, str, str, dict]] = {}
-        for i in np.argsort(self.table.configuration, kind="stable"):
-            c = int(self.table.configuration[i])
-            if c not in seen:
-                drawn = self.experiment.drawn_levels
-                seen[c] = (
-                    c,
-                    str(self.table.label[i]),
-                    str(self.table.benchmark[i]),
-                    {k: v for k, v in self.table.levels[i].items() if k not in drawn},
-                )
-        return list(seen.values())
+        drawn = self.experiment.drawn_levels
+        _, first = np.unique(self.table.configuration, return_index=True)
+        return [
+            (
+                int(self.table.configuration[i]),
+                str(self.table.label[i]),
+                str(self.table.benchmark[i]),
+                {k: v for k, v in self.table.levels[i].items() if k not in drawn},
+            )
+            for i in first.tolist()
+        ]
 
 
 def experiment_of(plan: StoredPlan) -> model.Experiment:

@@ -26,9 +26,10 @@ import attrs
 import numpy as np
 
 from benchlang.errors import UserError
+from benchlang.run import measure_blocks
 from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TAIL_BYTES = 8192
 
 _SCHEMA = """
@@ -354,6 +355,7 @@ class Store(LeaseRows):
         self._lock: _WriterLock | None = None
         self.db: sqlite3.Connection | None = None
         self._schema = SCHEMA_VERSION
+        self._unfolded = 0
         if self.path.is_dir():
             raise UserError(f"{self.path} is not a benchlang store: it is a directory")
         if not create and not self.path.exists():
@@ -414,7 +416,7 @@ class Store(LeaseRows):
             version = int(row[0])
         except ValueError:
             raise self._not_a_store(f"unreadable schema version {row[0]!r}") from None
-        if version not in (1, 2, SCHEMA_VERSION):
+        if version not in (1, 2, 3, SCHEMA_VERSION):
             raise UserError(
                 f"{self.path} has store schema {version}; this benchlang reads schema {SCHEMA_VERSION}"
             )
@@ -480,10 +482,13 @@ class Store(LeaseRows):
                     "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
+                for statement in measure_blocks.BLOCKS_SCHEMA:
+                    db.execute(statement)
         elif version < SCHEMA_VERSION:
             self._upgrade(version)
         self._index_exceptions()
         self._schema = SCHEMA_VERSION
+        self._unfolded = self._count_unfolded()
 
     def _index_exceptions(self) -> None:
         """Partial indexes of the few failed trials and trials with a reason, so that reading
@@ -499,16 +504,32 @@ class Store(LeaseRows):
     def _upgrade(self, version: int) -> None:
         """In place, in one transaction: schema 1 had no trial phase (every trial was
         measured), schemas 1 and 2 no leases (runs before backend protocol 2 allocated
-        nothing)."""
+        nothing), schemas 1 to 3 no measure blocks (filled by the ``_fold`` that follows)."""
         with self._transaction() as db:
             if version == 1:
                 db.execute(
                     "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
                 )
             db.execute(LEASES_SCHEMA)
+            for statement in measure_blocks.BLOCKS_SCHEMA:
+                db.execute(statement)
             db.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )
+
+    def _count_unfolded(self) -> int:
+        """About how many measures rows no block holds yet (rowids are dense: rows are only
+        ever inserted)."""
+        (top,) = self.db.execute("SELECT coalesce(max(rowid), 0) FROM measures").fetchone()
+        return max(0, int(top) - measure_blocks.watermark(self.db))
+
+    def fold_measures(self) -> None:
+        """Copy every measures row no block holds yet into the measure blocks now (a writer
+        otherwise does it with the trial that brings them to ``FOLD_ROWS``; also after
+        rows were inserted by another program)."""
+        with self._transaction() as db:
+            measure_blocks.fold(db)
+        self._unfolded = 0
 
     # -- writing ------------------------------------------------------------------------
 
@@ -673,6 +694,10 @@ class Store(LeaseRows):
                     "INSERT INTO measures VALUES (?,?,?,?)",
                     [(plan_hash, record.trial, k, float(v)) for k, v in record.measures.items()],
                 )
+                self._unfolded += len(record.measures)
+                if self._unfolded >= measure_blocks.FOLD_ROWS:
+                    measure_blocks.fold(db)
+                    self._unfolded = 0
             if record.series_values:
                 db.executemany(
                     "INSERT INTO series_values VALUES (?,?,?,?)",
@@ -749,16 +774,34 @@ class Store(LeaseRows):
         rows = self.db.execute("SELECT host, facts FROM hosts WHERE plan_hash = ?", (plan_hash,))
         return {host: json.loads(facts) for host, facts in rows}
 
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction around several queries, so that they see one state of a
+        store another process may be writing (WAL)."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
     def trial_table(self, plan_hash: str, measures: Collection[str] | None = None) -> TrialTable:
         """A plan's trials column by column, in trial order; every measure, or only those
-        named in ``measures`` (each then a column, all nan where no trial has it).
+        named in ``measures`` (each then a column, all nan where no trial has it); read in
+        one snapshot of the store."""
+        with self._snapshot():
+            return self._trial_table(plan_hash, measures)
+
+    def _trial_table(self, plan_hash: str, measures: Collection[str] | None) -> TrialTable:
+        """The columns of ``trial_table``.
 
         Columnar, in two scans of the plan's rows: the distinct configurations (label,
         benchmark, levels) with the few-valued text columns (host, order, status, phase), then
         every integer column and those columns' codes as one ``group_concat`` string each,
-        parsed by numpy; measures as one exact float column per name; reasons through a
-        partial index. A million trials read in about 2 s (benchmarks/bench_store_scale.py),
-        where a row at a time took 16 s.
+        parsed by numpy; measures from their float64 blocks (``measure_blocks``; row by row
+        in stores before schema 4); reasons through a partial index.
         """
         coded = ("host", "order_kind", "status", "phase" if self._schema >= 2 else "'measured'")
         combos = self.db.execute(
@@ -824,8 +867,17 @@ class Store(LeaseRows):
         self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
     ) -> dict[str, np.ndarray]:
         """Each measure (or each ``wanted`` one) as a float column aligned with ``trial`` (nan
-        where a trial has none), read in one scan. Values travel as floats, never as text
-        (SQLite's text form of a REAL does not round-trip), so that they stay exact."""
+        where a trial has none): from the measure blocks, or in stores before schema 4 in one
+        scan of the rows. Values travel as floats, never as text (SQLite's text form of a
+        REAL does not round-trip), so that they stay exact."""
+        if self._schema >= 4:
+            return measure_blocks.read_columns(self.db, plan_hash, trial, wanted)
+        return self._measure_rows(plan_hash, trial, wanted)
+
+    def _measure_rows(
+        self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """``_measure_columns`` from the ``measures`` rows alone (the reference form)."""
         if wanted is None:
             names = sorted(
                 r[0]

@@ -149,6 +149,8 @@ def multistage_blocks(
     for parent, child in itertools.pairwise(levels):
         parent_of = np.zeros(int(child.max()) + 1, dtype=np.int64)
         parent_of[child] = parent
+        if (np.diff(parent_of) < 0).any():
+            raise AssertionError("units are not numbered parent by parent")
         parents.append(parent_of)
     leaves = parents[-1].size
 
@@ -170,16 +172,23 @@ def _draw_children(
     counts: np.ndarray, parent_of: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
     """Per row, how often each child is drawn when each parent drawn c times draws c·m of its
-    m children uniformly with replacement: (rows, children) counts."""
+    m children uniformly with replacement: (rows, children) counts.
+
+    Children are numbered parent by parent (``_nested_units``), so a parent's draws are
+    offsets into its own range; when every parent has as many children (a balanced design)
+    the offsets are drawn with one scalar bound, else each with its parent's."""
     rows, n_parent = counts.shape
-    m = np.bincount(parent_of, minlength=n_parent)
-    kids = np.argsort(parent_of, kind="stable")
-    first = np.cumsum(m) - m
-    pair = np.repeat(np.arange(rows * n_parent), (counts * m).ravel())
-    parent = pair % n_parent
-    pick = kids[first[parent] + rng.integers(0, m[parent])]
     n_child = parent_of.size
-    drawn = np.bincount(pair // n_parent * n_child + pick, minlength=rows * n_child)
+    m = np.bincount(parent_of, minlength=n_parent)
+    first = np.cumsum(m) - m
+    reps = (counts * m).ravel()
+    index = np.int32 if rows * n_child < 2**31 else np.int64
+    base = (np.arange(rows, dtype=index)[:, None] * n_child + first.astype(index)).ravel()
+    if m.min() == m.max():
+        offset = rng.integers(0, int(m[0]), size=int(reps.sum()), dtype=index)
+    else:
+        offset = rng.integers(0, np.repeat(np.tile(m, rows), reps)).astype(index)
+    drawn = np.bincount(np.repeat(base, reps) + offset, minlength=rows * n_child)
     return drawn.reshape(rows, n_child)
 
 

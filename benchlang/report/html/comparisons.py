@@ -10,7 +10,7 @@ import numpy as np
 
 from benchlang.report.html import plots
 from benchlang.report.html.inputs import ReportInputs
-from benchlang.report.html.page import esc, figure, section, table, warning
+from benchlang.report.html.page import MAX_ROWS, esc, figure, section, table, warning
 
 MAX_BOXES = 24
 
@@ -36,12 +36,16 @@ def order_section(inputs: ReportInputs) -> str | None:
             else f"No configuration's results depend on the order (threshold {dep.threshold:.3g})."
         )
         body.append(warning(verdict) if dep.order_matters else f"<p class='ok'>{esc(verdict)}</p>")
-        groups, rows = [], []
-        for c in dep.configurations[: MAX_BOXES // 2]:
+        groups, rows, thinned = [], [], None
+        drawn = dep.configurations[: MAX_BOXES // 2]
+        per = max(1, MAX_ROWS // (2 * max(1, len(drawn))))
+        for c in drawn:
             for kind in ("fixed", "random"):
                 sel = ok & (t.label.astype(str) == c.configuration) & (t.order_kind == kind)
                 groups.append((f"{c.configuration} {kind}", values[sel]))
-                rows += [[c.configuration, kind, float(v)] for v in values[sel][: plots.MAX_POINTS]]
+                keep, cut = plots.thin(int(sel.sum()), per)
+                thinned = thinned or cut
+                rows += [[c.configuration, kind, v] for v in values[sel][keep].tolist()]
         svg = plots.points(
             groups, "fixed vs random order per configuration", f"{rep.metric} ({unit})", boxes=True
         )
@@ -49,7 +53,8 @@ def order_section(inputs: ReportInputs) -> str | None:
             f"Box plots of {rep.metric} in fixed-order and random-order rounds for each of "
             f"{len(dep.configurations)} configurations"
         )
-        body.append(figure(svg, alt, ["configuration", "order", "value"], rows))
+        note = f"table: at most {per} values per box, evenly spaced" if thinned else None
+        body.append(figure(svg, alt, ["configuration", "order", "value"], rows, note=note))
         body.append("<h3>OrderSage table (p, η², Δ%, CI-overlap case)</h3>")
         ranked = sorted(dep.configurations, key=lambda c: (c.p_value, -c.eta_squared))
         body.append(

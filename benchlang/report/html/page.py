@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections.abc import Iterable, Sequence
 
 from benchlang.report.table import format_number
+
+MAX_ROWS = 400
+"""Rows of a plot's data table; a longer table shows evenly spaced rows and says so."""
 
 CSS = """
 :root { --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --warn-bg: #fff4e5;
@@ -99,13 +101,22 @@ def figure(
     note: str | None = None,
 ) -> str:
     """A plot with its text alternative (the SVG's accessible name and the caption) and the
-    data drawn in it as a table inside ``<details>``, so the page works without images."""
+    data drawn in it as a table inside ``<details>``, so the page works without images.
+    A table of more than ``MAX_ROWS`` rows shows that many, evenly spaced, and says so."""
+    from benchlang.report.html.plots import thin
+
     labelled = svg.replace("<svg ", f"<svg role='img' aria-label='{esc(alt)}' ", 1)
     caption = esc(alt) + (f" <span class='note'>{esc(note)}</span>" if note else "")
-    data = table(headers, rows)
+    keep, thinned = thin(len(rows), MAX_ROWS)
+    shown = (
+        f"{len(rows)} rows"
+        if thinned is None
+        else f"{keep.size:,} of {len(rows):,} rows, evenly spaced"
+    )
+    data = table(headers, rows if thinned is None else [rows[i] for i in keep.tolist()])
     return (
         f"<figure class='plot'>{labelled}<figcaption>{caption}</figcaption>"
-        f"<details><summary>data behind this plot ({len(rows)} rows)</summary>{data}</details>"
+        f"<details><summary>data behind this plot ({shown})</summary>{data}</details>"
         "</figure>"
     )
 
@@ -119,26 +130,10 @@ def warning(text: str, kind: str = "descriptive") -> str:
     return f"<div class='{kind}' role='note'>{esc(text)}</div>"
 
 
-_SVG = re.compile(r"<svg .*?</svg>", re.S)
-_ID = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
-
-
-def unique_ids(page: str) -> str:
-    """Prefix every id inside the k-th SVG (and the references to it) with ``gk-``: matplotlib
-    numbers ids per figure, and two inline SVGs must not share one."""
-    count = iter(range(1 << 30))
-
-    def one(svg: re.Match) -> str:
-        prefix = f"g{next(count)}-"
-        return _ID.sub(lambda m: m.group(1) + prefix + m.group(2), svg.group(0))
-
-    return _SVG.sub(one, page)
-
-
 def document(title: str, subtitle: str, sections: Sequence[tuple[str, str, str]]) -> str:
     """The whole page: ``sections`` are (id, title, html) in order, with a table of contents."""
     toc = "".join(f"<li><a href='#{esc(i)}'>{esc(t)}</a></li>" for i, t, _ in sections)
-    return unique_ids(
+    return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"

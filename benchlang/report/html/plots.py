@@ -1,21 +1,18 @@
-"""Static plots as inline SVG, drawn with matplotlib (imported here, inside the functions, so no
-other command pays for it).
+"""The report's plots as inline SVG (``benchlang.report.html.svg`` writes them).
 
 Why static SVG: it needs no script, so the page stays one file that works offline, prints
-well and scales without blurring; text stays text (``svg.fonttype none``), which keeps files
-small. Plots never draw more than ``MAX_POINTS`` markers per series: beyond that they show
-evenly spaced points and say so on the plot (``thin``); statistics are always computed on
-all the data before plotting.
+well and scales without blurring; text stays text, which keeps files small. Plots never draw
+more than ``MAX_POINTS`` markers per series: beyond that they show evenly spaced points and
+say so on the plot (``thin``); statistics are always computed on all the data before plotting.
 """
 
 from __future__ import annotations
 
-import io
-import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+
+from benchlang.report.html.svg import Chart, dots, path, polyline
 
 MAX_POINTS = 400
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
@@ -29,75 +26,21 @@ def thin(n: int, limit: int = MAX_POINTS) -> tuple[np.ndarray, str | None]:
     return idx, f"showing {idx.size:,} of {n:,} points, evenly spaced"
 
 
-def _rc() -> dict[str, Any]:
-    return {
-        "svg.fonttype": "none",
-        "svg.hashsalt": "benchlang",
-        "font.size": 9,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "path.simplify": True,
-    }
+def _lines_at(chart: Chart, where: str, items, colour, dash: str) -> None:
+    """Labelled lines across the plot: vertical at x (``where`` = "x") or horizontal at y."""
+    for j, (label, at) in enumerate(items):
+        c = colour(j)
+        d = dash if dash else f"4 {2 + j}"
 
+        def draw(f, at=at, c=c, d=d) -> str:
+            if where == "x":
+                line = f"M{float(f.x(at)):.1f} {f.top:.1f}V{f.bottom:.1f}"
+            else:
+                line = f"M{f.left:.1f} {float(f.y(at)):.1f}H{f.right:.1f}"
+            return path(line, c, stroke_dasharray=d)
 
-def _axes(width: float = 6.4, height: float = 3.0):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height))
-    return fig, fig.add_subplot()
-
-
-def _fit(fig, ax) -> None:
-    """Margins that fit the tick labels, from one measurement of the axes' extent (what
-    constrained layout does iteratively, at a fraction of its cost)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    box = ax.get_tightbbox(renderer).transformed(fig.transFigure.inverted())
-    pos = ax.get_position()
-    left = min(0.45, 0.01 + pos.x0 - box.x0)
-    bottom = min(0.45, 0.01 + pos.y0 - box.y0)
-    right = max(0.55, 0.99 - (box.x1 - pos.x1))
-    top = max(0.55, 0.99 - (box.y1 - pos.y1))
-    fig.subplots_adjust(left=left, bottom=bottom, right=right, top=top)
-
-
-def _svg(fig, ax, title: str, xlabel: str, ylabel: str, note: str | None) -> str:
-    ax.set_title(title, fontsize=10, loc="left")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if note:
-        ax.text(
-            0.99,
-            0.01,
-            note,
-            transform=ax.transAxes,
-            ha="right",
-            va="bottom",
-            fontsize=7,
-            color="#57606a",
-            style="italic",
-        )
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="best", frameon=False)
-    _fit(fig, ax)
-    out = io.StringIO()
-    fig.savefig(out, format="svg", metadata={"Date": None})
-    text = out.getvalue()
-    text = text[text.index("<svg") :]
-    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
-
-
-def plot(draw, title: str, xlabel: str, ylabel: str, note: str | None = None, **size) -> str:
-    """Call ``draw(ax)`` on fresh axes under the report's style; the figure as SVG text."""
-    from matplotlib import rc_context
-
-    with rc_context(_rc()):
-        fig, ax = _axes(**size)
-        draw(ax)
-        return _svg(fig, ax, title, xlabel, ylabel, note)
+        chart.add(draw, x=[at] if where == "x" else (), y=[at] if where == "y" else ())
+        chart.key(label, "line", c, d)
 
 
 def lines(
@@ -116,23 +59,42 @@ def lines(
 ) -> str:
     """Curves (label, x, y), shaded bands (label, x, low, high; with ``horizontal`` the band
     spans x from low to high at each y = x), labelled vertical and horizontal lines."""
+    chart = Chart()
+    for i, (label, at, low, high) in enumerate(bands):
+        at, low, high = (np.asarray(a, float) for a in (at, low, high))
+        ok = np.isfinite(at) & np.isfinite(low) & np.isfinite(high)
+        at, low, high = at[ok], low[ok], high[ok]
+        c = COLOURS[(i + 1) % 7]
 
-    def draw(ax) -> None:
-        for i, (label, x, low, high) in enumerate(bands):
-            fill = ax.fill_betweenx if horizontal else ax.fill_between
-            fill(x, low, high, color=COLOURS[(i + 1) % 7], alpha=0.2, label=label, linewidth=0)
-        for i, (label, x, y) in enumerate(curves):
-            style = {"marker": "o", "markersize": 2.5, "linestyle": "none"} if markers else {}
-            if step:
-                ax.step(x, y, where="post", color=COLOURS[i % 7], label=label, linewidth=1.2)
+        def band(f, at=at, low=low, high=high, c=c) -> str:
+            if horizontal:
+                xs, ys = np.concatenate((low, high[::-1])), np.concatenate((at, at[::-1]))
             else:
-                ax.plot(x, y, color=COLOURS[i % 7], label=label, linewidth=1.2, **style)
-        for j, (label, x) in enumerate(vlines):
-            ax.axvline(x, color=COLOURS[(j + 1) % 7], linestyle="--", linewidth=1, label=label)
-        for j, (label, y) in enumerate(hlines):
-            ax.axhline(y, color="#57606a", linestyle=(0, (4, 2 + j)), linewidth=1, label=label)
+                xs, ys = np.concatenate((at, at[::-1])), np.concatenate((low, high[::-1]))
+            d = polyline(f.x(xs), f.y(ys))
+            return path(d + "Z" if d else "", fill=c, fill_opacity=0.2)
 
-    return plot(draw, title, xlabel, ylabel, note)
+        if horizontal:
+            chart.add(band, x=np.concatenate((low, high)), y=at)
+        else:
+            chart.add(band, x=at, y=np.concatenate((low, high)))
+        chart.key(label, "band", c)
+    for i, (label, x, y) in enumerate(curves):
+        x, y, c = np.asarray(x, float), np.asarray(y, float), COLOURS[i % 7]
+
+        def curve(f, x=x, y=y, c=c) -> str:
+            if markers:
+                return path(dots(f.x(x), f.y(y), 2.5), fill=c)
+            px, py = f.x(x), f.y(y)
+            if step and x.size:
+                px, py = np.repeat(px, 2)[1:], np.repeat(py, 2)[:-1]
+            return path(polyline(px, py), c, stroke_width=1.5, stroke_linejoin="round")
+
+        chart.add(curve, x=x, y=y)
+        chart.key(label, "dot" if markers else "line", c)
+    _lines_at(chart, "x", vlines, lambda j: COLOURS[(j + 1) % 7], "5 3")
+    _lines_at(chart, "y", hlines, lambda j: "#57606a", "")
+    return chart.render(title, xlabel, ylabel, note)
 
 
 def intervals(
@@ -144,19 +106,64 @@ def intervals(
     note: str | None = None,
 ) -> str:
     """A forest plot: one row per (label, estimate, low, high), reference line at ``reference``."""
+    n = len(items)
+    chart = Chart(height=min(100 * (1.2 + 0.32 * n), 900.0))
+    chart.ycats = [(float(n - 1 - i), label) for i, (label, *_) in enumerate(items)]
+    chart.ylim = (-0.6, n - 0.4)
+    for i, (_label, est, lo, hi) in enumerate(items):
+        y = float(n - 1 - i)
+        whole = lo is not None and hi is not None and bool(np.isfinite([lo, hi]).all())
 
-    def draw(ax) -> None:
-        ys = np.arange(len(items))[::-1]
-        for y, (_label, est, lo, hi) in zip(ys, items, strict=True):
-            if lo is not None and hi is not None and np.isfinite([lo, hi]).all():
-                ax.plot([lo, hi], [y, y], color=COLOURS[0], linewidth=2)
-            ax.plot([est], [y], "o", color=COLOURS[1], markersize=5)
-        ax.set_yticks(ys, [label for label, *_ in items])
-        if reference is not None:
-            ax.axvline(reference, color="#57606a", linestyle="--", linewidth=1)
+        def row(f, y=y, est=est, lo=lo, hi=hi, whole=whole) -> str:
+            py = float(f.y(y))
+            bar = (
+                path(
+                    f"M{float(f.x(lo)):.1f} {py:.1f}H{float(f.x(hi)):.1f}",
+                    COLOURS[0],
+                    stroke_width=2.5,
+                )
+                if whole
+                else ""
+            )
+            return bar + path(dots(f.x([est]), np.array([py]), 4), fill=COLOURS[1])
 
-    height = 1.2 + 0.32 * len(items)
-    return plot(draw, title, xlabel, "", note, height=min(height, 9.0))
+        chart.add(row, x=[est, lo, hi] if whole else [est])
+    if reference is not None:
+        _lines_at(chart, "x", [(None, reference)], lambda j: "#57606a", "5 3")
+    return chart.render(title, xlabel, "", note)
+
+
+def _box(v: np.ndarray):
+    """One box plot's parts: quartiles, whiskers to the furthest value within 1.5 IQR (Tukey,
+    as matplotlib draws them), outliers beyond (at most ``MAX_POINTS``, evenly spaced), and
+    how many outliers are not drawn; None without a finite value."""
+    v = np.sort(v[np.isfinite(v)])
+    if not v.size:
+        return None
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    reach = 1.5 * (q3 - q1)
+    inside = v[(v >= q1 - reach) & (v <= q3 + reach)]
+    lo, hi = (inside[0], inside[-1]) if inside.size else (q1, q3)
+    out = v[(v < lo) | (v > hi)]
+    keep, _ = thin(out.size)
+    return (q1, med, q3, lo, hi, out[keep]), out.size - keep.size
+
+
+def _draw_box(f, g: int, parts) -> str:
+    q1, med, q3, lo, hi, out = parts
+    x0, x1, xc = (float(f.x(g + 1 + d)) for d in (-0.25, 0.25, 0.0))
+    cap0, cap1 = (float(f.x(g + 1 + d)) for d in (-0.12, 0.12))
+    y1, ym, y3, ylo, yhi = (float(f.y(a)) for a in (q1, med, q3, lo, hi))
+    box = (
+        f"M{x0:.1f} {y1:.1f}H{x1:.1f}V{y3:.1f}H{x0:.1f}Z"
+        f"M{xc:.1f} {y1:.1f}V{ylo:.1f}M{cap0:.1f} {ylo:.1f}H{cap1:.1f}"
+        f"M{xc:.1f} {y3:.1f}V{yhi:.1f}M{cap0:.1f} {yhi:.1f}H{cap1:.1f}"
+    )
+    return (
+        path(box, "#1b1f24")
+        + path(f"M{x0:.1f} {ym:.1f}H{x1:.1f}", COLOURS[4], stroke_width=2)
+        + path(dots(np.full(out.size, xc), f.y(out), 2.0), "#1b1f24", stroke_width=0.8)
+    )
 
 
 def points(
@@ -172,33 +179,37 @@ def points(
     """Values per group as jittered points (or boxes), with short horizontal ``marks`` (group
     index, value, legend label) such as each series' KPI bound."""
     rng = np.random.default_rng(0)
-
-    def draw(ax) -> None:
+    chart = Chart(rotate_x=len(groups) > 3)
+    chart.xcats = [(i + 1.0, name) for i, (name, _) in enumerate(groups)]
+    chart.xlim = (0.5, len(groups) + 0.5)
+    hidden = 0
+    for i, (_, v) in enumerate(groups):
+        v = np.asarray(v, float)
         if boxes:
-            ax.boxplot([np.asarray(v) for _, v in groups], showfliers=True, widths=0.5)
-        else:
-            for i, (_, v) in enumerate(groups):
-                x = i + 1 + rng.uniform(-0.15, 0.15, np.size(v))
-                ax.plot(x, v, "o", color=COLOURS[0], markersize=2.5, alpha=0.6)
-        seen: set[str] = set()
-        for g, value, label in marks:
-            ax.hlines(
-                value,
-                g + 0.7,
-                g + 1.3,
-                color=COLOURS[1],
-                linewidth=2,
-                label=None if label in seen else label,
-            )
-            seen.add(label)
-        for j, (label, y) in enumerate(hlines):
-            ax.axhline(y, color=COLOURS[(j + 2) % 7], linestyle="--", linewidth=1, label=label)
-        ax.set_xticks(np.arange(1, len(groups) + 1), [name for name, _ in groups])
-        if len(groups) > 3:
-            for tick in ax.get_xticklabels():
-                tick.set(rotation=25, horizontalalignment="right", fontsize=7)
+            parts, left_out = _box(v) or (None, 0)
+            hidden += left_out
+            if parts is not None:
+                chart.add(lambda f, i=i, parts=parts: _draw_box(f, i, parts), y=v)
+            continue
+        x = i + 1 + rng.uniform(-0.15, 0.15, v.size)
 
-    return plot(draw, title, "", ylabel, note)
+        def draw(f, x=x, v=v) -> str:
+            return path(dots(f.x(x), f.y(v), 2.5), fill=COLOURS[0], fill_opacity=0.6)
+
+        chart.add(draw, y=v)
+    for g, value, label in marks:
+
+        def mark(f, g=g, value=value) -> str:
+            a, b = float(f.x(g + 0.7)), float(f.x(g + 1.3))
+            return path(f"M{a:.1f} {float(f.y(value)):.1f}H{b:.1f}", COLOURS[1], stroke_width=2)
+
+        chart.add(mark, y=[value])
+        chart.key(label, "line", COLOURS[1])
+    _lines_at(chart, "y", hlines, lambda j: COLOURS[(j + 2) % 7], "5 3")
+    if hidden:
+        words = f"{hidden:,} outliers not drawn (at most {MAX_POINTS} per box, evenly spaced)"
+        note = f"{note}; {words}" if note else words
+    return chart.render(title, "", ylabel, note)
 
 
 def bars(
@@ -210,9 +221,25 @@ def bars(
     errors: Sequence[float] | None = None,
     note: str | None = None,
 ) -> str:
-    def draw(ax) -> None:
-        x = np.arange(len(names))
-        ax.bar(x, values, yerr=errors, color=COLOURS[0], capsize=3)
-        ax.set_xticks(x, list(names))
+    chart = Chart(rotate_x=len(names) > 4)
+    chart.xcats = [(float(i), name) for i, name in enumerate(names)]
+    chart.xlim = (-0.6, len(names) - 0.4)
+    vals = np.asarray(values, float)
+    errs = np.zeros_like(vals) if errors is None else np.asarray(errors, float)
 
-    return plot(draw, title, "", ylabel, note)
+    def draw(f) -> str:
+        base = float(f.y(0.0))
+        out = []
+        for i, (v, e) in enumerate(zip(vals.tolist(), errs.tolist(), strict=True)):
+            a, b, top = float(f.x(i - 0.4)), float(f.x(i + 0.4)), float(f.y(v))
+            out.append(path(f"M{a:.1f} {base:.1f}V{top:.1f}H{b:.1f}V{base:.1f}Z", fill=COLOURS[0]))
+            if e and np.isfinite(e):
+                lo, hi, c = float(f.y(v - e)), float(f.y(v + e)), float(f.x(i))
+                whisker = (
+                    f"M{c:.1f} {lo:.1f}V{hi:.1f}M{c - 4:.1f} {lo:.1f}h8M{c - 4:.1f} {hi:.1f}h8"
+                )
+                out.append(path(whisker, "#1b1f24"))
+        return "".join(out)
+
+    chart.add(draw, y=np.concatenate(([0.0], vals - errs, vals + errs)))
+    return chart.render(title, "", ylabel, note)

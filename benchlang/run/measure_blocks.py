@@ -1,0 +1,159 @@
+"""The store's columnar copy of the ``measures`` rows: per plan and measure, blocks of trial
+numbers (int64) and values (float64) as little-endian BLOBs (docs/store.md, schema 4).
+
+``measures`` stays the record (one row per trial and measure, written in the trial's own
+transaction); the blocks are a copy for reading a million values at once, where Python's
+sqlite3 builds a tuple per row (about 1 µs each) and SQLite's text form of a REAL does not
+round-trip. A writer folds the rows above the *watermark* (``meta.measures_folded``, a
+``measures`` rowid) into new blocks inside the transaction of the trial that brought the
+unfolded rows to ``FOLD_ROWS``, and all of them when it opens the store; a reader takes the
+blocks plus the rows above the watermark, in one read transaction. Triggers drop every block
+and reset the watermark when any program updates or deletes a ``measures`` row, or inserts
+one below the watermark, so a block never outlives the rows it copies.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection
+
+import numpy as np
+
+FOLD_ROWS = 4096
+"""Unfolded ``measures`` rows at which a writer folds them into blocks (with that trial)."""
+
+MAX_BLOCK = 1 << 20
+"""Values per block at most (an upgrade of a big store folds it in several)."""
+
+BLOCKS_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS measure_blocks (
+    plan_hash TEXT NOT NULL,
+    name TEXT NOT NULL,
+    first_row INTEGER NOT NULL,
+    last_row INTEGER NOT NULL,
+    trials BLOB NOT NULL,
+    "values" BLOB NOT NULL,
+    PRIMARY KEY (plan_hash, name, first_row)
+)""",
+    "INSERT OR IGNORE INTO meta(key, value) VALUES ('measures_folded', '0')",
+    *(
+        f"""CREATE TRIGGER IF NOT EXISTS measures_{name} AFTER {event} ON measures {when}
+BEGIN
+    DELETE FROM measure_blocks;
+    UPDATE meta SET value = '0' WHERE key = 'measures_folded';
+END"""
+        for name, event, when in (
+            ("updated", "UPDATE", ""),
+            ("deleted", "DELETE", ""),
+            (
+                "inserted_below",
+                "INSERT",
+                "WHEN NEW.rowid <= (SELECT CAST(value AS INTEGER) FROM meta "
+                "WHERE key = 'measures_folded')",
+            ),
+        )
+    ),
+]
+
+
+def watermark(db: sqlite3.Connection) -> int:
+    """The last ``measures`` rowid copied into blocks."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'measures_folded'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def fold(db: sqlite3.Connection) -> int:
+    """Copy every ``measures`` row above the watermark into blocks (one per plan and measure,
+    at most ``MAX_BLOCK`` values each) and move the watermark; inside the caller's
+    transaction. Returns the new watermark."""
+    start = watermark(db)
+    last = start
+    while True:
+        rows = db.execute(
+            "SELECT rowid, plan_hash, name, trial, value FROM measures WHERE rowid > ? "
+            "ORDER BY rowid LIMIT ?",
+            (last, MAX_BLOCK),
+        ).fetchall()
+        if not rows:
+            break
+        groups: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
+        for rowid, plan_hash, name, trial, value in rows:
+            groups.setdefault((plan_hash, name), []).append(
+                (rowid, trial, np.nan if value is None else value)
+            )
+        for (plan_hash, name), items in groups.items():
+            rowid, trial, value = zip(*items, strict=True)
+            db.execute(
+                "INSERT INTO measure_blocks VALUES (?,?,?,?,?,?)",
+                (
+                    plan_hash,
+                    name,
+                    rowid[0],
+                    rowid[-1],
+                    np.asarray(trial, dtype="<i8").tobytes(),
+                    np.asarray(value, dtype="<f8").tobytes(),
+                ),
+            )
+        last = rows[-1][0]
+    if last != start:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'measures_folded'", (str(last),))
+    return last
+
+
+def read_columns(
+    db: sqlite3.Connection,
+    plan_hash: str,
+    trial: np.ndarray,
+    wanted: Collection[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """Each measure of the plan (or each ``wanted`` one) as a float column aligned with the
+    sorted ``trial`` numbers (nan where a trial has none): the blocks, then the rows above
+    the watermark, later copies of a (trial, measure) winning. Call inside a read
+    transaction, so that blocks, watermark and rows are one snapshot."""
+    above = watermark(db)
+    chosen = "" if wanted is None else f" AND name IN ({', '.join('?' * len(wanted))})"
+    names = () if wanted is None else tuple(wanted)
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in names}
+    for name, trials, values in db.execute(
+        f'SELECT name, trials, "values" FROM measure_blocks WHERE plan_hash = ?{chosen} '
+        "ORDER BY first_row",
+        (plan_hash, *names),
+    ):
+        parts.setdefault(name, []).append(
+            (np.frombuffer(trials, dtype="<i8"), np.frombuffer(values, dtype="<f8"))
+        )
+    tail: dict[str, list[tuple[int, float]]] = {}
+    for t, name, value in db.execute(
+        f"SELECT trial, name, value FROM measures WHERE rowid > ? AND plan_hash = ?{chosen} "
+        "ORDER BY rowid",
+        (above, plan_hash, *names),
+    ):
+        tail.setdefault(name, []).append((t, np.nan if value is None else value))
+    for name, items in tail.items():
+        t, v = zip(*items, strict=True)
+        parts.setdefault(name, []).append(
+            (np.asarray(t, dtype=np.int64), np.asarray(v, dtype=float))
+        )
+    return {name: _aligned(trial, parts[name]) for name in sorted(parts)}
+
+
+def _aligned(trial: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The values of ``parts`` (in write order) placed at their trials' positions in
+    ``trial``; where a trial appears twice, the later value."""
+    column = np.full(trial.size, np.nan)
+    if not parts or trial.size == 0:
+        return column
+    t = np.concatenate([p[0] for p in parts])
+    v = np.concatenate([p[1] for p in parts])
+    at = np.searchsorted(trial, t)
+    known = (at < trial.size) & (trial[np.minimum(at, trial.size - 1)] == t)
+    at, v = at[known], v[known]
+    filled = np.zeros(trial.size, dtype=bool)
+    filled[at] = True
+    if np.count_nonzero(filled) != at.size:  # a value written again after it was copied
+        last = np.full(trial.size, -1, dtype=np.int64)
+        np.maximum.at(last, at, np.arange(at.size))
+        at = np.flatnonzero(last >= 0)
+        v = v[last[at]]
+    column[at] = v
+    return column
