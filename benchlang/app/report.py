@@ -84,6 +84,7 @@ def report_inputs(
     from benchlang.app.analysis import order_of
     from benchlang.report.analysis import analyze
     from benchlang.report.compare import compare
+    from benchlang.report.equal_hosts import host_agreement
     from benchlang.report.headline import headline
     from benchlang.report.warmup import warmup_advice
 
@@ -120,6 +121,7 @@ def report_inputs(
         failed=failed,
         raw=raw,
         note=note,
+        equal_hosts=host_agreement(data),
     )
 
 

@@ -55,3 +55,5 @@ class ReportInputs:
     failed: list[FailedTrial] = attrs.field(factory=list)
     raw: dict[tuple[str, int], tuple[int, np.ndarray]] = attrs.field(factory=dict)
     note: str | None = None
+    equal_hosts: list = attrs.field(factory=list)
+    """With ``design { redundancy N }``: each metric's equal-hosts check (report.equal_hosts)."""

@@ -26,6 +26,8 @@ def warnings_of(inputs: ReportInputs) -> list[str]:
     if order is not None and order.dependence is not None and order.dependence.order_matters:
         flagged = ", ".join(order.dependence.significant)
         out.append(f"trial order changed the results of {flagged} (OrderSage fixed-vs-random test)")
+    for agreement in inputs.equal_hosts:
+        out.extend(agreement.findings())
     for w in inputs.warmup:
         if w.problem:
             out.append(f"warm-up advice for {w.metric}: {w.problem}")
