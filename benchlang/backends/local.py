@@ -102,11 +102,43 @@ class _Trial:
 
 
 def _parse_report(text: bytes) -> list[str] | None:
-    for line in reversed(text.decode(errors="replace").splitlines()):
-        fields = line.split()
-        if len(fields) == 14 and fields[:2] == ["benchlang-launch", "1"]:
-            return fields[2:]
+    """The launcher's report fields after its tag (launcher.c, "Report"), or None."""
+    fields = text.decode(errors="replace").split()
+    if fields[:2] != ["benchlang-launch", "1"]:
+        return None
+    if len(fields) == 17 or (len(fields) == 4 and fields[2] == "files"):
+        return fields[2:]
     return None
+
+
+_Output = tuple[bytes, int, str | None, bytes, int, str | None]
+_NO_OUTPUT: _Output = (b"", 0, None, b"", 0, None)
+
+
+def _tail_of(path: str, size: int | None) -> tuple[bytes, int, str | None]:
+    """The last OUTPUT_KEEP bytes of a stream's file, its size and path: not opened when
+    ``size`` is 0, whatever it holds when ``size`` is None (a dead launcher's trial; nothing
+    when it is gone). FileNotFoundError when a reported file is gone."""
+    if size == 0:
+        return b"", 0, path
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if size is not None:
+            raise
+        return b"", 0, None
+    try:
+        tail, size = _tail(fd)
+    finally:
+        os.close(fd)
+    return tail, size, path
+
+
+def _not_started(program: str, exc: Exception, started: float, t0: float) -> Execution:
+    wall = time.perf_counter() - t0
+    reason = getattr(exc, "strerror", None) or exc
+    message = f"benchlang: cannot start {program!r}: {reason}\n".encode()
+    return Execution(127, False, started, time.time(), wall, b"", message, {"wall_time": wall})
 
 
 class LocalSession:
@@ -122,6 +154,9 @@ class LocalSession:
         self._cgroup = cgroup if isinstance(cgroup, TrialCgroup) else None
         self._cgroup_reason = cgroup if isinstance(cgroup, str) else ""
         self._scratch = scratch_dir()
+        self._scratch_fd = _high(
+            os.open(self._scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        )
         self._null = _high(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
         self._cgroup_fd = self._cgroup.fd if self._cgroup is not None else None
         self._idle: list[ResidentLauncher] = []
@@ -155,16 +190,19 @@ class LocalSession:
             return environment_block({**self._base_env, **extra})
         return self._base_block + environment_block(extra)
 
-    def _hand_over(self, request: bytes, out: int, err: int) -> ResidentLauncher:
+    def _hand_over(self, request: bytes) -> ResidentLauncher:
         """Send the trial to an idle launcher, starting one when none is idle or the idle one
         is gone (its socket refuses the request: nothing ran)."""
         for _ in range(2):
             resident = self._idle.pop() if self._idle else None
             if resident is None:
-                resident = ResidentLauncher(self._launcher.path, self._null, self._cgroup_fd)
+                assert self._launcher.path is not None
+                resident = ResidentLauncher(
+                    self._launcher.path, self._null, self._scratch_fd, self._cgroup_fd
+                )
                 self._residents.add(resident)
             try:
-                resident.send(request, out, err)
+                resident.send(request)
                 return resident
             except OSError:
                 self._discard(resident)
@@ -179,40 +217,28 @@ class LocalSession:
         return why
 
     def _start(self, command: Command) -> _Trial | Execution:
-        out, err, out_path, err_path = self._files()
-        env = self._base_env
-        if command.env:
-            env = {**env, **command.env}
         argv = argv_for(command.text)
         cwd = str(self.spec_dir / command.cwd) if command.cwd else None
         started = time.time()
         t0 = time.perf_counter()
+        if self._launcher.path is not None:
+            aslr = "0" if command.aslr is None else "A" if command.aslr else "R"
+            try:
+                environment = self._environment(command.env)
+                request = encode_request(argv, environment, cwd, command.timeout, aslr)
+                resident = self._hand_over(request)
+            except (OSError, ValueError) as exc:
+                return _not_started(argv[0], exc, started, t0)
+            return _Trial(resident.pid, -1, -1, "", "", started, t0, resident)
+        out, err, out_path, err_path = self._files()
+        env = {**self._base_env, **command.env} if command.env else self._base_env
         try:
-            if self._launcher.path is not None:
-                aslr = "0" if command.aslr is None else "A" if command.aslr else "R"
-                request = encode_request(
-                    argv, self._environment(command.env), cwd, command.timeout, aslr
-                )
-                resident = self._hand_over(request, out, err)
-                return _Trial(resident.pid, out, err, out_path, err_path, started, t0, resident)
-            return _Trial(
-                self._spawn(argv, env, cwd, command.aslr, out, err),
-                out,
-                err,
-                out_path,
-                err_path,
-                started,
-                t0,
-            )
+            pid = self._spawn(argv, env, cwd, command.aslr, out, err)
         except (OSError, ValueError) as exc:
             os.close(out)
             os.close(err)
-            wall = time.perf_counter() - t0
-            reason = getattr(exc, "strerror", None) or exc
-            message = f"benchlang: cannot start {argv[0]!r}: {reason}\n".encode()
-            return Execution(
-                127, False, started, time.time(), wall, b"", message, {"wall_time": wall}
-            )
+            return _not_started(argv[0], exc, started, t0)
+        return _Trial(pid, out, err, out_path, err_path, started, t0)
 
     def _spawn(
         self,
@@ -244,12 +270,21 @@ class LocalSession:
         resident = trial.launcher
         assert resident is not None
         fields = _parse_report(report)
+        failure = None
+        output = _NO_OUTPUT
         if fields is None:
+            files = resident.running()[1]
             why = self._discard(resident)
+            output = self._output(resident.pid, files)
             failure = f"the trial's launcher ended ({why}) before it reported the trial"
+        elif fields[0] == "files":
+            self._idle.append(resident)
+            why = os.strerror(int(fields[1]))
+            failure = f"cannot create the trial's output files in {self._scratch}: {why}"
+        if failure is not None:
             reasons = dict.fromkeys(_RUSAGE_NAMES, failure)
-            elapsed = time.perf_counter() - trial.t0
-            return self._execution(trial, -9, False, {"wall_time": elapsed}, reasons, 0, failure)
+            rusage = {"wall_time": time.perf_counter() - trial.t0}
+            return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
         if fields[10] == "1":  # cancelled: by us, or by a signal that also ends the launcher
             self._residents.discard(resident)
             resident.close()
@@ -266,7 +301,21 @@ class LocalSession:
             "minor_faults": float(minflt),
             "major_faults": float(majflt),
         }
-        return self._execution(trial, code, fields[9] == "1", rusage, {}, int(fields[11]))
+        try:
+            output = self._output(resident.pid, *map(int, fields[12:15]))
+        except FileNotFoundError as err:
+            failure = f"the trial's output file {err.filename} was deleted while it ran"
+            output = _NO_OUTPUT
+        timed_out, left = fields[9] == "1", int(fields[11])
+        return self._execution(trial, code, timed_out, rusage, {}, left, output, failure)
+
+    def _output(self, launcher: int, files: int, *sizes: int) -> _Output:
+        """A launcher's trial output: the tails of its files (launcher.c: ``PID-N.out``)."""
+        if files <= 0:
+            return _NO_OUTPUT
+        base = f"{self._scratch}/{launcher}-{files}"
+        out, err = sizes or (None, None)
+        return (*_tail_of(base + ".out", out), *_tail_of(base + ".err", err))
 
     def _finish(self, trial: _Trial, status: int, usage: Any, timed_out: bool) -> Execution:
         """The fallback's Execution once the command is reaped and nothing of it is left."""
@@ -283,7 +332,12 @@ class LocalSession:
             f"Python's resident size): {self._launcher.reason}"
         )
         exit_status = os.waitstatus_to_exitcode(status)
-        return self._execution(trial, exit_status, timed_out, rusage, {"max_rss": why}, 0)
+        stdout, out_size = _tail(trial.out)
+        stderr, err_size = _tail(trial.err)
+        os.close(trial.out)
+        os.close(trial.err)
+        output = (stdout, out_size, trial.out_path, stderr, err_size, trial.err_path)
+        return self._execution(trial, exit_status, timed_out, rusage, {"max_rss": why}, 0, output)
 
     def _execution(
         self,
@@ -293,13 +347,11 @@ class LocalSession:
         rusage: dict[str, float],
         unavailable: dict[str, str],
         left: int,
+        output: _Output,
         failure: str | None = None,
     ) -> Execution:
         elapsed = time.perf_counter() - trial.t0
-        stdout, out_size = _tail(trial.out)
-        stderr, err_size = _tail(trial.err)
-        os.close(trial.out)
-        os.close(trial.err)
+        stdout, out_size, out_path, stderr, err_size, err_path = output
         return Execution(
             exit_status=exit_status,
             timed_out=timed_out,
@@ -313,8 +365,8 @@ class LocalSession:
             stderr_truncated=err_size > len(stderr),
             stdout_size=out_size,
             stderr_size=err_size,
-            stdout_path=trial.out_path,
-            stderr_path=trial.err_path,
+            stdout_path=out_path,
+            stderr_path=err_path,
             unavailable=unavailable,
             left_running=left,
             failure=failure,
@@ -371,8 +423,9 @@ class LocalSession:
                 exited = await _wait_exit(trial.pid, command.timeout)
         except BaseException:
             self._kill(trial)
-            os.close(trial.out)
-            os.close(trial.err)
+            if trial.launcher is None:
+                os.close(trial.out)
+                os.close(trial.err)
             raise
         if trial.launcher is not None:
             return self._reported(trial, report)
@@ -411,6 +464,7 @@ class LocalSession:
         self._residents.clear()
         self._idle.clear()
         os.close(self._null)
+        os.close(self._scratch_fd)
         self._null = -1
         if self._cgroup is not None:
             self._cgroup.close()
