@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,21 @@ def test_lost_output_files_fail_their_trials(session):
     )
     unmade = session.run_blocking(Command("echo three"))
     assert not unmade.ok and "cannot create the trial's output files" in unmade.failure
+
+
+def test_callers_at_the_same_time_get_launchers_of_their_own(session, tmp_path):
+    """Each trial waits until the other has started (so they overlap, whatever the timing):
+    a second launcher serves the second caller, and each trial gets its own output."""
+    script = "touch {me}; while [ ! -e {other} ]; do sleep 0.01; done; echo {me} $PPID"
+    commands = [
+        Command(script.format(me=me, other=other), cwd=".", timeout=60)
+        for me, other in (("a", "b"), ("b", "a"))
+    ]
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(session.run_blocking, commands))
+    assert [r.ok for r in runs] == [True, True], [r.failure or r.stderr for r in runs]
+    (a, a_launcher), (b, b_launcher) = (r.stdout.split() for r in runs)
+    assert (a, b) == (b"a", b"b") and a_launcher != b_launcher
 
 
 KILLED = """benchlang 1

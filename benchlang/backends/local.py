@@ -26,6 +26,7 @@ import select
 import shlex
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -158,10 +159,10 @@ class LocalSession:
             os.open(self._scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         )
         self._null = _high(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
-        self._cgroup_fd = self._cgroup.fd if self._cgroup is not None else None
         self._idle: list[ResidentLauncher] = []
         """Launchers waiting for a trial; started on first use (one per concurrent caller)."""
         self._residents: set[ResidentLauncher] = set()
+        self._starting = threading.Lock()
         self._count = 0
         self._previous: tuple[str, str] | None = None
         self._base_block = environment_block(self._base_env)
@@ -194,26 +195,46 @@ class LocalSession:
         """Send the trial to an idle launcher, starting one when none is idle or the idle one
         is gone (its socket refuses the request: nothing ran)."""
         for _ in range(2):
-            resident = self._idle.pop() if self._idle else None
+            try:
+                resident: ResidentLauncher | None = self._idle.pop()
+            except IndexError:  # none idle (another thread may have taken the last one)
+                resident = None
             if resident is None:
-                assert self._launcher.path is not None
-                resident = ResidentLauncher(
-                    self._launcher.path, self._null, self._scratch_fd, self._cgroup_fd
-                )
-                self._residents.add(resident)
+                resident = self._new_launcher()
             try:
                 resident.send(request)
                 return resident
             except OSError:
-                self._discard(resident)
+                self._retire(resident)
         raise OSError("the launcher refused the request twice")
 
-    def _discard(self, resident: ResidentLauncher) -> str:
-        """Kill a launcher that is gone or hung, and what its trial may have left."""
+    def _new_launcher(self) -> ResidentLauncher:
+        """A launcher in the session's cgroup, or in a cgroup of its own when another one
+        already uses it (each launcher empties its cgroup after every trial)."""
+        assert self._launcher.path is not None
+        with self._starting:
+            cgroup = self._cgroup
+            if cgroup is not None and any(r.cgroup is cgroup for r in self._residents):
+                cgroup = TrialCgroup.create()
+                if isinstance(cgroup, str):
+                    raise OSError(f"a second launcher needs a cgroup of its own: {cgroup}")
+            resident = ResidentLauncher(self._launcher.path, self._null, self._scratch_fd, cgroup)
+            self._residents.add(resident)
+        return resident
+
+    def _retire(self, resident: ResidentLauncher, cancelled: bool = False) -> str:
+        """End a launcher: by its socket after a cancelled trial it reported, else (gone or
+        hung) killed with what its trial may have left; its own cgroup is removed."""
         self._residents.discard(resident)
-        why = resident.kill()
-        if self._cgroup is not None:
-            self._cgroup.kill()
+        if cancelled:
+            resident.close()
+            why = "cancelled"
+        else:
+            why = resident.kill()
+        if resident.cgroup is not None:
+            resident.cgroup.kill()
+            if resident.cgroup is not self._cgroup:
+                resident.cgroup.close()
         return why
 
     def _start(self, command: Command) -> _Trial | Execution:
@@ -274,7 +295,7 @@ class LocalSession:
         output = _NO_OUTPUT
         if fields is None:
             files = resident.running()[1]
-            why = self._discard(resident)
+            why = self._retire(resident)
             output = self._output(resident.pid, files)
             failure = f"the trial's launcher ended ({why}) before it reported the trial"
         elif fields[0] == "files":
@@ -286,8 +307,7 @@ class LocalSession:
             rusage = {"wall_time": time.perf_counter() - trial.t0}
             return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
         if fields[10] == "1":  # cancelled: by us, or by a signal that also ends the launcher
-            self._residents.discard(resident)
-            resident.close()
+            self._retire(resident, cancelled=True)
         else:
             self._idle.append(resident)
         code, wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[:7])
@@ -376,15 +396,11 @@ class LocalSession:
         """Kill a trial from here: the fallback's timeout, or a cancelled execute."""
         if trial.launcher is not None:
             # The launcher kills and reaps the trial when told; killed itself if it does not.
-            if trial.launcher.cancel():
-                self._residents.discard(trial.launcher)
-                trial.launcher.close()
-            else:
-                self._discard(trial.launcher)
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(trial.pid, signal.SIGKILL)
-            os.waitpid(trial.pid, 0)
+            self._retire(trial.launcher, cancelled=bool(trial.launcher.cancel()))
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(trial.pid, signal.SIGKILL)
+        os.waitpid(trial.pid, 0)
         if self._cgroup is not None:
             self._cgroup.kill()
 
@@ -460,8 +476,7 @@ class LocalSession:
         if self._null < 0:
             return
         for resident in list(self._residents):
-            resident.close()
-        self._residents.clear()
+            self._retire(resident, cancelled=True)
         self._idle.clear()
         os.close(self._null)
         os.close(self._scratch_fd)

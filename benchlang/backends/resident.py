@@ -24,6 +24,8 @@ import socket
 import struct
 from collections.abc import Mapping
 
+from benchlang.backends.launcher import TrialCgroup
+
 CANCEL_GRACE = 2.0
 """Seconds a cancelled trial's launcher has to kill, reap and report before it is SIGKILLed."""
 
@@ -67,7 +69,10 @@ def encode_request(
 class ResidentLauncher:
     """One running launcher and its socket; serves one trial at a time."""
 
-    def __init__(self, path: str, null_fd: int, scratch_fd: int, cgroup_fd: int | None) -> None:
+    def __init__(
+        self, path: str, null_fd: int, scratch_fd: int, cgroup: TrialCgroup | None
+    ) -> None:
+        self.cgroup = cgroup
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
         theirs_fd = high_fd(theirs.detach())
@@ -82,9 +87,9 @@ class ResidentLauncher:
             (os.POSIX_SPAWN_DUP2, self._pid_fd, 5),
             (os.POSIX_SPAWN_DUP2, scratch_fd, 6),
         ]
-        if cgroup_fd is not None:
+        if cgroup is not None:
             argv += ["-g", "4"]
-            actions[4] = (os.POSIX_SPAWN_DUP2, cgroup_fd, 4)
+            actions[4] = (os.POSIX_SPAWN_DUP2, cgroup.fd, 4)
         try:
             # Its own process group: a terminal's Ctrl-C reaches benchlang, which cancels.
             self.pid = os.posix_spawn(path, argv, {}, file_actions=actions, setpgroup=0)
