@@ -21,6 +21,7 @@ from benchlang.backends import launcher as launcher_module
 from benchlang.backends.base import Command
 from benchlang.backends.launcher import CC_ENV, ISOLATION_ENV, TrialCgroup
 from benchlang.backends.local import OUTPUT_KEEP, LocalSession
+from benchlang.backends.resident import ResidentLauncher, encode_request
 
 GNU_TIME = "/usr/bin/time"
 CGROUP = isinstance(probe := TrialCgroup.create(), TrialCgroup)
@@ -297,13 +298,15 @@ def test_the_launcher_is_cached_under_its_source_hash(tmp_path, monkeypatch):
     path = Path(found.path)
     assert path.parent == tmp_path / "cache" / "benchlang"
     assert [p.name for p in path.parent.iterdir()] == [path.name], "a temporary file was left"
-    read, write = os.pipe()
-    argv = [found.path, "--", "sh", "-c", "exit 3"]
-    pid = os.posix_spawn(found.path, argv, {}, file_actions=[(os.POSIX_SPAWN_DUP2, write, 3)])
-    os.close(write)
-    os.waitpid(pid, 0)
-    report = os.read(read, 4096).split()
-    os.close(read)
+    null = os.open(os.devnull, os.O_RDWR)
+    resident = ResidentLauncher(found.path, null, None)
+    try:
+        request = encode_request(["sh", "-c", "exit 3"], b"", None, None, "0")
+        resident.send(request, null, null)
+        report = resident.wait_report(60).split()
+    finally:
+        resident.close()
+        os.close(null)
     assert report[:3] == [b"benchlang-launch", b"1", b"3"]
 
 

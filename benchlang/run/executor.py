@@ -121,6 +121,8 @@ class HostStopped(Exception):
 
 
 def _describe_failure(execution: Execution, what: str) -> str:
+    if execution.failure:
+        return f"{what} failed: {execution.failure}"
     if execution.timed_out:
         return f"{what} timed out after {execution.wall_time:.3g}s"
     if execution.exit_status < 0:
@@ -307,6 +309,9 @@ class Executor:
     async def _lease_allows(self, host: str, r: int, queue: list[int]) -> bool:
         """Whether round ``r`` can finish before the lease ends (extending it when the backend
         can); if not, this host's rounds are left for ``--resume`` under a new lease."""
+        lease = self.leases.lease
+        if lease is None or lease.expires is None:
+            return True  # no deadline: skip counting every queued round (quadratic in rounds)
         n = len(self._unfinished(r))
         needed = self._per_trial * n
         more = self._per_trial * sum(len(self._unfinished(q)) for q in queue)

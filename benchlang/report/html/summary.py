@@ -75,11 +75,9 @@ def summary_section(inputs: ReportInputs) -> str:
 
 
 def _headline(inputs: ReportInputs) -> list[str]:
-    if not inputs.kpis:
-        return []
-    from benchlang.report.headline import headline, headline_lines
+    from benchlang.report.headline import headline_lines
 
-    lines = headline_lines(headline(inputs.data, inputs.kpis))
+    lines = headline_lines(inputs.headline)
     if not lines:
         return []
     return ["<h3>Headline results</h3>", f"<pre class='headline'>{esc(chr(10).join(lines))}</pre>"]
