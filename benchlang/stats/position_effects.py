@@ -208,7 +208,7 @@ def predecessors(
     ``START`` for position 0 (right after the reset); ``""`` when the trial at position - 1
     of the same round is missing (e.g. it failed), so no predecessor is known.
     """
-    _, round_codes = group_codes(round_id.astype(str))
+    _, round_codes = group_codes(round_id)
     idx = np.lexsort((position, round_codes))
     conf_s, round_s, pos_s = configuration[idx], round_codes[idx], position[idx]
     prev_ok = np.zeros(idx.size, dtype=bool)
