@@ -52,6 +52,7 @@ from benchlang.backends.resident import (
     environment_block,
     high_fd,
     parse_report,
+    report_measures,
     tail,
 )
 from benchlang.backends.resident import OUTPUT_KEEP as OUTPUT_KEEP  # where readers look
@@ -227,17 +228,7 @@ class LocalSession:
             self._pool.retire(resident, cancelled=True)
         else:
             self._pool.idle(resident)
-        code, wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[:7])
-        user, system = utime / 1e6, stime / 1e6
-        rusage = {
-            "wall_time": wall_ns / 1e9,
-            "user_time": user,
-            "sys_time": system,
-            "cpu_time": user + system,
-            "max_rss": float(maxrss),
-            "minor_faults": float(minflt),
-            "major_faults": float(majflt),
-        }
+        code, rusage = int(fields[0]), report_measures(fields)
         try:
             output = self._pool.output(resident.pid, *map(int, fields[12:15]))
         except FileNotFoundError as err:
@@ -343,7 +334,7 @@ class LocalSession:
         report, exited = b"", False
         try:
             if trial.launcher is not None:
-                report = await _report(trial.launcher)
+                report = await trial.launcher.report()
             else:
                 exited = await _wait_exit(trial.pid, command.timeout)
         except BaseException:
@@ -405,27 +396,6 @@ def _exits_within(pid: int, seconds: float) -> bool:
         return bool(poller.poll(seconds * 1000.0))
     finally:
         os.close(pidfd)
-
-
-async def _report(resident: ResidentLauncher) -> bytes:
-    """Await the launcher's report on the event loop (so it can be cancelled); b"" when the
-    launcher ended without one."""
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    def ready() -> None:
-        try:
-            report = resident.take_report()
-        except OSError:
-            report = b""
-        if report is not None and not done.done():
-            done.set_result(report)
-
-    loop.add_reader(resident.fd, ready)
-    try:
-        return await done
-    finally:
-        loop.remove_reader(resident.fd)
 
 
 async def _wait_exit(pid: int, timeout: float | None) -> bool:

@@ -15,6 +15,7 @@ session's cgroup are killed here, and the next trial starts a fresh launcher.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -58,6 +59,22 @@ def parse_report(text: bytes) -> list[str] | None:
     if len(fields) == 17 or (len(fields) == 4 and fields[2] == "files"):
         return fields[2:]
     return None
+
+
+def report_measures(fields: list[str]) -> dict[str, float]:
+    """The built-in measures of a report's fields (parse_report): the command's own rusage
+    from wait4, wall time from fork to wait4."""
+    wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[1:7])
+    user, system = utime / 1e6, stime / 1e6
+    return {
+        "wall_time": wall_ns / 1e9,
+        "user_time": user,
+        "sys_time": system,
+        "cpu_time": user + system,
+        "max_rss": float(maxrss),
+        "minor_faults": float(minflt),
+        "major_faults": float(majflt),
+    }
 
 
 Output = tuple[bytes, int, str | None, bytes, int, str | None]
@@ -162,6 +179,26 @@ class ResidentLauncher:
             return None
         report, self._buffer = self._buffer, b""
         return report
+
+    async def report(self) -> bytes:
+        """Await the report on the event loop (so the trial can be cancelled); b"" when the
+        launcher ended without one."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def ready() -> None:
+            try:
+                report = self.take_report()
+            except OSError:
+                report = b""
+            if report is not None and not done.done():
+                done.set_result(report)
+
+        loop.add_reader(self.fd, ready)
+        try:
+            return await done
+        finally:
+            loop.remove_reader(self.fd)
 
     def wait_report(self, seconds: float | None) -> bytes | None:
         """Block until the report (b"" at end of file), or None after ``seconds``."""
