@@ -232,6 +232,7 @@ def rank(
     replicates: int = 2000,
     seed: int = 0,
     min_clusters: int = MIN_CLUSTERS,
+    stages: str = "all",
 ) -> Ranking:
     """Rank configurations by their KPI statistic and bound each one's ratio to the best.
 
@@ -296,7 +297,7 @@ def rank(
     best = order[0] if order else 0
     if not descriptive and k > 1:
         rng = np.random.default_rng(seed)
-        blocks, leaf = multistage_blocks(cl, replicates, rng)
+        blocks, leaf = multistage_blocks(cl if stages == "all" else cl[:, :1], replicates, rng)
         boot = _statistics(logs, c, leaf, blocks, k, percentile)
         diff = sign * (boot - boot[:, [best]])  # log(worse / best), >= 0 when the order holds
         estimate = sign * (stats - stats[best])
