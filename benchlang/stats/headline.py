@@ -273,7 +273,7 @@ def rank(
     units = tuple(int(level.max(initial=-1)) + 1 for level in nested)
     logs = np.log(v)
     leaf_all = nested[-1]
-    unit = [np.ones((1, leaf_all.size), dtype=np.int32)]
+    unit = [np.ones((1, units[-1]), dtype=np.int32)]
     stats = _statistics(logs, c, leaf_all, unit, k, percentile)[0]
     sign = 1.0 if better == "lower" else -1.0
     present = np.isfinite(stats)
