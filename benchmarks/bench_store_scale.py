@@ -83,7 +83,7 @@ def make_store(root: Path, trials: int) -> Path:
     db.commit()
     db.close()
     with Store(store, write=True) as s:  # rows inserted around the store: fold them as it would
-        s.fold_measures()
+        s.fold_blocks()
     return store
 
 
