@@ -184,11 +184,11 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
             mask = ok & np.isin(table.configuration, members)
             index = np.zeros(int(max(members)) + 1, dtype=np.int64)
             index[list(members)] = np.arange(len(members))
-            config = index[table.configuration[mask]]
+            picked = slice(None) if mask.all() else mask
             ranking = rank(
-                mv.values[mask],
-                config,
-                clusters[mask],
+                mv.values[picked],
+                index[table.configuration[picked]],
+                clusters[picked],
                 percentile=k.percentile,
                 confidence=k.confidence,
                 better=mv.metric.better,

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-BLOCK_WEIGHTS = 1 << 21  # weights per block of rows: cache-sized, and no (B, n) gathered copy
+BLOCK_WEIGHTS = 1 << 20  # weights per block of rows: cache-sized, and no (B, n) gathered copy
 PILOT_ROWS = 16  # replicates in the first block at least: it places the windows
 _WINDOWED_FROM = 4096  # values per group below which the direct form is as fast
 
