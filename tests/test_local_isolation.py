@@ -140,6 +140,9 @@ def test_each_trial_writes_its_own_scratch_files(session):
     second = session.run_blocking(Command("readlink /proc/self/fd/1"))
     assert first.stdout.strip() != second.stdout.strip()
     assert second.stdout.decode().strip() == second.stdout_path
+    # The launcher deletes a trial's files once the next one has reported, before it takes
+    # another request (the old launcher-less path: when the next one starts).
+    session.run_blocking(Command("true"))
     assert not Path(first.stdout_path).exists(), "the previous trial's file is kept"
 
 
@@ -299,14 +302,15 @@ def test_the_launcher_is_cached_under_its_source_hash(tmp_path, monkeypatch):
     assert path.parent == tmp_path / "cache" / "benchlang"
     assert [p.name for p in path.parent.iterdir()] == [path.name], "a temporary file was left"
     null = os.open(os.devnull, os.O_RDWR)
-    resident = ResidentLauncher(found.path, null, None)
+    scratch = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    resident = ResidentLauncher(found.path, null, scratch, None)
     try:
-        request = encode_request(["sh", "-c", "exit 3"], b"", None, None, "0")
-        resident.send(request, null, null)
+        resident.send(encode_request(["sh", "-c", "exit 3"], b"", None, None, "0"))
         report = resident.wait_report(60).split()
     finally:
         resident.close()
         os.close(null)
+        os.close(scratch)
     assert report[:3] == [b"benchlang-launch", b"1", b"3"]
 
 

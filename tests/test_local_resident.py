@@ -6,7 +6,9 @@ kills its command, and is replaced by a fresh one for the next trial, also in a 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,7 @@ def test_a_launcher_killed_mid_trial_fails_the_trial_and_is_replaced(session):
     assert "launcher ended (killed by signal 9)" in first.failure
     assert "max_rss" in first.unavailable and "max_rss" not in first.rusage
     assert live("72.01") == [] and live("72.02") == [], "the dead launcher's trial kept running"
+    assert first.stdout.strip().isdigit(), "the dead launcher's trial lost its output"
     second = session.run_blocking(Command("echo $PPID"))
     assert second.ok and second.rusage["max_rss"] > 0
     assert int(second.stdout) != int(first.stdout.split()[0]), "the dead launcher was reused"
@@ -70,6 +73,32 @@ def test_a_cancelled_trial_leaves_a_working_session(session, tmp_path):
     after = asyncio.run(asyncio.wait_for(go(), 60))
     assert live("73.01") == [] and live("73.02") == []
     assert after.ok and after.stdout == b"after\n"
+
+
+def test_lost_output_files_fail_their_trials(session):
+    assert session.run_blocking(Command("echo one")).ok
+    shutil.rmtree(session._scratch)  # the next trial's files may be made already: deleted too
+    lost = session.run_blocking(Command("echo two"))
+    assert not lost.ok and (
+        "was deleted while it ran" in lost.failure or "cannot create" in lost.failure
+    )
+    unmade = session.run_blocking(Command("echo three"))
+    assert not unmade.ok and "cannot create the trial's output files" in unmade.failure
+
+
+def test_callers_at_the_same_time_get_launchers_of_their_own(session, tmp_path):
+    """Each trial waits until the other has started (so they overlap, whatever the timing):
+    a second launcher serves the second caller, and each trial gets its own output."""
+    script = "touch {me}; while [ ! -e {other} ]; do sleep 0.01; done; echo {me} $PPID"
+    commands = [
+        Command(script.format(me=me, other=other), cwd=".", timeout=60)
+        for me, other in (("a", "b"), ("b", "a"))
+    ]
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(session.run_blocking, commands))
+    assert [r.ok for r in runs] == [True, True], [r.failure or r.stderr for r in runs]
+    (a, a_launcher), (b, b_launcher) = (r.stdout.split() for r in runs)
+    assert (a, b) == (b"a", b"b") and a_launcher != b_launcher
 
 
 KILLED = """benchlang 1

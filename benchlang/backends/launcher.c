@@ -1,6 +1,7 @@
 /* benchlang-launch: run a session's trials, one at a time, and measure each command alone.
  *
- * Usage: benchlang-launch [-g CGROUP_DIR_FD]   (a Unix stream socket to benchlang on fd 3)
+ * Usage: benchlang-launch -d SCRATCH_DIR_FD [-g CGROUP_DIR_FD] [-p PID_MEMFD]
+ *        (a Unix stream socket to benchlang on fd 3)
  *
  * benchlang (a ~100 MiB Python process) cannot spawn the command itself and keep max_rss right:
  * at exec, Linux folds the old address space's peak RSS into the new program's
@@ -11,8 +12,10 @@
  *
  * It is started once per session and kept: each trial is one request on fd 3 (a u32 length,
  * then NUL-terminated fields: timeout in seconds or "-1", working directory or "", ASLR "0",
- * "R" (off, as setarch -R) or "A" (on), argc, argv..., then the environment's "K=V" entries),
- * carrying the trial's stdout and stderr descriptors (SCM_RIGHTS, man 7 unix). While a trial
+ * "R" (off, as setarch -R) or "A" (on), argc, argv..., then the environment's "K=V" entries).
+ * The trial's stdout and stderr are files of its own, "PID-N.out" and "PID-N.err" in the
+ * scratch directory, made after the previous report (while benchlang commits that trial) and
+ * deleted after the next one: no file is written by two trials. While a trial
  * runs, a byte on fd 3 cancels it, and end of file (benchlang gone) cancels it and ends the
  * launcher; SIGTERM, SIGINT or SIGHUP do the same.
  *
@@ -25,14 +28,16 @@
  * After the command exits (or on timeout or cancellation) everything left is killed: the
  * process group, the cgroup (freeze + kill each pid + thaw, Linux >= 5.2), and every
  * descendant, which it reaps until wait4 says ECHILD: the launcher has no child left when it
- * reports, so nothing of one trial survives into the next. Before forking, the command's pid
- * of the previous trial is cleared and the new one written at offset 0 of fd 5 when open (a
- * memfd benchlang reads if the launcher dies, to kill the command's group itself).
+ * reports, so nothing of one trial survives into the next. While the command runs, its pid is
+ * at offset 0 of the -p memfd (0 otherwise), the number of its files next: benchlang reads
+ * them if the launcher dies, to kill the command's group itself and keep its output.
  *
  * Report (one line on fd 3 per request): "benchlang-launch 1 STATUS WALL_NS UTIME_US STIME_US
- * MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW TIMED_OUT CANCELLED LEFT\n"; STATUS is the exit code or
- * minus the signal; LEFT counts processes killed after the command exited. A command that
- * cannot be started gets a message on its stderr and exits 127, as a shell would.
+ * MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW TIMED_OUT CANCELLED LEFT N OUT_SIZE ERR_SIZE\n";
+ * STATUS is the exit code or minus the signal; LEFT counts processes killed after the command
+ * exited; N names the output files. A command that cannot be started gets a message on its
+ * stderr and exits 127, as a shell would. "benchlang-launch 1 files ERRNO\n" when the output
+ * files cannot be made (nothing ran).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -49,6 +54,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -237,14 +243,53 @@ struct request {
     int aslr;
     char **argv, **envp;
     int out_fd, err_fd;
+    long files; /* the number in the output files' names */
 };
 
-static int control_fd = 3, signal_fd = -1, pid_fd = -1;
+static int control_fd = 3, signal_fd = -1, pid_fd = -1, scratch_fd = -1;
+
+/* The next trial's stdout and stderr files, created in the scratch directory (-d) after each
+ * report, while benchlang commits the trial: "PID-N.out" and "PID-N.err". */
+static int ready_out = -1, ready_err = -1, ready_errno;
+static long ready_n, last_n;
+
+static void file_name(char *buf, size_t size, long n, const char *suffix) {
+    snprintf(buf, size, "%d-%ld.%s", (int)getpid(), n, suffix);
+}
+
+static void remove_files(long n) {
+    char name[64];
+    if (n <= 0) return;
+    file_name(name, sizeof name, n, "out");
+    unlinkat(scratch_fd, name, 0);
+    file_name(name, sizeof name, n, "err");
+    unlinkat(scratch_fd, name, 0);
+}
+
+static void prepare_files(void) {
+    char name[64];
+    int flags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;
+    if (ready_out >= 0) return;
+    long n = ++ready_n;
+    file_name(name, sizeof name, n, "out");
+    ready_out = openat(scratch_fd, name, flags, 0600);
+    file_name(name, sizeof name, n, "err");
+    ready_err = ready_out < 0 ? -1 : openat(scratch_fd, name, flags, 0600);
+    if (ready_err < 0) {
+        ready_errno = errno;
+        if (ready_out >= 0) close(ready_out);
+        ready_out = -1;
+        remove_files(n);
+    }
+}
 static sigset_t wanted, saved;
 static int stopping; /* benchlang is gone or a signal asked the launcher to end */
 
-static void note_pid(pid_t pid) {
-    if (pid_fd >= 0) pwrite(pid_fd, &pid, sizeof pid, 0);
+/* The running trial for benchlang, should the launcher die: its command's pid (0 when none)
+ * and the number of its output files, as two int64 at offset 0 of the -p memfd. */
+static void note_trial(pid_t pid, long files) {
+    int64_t state[2] = {pid, files};
+    if (pid_fd >= 0) pwrite(pid_fd, state, sizeof state, 0);
 }
 
 static void child(const struct request *rq) {
@@ -293,18 +338,19 @@ static void run_trial(const struct request *rq) {
     command_pid = 0;
     command_reaped = 0;
     memset(&command_usage, 0, sizeof command_usage);
-    note_pid(0);
+    note_trial(0, rq->files);
     long long t0 = now_ns();
     pid_t pid = spawn_into_cgroup(rq->err_fd);
     if (pid < 0) {
         dprintf(rq->err_fd, "benchlang: cannot start %s: %s\n", rq->argv[0], strerror(errno));
-        dprintf(control_fd, "benchlang-launch 1 127 0 0 0 0 0 0 0 0 0 0 0\n");
+        dprintf(control_fd, "benchlang-launch 1 127 0 0 0 0 0 0 0 0 0 0 0 %ld 0 %lld\n",
+                rq->files, (long long)lseek(rq->err_fd, 0, SEEK_END));
         return;
     }
     if (pid == 0) child(rq);
     command_pid = pid;
     setpgid(pid, pid);
-    note_pid(pid);
+    note_trial(pid, rq->files);
 
     long long deadline = rq->timeout >= 0 ? t0 + (long long)(rq->timeout * 1e9) : 0;
     int timed_out = 0, cancelled = 0, done = 0;
@@ -343,12 +389,18 @@ static void run_trial(const struct request *rq) {
         wall = now_ns() - t0;
         status = SIGKILL;
     }
+    note_trial(0, rq->files);
     struct rusage *u = &command_usage;
+    struct stat out, err;
+    if (fstat(rq->out_fd, &out) != 0) out.st_size = 0;
+    if (fstat(rq->err_fd, &err) != 0) err.st_size = 0;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    dprintf(control_fd, "benchlang-launch 1 %d %lld %lld %lld %ld %ld %ld %ld %ld %d %d %d\n",
+    dprintf(control_fd,
+            "benchlang-launch 1 %d %lld %lld %lld %ld %ld %ld %ld %ld %d %d %d %ld %lld %lld\n",
             code, wall, (long long)u->ru_utime.tv_sec * 1000000LL + u->ru_utime.tv_usec,
             (long long)u->ru_stime.tv_sec * 1000000LL + u->ru_stime.tv_usec, u->ru_maxrss,
-            u->ru_minflt, u->ru_majflt, u->ru_nvcsw, u->ru_nivcsw, timed_out, cancelled, left);
+            u->ru_minflt, u->ru_majflt, u->ru_nvcsw, u->ru_nivcsw, timed_out, cancelled, left,
+            rq->files, (long long)out.st_size, (long long)err.st_size);
 }
 
 static int read_fully(int fd, char *buf, size_t size) {
@@ -394,48 +446,49 @@ static char **parse(char *buf, size_t size, struct request *rq) {
     return fields;
 }
 
-/* Read one request and its two descriptors; 0 at end of file, -1 when malformed. */
+/* Read one request and run it; 0 at end of file, -1 when malformed. */
 static int serve_one(void) {
     uint32_t size;
-    char control[CMSG_SPACE(2 * sizeof(int))];
-    struct iovec iov = {&size, sizeof size};
-    struct msghdr msg = {0};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
     ssize_t n;
-    do n = recvmsg(control_fd, &msg, MSG_CMSG_CLOEXEC);
+    do n = read(control_fd, &size, sizeof size);
     while (n < 0 && errno == EINTR);
     if (n == 0) return 0;
     if (n < 0) return errno == EAGAIN ? 1 : -1;
+    if (n < (ssize_t)sizeof size && read_fully(control_fd, (char *)&size + n, sizeof size - n))
+        return -1;
+    char *buf = size < (64u << 20) ? malloc((size_t)size + 1) : NULL;
     struct request rq = {0};
-    rq.out_fd = rq.err_fd = -1;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-    if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-        cm->cmsg_len == CMSG_LEN(2 * sizeof(int))) {
-        int fds[2];
-        memcpy(fds, CMSG_DATA(cm), sizeof fds);
-        rq.out_fd = fds[0];
-        rq.err_fd = fds[1];
-    }
-    int ok = rq.out_fd >= 0 && (n == sizeof size ||
-                                read_fully(control_fd, (char *)&size + n, sizeof size - n) == 0);
-    char *buf = ok && size < (64u << 20) ? malloc((size_t)size + 1) : NULL;
     char **fields = NULL;
     if (buf && read_fully(control_fd, buf, size) == 0) fields = parse(buf, size, &rq);
-    if (fields) run_trial(&rq);
+    if (fields) {
+        prepare_files();
+        if (ready_out < 0) {
+            dprintf(control_fd, "benchlang-launch 1 files %d\n", ready_errno);
+        } else {
+            rq.out_fd = ready_out;
+            rq.err_fd = ready_err;
+            rq.files = ready_n;
+            ready_out = ready_err = -1;
+            run_trial(&rq);
+            close(rq.out_fd);
+            close(rq.err_fd);
+            /* The previous trial's files go, the next one's are made, while benchlang
+             * commits this one; this trial's stay until the next report. */
+            remove_files(last_n);
+            last_n = rq.files;
+            prepare_files();
+        }
+    }
     free(fields);
     free(buf);
-    if (rq.out_fd >= 0) close(rq.out_fd);
-    if (rq.err_fd >= 0) close(rq.err_fd);
     return fields ? 1 : -1;
 }
 
 int main(int argc, char **argv) {
     int opt;
-    while ((opt = getopt(argc, argv, "g:p:")) != -1) {
+    while ((opt = getopt(argc, argv, "g:p:d:")) != -1) {
         if (opt == 'g') cgroup_fd = atoi(optarg);
+        else if (opt == 'd') scratch_fd = atoi(optarg);
         else if (opt == 'p') pid_fd = atoi(optarg);
         else return 125;
     }
@@ -443,6 +496,8 @@ int main(int argc, char **argv) {
     fcntl(control_fd, F_SETFL, fcntl(control_fd, F_GETFL) | O_NONBLOCK);
     if (cgroup_fd >= 0) fcntl(cgroup_fd, F_SETFD, FD_CLOEXEC);
     if (pid_fd >= 0) fcntl(pid_fd, F_SETFD, FD_CLOEXEC);
+    if (scratch_fd < 0) return 125;
+    fcntl(scratch_fd, F_SETFD, FD_CLOEXEC);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     sigemptyset(&wanted);
     sigaddset(&wanted, SIGCHLD);
@@ -453,6 +508,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     signal_fd = signalfd(-1, &wanted, SFD_NONBLOCK | SFD_CLOEXEC);
     if (signal_fd < 0) return 125;
+    prepare_files();
     while (!stopping) {
         /* Wait for a request (or a stopping signal) without holding the socket blocking. */
         struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {control_fd, POLLIN, 0}};

@@ -26,6 +26,7 @@ import select
 import shlex
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -102,11 +103,43 @@ class _Trial:
 
 
 def _parse_report(text: bytes) -> list[str] | None:
-    for line in reversed(text.decode(errors="replace").splitlines()):
-        fields = line.split()
-        if len(fields) == 14 and fields[:2] == ["benchlang-launch", "1"]:
-            return fields[2:]
+    """The launcher's report fields after its tag (launcher.c, "Report"), or None."""
+    fields = text.decode(errors="replace").split()
+    if fields[:2] != ["benchlang-launch", "1"]:
+        return None
+    if len(fields) == 17 or (len(fields) == 4 and fields[2] == "files"):
+        return fields[2:]
     return None
+
+
+_Output = tuple[bytes, int, str | None, bytes, int, str | None]
+_NO_OUTPUT: _Output = (b"", 0, None, b"", 0, None)
+
+
+def _tail_of(path: str, size: int | None) -> tuple[bytes, int, str | None]:
+    """The last OUTPUT_KEEP bytes of a stream's file, its size and path: not opened when
+    ``size`` is 0, whatever it holds when ``size`` is None (a dead launcher's trial; nothing
+    when it is gone). FileNotFoundError when a reported file is gone."""
+    if size == 0:
+        return b"", 0, path
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if size is not None:
+            raise
+        return b"", 0, None
+    try:
+        tail, size = _tail(fd)
+    finally:
+        os.close(fd)
+    return tail, size, path
+
+
+def _not_started(program: str, exc: Exception, started: float, t0: float) -> Execution:
+    wall = time.perf_counter() - t0
+    reason = getattr(exc, "strerror", None) or exc
+    message = f"benchlang: cannot start {program!r}: {reason}\n".encode()
+    return Execution(127, False, started, time.time(), wall, b"", message, {"wall_time": wall})
 
 
 class LocalSession:
@@ -122,11 +155,14 @@ class LocalSession:
         self._cgroup = cgroup if isinstance(cgroup, TrialCgroup) else None
         self._cgroup_reason = cgroup if isinstance(cgroup, str) else ""
         self._scratch = scratch_dir()
+        self._scratch_fd = _high(
+            os.open(self._scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        )
         self._null = _high(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
-        self._cgroup_fd = self._cgroup.fd if self._cgroup is not None else None
         self._idle: list[ResidentLauncher] = []
         """Launchers waiting for a trial; started on first use (one per concurrent caller)."""
         self._residents: set[ResidentLauncher] = set()
+        self._starting = threading.Lock()
         self._count = 0
         self._previous: tuple[str, str] | None = None
         self._base_block = environment_block(self._base_env)
@@ -155,64 +191,75 @@ class LocalSession:
             return environment_block({**self._base_env, **extra})
         return self._base_block + environment_block(extra)
 
-    def _hand_over(self, request: bytes, out: int, err: int) -> ResidentLauncher:
+    def _hand_over(self, request: bytes) -> ResidentLauncher:
         """Send the trial to an idle launcher, starting one when none is idle or the idle one
         is gone (its socket refuses the request: nothing ran)."""
         for _ in range(2):
-            resident = self._idle.pop() if self._idle else None
-            if resident is None:
-                resident = ResidentLauncher(self._launcher.path, self._null, self._cgroup_fd)
-                self._residents.add(resident)
             try:
-                resident.send(request, out, err)
+                resident: ResidentLauncher | None = self._idle.pop()
+            except IndexError:  # none idle (another thread may have taken the last one)
+                resident = None
+            if resident is None:
+                resident = self._new_launcher()
+            try:
+                resident.send(request)
                 return resident
             except OSError:
-                self._discard(resident)
+                self._retire(resident)
         raise OSError("the launcher refused the request twice")
 
-    def _discard(self, resident: ResidentLauncher) -> str:
-        """Kill a launcher that is gone or hung, and what its trial may have left."""
+    def _new_launcher(self) -> ResidentLauncher:
+        """A launcher in the session's cgroup, or in a cgroup of its own when another one
+        already uses it (each launcher empties its cgroup after every trial)."""
+        assert self._launcher.path is not None
+        with self._starting:
+            cgroup = self._cgroup
+            if cgroup is not None and any(r.cgroup is cgroup for r in self._residents):
+                cgroup = TrialCgroup.create()
+                if isinstance(cgroup, str):
+                    raise OSError(f"a second launcher needs a cgroup of its own: {cgroup}")
+            resident = ResidentLauncher(self._launcher.path, self._null, self._scratch_fd, cgroup)
+            self._residents.add(resident)
+        return resident
+
+    def _retire(self, resident: ResidentLauncher, cancelled: bool = False) -> str:
+        """End a launcher: by its socket after a cancelled trial it reported, else (gone or
+        hung) killed with what its trial may have left; its own cgroup is removed."""
         self._residents.discard(resident)
-        why = resident.kill()
-        if self._cgroup is not None:
-            self._cgroup.kill()
+        if cancelled:
+            resident.close()
+            why = "cancelled"
+        else:
+            why = resident.kill()
+        if resident.cgroup is not None:
+            resident.cgroup.kill()
+            if resident.cgroup is not self._cgroup:
+                resident.cgroup.close()
         return why
 
     def _start(self, command: Command) -> _Trial | Execution:
-        out, err, out_path, err_path = self._files()
-        env = self._base_env
-        if command.env:
-            env = {**env, **command.env}
         argv = argv_for(command.text)
         cwd = str(self.spec_dir / command.cwd) if command.cwd else None
         started = time.time()
         t0 = time.perf_counter()
+        if self._launcher.path is not None:
+            aslr = "0" if command.aslr is None else "A" if command.aslr else "R"
+            try:
+                environment = self._environment(command.env)
+                request = encode_request(argv, environment, cwd, command.timeout, aslr)
+                resident = self._hand_over(request)
+            except (OSError, ValueError) as exc:
+                return _not_started(argv[0], exc, started, t0)
+            return _Trial(resident.pid, -1, -1, "", "", started, t0, resident)
+        out, err, out_path, err_path = self._files()
+        env = {**self._base_env, **command.env} if command.env else self._base_env
         try:
-            if self._launcher.path is not None:
-                aslr = "0" if command.aslr is None else "A" if command.aslr else "R"
-                request = encode_request(
-                    argv, self._environment(command.env), cwd, command.timeout, aslr
-                )
-                resident = self._hand_over(request, out, err)
-                return _Trial(resident.pid, out, err, out_path, err_path, started, t0, resident)
-            return _Trial(
-                self._spawn(argv, env, cwd, command.aslr, out, err),
-                out,
-                err,
-                out_path,
-                err_path,
-                started,
-                t0,
-            )
+            pid = self._spawn(argv, env, cwd, command.aslr, out, err)
         except (OSError, ValueError) as exc:
             os.close(out)
             os.close(err)
-            wall = time.perf_counter() - t0
-            reason = getattr(exc, "strerror", None) or exc
-            message = f"benchlang: cannot start {argv[0]!r}: {reason}\n".encode()
-            return Execution(
-                127, False, started, time.time(), wall, b"", message, {"wall_time": wall}
-            )
+            return _not_started(argv[0], exc, started, t0)
+        return _Trial(pid, out, err, out_path, err_path, started, t0)
 
     def _spawn(
         self,
@@ -244,15 +291,23 @@ class LocalSession:
         resident = trial.launcher
         assert resident is not None
         fields = _parse_report(report)
+        failure = None
+        output = _NO_OUTPUT
         if fields is None:
-            why = self._discard(resident)
+            files = resident.running()[1]
+            why = self._retire(resident)
+            output = self._output(resident.pid, files)
             failure = f"the trial's launcher ended ({why}) before it reported the trial"
+        elif fields[0] == "files":
+            self._idle.append(resident)
+            why = os.strerror(int(fields[1]))
+            failure = f"cannot create the trial's output files in {self._scratch}: {why}"
+        if failure is not None:
             reasons = dict.fromkeys(_RUSAGE_NAMES, failure)
-            elapsed = time.perf_counter() - trial.t0
-            return self._execution(trial, -9, False, {"wall_time": elapsed}, reasons, 0, failure)
+            rusage = {"wall_time": time.perf_counter() - trial.t0}
+            return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
         if fields[10] == "1":  # cancelled: by us, or by a signal that also ends the launcher
-            self._residents.discard(resident)
-            resident.close()
+            self._retire(resident, cancelled=True)
         else:
             self._idle.append(resident)
         code, wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[:7])
@@ -266,7 +321,21 @@ class LocalSession:
             "minor_faults": float(minflt),
             "major_faults": float(majflt),
         }
-        return self._execution(trial, code, fields[9] == "1", rusage, {}, int(fields[11]))
+        try:
+            output = self._output(resident.pid, *map(int, fields[12:15]))
+        except FileNotFoundError as err:
+            failure = f"the trial's output file {err.filename} was deleted while it ran"
+            output = _NO_OUTPUT
+        timed_out, left = fields[9] == "1", int(fields[11])
+        return self._execution(trial, code, timed_out, rusage, {}, left, output, failure)
+
+    def _output(self, launcher: int, files: int, *sizes: int) -> _Output:
+        """A launcher's trial output: the tails of its files (launcher.c: ``PID-N.out``)."""
+        if files <= 0:
+            return _NO_OUTPUT
+        base = f"{self._scratch}/{launcher}-{files}"
+        out, err = sizes or (None, None)
+        return (*_tail_of(base + ".out", out), *_tail_of(base + ".err", err))
 
     def _finish(self, trial: _Trial, status: int, usage: Any, timed_out: bool) -> Execution:
         """The fallback's Execution once the command is reaped and nothing of it is left."""
@@ -283,7 +352,12 @@ class LocalSession:
             f"Python's resident size): {self._launcher.reason}"
         )
         exit_status = os.waitstatus_to_exitcode(status)
-        return self._execution(trial, exit_status, timed_out, rusage, {"max_rss": why}, 0)
+        stdout, out_size = _tail(trial.out)
+        stderr, err_size = _tail(trial.err)
+        os.close(trial.out)
+        os.close(trial.err)
+        output = (stdout, out_size, trial.out_path, stderr, err_size, trial.err_path)
+        return self._execution(trial, exit_status, timed_out, rusage, {"max_rss": why}, 0, output)
 
     def _execution(
         self,
@@ -293,13 +367,11 @@ class LocalSession:
         rusage: dict[str, float],
         unavailable: dict[str, str],
         left: int,
+        output: _Output,
         failure: str | None = None,
     ) -> Execution:
         elapsed = time.perf_counter() - trial.t0
-        stdout, out_size = _tail(trial.out)
-        stderr, err_size = _tail(trial.err)
-        os.close(trial.out)
-        os.close(trial.err)
+        stdout, out_size, out_path, stderr, err_size, err_path = output
         return Execution(
             exit_status=exit_status,
             timed_out=timed_out,
@@ -313,8 +385,8 @@ class LocalSession:
             stderr_truncated=err_size > len(stderr),
             stdout_size=out_size,
             stderr_size=err_size,
-            stdout_path=trial.out_path,
-            stderr_path=trial.err_path,
+            stdout_path=out_path,
+            stderr_path=err_path,
             unavailable=unavailable,
             left_running=left,
             failure=failure,
@@ -324,15 +396,11 @@ class LocalSession:
         """Kill a trial from here: the fallback's timeout, or a cancelled execute."""
         if trial.launcher is not None:
             # The launcher kills and reaps the trial when told; killed itself if it does not.
-            if trial.launcher.cancel():
-                self._residents.discard(trial.launcher)
-                trial.launcher.close()
-            else:
-                self._discard(trial.launcher)
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(trial.pid, signal.SIGKILL)
-            os.waitpid(trial.pid, 0)
+            self._retire(trial.launcher, cancelled=bool(trial.launcher.cancel()))
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(trial.pid, signal.SIGKILL)
+        os.waitpid(trial.pid, 0)
         if self._cgroup is not None:
             self._cgroup.kill()
 
@@ -371,8 +439,9 @@ class LocalSession:
                 exited = await _wait_exit(trial.pid, command.timeout)
         except BaseException:
             self._kill(trial)
-            os.close(trial.out)
-            os.close(trial.err)
+            if trial.launcher is None:
+                os.close(trial.out)
+                os.close(trial.err)
             raise
         if trial.launcher is not None:
             return self._reported(trial, report)
@@ -407,10 +476,10 @@ class LocalSession:
         if self._null < 0:
             return
         for resident in list(self._residents):
-            resident.close()
-        self._residents.clear()
+            self._retire(resident, cancelled=True)
         self._idle.clear()
         os.close(self._null)
+        os.close(self._scratch_fd)
         self._null = -1
         if self._cgroup is not None:
             self._cgroup.close()

@@ -3,18 +3,18 @@ for each caller that finds it busy), each trial one request over a Unix socket.
 
 Per trial this costs one exec (the command's) instead of two (the launcher's and the
 command's): benchlang writes one message (the command, its environment and working
-directory, the timeout, the trial's stdout and stderr descriptors by SCM_RIGHTS, man 7
-unix) and reads one report line. The launcher forks, measures, kills and reaps exactly as
+directory, the timeout) and reads one report line. The launcher makes each trial's own output
+files in the session's scratch directory while benchlang commits the previous trial, so their
+cost is off the path from one trial to the next. The launcher forks, measures, kills and reaps exactly as
 described in launcher.c, and has no child left when it reports. A byte on the socket cancels
 the running trial; end of file (benchlang gone, even SIGKILLed) cancels it and ends the
 launcher. A launcher that dies is detected by the end of its socket: the trial fails with the
-reason, the command's process group (its pid is kept in a memfd the launcher writes) and the
+reason and the output it wrote, the command's process group (its pid is kept in a memfd the launcher writes) and the
 session's cgroup are killed here, and the next trial starts a fresh launcher.
 """
 
 from __future__ import annotations
 
-import array
 import contextlib
 import fcntl
 import os
@@ -23,6 +23,8 @@ import signal
 import socket
 import struct
 from collections.abc import Mapping
+
+from benchlang.backends.launcher import TrialCgroup
 
 CANCEL_GRACE = 2.0
 """Seconds a cancelled trial's launcher has to kill, reap and report before it is SIGKILLed."""
@@ -64,19 +66,18 @@ def encode_request(
     return struct.pack("=I", len(payload)) + payload
 
 
-class LauncherDied(Exception):
-    """The launcher ended (or stopped answering) before it reported the trial."""
-
-
 class ResidentLauncher:
     """One running launcher and its socket; serves one trial at a time."""
 
-    def __init__(self, path: str, null_fd: int, cgroup_fd: int | None) -> None:
+    def __init__(
+        self, path: str, null_fd: int, scratch_fd: int, cgroup: TrialCgroup | None
+    ) -> None:
+        self.cgroup = cgroup
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = ours
         theirs_fd = high_fd(theirs.detach())
         self._pid_fd = high_fd(os.memfd_create("benchlang-launcher", os.MFD_CLOEXEC))
-        argv = [path, "-p", "5"]
+        argv = [path, "-p", "5", "-d", "6"]
         actions = [
             (os.POSIX_SPAWN_DUP2, null_fd, 0),
             (os.POSIX_SPAWN_DUP2, null_fd, 1),
@@ -84,10 +85,11 @@ class ResidentLauncher:
             (os.POSIX_SPAWN_DUP2, theirs_fd, 3),
             (os.POSIX_SPAWN_DUP2, null_fd, 4),
             (os.POSIX_SPAWN_DUP2, self._pid_fd, 5),
+            (os.POSIX_SPAWN_DUP2, scratch_fd, 6),
         ]
-        if cgroup_fd is not None:
+        if cgroup is not None:
             argv += ["-g", "4"]
-            actions[4] = (os.POSIX_SPAWN_DUP2, cgroup_fd, 4)
+            actions[4] = (os.POSIX_SPAWN_DUP2, cgroup.fd, 4)
         try:
             # Its own process group: a terminal's Ctrl-C reaches benchlang, which cancels.
             self.pid = os.posix_spawn(path, argv, {}, file_actions=actions, setpgroup=0)
@@ -101,12 +103,9 @@ class ResidentLauncher:
         self._buffer = b""
         self.dead: str | None = None
 
-    def send(self, request: bytes, out: int, err: int) -> None:
+    def send(self, request: bytes) -> None:
         """Hand a trial to the launcher; OSError when it is gone (nothing has run)."""
-        fds = array.array("i", [out, err])
-        sent = self.sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
-        if sent < len(request):
-            self.sock.sendall(request[sent:])
+        self.sock.sendall(request)
 
     def take_report(self) -> bytes | None:
         """Read what is there; the report line once complete (b"" at end of file), else None.
@@ -141,15 +140,16 @@ class ResidentLauncher:
             return b""
         return self.wait_report(CANCEL_GRACE)
 
-    def command_pid(self) -> int:
-        """The running trial's command (its process group), 0 between trials."""
-        data = os.pread(self._pid_fd, 4, 0)
-        return struct.unpack("=i", data)[0] if len(data) == 4 else 0
+    def running(self) -> tuple[int, int]:
+        """The running trial's command (its process group; 0 once it ended) and the number
+        in its output files' names (0 before the first trial)."""
+        data = os.pread(self._pid_fd, 16, 0)
+        return struct.unpack("=qq", data) if len(data) == 16 else (0, 0)
 
     def kill(self) -> str:
         """SIGKILL the launcher and the command's process group, reap the launcher; how the
         launcher ended. What the command left elsewhere is the cgroup's to kill."""
-        group = self.command_pid()
+        group = self.running()[0]
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(self.pid, signal.SIGKILL)
         if group > 0:
