@@ -295,6 +295,9 @@ class Design:
     replicate: int = 1
     """DataMill's replications: ``runs`` holds them all, in this many contiguous blocks of
     rounds per series; the block is the trial's ``replicate`` level."""
+    redundancy: int = 1
+    """DataMill's purposeful redundancy (§4.2): every configuration runs on this many hosts
+    with the same hardware levels, each host all its rounds (plan.redundancy)."""
 
 
 @attrs.frozen
@@ -341,6 +344,8 @@ class Experiment:
     spec_hash: str = ""
     spec_path: str = ""
     order_dependence: dict[str, Any] | None = None
+    equal_hosts: dict[str, Any] | None = None
+    """The settings of the equal-hosts check (``design { redundancy N }``; stats.equal_hosts)."""
     comparisons: tuple[Comparison, ...] = ()
     profiles: tuple[dict[str, Any], ...] = ()
     hidden: tuple[Hidden, ...] = ()

@@ -8,7 +8,9 @@ the rounds is reported). Per trial, benchlang's time is shown three ways:
 each divided by hyperfine's mean. Targets ("A runner that never lies"): in-run at most 1.3x
 hyperfine's mean, the stored wall_time at most 1.2x.
 The in-run time is split into spawn, store commit (timed on its own: 1000 record_trial
-calls into a fresh store) and the rest (executor bookkeeping, env, measures, progress).
+calls into a fresh store) and the rest (handing the trial to the session's launcher and
+reading its report, the trial's files, the event loop, executor bookkeeping, progress).
+The floor is spawn + commit: a trial must be measured and committed before the next starts.
 
     python benchmarks/bench_runner.py
 """
@@ -160,6 +162,10 @@ def main() -> None:
     rest = med["in_run"] - med["spawn"] - commit
     print(
         f"where an in-run trial goes: spawn {med['spawn'] * ms:.3f} ms, store commit {commit * ms:.3f} ms, rest {rest * ms:.3f} ms"
+    )
+    floor = (med["spawn"] + commit) / med["hyperfine"]
+    print(
+        f"floor (spawn + commit, nothing else): {(med['spawn'] + commit) * ms:.3f} ms  ratio {floor:.2f}x"
     )
 
 

@@ -21,6 +21,7 @@ from benchlang.backends import launcher as launcher_module
 from benchlang.backends.base import Command
 from benchlang.backends.launcher import CC_ENV, ISOLATION_ENV, TrialCgroup
 from benchlang.backends.local import OUTPUT_KEEP, LocalSession
+from benchlang.backends.resident import ResidentLauncher, encode_request
 
 GNU_TIME = "/usr/bin/time"
 CGROUP = isinstance(probe := TrialCgroup.create(), TrialCgroup)
@@ -139,6 +140,9 @@ def test_each_trial_writes_its_own_scratch_files(session):
     second = session.run_blocking(Command("readlink /proc/self/fd/1"))
     assert first.stdout.strip() != second.stdout.strip()
     assert second.stdout.decode().strip() == second.stdout_path
+    # The launcher deletes a trial's files once the next one has reported, before it takes
+    # another request (the old launcher-less path: when the next one starts).
+    session.run_blocking(Command("true"))
     assert not Path(first.stdout_path).exists(), "the previous trial's file is kept"
 
 
@@ -297,13 +301,16 @@ def test_the_launcher_is_cached_under_its_source_hash(tmp_path, monkeypatch):
     path = Path(found.path)
     assert path.parent == tmp_path / "cache" / "benchlang"
     assert [p.name for p in path.parent.iterdir()] == [path.name], "a temporary file was left"
-    read, write = os.pipe()
-    argv = [found.path, "--", "sh", "-c", "exit 3"]
-    pid = os.posix_spawn(found.path, argv, {}, file_actions=[(os.POSIX_SPAWN_DUP2, write, 3)])
-    os.close(write)
-    os.waitpid(pid, 0)
-    report = os.read(read, 4096).split()
-    os.close(read)
+    null = os.open(os.devnull, os.O_RDWR)
+    scratch = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    resident = ResidentLauncher(found.path, null, scratch, None)
+    try:
+        resident.send(encode_request(["sh", "-c", "exit 3"], b"", None, None, "0"))
+        report = resident.wait_report(60).split()
+    finally:
+        resident.close()
+        os.close(null)
+        os.close(scratch)
     assert report[:3] == [b"benchlang-launch", b"1", b"3"]
 
 

@@ -288,3 +288,27 @@ def test_a_long_data_table_is_downsampled_and_says_so():
     page.feed(html)
     assert page.figures[0]["rows"] == MAX_ROWS + 1  # the header row and the rows shown
     assert "<td class='num'>9999</td>" in html  # evenly spaced: the last row is kept
+
+
+def test_plots_draw_only_finite_coordinates():
+    """NaN and inf in the data are left out of the drawing (a browser logs an error for a
+    path with "nan" in it), and ticks of a tiny span far from zero stay distinct."""
+    from benchlang.report.html import plots
+
+    nan, inf = float("nan"), float("inf")
+    x = np.arange(3.0)
+    svgs = [
+        plots.lines(
+            [("a", x, np.array([1.0, nan, 3.0]))], "t", "x", "y", vlines=[("v", nan)],
+            hlines=[("h", inf)], bands=[("b", x, np.array([0.0, nan, 1.0]), x + 2)],
+        ),
+        plots.intervals([("a", nan, None, None), ("b", 1.0, 0.5, inf)], "t", "e", reference=1),
+        plots.points([("a", np.array([])), ("b", np.r_[np.ones(50), 9.0, nan])], "t", "y", boxes=True),
+        plots.bars(["a", "b"], [1.0, nan], "t", "y", errors=[0.1, inf]),
+    ]  # fmt: skip
+    for svg in svgs:
+        drawn = " ".join(re.findall(r'\b(?:d|x|y|transform)="([^"]*)"', svg))
+        assert not re.search(r"(?i)nan|inf", drawn), svg
+    tiny = plots.lines([("a", x, 1e9 + x * 1e-3)], "t", "x", "y")
+    labels = re.findall(r"text-anchor=\"end\">([^<]*)</text>", tiny)
+    assert len(labels) == len(set(labels)) > 1, labels

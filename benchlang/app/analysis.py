@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from benchlang.report.analysis import ConfigurationAnalysis
     from benchlang.report.compare import ComparisonResult
     from benchlang.report.data import ExperimentData
+    from benchlang.report.equal_hosts import HostAgreement
     from benchlang.report.order_analysis import OrderReport
     from benchlang.report.record import Record
     from benchlang.report.warmup import WarmupAdvice
@@ -31,6 +32,8 @@ class StoreAnalysis:
     kpis: list[ConfigurationAnalysis]
     comparisons: list[ComparisonResult]
     warmup: list[WarmupAdvice]
+    equal_hosts: list[HostAgreement] = attrs.field(factory=list)
+    """With ``design { redundancy N }``: do the equal hosts agree (DataMill §4.2)?"""
 
 
 def analyze_store(
@@ -41,6 +44,7 @@ def analyze_store(
     """KPIs, comparisons and (for A/B layouts) warm-up advice of a stored plan."""
     from benchlang.report.analysis import analyze
     from benchlang.report.compare import compare
+    from benchlang.report.equal_hosts import host_agreement
     from benchlang.report.warmup import warmup_advice
 
     data = load_store(store_path, plan_hash, experiment=experiment, every_measure=False)
@@ -57,6 +61,7 @@ def analyze_store(
         or experiment.order_dependence
         or experiment.comparisons
         or experiment.profiles
+        or experiment.equal_hosts
         or every_phase
     ):
         raise UserError(
@@ -74,6 +79,7 @@ def analyze_store(
         kpis,
         [compare(data, c) for c in experiment.comparisons],
         warmup_advice(every_phase) if every_phase is not None else [],
+        host_agreement(data),
     )
 
 

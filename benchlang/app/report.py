@@ -75,11 +75,17 @@ def report_inputs(
     plan_hash: str | None = None,
     experiment: model.Experiment | None = None,
     note: str | None = None,
+    *,
+    with_headline: bool = True,
 ) -> ReportInputs:
-    """Everything the report shows, from the same functions ``analyze`` and ``order`` use."""
+    """Everything the report shows, from the same functions ``analyze`` and ``order`` use,
+    each computed once; ``with_headline=False`` skips the headline's bootstrap (the methods
+    paragraph does not cite it)."""
     from benchlang.app.analysis import order_of
     from benchlang.report.analysis import analyze
     from benchlang.report.compare import compare
+    from benchlang.report.equal_hosts import host_agreement
+    from benchlang.report.headline import headline
     from benchlang.report.warmup import warmup_advice
 
     with Store(store_path) as store:
@@ -101,10 +107,12 @@ def report_inputs(
     if exp.design.layout is None and exp.metrics:
         alpha = (exp.order_dependence or {}).get("alpha", 0.05)
         order = order_of(data, None, alpha)
+    kpis = analyze(data) if exp.kpis else []
     return ReportInputs(
         data=data,
         store=str(store_path),
-        kpis=analyze(data) if exp.kpis else [],
+        kpis=kpis,
+        headline=headline(data, kpis) if kpis and with_headline else [],
         comparisons=[compare(data, c) for c in exp.comparisons],
         warmup=warmup_advice(every_phase) if every_phase is not None else [],
         order=order,
@@ -113,6 +121,7 @@ def report_inputs(
         failed=failed,
         raw=raw,
         note=note,
+        equal_hosts=host_agreement(data),
     )
 
 
@@ -144,4 +153,4 @@ def methods_of(
     """The methods paragraph for a paper and its BibTeX entries (``record --format methods``)."""
     from benchlang.report.methods import methods_text
 
-    return methods_text(report_inputs(store_path, plan_hash, experiment))
+    return methods_text(report_inputs(store_path, plan_hash, experiment, with_headline=False))

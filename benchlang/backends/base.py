@@ -87,6 +87,7 @@ class Execution:
     valid until the session's next ``execute`` or ``close``. ``unavailable`` maps a built-in
     measure the backend could not take to the reason (a failed measure, never a wrong number).
     ``left_running`` counts the processes the command left behind, killed when it ended.
+    ``failure`` says why the backend lost the command (its launcher died): never ``ok``.
     """
 
     exit_status: int
@@ -105,10 +106,11 @@ class Execution:
     stderr_path: str | None = None
     unavailable: Mapping[str, str] = attrs.field(factory=dict)
     left_running: int = 0
+    failure: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.exit_status == 0 and not self.timed_out
+        return self.exit_status == 0 and not self.timed_out and self.failure is None
 
 
 @runtime_checkable

@@ -1,16 +1,23 @@
-/* benchlang-launch: run one trial's command and measure it alone.
+/* benchlang-launch: run a session's trials, one at a time, and measure each command alone.
  *
- * Usage: benchlang-launch [-t SECONDS] [-C DIR] [-g CGROUP_DIR_FD] [-R|-A] -- COMMAND ARGS...
- *
- * -R runs the command with address-space randomisation off (personality(2)
- * ADDR_NO_RANDOMIZE, as setarch -R), -A with it on; set in the child only, before exec.
+ * Usage: benchlang-launch -d SCRATCH_DIR_FD [-g CGROUP_DIR_FD] [-p PID_MEMFD]
+ *        (a Unix stream socket to benchlang on fd 3)
  *
  * benchlang (a ~100 MiB Python process) cannot spawn the command itself and keep max_rss right:
  * at exec, Linux folds the old address space's peak RSS into the new program's
  * signal->maxrss (fs/exec.c, exec_mmap -> setmax_mm_hiwater_rss), so a child
  * spawned from Python reports Python's resident size as its floor. This launcher is small (its
  * resident size is ~1 MiB, like GNU time's), forks the command, waits for it with wait4 and
- * writes the command's own rusage (man 2 wait4, man 2 getrusage) as one line on fd 3.
+ * reports the command's own rusage (man 2 wait4, man 2 getrusage).
+ *
+ * It is started once per session and kept: each trial is one request on fd 3 (a u32 length,
+ * then NUL-terminated fields: timeout in seconds or "-1", working directory or "", ASLR "0",
+ * "R" (off, as setarch -R) or "A" (on), argc, argv..., then the environment's "K=V" entries).
+ * The trial's stdout and stderr are files of its own, "PID-N.out" and "PID-N.err" in the
+ * scratch directory, made after the previous report (while benchlang commits that trial) and
+ * deleted after the next one: no file is written by two trials. While a trial
+ * runs, a byte on fd 3 cancels it, and end of file (benchlang gone) cancels it and ends the
+ * launcher; SIGTERM, SIGINT or SIGHUP do the same.
  *
  * It also owns the trial's isolation:
  *  - the command gets its own process group (setpgid in child and parent, no race);
@@ -18,14 +25,19 @@
  *    Linux >= 5.7; else it writes itself into cgroup.procs before exec), so setsid cannot escape;
  *  - the launcher is a child subreaper (man 2 prctl, PR_SET_CHILD_SUBREAPER): every orphaned
  *    descendant, setsid or not, is re-parented to it.
- * After the command exits (or on timeout, or SIGTERM from benchlang) everything left is killed:
- * the process group, the cgroup (freeze + kill each pid + thaw, Linux >= 5.2), and
- * every descendant, which it reaps until wait4 says ECHILD. Only then does it report.
+ * After the command exits (or on timeout or cancellation) everything left is killed: the
+ * process group, the cgroup (freeze + kill each pid + thaw, Linux >= 5.2), and every
+ * descendant, which it reaps until wait4 says ECHILD: the launcher has no child left when it
+ * reports, so nothing of one trial survives into the next. While the command runs, its pid is
+ * at offset 0 of the -p memfd (0 otherwise), the number of its files next: benchlang reads
+ * them if the launcher dies, to kill the command's group itself and keep its output.
  *
- * Output line (fd 3): "benchlang-launch 1 STATUS WALL_NS UTIME_US STIME_US MAXRSS_KIB MINFLT
- * MAJFLT NVCSW NIVCSW TIMED_OUT CANCELLED LEFT\n"; STATUS is the exit code or minus the signal;
- * LEFT counts processes killed after the command exited. A command that cannot be started
- * gets a message on its stderr and exits 127, as a shell would.
+ * Report (one line on fd 3 per request): "benchlang-launch 1 STATUS WALL_NS UTIME_US STIME_US
+ * MAXRSS_KIB MINFLT MAJFLT NVCSW NIVCSW TIMED_OUT CANCELLED LEFT N OUT_SIZE ERR_SIZE\n";
+ * STATUS is the exit code or minus the signal; LEFT counts processes killed after the command
+ * exited; N names the output files. A command that cannot be started gets a message on its
+ * stderr and exits 127, as a shell would. "benchlang-launch 1 files ERRNO\n" when the output
+ * files cannot be made (nothing ran).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -40,6 +52,9 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -58,12 +73,33 @@ struct clone_args_v2 {
     uint64_t set_tid, set_tid_size, cgroup;
 };
 
+extern char **environ;
 static int cgroup_fd = -1;
+
+/* The trial's command, and what wait4 said when it was reaped (wherever that happened). */
+static pid_t command_pid;
+static int command_reaped, command_status;
+static long long command_end;
+static struct rusage command_usage;
 
 static long long now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Reap one child (any), keeping the command's status and rusage when it is the one. */
+static pid_t reap(int flags) {
+    int status;
+    struct rusage usage;
+    pid_t pid = wait4(-1, &status, flags, &usage);
+    if (pid > 0 && pid == command_pid && !command_reaped) {
+        command_end = now_ns();
+        command_reaped = 1;
+        command_status = status;
+        command_usage = usage;
+    }
+    return pid;
 }
 
 static int write_at(int dirfd, const char *name, const char *text) {
@@ -107,7 +143,7 @@ static int kill_cgroup(void) {
         }
         if (f) fclose(f);
         /* Reap what died here (our children), so that it leaves the cgroup. */
-        while (waitpid(-1, NULL, WNOHANG) > 0) {
+        while (reap(WNOHANG) > 0) {
         }
         if (cgroup_populated()) usleep(200);
     }
@@ -168,18 +204,19 @@ static int clean_up(pid_t group) {
     if (kill(-group, SIGKILL) == 0) left++;
     left += kill_cgroup();
     for (;;) {
-        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        pid_t pid = reap(WNOHANG);
         if (pid < 0 && errno == ECHILD) break;
         if (pid > 0) continue;
         left += kill_children();
-        if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD) break;
+        if (reap(0) < 0 && errno == ECHILD) break;
     }
     /* Processes moved into the cgroup from outside are not our descendants: kill them too. */
     left += kill_cgroup();
     return left;
 }
 
-static pid_t spawn_into_cgroup(void) {
+
+static pid_t spawn_into_cgroup(int err_fd) {
     if (cgroup_fd >= 0) {
         struct clone_args_v2 args;
         memset(&args, 0, sizeof args);
@@ -191,7 +228,7 @@ static pid_t spawn_into_cgroup(void) {
         if (errno != ENOSYS && errno != EINVAL && errno != E2BIG && errno != EPERM) return -1;
         pid_t child = fork();
         if (child == 0 && write_at(cgroup_fd, "cgroup.procs", "0") != 0) {
-            dprintf(2, "benchlang: cannot enter the trial's cgroup: %s\n", strerror(errno));
+            dprintf(err_fd, "benchlang: cannot enter the trial's cgroup: %s\n", strerror(errno));
             _exit(126);
         }
         return child;
@@ -199,84 +236,137 @@ static pid_t spawn_into_cgroup(void) {
     return fork();
 }
 
-int main(int argc, char **argv) {
-    double timeout = -1;
-    const char *dir = NULL;
-    int opt, aslr = 0;
-    while ((opt = getopt(argc, argv, "+t:C:g:RA")) != -1) {
-        if (opt == 'R') aslr = -1;
-        else if (opt == 'A') aslr = 1;
-        else if (opt == 't') timeout = strtod(optarg, NULL);
-        else if (opt == 'C') dir = optarg;
-        else if (opt == 'g') cgroup_fd = atoi(optarg);
-        else return 125;
-    }
-    if (optind >= argc) {
-        dprintf(2, "benchlang-launch: no command\n");
-        return 125;
-    }
-    char **command = argv + optind;
-    fcntl(3, F_SETFD, FD_CLOEXEC);
-    if (cgroup_fd >= 0) fcntl(cgroup_fd, F_SETFD, FD_CLOEXEC);
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+/* One trial's request, pointing into the request's buffer. */
+struct request {
+    double timeout;
+    const char *dir;
+    int aslr;
+    char **argv, **envp;
+    int out_fd, err_fd;
+    long files; /* the number in the output files' names */
+};
 
-    sigset_t wanted, saved;
-    sigemptyset(&wanted);
-    sigaddset(&wanted, SIGCHLD);
-    sigaddset(&wanted, SIGTERM);
-    sigaddset(&wanted, SIGINT);
-    sigaddset(&wanted, SIGHUP);
-    sigprocmask(SIG_BLOCK, &wanted, &saved);
+static int control_fd = 3, signal_fd = -1, pid_fd = -1, scratch_fd = -1;
 
-    long long t0 = now_ns();
-    pid_t child = spawn_into_cgroup();
-    if (child < 0) {
-        dprintf(2, "benchlang: cannot start %s: %s\n", command[0], strerror(errno));
-        dprintf(3, "benchlang-launch 1 127 0 0 0 0 0 0 0 0 0 0 0\n");
-        return 0;
+/* The next trial's stdout and stderr files, created in the scratch directory (-d) after each
+ * report, while benchlang commits the trial: "PID-N.out" and "PID-N.err". */
+static int ready_out = -1, ready_err = -1, ready_errno;
+static long ready_n, last_n;
+
+static void file_name(char *buf, size_t size, long n, const char *suffix) {
+    snprintf(buf, size, "%d-%ld.%s", (int)getpid(), n, suffix);
+}
+
+static void remove_files(long n) {
+    char name[64];
+    if (n <= 0) return;
+    file_name(name, sizeof name, n, "out");
+    unlinkat(scratch_fd, name, 0);
+    file_name(name, sizeof name, n, "err");
+    unlinkat(scratch_fd, name, 0);
+}
+
+static void prepare_files(void) {
+    char name[64];
+    int flags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;
+    if (ready_out >= 0) return;
+    long n = ++ready_n;
+    file_name(name, sizeof name, n, "out");
+    ready_out = openat(scratch_fd, name, flags, 0600);
+    file_name(name, sizeof name, n, "err");
+    ready_err = ready_out < 0 ? -1 : openat(scratch_fd, name, flags, 0600);
+    if (ready_err < 0) {
+        ready_errno = errno;
+        if (ready_out >= 0) close(ready_out);
+        ready_out = -1;
+        remove_files(n);
     }
-    if (child == 0) {
-        setpgid(0, 0);
-        sigprocmask(SIG_SETMASK, &saved, NULL);
-        if (dir && chdir(dir) != 0) {
-            dprintf(2, "benchlang: cannot enter %s: %s\n", dir, strerror(errno));
-            _exit(127);
-        }
-        if (aslr) {
-            int persona = personality(0xffffffff);
-            persona = aslr < 0 ? (persona | ADDR_NO_RANDOMIZE) : (persona & ~ADDR_NO_RANDOMIZE);
-            if (persona < 0 || personality((unsigned long)persona) < 0) {
-                dprintf(2, "benchlang: cannot set the personality: %s\n", strerror(errno));
-                _exit(127);
-            }
-        }
-        execvp(command[0], command);
-        dprintf(2, "benchlang: cannot start '%s': %s\n", command[0], strerror(errno));
+}
+static sigset_t wanted, saved;
+static int stopping; /* benchlang is gone or a signal asked the launcher to end */
+
+/* The running trial for benchlang, should the launcher die: its command's pid (0 when none)
+ * and the number of its output files, as two int64 at offset 0 of the -p memfd. */
+static void note_trial(pid_t pid, long files) {
+    int64_t state[2] = {pid, files};
+    if (pid_fd >= 0) pwrite(pid_fd, state, sizeof state, 0);
+}
+
+static void child(const struct request *rq) {
+    setpgid(0, 0);
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    if (dup2(rq->out_fd, 1) < 0 || dup2(rq->err_fd, 2) < 0) _exit(127);
+    if (rq->dir && chdir(rq->dir) != 0) {
+        dprintf(2, "benchlang: cannot enter %s: %s\n", rq->dir, strerror(errno));
         _exit(127);
     }
-    setpgid(child, child);
-
-    struct timespec wait_for, *limit = NULL;
-    long long deadline = timeout >= 0 ? t0 + (long long)(timeout * 1e9) : 0;
-    int status = 0, timed_out = 0, cancelled = 0, done = 0;
-    struct rusage usage;
-    memset(&usage, 0, sizeof usage);
-    long long wall = 0;
-    while (!done) {
-        /* Reap before sleeping: the command may have exited before the signal was awaited. */
-        pid_t pid;
-        int st;
-        struct rusage ru;
-        while ((pid = wait4(-1, &st, WNOHANG, &ru)) > 0) {
-            if (pid == child) {
-                wall = now_ns() - t0;
-                status = st;
-                usage = ru;
-                done = 1;
-            }
+    if (rq->aslr) {
+        int persona = personality(0xffffffff);
+        persona = rq->aslr < 0 ? (persona | ADDR_NO_RANDOMIZE) : (persona & ~ADDR_NO_RANDOMIZE);
+        if (persona < 0 || personality((unsigned long)persona) < 0) {
+            dprintf(2, "benchlang: cannot set the personality: %s\n", strerror(errno));
+            _exit(127);
         }
-        if (done) break;
-        if (timeout >= 0) {
+    }
+    environ = rq->envp; /* execvp looks the program up in the trial's PATH */
+    execvp(rq->argv[0], rq->argv);
+    dprintf(2, "benchlang: cannot start '%s': %s\n", rq->argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Whether benchlang cancelled the trial (a byte on fd 3) or went away (end of file). */
+static int control_says_stop(void) {
+    char byte;
+    ssize_t n = read(control_fd, &byte, 1);
+    if (n == 1) return 1;
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    stopping = 1;
+    return 1;
+}
+
+/* Whether a stopping signal arrived (SIGCHLD only wakes the loop up). */
+static int signal_says_stop(void) {
+    struct signalfd_siginfo info;
+    int stop = 0;
+    while (read(signal_fd, &info, sizeof info) == (ssize_t)sizeof info) {
+        if (info.ssi_signo != SIGCHLD) stop = stopping = 1;
+    }
+    return stop;
+}
+
+static void run_trial(const struct request *rq) {
+    command_pid = 0;
+    command_reaped = 0;
+    memset(&command_usage, 0, sizeof command_usage);
+    note_trial(0, rq->files);
+    long long t0 = now_ns();
+    pid_t pid = spawn_into_cgroup(rq->err_fd);
+    if (pid < 0) {
+        dprintf(rq->err_fd, "benchlang: cannot start %s: %s\n", rq->argv[0], strerror(errno));
+        dprintf(control_fd, "benchlang-launch 1 127 0 0 0 0 0 0 0 0 0 0 0 %ld 0 %lld\n",
+                rq->files, (long long)lseek(rq->err_fd, 0, SEEK_END));
+        return;
+    }
+    if (pid == 0) child(rq);
+    command_pid = pid;
+    setpgid(pid, pid);
+    note_trial(pid, rq->files);
+
+    long long deadline = rq->timeout >= 0 ? t0 + (long long)(rq->timeout * 1e9) : 0;
+    int timed_out = 0, cancelled = 0, done = 0;
+    long long wall = 0;
+    struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {control_fd, POLLIN, 0}};
+    for (;;) {
+        /* Reap before sleeping: the command may have exited before the signal was read. */
+        while (reap(WNOHANG) > 0) {
+        }
+        if (command_reaped) {
+            wall = command_end - t0;
+            done = 1;
+            break;
+        }
+        struct timespec wait_for, *limit = NULL;
+        if (rq->timeout >= 0) {
             long long left = deadline - now_ns();
             if (left <= 0) {
                 timed_out = 1;
@@ -286,24 +376,150 @@ int main(int argc, char **argv) {
             wait_for.tv_nsec = left % 1000000000LL;
             limit = &wait_for;
         }
-        int sig = sigtimedwait(&wanted, NULL, limit);
-        if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+        if (ppoll(fds, 2, limit, NULL) < 0 && errno != EINTR) break;
+        if ((fds[0].revents && signal_says_stop()) || (fds[1].revents && control_says_stop())) {
             cancelled = 1;
             break;
         }
     }
-    int left = clean_up(child);
+    int left = clean_up(pid);
+    int status = command_status;
     if (!done) {
-        /* Timed out or cancelled: clean_up reaped the command, so wait4 cannot report it. */
+        /* Timed out or cancelled: clean_up killed and reaped the command. */
         wall = now_ns() - t0;
         status = SIGKILL;
-        getrusage(RUSAGE_CHILDREN, &usage);
     }
+    note_trial(0, rq->files);
+    struct rusage *u = &command_usage;
+    struct stat out, err;
+    if (fstat(rq->out_fd, &out) != 0) out.st_size = 0;
+    if (fstat(rq->err_fd, &err) != 0) err.st_size = 0;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    dprintf(3, "benchlang-launch 1 %d %lld %lld %lld %ld %ld %ld %ld %ld %d %d %d\n", code, wall,
-            (long long)usage.ru_utime.tv_sec * 1000000LL + usage.ru_utime.tv_usec,
-            (long long)usage.ru_stime.tv_sec * 1000000LL + usage.ru_stime.tv_usec,
-            usage.ru_maxrss, usage.ru_minflt, usage.ru_majflt, usage.ru_nvcsw, usage.ru_nivcsw,
-            timed_out, cancelled, left);
+    dprintf(control_fd,
+            "benchlang-launch 1 %d %lld %lld %lld %ld %ld %ld %ld %ld %d %d %d %ld %lld %lld\n",
+            code, wall, (long long)u->ru_utime.tv_sec * 1000000LL + u->ru_utime.tv_usec,
+            (long long)u->ru_stime.tv_sec * 1000000LL + u->ru_stime.tv_usec, u->ru_maxrss,
+            u->ru_minflt, u->ru_majflt, u->ru_nvcsw, u->ru_nivcsw, timed_out, cancelled, left,
+            rq->files, (long long)out.st_size, (long long)err.st_size);
+}
+
+static int read_fully(int fd, char *buf, size_t size) {
+    while (size) {
+        ssize_t n = read(fd, buf, size);
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd in = {fd, POLLIN, 0};
+            poll(&in, 1, -1);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        buf += n;
+        size -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Split a request's fields; NULL when it is malformed. */
+static char **parse(char *buf, size_t size, struct request *rq) {
+    size_t count = 0;
+    for (size_t i = 0; i < size; i++) count += buf[i] == 0;
+    if (size == 0 || buf[size - 1] != 0 || count < 5) return NULL;
+    char **fields = calloc(count + 2, sizeof *fields);
+    if (!fields) return NULL;
+    char *p = buf;
+    for (size_t i = 0; i < count; i++, p += strlen(p) + 1) fields[i] = p;
+    long argc = strtol(fields[3], NULL, 10);
+    if (argc < 1 || (size_t)argc + 4 > count) {
+        free(fields);
+        return NULL;
+    }
+    rq->timeout = strtod(fields[0], NULL);
+    rq->dir = fields[1][0] ? fields[1] : NULL;
+    rq->aslr = fields[2][0] == 'R' ? -1 : fields[2][0] == 'A' ? 1 : 0;
+    /* argv and envp each need a NULL after them: shift the environment up by one slot. */
+    size_t env_at = 4 + (size_t)argc, envc = count - env_at;
+    memmove(fields + env_at + 1, fields + env_at, envc * sizeof *fields);
+    fields[env_at] = NULL;
+    fields[env_at + 1 + envc] = NULL;
+    rq->argv = fields + 4;
+    rq->envp = fields + env_at + 1;
+    return fields;
+}
+
+/* Read one request and run it; 0 at end of file, -1 when malformed. */
+static int serve_one(void) {
+    uint32_t size;
+    ssize_t n;
+    do n = read(control_fd, &size, sizeof size);
+    while (n < 0 && errno == EINTR);
+    if (n == 0) return 0;
+    if (n < 0) return errno == EAGAIN ? 1 : -1;
+    if (n < (ssize_t)sizeof size && read_fully(control_fd, (char *)&size + n, sizeof size - n))
+        return -1;
+    char *buf = size < (64u << 20) ? malloc((size_t)size + 1) : NULL;
+    struct request rq = {0};
+    char **fields = NULL;
+    if (buf && read_fully(control_fd, buf, size) == 0) fields = parse(buf, size, &rq);
+    if (fields) {
+        prepare_files();
+        if (ready_out < 0) {
+            dprintf(control_fd, "benchlang-launch 1 files %d\n", ready_errno);
+        } else {
+            rq.out_fd = ready_out;
+            rq.err_fd = ready_err;
+            rq.files = ready_n;
+            ready_out = ready_err = -1;
+            run_trial(&rq);
+            close(rq.out_fd);
+            close(rq.err_fd);
+            /* The previous trial's files go, the next one's are made, while benchlang
+             * commits this one; this trial's stay until the next report. */
+            remove_files(last_n);
+            last_n = rq.files;
+            prepare_files();
+        }
+    }
+    free(fields);
+    free(buf);
+    return fields ? 1 : -1;
+}
+
+int main(int argc, char **argv) {
+    int opt;
+    while ((opt = getopt(argc, argv, "g:p:d:")) != -1) {
+        if (opt == 'g') cgroup_fd = atoi(optarg);
+        else if (opt == 'd') scratch_fd = atoi(optarg);
+        else if (opt == 'p') pid_fd = atoi(optarg);
+        else return 125;
+    }
+    fcntl(control_fd, F_SETFD, FD_CLOEXEC);
+    fcntl(control_fd, F_SETFL, fcntl(control_fd, F_GETFL) | O_NONBLOCK);
+    if (cgroup_fd >= 0) fcntl(cgroup_fd, F_SETFD, FD_CLOEXEC);
+    if (pid_fd >= 0) fcntl(pid_fd, F_SETFD, FD_CLOEXEC);
+    if (scratch_fd < 0) return 125;
+    fcntl(scratch_fd, F_SETFD, FD_CLOEXEC);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    sigemptyset(&wanted);
+    sigaddset(&wanted, SIGCHLD);
+    sigaddset(&wanted, SIGTERM);
+    sigaddset(&wanted, SIGINT);
+    sigaddset(&wanted, SIGHUP);
+    sigprocmask(SIG_BLOCK, &wanted, &saved);
+    signal(SIGPIPE, SIG_IGN);
+    signal_fd = signalfd(-1, &wanted, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (signal_fd < 0) return 125;
+    prepare_files();
+    while (!stopping) {
+        /* Wait for a request (or a stopping signal) without holding the socket blocking. */
+        struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {control_fd, POLLIN, 0}};
+        if (poll(fds, 2, -1) < 0 && errno != EINTR) return 1;
+        if (fds[0].revents && signal_says_stop()) break;
+        while (fds[0].revents && reap(WNOHANG) > 0) {
+        }
+        if (!fds[1].revents) continue;
+        int served = serve_one();
+        if (served == 0) break;
+        if (served < 0) return 2;
+    }
     return 0;
 }

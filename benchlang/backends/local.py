@@ -1,14 +1,16 @@
 """The local backend: each trial in its own process group (and cgroup v2 where writable) on
 this machine, measured by a small C launcher so that its measures describe the command alone.
 
-Per trial (docs/measures.md): benchlang spawns the launcher (launcher.c, one posix_spawn); the
+Per trial (docs/measures.md): benchlang hands the command to the session's launcher
+(launcher.c, started on the session's first trial and kept, backends/resident.py); the
 launcher forks the command into a new process group and the session's cgroup, waits for it
 with ``wait4`` (its rusage and wall time), enforces the timeout, then kills and reaps whatever
 the command left running (group, cgroup, and every re-parented descendant: it is a child
-subreaper) before it reports on fd 3. stdout and stderr go to files of their own for each
-trial; the Execution keeps their last ``OUTPUT_KEEP`` bytes and points at the full files.
-Waiting is on a pidfd registered with the event loop, so ``execute`` can be cancelled: the
-launcher is then told (SIGTERM) to kill the trial, and the cgroup is emptied.
+subreaper) before it reports. stdout and stderr go to files of their own for each trial; the
+Execution keeps their last ``OUTPUT_KEEP`` bytes and points at the full files. Waiting is on
+the launcher's socket, registered with the event loop, so ``execute`` can be cancelled: the
+launcher is then told to kill the trial, and the cgroup is emptied. A launcher that dies fails
+its trial with the reason (``Execution.failure``); the next trial starts a new one.
 
 Without a C compiler, commands are spawned directly (process group, cgroup through a
 ``/bin/sh`` prologue), and ``max_rss`` is unavailable with the reason: a child spawned from
@@ -19,12 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import select
 import shlex
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,6 +44,8 @@ from benchlang.backends.base import (
     read_declared_facts,
 )
 from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
+from benchlang.backends.resident import ResidentLauncher, encode_request, environment_block
+from benchlang.backends.resident import high_fd as _high
 
 _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
 OUTPUT_KEEP = 1024 * 1024
@@ -77,16 +81,6 @@ def host_facts() -> dict[str, str]:
     return {**_facts(), "benchlang": __version__}
 
 
-def _high(fd: int) -> int:
-    """Move a descriptor to 10 or above: the spawn's dup2 actions write fds 0-4 in order, and
-    a source among them would be overwritten before it is copied."""
-    if fd >= 10:
-        return fd
-    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-    os.close(fd)
-    return high
-
-
 def _tail(fd: int) -> tuple[bytes, int]:
     """The last OUTPUT_KEEP bytes of a stream's file, and its full size."""
     size = os.fstat(fd).st_size
@@ -105,14 +99,47 @@ class _Trial:
     err_path: str
     started: float
     t0: float
+    launcher: ResidentLauncher | None = None
 
 
 def _parse_report(text: bytes) -> list[str] | None:
-    for line in reversed(text.decode(errors="replace").splitlines()):
-        fields = line.split()
-        if len(fields) == 14 and fields[:2] == ["benchlang-launch", "1"]:
-            return fields[2:]
+    """The launcher's report fields after its tag (launcher.c, "Report"), or None."""
+    fields = text.decode(errors="replace").split()
+    if fields[:2] != ["benchlang-launch", "1"]:
+        return None
+    if len(fields) == 17 or (len(fields) == 4 and fields[2] == "files"):
+        return fields[2:]
     return None
+
+
+_Output = tuple[bytes, int, str | None, bytes, int, str | None]
+_NO_OUTPUT: _Output = (b"", 0, None, b"", 0, None)
+
+
+def _tail_of(path: str, size: int | None) -> tuple[bytes, int, str | None]:
+    """The last OUTPUT_KEEP bytes of a stream's file, its size and path: not opened when
+    ``size`` is 0, whatever it holds when ``size`` is None (a dead launcher's trial; nothing
+    when it is gone). FileNotFoundError when a reported file is gone."""
+    if size == 0:
+        return b"", 0, path
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if size is not None:
+            raise
+        return b"", 0, None
+    try:
+        tail, size = _tail(fd)
+    finally:
+        os.close(fd)
+    return tail, size, path
+
+
+def _not_started(program: str, exc: Exception, started: float, t0: float) -> Execution:
+    wall = time.perf_counter() - t0
+    reason = getattr(exc, "strerror", None) or exc
+    message = f"benchlang: cannot start {program!r}: {reason}\n".encode()
+    return Execution(127, False, started, time.time(), wall, b"", message, {"wall_time": wall})
 
 
 class LocalSession:
@@ -128,15 +155,22 @@ class LocalSession:
         self._cgroup = cgroup if isinstance(cgroup, TrialCgroup) else None
         self._cgroup_reason = cgroup if isinstance(cgroup, str) else ""
         self._scratch = scratch_dir()
-        self._null = _high(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
-        self._status_r, status_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        self._status_w = _high(status_w)
+        self._scratch_fd = _high(
+            os.open(self._scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        )
+        self._null = _high(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
+        self._idle: list[ResidentLauncher] = []
+        """Launchers waiting for a trial; started on first use (one per concurrent caller)."""
+        self._residents: set[ResidentLauncher] = set()
+        self._starting = threading.Lock()
         self._count = 0
         self._previous: tuple[str, str] | None = None
+        self._base_block = environment_block(self._base_env)
 
     # -- the per-trial path ------------------------------------------------------------------
 
-    def _start(self, command: Command) -> _Trial | Execution:
+    def _files(self) -> tuple[int, int, str, str]:
+        """The trial's own stdout and stderr files; the previous trial's are deleted."""
         if self._previous is not None:
             for path in self._previous:
                 with contextlib.suppress(FileNotFoundError):
@@ -147,101 +181,197 @@ class LocalSession:
         self._previous = (out_path, err_path)
         out = _high(os.open(out_path, _OUTPUT_FLAGS, 0o600))
         err = _high(os.open(err_path, _OUTPUT_FLAGS, 0o600))
-        env = self._base_env
-        if command.env:
-            env = {**env, **command.env}
+        return out, err, out_path, err_path
+
+    def _environment(self, extra: Mapping[str, str] | None) -> bytes:
+        """The request's environment: this process's (encoded once) and the command's."""
+        if not extra:
+            return self._base_block
+        if self._base_env.keys() & extra.keys():
+            return environment_block({**self._base_env, **extra})
+        return self._base_block + environment_block(extra)
+
+    def _hand_over(self, request: bytes) -> ResidentLauncher:
+        """Send the trial to an idle launcher, starting one when none is idle or the idle one
+        is gone (its socket refuses the request: nothing ran)."""
+        for _ in range(2):
+            try:
+                resident: ResidentLauncher | None = self._idle.pop()
+            except IndexError:  # none idle (another thread may have taken the last one)
+                resident = None
+            if resident is None:
+                resident = self._new_launcher()
+            try:
+                resident.send(request)
+                return resident
+            except OSError:
+                self._retire(resident)
+        raise OSError("the launcher refused the request twice")
+
+    def _new_launcher(self) -> ResidentLauncher:
+        """A launcher in the session's cgroup, or in a cgroup of its own when another one
+        already uses it (each launcher empties its cgroup after every trial)."""
+        assert self._launcher.path is not None
+        with self._starting:
+            cgroup = self._cgroup
+            if cgroup is not None and any(r.cgroup is cgroup for r in self._residents):
+                cgroup = TrialCgroup.create()
+                if isinstance(cgroup, str):
+                    raise OSError(f"a second launcher needs a cgroup of its own: {cgroup}")
+            resident = ResidentLauncher(self._launcher.path, self._null, self._scratch_fd, cgroup)
+            self._residents.add(resident)
+        return resident
+
+    def _retire(self, resident: ResidentLauncher, cancelled: bool = False) -> str:
+        """End a launcher: by its socket after a cancelled trial it reported, else (gone or
+        hung) killed with what its trial may have left; its own cgroup is removed."""
+        self._residents.discard(resident)
+        if cancelled:
+            resident.close()
+            why = "cancelled"
+        else:
+            why = resident.kill()
+        if resident.cgroup is not None:
+            resident.cgroup.kill()
+            if resident.cgroup is not self._cgroup:
+                resident.cgroup.close()
+        return why
+
+    def _start(self, command: Command) -> _Trial | Execution:
         argv = argv_for(command.text)
         cwd = str(self.spec_dir / command.cwd) if command.cwd else None
+        started = time.time()
+        t0 = time.perf_counter()
+        if self._launcher.path is not None:
+            aslr = "0" if command.aslr is None else "A" if command.aslr else "R"
+            try:
+                environment = self._environment(command.env)
+                request = encode_request(argv, environment, cwd, command.timeout, aslr)
+                resident = self._hand_over(request)
+            except (OSError, ValueError) as exc:
+                return _not_started(argv[0], exc, started, t0)
+            return _Trial(resident.pid, -1, -1, "", "", started, t0, resident)
+        out, err, out_path, err_path = self._files()
+        env = {**self._base_env, **command.env} if command.env else self._base_env
+        try:
+            pid = self._spawn(argv, env, cwd, command.aslr, out, err)
+        except (OSError, ValueError) as exc:
+            os.close(out)
+            os.close(err)
+            return _not_started(argv[0], exc, started, t0)
+        return _Trial(pid, out, err, out_path, err_path, started, t0)
+
+    def _spawn(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        aslr: bool | None,
+        out: int,
+        err: int,
+    ) -> int:
+        """Without the launcher: the command spawned from here (setarch, cd and cgroup entry
+        through /bin/sh prologues)."""
+        argv = setarch(aslr, argv)
+        if cwd:
+            argv = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', cwd, *argv]
+        if self._cgroup is not None:
+            procs = str(self._cgroup.path / "cgroup.procs")
+            argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', procs, *argv]
         actions = [
             (os.POSIX_SPAWN_DUP2, self._null, 0),
             (os.POSIX_SPAWN_DUP2, out, 1),
             (os.POSIX_SPAWN_DUP2, err, 2),
         ]
-        path = self._launcher.path
-        if path is not None:
-            prefix = [path]
-            if command.timeout is not None:
-                prefix += ["-t", repr(max(0.0, float(command.timeout)))]
-            if cwd:
-                prefix += ["-C", cwd]
-            if command.aslr is not None:
-                prefix.append("-A" if command.aslr else "-R")
-            actions.append((os.POSIX_SPAWN_DUP2, self._status_w, 3))
-            if self._cgroup is not None:
-                prefix += ["-g", "4"]
-                actions.append((os.POSIX_SPAWN_DUP2, self._cgroup.fd, 4))
-            argv = [*prefix, "--", *argv]
+        return os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
+
+    def _reported(self, trial: _Trial, report: bytes) -> Execution:
+        """The Execution from the launcher's report; a launcher that ended without one fails
+        the trial with the reason (and is replaced at the next trial)."""
+        resident = trial.launcher
+        assert resident is not None
+        fields = _parse_report(report)
+        failure = None
+        output = _NO_OUTPUT
+        if fields is None:
+            files = resident.running()[1]
+            why = self._retire(resident)
+            output = self._output(resident.pid, files)
+            failure = f"the trial's launcher ended ({why}) before it reported the trial"
+        elif fields[0] == "files":
+            self._idle.append(resident)
+            why = os.strerror(int(fields[1]))
+            failure = f"cannot create the trial's output files in {self._scratch}: {why}"
+        if failure is not None:
+            reasons = dict.fromkeys(_RUSAGE_NAMES, failure)
+            rusage = {"wall_time": time.perf_counter() - trial.t0}
+            return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
+        if fields[10] == "1":  # cancelled: by us, or by a signal that also ends the launcher
+            self._retire(resident, cancelled=True)
         else:
-            argv = setarch(command.aslr, argv)
-            if cwd:
-                argv = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', cwd, *argv]
-            if self._cgroup is not None:
-                procs = str(self._cgroup.path / "cgroup.procs")
-                argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', procs, *argv]
-        started = time.time()
-        t0 = time.perf_counter()
+            self._idle.append(resident)
+        code, wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[:7])
+        user, system = utime / 1e6, stime / 1e6
+        rusage = {
+            "wall_time": wall_ns / 1e9,
+            "user_time": user,
+            "sys_time": system,
+            "cpu_time": user + system,
+            "max_rss": float(maxrss),
+            "minor_faults": float(minflt),
+            "major_faults": float(majflt),
+        }
         try:
-            pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
-        except (OSError, ValueError) as exc:
-            for fd in (out, err):
-                os.close(fd)
-            wall = time.perf_counter() - t0
-            reason = getattr(exc, "strerror", None) or exc
-            message = f"benchlang: cannot start {argv[0]!r}: {reason}\n".encode()
-            return Execution(
-                127, False, started, time.time(), wall, b"", message, {"wall_time": wall}
-            )
-        return _Trial(pid, out, err, out_path, err_path, started, t0)
+            output = self._output(resident.pid, *map(int, fields[12:15]))
+        except FileNotFoundError as err:
+            failure = f"the trial's output file {err.filename} was deleted while it ran"
+            output = _NO_OUTPUT
+        timed_out, left = fields[9] == "1", int(fields[11])
+        return self._execution(trial, code, timed_out, rusage, {}, left, output, failure)
+
+    def _output(self, launcher: int, files: int, *sizes: int) -> _Output:
+        """A launcher's trial output: the tails of its files (launcher.c: ``PID-N.out``)."""
+        if files <= 0:
+            return _NO_OUTPUT
+        base = f"{self._scratch}/{launcher}-{files}"
+        out, err = sizes or (None, None)
+        return (*_tail_of(base + ".out", out), *_tail_of(base + ".err", err))
 
     def _finish(self, trial: _Trial, status: int, usage: Any, timed_out: bool) -> Execution:
-        """Build the Execution once the trial's process is reaped and nothing of it is left."""
-        elapsed = time.perf_counter() - trial.t0
-        unavailable: dict[str, str] = {}
-        left = 0
-        if self._launcher.path is not None:
-            report = b""
-            with contextlib.suppress(BlockingIOError):
-                while chunk := os.read(self._status_r, 65536):
-                    report += chunk
-            fields = _parse_report(report)
-            if fields is None:
-                exit_status = os.waitstatus_to_exitcode(status)
-                rusage = {"wall_time": elapsed}
-                why = f"the trial's launcher ended without a report (status {exit_status})"
-                unavailable = dict.fromkeys(_RUSAGE_NAMES, why)
-            else:
-                code, wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[:7])
-                exit_status = code
-                timed_out = timed_out or fields[9] == "1"
-                left = int(fields[11])
-                user, system = utime / 1e6, stime / 1e6
-                rusage = {
-                    "wall_time": wall_ns / 1e9,
-                    "user_time": user,
-                    "sys_time": system,
-                    "cpu_time": user + system,
-                    "max_rss": float(maxrss),
-                    "minor_faults": float(minflt),
-                    "major_faults": float(majflt),
-                }
-        else:
-            exit_status = os.waitstatus_to_exitcode(status)
-            rusage = {
-                "wall_time": elapsed,
-                "user_time": usage.ru_utime,
-                "sys_time": usage.ru_stime,
-                "cpu_time": usage.ru_utime + usage.ru_stime,
-                "minor_faults": float(usage.ru_minflt),
-                "major_faults": float(usage.ru_majflt),
-            }
-            unavailable["max_rss"] = (
-                "max_rss needs benchlang's C launcher (a child spawned from Python reports "
-                f"Python's resident size): {self._launcher.reason}"
-            )
+        """The fallback's Execution once the command is reaped and nothing of it is left."""
+        rusage = {
+            "wall_time": time.perf_counter() - trial.t0,
+            "user_time": usage.ru_utime,
+            "sys_time": usage.ru_stime,
+            "cpu_time": usage.ru_utime + usage.ru_stime,
+            "minor_faults": float(usage.ru_minflt),
+            "major_faults": float(usage.ru_majflt),
+        }
+        why = (
+            "max_rss needs benchlang's C launcher (a child spawned from Python reports "
+            f"Python's resident size): {self._launcher.reason}"
+        )
+        exit_status = os.waitstatus_to_exitcode(status)
         stdout, out_size = _tail(trial.out)
         stderr, err_size = _tail(trial.err)
         os.close(trial.out)
         os.close(trial.err)
+        output = (stdout, out_size, trial.out_path, stderr, err_size, trial.err_path)
+        return self._execution(trial, exit_status, timed_out, rusage, {"max_rss": why}, 0, output)
+
+    def _execution(
+        self,
+        trial: _Trial,
+        exit_status: int,
+        timed_out: bool,
+        rusage: dict[str, float],
+        unavailable: dict[str, str],
+        left: int,
+        output: _Output,
+        failure: str | None = None,
+    ) -> Execution:
+        elapsed = time.perf_counter() - trial.t0
+        stdout, out_size, out_path, stderr, err_size, err_path = output
         return Execution(
             exit_status=exit_status,
             timed_out=timed_out,
@@ -255,45 +385,44 @@ class LocalSession:
             stderr_truncated=err_size > len(stderr),
             stdout_size=out_size,
             stderr_size=err_size,
-            stdout_path=trial.out_path,
-            stderr_path=trial.err_path,
+            stdout_path=out_path,
+            stderr_path=err_path,
             unavailable=unavailable,
             left_running=left,
+            failure=failure,
         )
 
     def _kill(self, trial: _Trial) -> None:
         """Kill a trial from here: the fallback's timeout, or a cancelled execute."""
-        if self._launcher.path is not None:
-            # The launcher kills and reaps the trial on SIGTERM; SIGKILL it if it hangs.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(trial.pid, signal.SIGTERM)
-            if not _exits_within(trial.pid, 2.0):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(trial.pid, signal.SIGKILL)
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(trial.pid, signal.SIGKILL)
+        if trial.launcher is not None:
+            # The launcher kills and reaps the trial when told; killed itself if it does not.
+            self._retire(trial.launcher, cancelled=bool(trial.launcher.cancel()))
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(trial.pid, signal.SIGKILL)
+        os.waitpid(trial.pid, 0)
         if self._cgroup is not None:
             self._cgroup.kill()
 
     def _after_exit(self, trial: _Trial) -> None:
         """The fallback's clean-up once the command exited: its group and its cgroup."""
-        if self._launcher.path is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(trial.pid, signal.SIGKILL)
-            if self._cgroup is not None and self._cgroup.populated():
-                self._cgroup.kill()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(trial.pid, signal.SIGKILL)
+        if self._cgroup is not None and self._cgroup.populated():
+            self._cgroup.kill()
 
     def run_blocking(self, command: Command) -> Execution:
         """Run a command and wait for it in this thread (for worker threads and tools)."""
         trial = self._start(command)
         if isinstance(trial, Execution):
             return trial
+        if trial.launcher is not None:
+            return self._reported(trial, trial.launcher.wait_report(None) or b"")
         timed_out = False
-        fallback_timeout = self._launcher.path is None and command.timeout is not None
-        if fallback_timeout and not _exits_within(trial.pid, max(0.0, command.timeout)):
+        if command.timeout is not None and not _exits_within(trial.pid, command.timeout):
             timed_out = True
-            self._kill(trial)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(trial.pid, signal.SIGKILL)
         _, status, usage = os.wait4(trial.pid, 0)
         self._after_exit(trial)
         return self._finish(trial, status, usage, timed_out)
@@ -302,20 +431,23 @@ class LocalSession:
         trial = self._start(command)
         if isinstance(trial, Execution):
             return trial
-        timeout = None if self._launcher.path is not None else command.timeout
+        report, exited = b"", False
         try:
-            exited = await _wait_exit(trial.pid, timeout)
+            if trial.launcher is not None:
+                report = await _report(trial.launcher)
+            else:
+                exited = await _wait_exit(trial.pid, command.timeout)
         except BaseException:
             self._kill(trial)
-            os.waitpid(trial.pid, 0)
-            for fd in (trial.out, trial.err):
-                os.close(fd)
-            with contextlib.suppress(BlockingIOError):
-                while os.read(self._status_r, 65536):
-                    pass
+            if trial.launcher is None:
+                os.close(trial.out)
+                os.close(trial.err)
             raise
+        if trial.launcher is not None:
+            return self._reported(trial, report)
         if not exited:
-            self._kill(trial)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(trial.pid, signal.SIGKILL)
         _, status, usage = os.wait4(trial.pid, 0)
         self._after_exit(trial)
         return self._finish(trial, status, usage, not exited)
@@ -343,8 +475,11 @@ class LocalSession:
     async def close(self) -> None:
         if self._null < 0:
             return
-        for fd in (self._null, self._status_r, self._status_w):
-            os.close(fd)
+        for resident in list(self._residents):
+            self._retire(resident, cancelled=True)
+        self._idle.clear()
+        os.close(self._null)
+        os.close(self._scratch_fd)
         self._null = -1
         if self._cgroup is not None:
             self._cgroup.close()
@@ -363,6 +498,27 @@ def _exits_within(pid: int, seconds: float) -> bool:
         return bool(poller.poll(seconds * 1000.0))
     finally:
         os.close(pidfd)
+
+
+async def _report(resident: ResidentLauncher) -> bytes:
+    """Await the launcher's report on the event loop (so it can be cancelled); b"" when the
+    launcher ended without one."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def ready() -> None:
+        try:
+            report = resident.take_report()
+        except OSError:
+            report = b""
+        if report is not None and not done.done():
+            done.set_result(report)
+
+    loop.add_reader(resident.fd, ready)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(resident.fd)
 
 
 async def _wait_exit(pid: int, timeout: float | None) -> bool:

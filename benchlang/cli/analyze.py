@@ -17,6 +17,7 @@ from benchlang.cli.common import print_spec_profile
 from benchlang.errors import UserError
 from benchlang.report.analysis import render_analysis
 from benchlang.report.compare import render_comparisons
+from benchlang.report.equal_hosts import render_host_agreement
 from benchlang.report.order_analysis import render_order_report
 from benchlang.report.warmup import render_warmup_advice
 
@@ -80,7 +81,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from benchlang.report.headline import headline
 
-        _print_json(found.kpis, found.comparisons, found.warmup, headline(found.data, found.kpis))
+        _print_json(
+            found.kpis,
+            found.comparisons,
+            found.warmup,
+            headline(found.data, found.kpis),
+            found.equal_hosts,
+        )
         return 0
     experiment = found.data.experiment
     for item in experiment.profiles:
@@ -89,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
         render_comparisons(found.comparisons)
     if found.warmup:
         render_warmup_advice(found.warmup)
+    if found.equal_hosts:
+        render_host_agreement(found.equal_hosts)
     if experiment.order_dependence is not None:
         render_order_report(order_of(found.data, None, experiment.order_dependence["alpha"]))
     if found.kpis:
@@ -99,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_json(kpis: list, comparisons: list, warmup: list, headlines: list = ()) -> None:
+def _print_json(
+    kpis: list, comparisons: list, warmup: list, headlines: list = (), equal_hosts: list = ()
+) -> None:
     print(
         json.dumps(
             {
@@ -107,6 +118,7 @@ def _print_json(kpis: list, comparisons: list, warmup: list, headlines: list = (
                 "comparisons": [c.to_dict() for c in comparisons],
                 "warmup": [w.to_dict() for w in warmup],
                 "headline": [h.to_dict() for h in headlines],
+                **({"equal_hosts": [e.to_dict() for e in equal_hosts]} if equal_hosts else {}),
             },
             indent=2,
             default=_json_default,

@@ -260,7 +260,6 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         backend,
         store,
         progress,
-        pin_hosts=plan.pinned,
         reap=True,
         spec_dir=str(Path(args.spec).resolve().parent),
     )
@@ -294,6 +293,10 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         render_comparisons([compare(data, c) for c in experiment.comparisons])
     if experiment.order_dependence is not None:
         render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
+    if experiment.equal_hosts is not None:
+        from benchlang.report.equal_hosts import host_agreement, render_host_agreement
+
+        render_host_agreement(host_agreement(data))
     if experiment.kpis:
         print()
         print(build_record(data, analysis).to_markdown())

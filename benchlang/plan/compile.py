@@ -13,6 +13,7 @@ from benchlang.plan.configurations import configurations, placeholder_values, su
 from benchlang.plan.factorial import compile_factorial_plan
 from benchlang.plan.inventory import Inventory, select_hosts
 from benchlang.plan.plan import Derived, Plan, PlanError
+from benchlang.plan.redundancy import fixed_groups
 
 __all__ = ["compile_plan", "configurations", "placeholder_values", "substitute"]
 
@@ -26,9 +27,14 @@ def compile_plan(
 
     A spec with hardware factors or ``hosts where`` needs ``inventory`` (each host's facts):
     the plan runs on the hosts plan.inventory selects and records the facts it read."""
+    copies = experiment.design.redundancy
     if not experiment.needs_inventory:
         if experiment.design.layout is not None:
             return compile_layout_plan(experiment, hosts)
+        if copies > 1:
+            group = fixed_groups(hosts, copies, experiment.hosts.kind)
+            plan = compile_factorial_plan(experiment, group, groups=(group,))
+            return _redundant(plan, copies, (group,))
         return compile_factorial_plan(experiment, hosts)
     if inventory is None:
         raise PlanError(
@@ -40,7 +46,9 @@ def compile_plan(
         plan = compile_layout_plan(experiment, chosen.hosts)
     else:
         levels = {h: chosen.levels[h] for h in chosen.hosts} if experiment.hardware else None
-        plan = compile_factorial_plan(experiment, chosen.hosts, levels)
+        plan = compile_factorial_plan(experiment, chosen.hosts, levels, chosen.groups)
+        if chosen.groups is not None:
+            plan = _redundant(plan, copies, chosen.groups)
     record = {
         "hosts": list(hosts),
         "facts": chosen.facts,
@@ -57,3 +65,20 @@ def compile_plan(
     }
     derived = (Derived("hosts", list(chosen.hosts), chosen.reason), *plan.derived)
     return attrs.evolve(plan, inventory=record, derived=derived)
+
+
+def _redundant(plan: Plan, copies: int, groups: Sequence[Sequence[str]]) -> Plan:
+    """The plan with its groups of equal hosts recorded (plan.redundancy) and explained."""
+    shown = "; ".join(", ".join(g) for g in groups)
+    derived = Derived(
+        "redundancy",
+        copies,
+        f"every configuration on {copies} equal hosts, each running all its rounds "
+        f"(DataMill's purposeful redundancy, de Oliveira et al. ICPE 2013 §4.2): {shown}; a host "
+        "that stops leaves its rounds to the other hosts of its group",
+    )
+    return attrs.evolve(
+        plan,
+        redundancy={"copies": copies, "groups": [list(g) for g in groups]},
+        derived=(*plan.derived, derived),
+    )

@@ -30,21 +30,28 @@ def compile_factorial_plan(
     experiment: model.Experiment,
     hosts: Sequence[str],
     hardware: Mapping[str, tuple[Any, ...]] | None = None,
+    groups: Sequence[Sequence[str]] | None = None,
 ) -> Plan:
     """Rounds of every configuration in fixed, random or fixed_vs_random order, over series.
 
     With hardware factors (``hardware``: each host's levels), a configuration is a software
     configuration on one host's hardware levels, and every host runs every round of its own
-    configurations (DataMill §4.1: the software factors crossed on each chosen machine)."""
+    configurations (DataMill §4.1: the software factors crossed on each chosen machine). With
+    ``groups`` of equal hosts (``redundancy``, DataMill §4.2) the hosts of a group share their
+    configurations, and each of them runs all their rounds."""
     seed = experiment.seed
     design = experiment.design
     with paused_gc():
         configs = configurations(experiment)
     per_host = len(configs)
+    owners = [[h] for h in hosts] if groups is None else [list(g) for g in groups]
+    owner_of = np.zeros(len(hosts), dtype=np.int32)
+    for i, members in enumerate(owners):
+        owner_of[[hosts.index(h) for h in members]] = i
     if hardware:
-        configs = _on_hardware(experiment, configs, [hardware[h] for h in hosts])
+        configs = _on_hardware(experiment, configs, [hardware[g[0]] for g in owners])
     n_configs = per_host
-    spread = len(hosts) if hardware else 1
+    spread = len(hosts) if hardware or groups else 1
     per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1) * spread
     n_series = design.series
     n_rounds = per_series * n_series
@@ -70,14 +77,20 @@ def compile_factorial_plan(
     trial_position = np.tile(np.arange(n_configs, dtype=np.int32), n_rounds)
     trial_configuration = orders.reshape(-1)
     if hardware:
-        trial_configuration = trial_configuration + np.repeat(round_host * per_host, per_host)
+        trial_configuration = trial_configuration + np.repeat(
+            owner_of[round_host] * per_host, per_host
+        )
     trial_seed = (draws(seed, "trial", np.arange(n_trials)) >> np.uint64(33)).astype(np.int64)
     trial_hidden = (
         hidden_levels(experiment.hidden, seed, trial_round) if experiment.hidden else None
     )
 
     derived = (
-        Derived("configurations", len(configs), _configuration_reason(experiment, hosts, hardware)),
+        Derived(
+            "configurations",
+            len(configs),
+            _configuration_reason(experiment, len(owners), hardware, grouped=groups is not None),
+        ),
         Derived("runs", design.runs, design.runs_reason),
         Derived("series", n_series, design.series_reason),
         Derived("order", design.order, _order_reason(design.order, design.runs)),
@@ -85,7 +98,7 @@ def compile_factorial_plan(
             "rounds",
             n_rounds,
             f"{per_series} per series x {n_series} series"
-            + (f" ({per_series // spread} on each of {spread} hosts)" if hardware else ""),
+            + (f" ({per_series // spread} on each of {spread} hosts)" if spread > 1 else ""),
         ),
         Derived(
             "trials",
@@ -94,6 +107,8 @@ def compile_factorial_plan(
             + (
                 f" (each round on one of {spread} hosts, its own configurations)"
                 if hardware
+                else f" (each round on one of {spread} hosts)"
+                if spread > 1
                 else ""
             ),
         ),
@@ -168,8 +183,9 @@ def _on_hardware(
 
 def _configuration_reason(
     experiment: model.Experiment,
-    hosts: Sequence[str] = (),
+    owners: int = 1,
     hardware: Mapping[str, tuple[Any, ...]] | None = None,
+    grouped: bool = False,
 ) -> str:
     parts = []
     for bench in experiment.benchmarks:
@@ -180,7 +196,8 @@ def _configuration_reason(
         parts.append(f"{bench.name}" + (f": {factors}" if factors else ""))
     text = "; ".join(parts)
     if hardware:
-        text += f"; on the hardware levels of each of {len(hosts)} hosts"
+        whose = f"{owners} groups of equal hosts" if grouped else f"{owners} hosts"
+        text += f"; on the hardware levels of each of {whose}"
     return text
 
 

@@ -21,6 +21,7 @@ from benchlang.design.setcover import minimum_cover
 from benchlang.entrypoints import entry_points_of
 from benchlang.plan.configurations import covered_levels
 from benchlang.plan.plan import PlanError
+from benchlang.plan.redundancy import equal_classes
 
 Inventory = Mapping[str, Mapping[str, str]]
 
@@ -124,6 +125,8 @@ class Selection:
     reason: str
     facts: dict[str, dict[str, str]]
     """The facts the selection read, per host of the inventory (recorded in the plan)."""
+    groups: tuple[tuple[str, ...], ...] | None = None
+    """With ``design { redundancy N }``: the chosen hosts as groups of N equal hosts."""
 
 
 def select_hosts(
@@ -161,10 +164,28 @@ def select_hosts(
             f"no host passes 'hosts where' ({shown})",
             "loosen the conditions, or add hosts whose facts pass them",
         )
+    copies = experiment.design.redundancy
+    names = [f.name for f in experiment.hardware]
+    if copies > 1:
+        units, too_few = equal_classes(eligible, levels, copies, names)
+        if not units:
+            raise PlanError(
+                f"no {copies} eligible hosts have the same hardware levels (redundancy {copies}): "
+                + "; ".join(f"{h}: {w}" for h, w in too_few.items()),
+                "add equal hosts, or lower the redundancy",
+            )
+        excluded.update(too_few)
+        eligible = [h for h in eligible if h not in too_few]
+    else:
+        units = [(h,) for h in eligible]
     if not experiment.hardware:
+        picked = tuple(h for u in units[:1] for h in u) if copies > 1 else tuple(eligible)
         reason = f"{len(eligible)} of {len(hosts)} hosts pass 'hosts where'"
+        if copies > 1:
+            reason += f"; redundancy {copies}: the first {copies} ({', '.join(picked)})"
+        groups = (picked,) if copies > 1 else None
         return Selection(
-            tuple(eligible), levels, {}, excluded, _with_excluded(reason, excluded), facts
+            picked, levels, {}, excluded, _with_excluded(reason, excluded), facts, groups
         )
     required: dict[str, tuple[Any, ...]] = {}
     ids: dict[tuple[str, Any], int] = {}
@@ -178,31 +199,37 @@ def select_hosts(
             ids[(f.name, level)] = len(ids)
     covers = [
         frozenset(
-            ids[(f.name, levels[h][j])]
+            ids[(f.name, levels[u[0]][j])]
             for j, f in enumerate(experiment.hardware)
-            if (f.name, levels[h][j]) in ids
+            if (f.name, levels[u[0]][j]) in ids
         )
-        for h in eligible
+        for u in units
     ]
     chosen = minimum_cover(covers, frozenset(ids.values()))
     if chosen is None:  # cannot happen: every required level is some eligible host's
         raise PlanError("no set of hosts covers the required hardware levels")
-    picked = tuple(eligible[i] for i in chosen)
+    picked_units = [units[i] for i in chosen]
+    order = {h: i for i, h in enumerate(hosts)}
+    picked = tuple(sorted((h for u in picked_units for h in u), key=order.__getitem__))
     why_each = "; ".join(
-        f"{h} for "
+        f"{', '.join(u)} for "
         + ", ".join(
-            f"{f.name}={levels[h][j]!r}"
+            f"{f.name}={levels[u[0]][j]!r}"
             for j, f in enumerate(experiment.hardware)
-            if levels[h][j] in required[f.name]
+            if levels[u[0]][j] in required[f.name]
         )
-        for h in picked
+        for u in picked_units
     )
     wanted = ", ".join(f"{name} {list(kept)}" for name, kept in required.items())
+    what = "eligible hosts" if copies == 1 else f"eligible hosts in groups of {copies} equal hosts"
     reason = (
-        f"{len(picked)} of {len(eligible)} eligible hosts: the minimum set cover of {wanted} "
+        f"{len(picked)} of {len(eligible)} {what}: the minimum set cover of {wanted} "
         f"(DataMill §4.1, Eq. 1a-1f; scipy.optimize.milp, first hosts among equal covers): {why_each}"
     )
-    return Selection(picked, levels, required, excluded, _with_excluded(reason, excluded), facts)
+    groups = tuple(picked_units) if copies > 1 else None
+    return Selection(
+        picked, levels, required, excluded, _with_excluded(reason, excluded), facts, groups
+    )
 
 
 def _with_excluded(reason: str, excluded: Mapping[str, str]) -> str:

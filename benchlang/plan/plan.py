@@ -128,6 +128,9 @@ class Plan:
     inventory: dict[str, Any] | None = None
     """With hardware factors or ``hosts where``: the backend's hosts, the facts the host
     selection read, the conditions and each hardware factor's required levels (plan.inventory)."""
+    redundancy: dict[str, Any] | None = None
+    """With ``design { redundancy N }``: ``copies`` N and the ``groups`` of equal hosts, each
+    running every round of its configurations (DataMill §4.2; plan.redundancy)."""
 
     @property
     def n_trials(self) -> int:
@@ -139,6 +142,16 @@ class Plan:
         configurations with one host's hardware levels (a stopped host's rounds then wait for
         ``--resume`` instead of moving to a host whose trials would carry wrong levels)."""
         return self.layout is not None or bool(self.inventory and self.inventory["hardware"])
+
+    @property
+    def host_groups(self) -> tuple[tuple[str, ...], ...]:
+        """Hosts that may take each other's rounds when one of them stops: the groups of equal
+        hosts of a redundant plan, each host alone in a pinned plan, else all hosts together."""
+        if self.redundancy is not None:
+            return tuple(tuple(g) for g in self.redundancy["groups"])
+        if self.pinned:
+            return tuple((h,) for h in self.hosts)
+        return (tuple(self.hosts),)
 
     @property
     def n_rounds(self) -> int:
@@ -173,6 +186,11 @@ class Plan:
             out["rounds"]["replicate"] = self.round_replicate.tolist()
         if self.inventory is not None:
             out["inventory"] = self.inventory
+        if self.redundancy is not None:
+            out["redundancy"] = {
+                "copies": self.redundancy["copies"],
+                "groups": [list(g) for g in self.redundancy["groups"]],
+            }
         if self.hidden:
             out["hidden"] = [dict(h) for h in self.hidden]
             out["trials"]["hidden"] = {

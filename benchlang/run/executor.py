@@ -121,6 +121,8 @@ class HostStopped(Exception):
 
 
 def _describe_failure(execution: Execution, what: str) -> str:
+    if execution.failure:
+        return f"{what} failed: {execution.failure}"
     if execution.timed_out:
         return f"{what} timed out after {execution.wall_time:.3g}s"
     if execution.exit_status < 0:
@@ -140,10 +142,12 @@ class Executor:
 
     When a host stops (cannot connect, failed setup or reset, connection lost and not back
     after ``retries`` reconnections, ``max_consecutive_timeouts`` trials in a row timing out),
-    its unfinished rounds go to a shared queue that healthy hosts drain in plan order; with
-    ``pin_hosts`` (A/B layouts, whose host batches belong to their host) they are left unrun, for
-    ``--resume`` to run on the same host once it is back. A trial whose connection drops is retried with exponential backoff, at most
-    ``retries`` times; the attempts are stored with it.
+    its unfinished rounds go to a queue that the healthy hosts of its group
+    (``Plan.host_groups``) drain in plan order: every host in a plain plan, the equal hosts of
+    a redundant one. A host alone in its group (A/B layouts, whose host batches belong to their
+    host; hardware factors; ``pin_hosts``) leaves them unrun, for ``--resume`` to run on the same
+    host once it is back. A trial whose connection drops is retried with exponential backoff,
+    at most ``retries`` times; the attempts are stored with it.
     """
 
     def __init__(
@@ -175,12 +179,13 @@ class Executor:
         self.ran = 0
         self.hosts_down: list[tuple[str, str]] = []
         self.run_started = 0.0
-        self.pin_hosts = pin_hosts
         self.retries = retries
         self.backoff = backoff
         self.reconnect_timeout = reconnect_timeout
         self.max_consecutive_timeouts = max_consecutive_timeouts
-        self._orphans: list[int] = []
+        groups = tuple((h,) for h in plan.hosts) if pin_hosts else plan.host_groups
+        self.groups = {h: group for group in groups for h in group}
+        self._orphans: dict[tuple[str, ...], list[int]] = {g: [] for g in self.groups.values()}
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
         self._timeouts_in_a_row: dict[str, int] = {}
@@ -304,6 +309,9 @@ class Executor:
     async def _lease_allows(self, host: str, r: int, queue: list[int]) -> bool:
         """Whether round ``r`` can finish before the lease ends (extending it when the backend
         can); if not, this host's rounds are left for ``--resume`` under a new lease."""
+        lease = self.leases.lease
+        if lease is None or lease.expires is None:
+            return True  # no deadline: skip counting every queued round (quadratic in rounds)
         n = len(self._unfinished(r))
         needed = self._per_trial * n
         more = self._per_trial * sum(len(self._unfinished(q)) for q in queue)
@@ -488,15 +496,17 @@ class Executor:
                 await session.close()
 
     async def _adopt(self, host: str) -> int | None:
-        """This host's own rounds are done: take a round a stopped host left (plan order), or
-        return None once no host that could still stop is running."""
+        """This host's own rounds are done: take a round a stopped host of its group left (plan
+        order), or return None once no host of its group that could still stop is running."""
         self._busy.discard(host)
         self._wake.set()
+        group = self.groups[host]
+        orphans = self._orphans[group]
         while True:
-            if self._orphans:
+            if orphans:
                 self._busy.add(host)
-                return heapq.heappop(self._orphans)
-            if not self._busy:
+                return heapq.heappop(orphans)
+            if not self._busy.intersection(group):
                 return None
             self._wake.clear()
             await self._wake.wait()
@@ -511,19 +521,25 @@ class Executor:
         if not rounds:
             return
         n_trials = sum(len(self._unfinished(r)) for r in rounds)
-        if self.pin_hosts:
+        group = self.groups[host]
+        if len(group) == 1:
             text = f"{len(rounds)} rounds ({n_trials} trials) pinned to {host} left unrun: continue with --resume once it is back"
             self.store.record_event(self.plan_hash, "unrun", text, host)
             self.progress.note(text)
             return
         for r in rounds:
-            heapq.heappush(self._orphans, r)
+            heapq.heappush(self._orphans[group], r)
         down = {h for h, _ in self.hosts_down}
-        healthy = [h for h in self.plan.hosts if h not in down]
+        healthy = [h for h in group if h not in down]
+        nobody = (
+            "no healthy host remains"
+            if len(group) == len(self.plan.hosts)
+            else f"no equal host of {', '.join(group)} remains: continue with --resume once one is back"
+        )
         text = (
             f"{len(rounds)} rounds ({n_trials} trials) of {host} reassigned to {', '.join(healthy)}"
             if healthy
-            else f"{len(rounds)} rounds ({n_trials} trials) of {host} left unrun: no healthy host remains"
+            else f"{len(rounds)} rounds ({n_trials} trials) of {host} left unrun: {nobody}"
         )
         self.store.record_event(self.plan_hash, "reassigned" if healthy else "unrun", text, host)
         self.progress.note(text)

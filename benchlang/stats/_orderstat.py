@@ -17,6 +17,7 @@ All ranks here are 1-based. For discrete data the achieved confidence is a lower
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -66,9 +67,11 @@ def _top_tail(n: np.ndarray, r: int, q: float) -> np.ndarray:
     return total
 
 
+@functools.lru_cache(maxsize=64)
 def _log_factorials(n: int) -> np.ndarray:
     """log(j!) for j = 0..n: exact (math.lgamma) below 16, else Stirling's series to the
-    x^-7 term (Abramowitz & Stegun 6.1.41), whose truncation error there is below 1e-16."""
+    x^-7 term (Abramowitz & Stegun 6.1.41), whose truncation error there is below 1e-16.
+    Cached (read-only): every series of a run has the same n."""
     j = np.arange(n + 1, dtype=np.float64)
     x = j + 1.0
     with np.errstate(divide="ignore"):
@@ -83,6 +86,7 @@ def _log_factorials(n: int) -> np.ndarray:
         )
     exact = np.array([math.lgamma(v + 1.0) for v in range(min(n + 1, 16))])
     series[: exact.size] = exact
+    series.flags.writeable = False
     return series
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from benchlang.stats._orderstat import _EPS, binom_cdf, check_percent
+from benchlang.stats._orderstat import _EPS, _cdf_table, check_percent
 
 DEFAULT_PERCENTILES = np.arange(2.0, 99.0)
 
@@ -41,7 +41,7 @@ class CDFBand:
 
 def _upper_ranks(n: int, p: np.ndarray, c: float) -> np.ndarray:
     """Vectorised upper_rank over percentiles; 0 where no rank reaches c."""
-    cover = binom_cdf(np.arange(n)[None, :], n, p[:, None]) >= c - _EPS
+    cover = _cdf_table(n, p)[:, :n] >= c - _EPS  # binom_cdf(k, n, p) for k = 0..n-1
     return np.where(cover.any(axis=1), cover.argmax(axis=1) + 1, 0)
 
 

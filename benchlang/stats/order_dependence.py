@@ -62,18 +62,19 @@ def eta_squared_h(h: float, n: int, k: int) -> tuple[float, bool]:
 
 
 def kruskal_h(*groups: np.ndarray) -> tuple[float, float]:
-    """scipy's tie-corrected Kruskal–Wallis H; H = 0, p = 1 when every value is identical.
+    """The tie-corrected Kruskal–Wallis H (``stats.rank_tests.kruskal``, equal to scipy's);
+    H = 0, p = 1 when every value is identical.
 
     The p-value is exact (the permutation distribution of the rank sums, Kruskal & Wallis
     1952 §6; :func:`benchlang.stats.rank_exact.kruskal_exact_p`) when the groups admit at
-    most 20,000 splits (e.g. 2 groups of 8, 3 groups of 3 and 4), else scipy's chi-square
+    most 20,000 splits (e.g. 2 groups of 8, 3 groups of 3 and 4), else the chi-square
     approximation with k - 1 degrees of freedom."""
-    from scipy import stats
+    from benchlang.stats.rank_tests import kruskal
 
     pooled = np.concatenate(groups)
     if pooled.size == 0 or np.all(pooled == pooled[0]):
         return 0.0, 1.0
-    h, p = stats.kruskal(*groups)
+    h, p = kruskal(*groups)
     exact = kruskal_exact_p(*groups)
     return float(h), float(p if exact is None else exact)
 

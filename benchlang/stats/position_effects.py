@@ -20,6 +20,7 @@ from benchlang.stats.order_dependence import (
     trial_arrays,
 )
 from benchlang.stats.rank_exact import EXACT_MAX_N, spearman_exact_p
+from benchlang.stats.rank_tests import mann_whitney_splits, spearman
 
 START = "(round start)"
 
@@ -102,8 +103,6 @@ def position_effect(
     trials): Bonferroni over every test made. Pass ``order`` to keep only "random" trials;
     in fixed rounds position is constant per configuration, so nothing can be tested.
     """
-    from scipy import stats
-
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     v, c, pos = trial_arrays(values, configuration, position)
@@ -124,7 +123,7 @@ def position_effect(
             results.append((levels.size, *(float("nan"),) * 5, False))
             continue
         constant = np.all(pv == pv[0])
-        rho, p_rho = (0.0, 1.0) if constant else stats.spearmanr(pp, pv)
+        rho, p_rho = (0.0, 1.0) if constant else spearman(pp, pv)
         if not constant and pp.size <= EXACT_MAX_N:
             p_rho = spearman_exact_p(pp, pv)  # exact for small n (Kendall & Gibbons §3.3)
         order_groups = np.argsort(inverse, kind="stable")
@@ -209,7 +208,7 @@ def predecessors(
     ``START`` for position 0 (right after the reset); ``""`` when the trial at position - 1
     of the same round is missing (e.g. it failed), so no predecessor is known.
     """
-    _, round_codes = group_codes(round_id.astype(str))
+    _, round_codes = group_codes(round_id)
     idx = np.lexsort((position, round_codes))
     conf_s, round_s, pos_s = configuration[idx], round_codes[idx], position[idx]
     prev_ok = np.zeros(idx.size, dtype=bool)
@@ -241,8 +240,6 @@ def carry_over(
     pairs tested (alpha / n_tests), since the strongest predecessor is picked from them.
     ``strongest`` holds, per configuration, the pair with the largest |shift|.
     """
-    from scipy import stats
-
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     v, c, rnd, pos = trial_arrays(values, configuration, round_id, position)
@@ -254,12 +251,14 @@ def carry_over(
     for i, name in enumerate(names.tolist()):
         mine = codes == i
         xv, xp = v[mine], pred[mine]
+        tested = []
         for before in np.unique(xp[xp != ""]).tolist():
             after = xp == before
-            if after.sum() < min_trials or (~after).sum() < min_trials:
-                continue
+            if after.sum() >= min_trials and (~after).sum() >= min_trials:
+                tested.append((before, after))
+        p_values = mann_whitney_splits(xv, [after for _, after in tested])
+        for (before, after), p in zip(tested, p_values, strict=True):
             a, b = xv[after], xv[~after]
-            p = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
             med_a, med_b = float(np.median(a)), float(np.median(b))
             shift = med_a - med_b
             pct = shift / med_b * 100.0 if med_b != 0 else float("nan")

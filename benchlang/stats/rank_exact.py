@@ -117,10 +117,13 @@ def kruskal_exact_p(*groups: np.ndarray) -> float | None:
     splits of a size pattern are enumerated once and cached.
     Ties are kept as midranks; the tie correction is the same for every split, so it
     cancels from the comparison."""
-    from math import factorial, prod
+    from math import factorial, lgamma, log, prod
 
     sizes = tuple(int(np.asarray(g).size) for g in groups)
     n = sum(sizes)
+    log_splits = lgamma(n + 1) - sum(lgamma(s + 1) for s in sizes)
+    if log_splits > log(EXACT_MAX_ASSIGNMENTS) + 1.0:  # no factorial of a big n
+        return None
     if factorial(n) // prod(factorial(s) for s in sizes) > EXACT_MAX_ASSIGNMENTS:
         return None
     ranks = rankdata(np.concatenate([np.asarray(g, dtype=float) for g in groups]))

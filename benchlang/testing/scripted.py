@@ -78,6 +78,8 @@ class HostScript:
     """Seconds every command takes (a slow host); past the command's timeout it times out."""
     value: float = 1.0
     """The base of the default trial value."""
+    facts: Mapping[str, str] = attrs.field(factory=dict)
+    """Facts reported beside the defaults (``cpu_model``, ``memory``, ...: hardware factors)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HostScript:
@@ -107,6 +109,13 @@ def default_value(seed: int, host: str, base: float) -> float:
     """A deterministic value in [0.9, 1.1) x base from the trial's seed and host."""
     mixed = (seed * 2654435761 + sum(host.encode())) % 2**31
     return base * (0.9 + 0.2 * mixed / 2**31)
+
+
+def host_facts(script: HostScript) -> dict[str, str]:
+    """The facts a scripted host reports: fixed defaults, then the script's own."""
+    return {"kernel": "scripted", "cpu_model": "scripted", "cores": "1", "memory": "0"} | dict(
+        script.facts
+    )
 
 
 class ScriptedBackend:
@@ -153,6 +162,10 @@ class ScriptedBackend:
 
     def hosts(self) -> tuple[str, ...]:
         return tuple(self.scripts)
+
+    async def inventory(self) -> dict[str, dict[str, str]]:
+        """Each host's facts without opening a session (hardware factors, ``hosts where``)."""
+        return {h: host_facts(s) for h, s in self.scripts.items()}
 
     async def open(self, host: str) -> ScriptedSession:
         self.calls.append(Call(host, "open"))
@@ -240,7 +253,7 @@ class ScriptedSession:
     async def facts(self) -> dict[str, str]:
         self._check_up()
         self.backend.calls.append(Call(self.host, "facts"))
-        return {"kernel": "scripted", "cpu_model": "scripted", "cores": "1", "memory": "0"}
+        return host_facts(self.script)
 
     async def reconnect(self, timeout: float) -> None:
         self.backend.calls.append(Call(self.host, "reconnect"))

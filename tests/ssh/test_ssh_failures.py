@@ -5,6 +5,7 @@ that reconnect work, and repeated timeouts stop a host."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -77,6 +78,18 @@ def _kill_when(store, plan, host: str, after: int, server) -> asyncio.Task:
     return asyncio.get_running_loop().create_task(killer())
 
 
+def _run_killing(executor, store, plan, host: str, after: int, server):
+    """Run the plan, killing ``server`` once ``host`` has stored ``after`` trials."""
+
+    async def main():
+        killer = _kill_when(store, plan, host, after, server)
+        summary = await executor.run()
+        await killer
+        return summary
+
+    return asyncio.run(main())
+
+
 def _killing_spec(harness, bed, tmp_path):
     return harness.spec(f"""
   seed 11
@@ -94,14 +107,8 @@ def test_host_killed_mid_run_its_rounds_move_to_healthy_hosts(harness, fresh_ssh
     victim = fresh_sshd3.nodes[0]
     plan, store, executor = harness.prepare(spec, **FAST_RETRY)
 
-    async def main():
-        killer = _kill_when(store, plan, victim, 2, fresh_sshd3.servers[0])
-        summary = await executor.run()
-        await killer
-        return summary
-
     with store:
-        summary = asyncio.run(main())
+        summary = _run_killing(executor, store, plan, victim, 2, fresh_sshd3.servers[0])
         rows = _rows(store, plan)
         assert [r[0] for r in rows] == list(range(plan.n_trials)), "a trial was lost or repeated"
         assert all(r[2] == "ok" for r in rows)
@@ -119,6 +126,39 @@ def test_host_killed_mid_run_its_rounds_move_to_healthy_hosts(harness, fresh_ssh
             f"of {victim} reassigned to {fresh_sshd3.nodes[1]}, {fresh_sshd3.nodes[2]}"
             in reassigned
         )
+
+
+@pytest.mark.slow
+def test_a_host_killed_mid_run_leaves_its_rounds_to_its_equal_host(harness, fresh_sshd3, tmp_path):
+    """``design { redundancy 2 }`` (DataMill §4.2): the killed host's rounds go to its equal
+    host, never to a host of other hardware levels; no trial is lost or repeated."""
+    a, b, c = fresh_sshd3.nodes
+    facts = {a: {"cpu_model": "Xeon"}, b: {"cpu_model": "EPYC"}, c: {"cpu_model": "Xeon"}}
+    (tmp_path / "facts.json").write_text(json.dumps(facts))
+    declared = f'facts from file "{tmp_path / "facts.json"}"'
+    spec = harness.spec(f"""
+  seed 11
+  {harness.hosts(fresh_sshd3, tmp_path / "w", extra=declared)}
+  timeout 10s
+  factor cpu from hosts "cpu_model"
+  factor n in [1, 2]
+  benchmark b {{ run "sleep 0.1; echo {{n}}" }}
+  design {{ runs 8 redundancy 2 }}
+""")
+    plan, store, executor = harness.prepare(spec, **FAST_RETRY)
+    assert plan.hosts == (a, c) and plan.host_groups == ((a, c),)
+
+    with store:
+        summary = _run_killing(executor, store, plan, a, 3, fresh_sshd3.servers[0])
+        rows = _rows(store, plan)
+        assert [r[0] for r in rows] == list(range(plan.n_trials)), "a trial was lost or repeated"
+        assert all(r[2] == "ok" for r in rows) and [h for h, _ in summary.hosts_down] == [a]
+        assert {r[1] for r in rows} == {a, c}, "no trial ran on the EPYC host"
+        assert 3 <= sum(r[1] == a for r in rows) < plan.n_trials // 2
+        table = store.trial_table(plan.hash)
+        assert {lv["cpu"] for lv in table.levels} == {"Xeon"}
+        reassigned = [e[3] for e in store.events(plan.hash) if e[2] == "reassigned"]
+        assert len(reassigned) == 1 and reassigned[0].endswith(f"of {a} reassigned to {c}")
 
 
 @pytest.mark.slow
@@ -142,15 +182,9 @@ def test_a_layout_host_that_dies_keeps_its_batches_and_resume_runs_them_there(
     victim = fresh_sshd3.nodes[0]
     plan, store, executor = harness.prepare(spec, pin_hosts=True, **FAST_RETRY)
 
-    async def main():
-        killer = _kill_when(store, plan, victim, 2, fresh_sshd3.servers[0])
-        summary = await executor.run()
-        await killer
-        return summary
-
     planned_host = [plan.hosts[h] for h in plan.trial_host.tolist()]
     with store:
-        summary = asyncio.run(main())
+        summary = _run_killing(executor, store, plan, victim, 2, fresh_sshd3.servers[0])
         rows = _rows(store, plan)
         assert all(r[2] == "ok" for r in rows) and summary.failed == 0
         assert [r[1] for r in rows] == [planned_host[r[0]] for r in rows], "pinned trials moved"

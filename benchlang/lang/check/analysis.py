@@ -177,6 +177,8 @@ def named_order_analyses(ctx: Context, items: list[ast.AnalysisItem]) -> list[as
             out.append(attrs.evolve(item, keyword="order_dependence"))
         elif method.name == "anova":
             ctx.error("anova takes a formula", item.span, "anova METRIC ~ FACTOR * FACTOR")
+        elif method.name == EQUAL_HOSTS:
+            continue  # check_equal_hosts
         else:
             ctx.error(
                 f"{method.kind} method '{method.name}' from a plugin is checked but not run: "
@@ -184,6 +186,38 @@ def named_order_analyses(ctx: Context, items: list[ast.AnalysisItem]) -> list[as
                 item.span,
             )
     return out
+
+
+EQUAL_HOSTS = "equal_hosts"
+"""The check of DataMill's purposeful redundancy (stats.equal_hosts), run with every
+``design { redundancy N }``; ``analysis { equal_hosts { alpha A } }`` sets its level."""
+
+
+def check_equal_hosts(
+    ctx: Context, items: list[ast.AnalysisItem], redundancy: int
+) -> dict[str, Any] | None:
+    """The equal-hosts check's settings: with redundancy, the method's defaults unless the
+    analysis names it; without redundancy there are no equal hosts to compare."""
+    mine = [i for i in items if i.name == EQUAL_HOSTS]
+    item = ctx.single(mine, f"'{EQUAL_HOSTS}'")
+    if item is None and redundancy < 2:
+        return None
+    method = find_method(ctx, EQUAL_HOSTS, item.span if item else None, "factorial")
+    if method is None:
+        return None
+    if item is None:
+        return method.defaults() if redundancy > 1 else None
+    if redundancy < 2:
+        ctx.error(
+            "equal_hosts compares the equal hosts of a redundant design, and this one has none",
+            item.span,
+            "design { redundancy 2 } runs every configuration on 2 equal hosts",
+        )
+    checked = check_method_settings(ctx, method, item.settings, EQUAL_HOSTS)
+    settings = {**method.defaults(), **checked.values}
+    if not 0.0 < settings["alpha"] < 1.0:
+        ctx.error("alpha must lie strictly between 0 and 1", checked.spans.get("alpha", item.span))
+    return settings
 
 
 def check_order_dependence(ctx: Context, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:

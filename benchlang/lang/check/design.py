@@ -27,6 +27,7 @@ _DESIGN_SCHEMA = {
     "versions": None,
     "requests": None,
     "replicate": s.count(1),
+    "redundancy": s.count(1),
     "warmup": s.count(0),
     "cooldown": s.count(0),
 }
@@ -220,6 +221,7 @@ def check_design(
         runtime=v.get("runtime"),
         span=v.get("span"),
         replicate=replicate,
+        redundancy=int(v.get("redundancy", 1)),
     )
 
 
@@ -244,7 +246,7 @@ def layout_design(
     ctx: Context, ab: ABDesign, checked: s.Checked, stop: model.Stop | None, stop_span: Span | None
 ) -> model.Design:
     layout = ab.layout
-    for key in (*NOT_WITH_LAYOUT, "replicate"):
+    for key in (*NOT_WITH_LAYOUT, "replicate", "redundancy"):
         if key in checked.spans:
             ctx.error(
                 f"'{key}' does not apply to a layout design",

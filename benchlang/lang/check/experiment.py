@@ -10,6 +10,7 @@ from benchlang.lang import ast
 from benchlang.lang.ab_design import AB_KEYS, check_ab_design
 from benchlang.lang.check.analysis import (
     check_analysis,
+    check_equal_hosts,
     check_order_dependence,
     check_profiles,
     check_sample_sizes,
@@ -141,6 +142,9 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         of(ast.AnalysisItem, "order_dependence")
         + named_order_analyses(ctx, of(ast.AnalysisItem, "method")),
     )
+    equal_hosts = check_equal_hosts(
+        ctx, of(ast.AnalysisItem, "method"), design.redundancy if design else 1
+    )
     profiles = check_profiles(ctx, of(ast.AnalysisItem, "profile"))
     runtime = design.runtime if design else None
     for metric_ast in of(ast.Metric):
@@ -225,6 +229,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         spec_hash="sha256:" + hashlib.sha256(ctx.source.text.encode()).hexdigest(),
         spec_path=ctx.source.path,
         order_dependence=order_dependence,
+        equal_hosts=equal_hosts,
         comparisons=comparisons,
         profiles=profiles,
         hidden=tuple(hidden),

@@ -39,9 +39,10 @@ def order_section(inputs: ReportInputs) -> str | None:
         groups, rows, thinned = [], [], None
         drawn = dep.configurations[: MAX_BOXES // 2]
         per = max(1, MAX_ROWS // (2 * max(1, len(drawn))))
+        labels = t.label.astype(str)
         for c in drawn:
             for kind in ("fixed", "random"):
-                sel = ok & (t.label.astype(str) == c.configuration) & (t.order_kind == kind)
+                sel = ok & (labels == c.configuration) & (t.order_kind == kind)
                 groups.append((f"{c.configuration} {kind}", values[sel]))
                 keep, cut = plots.thin(int(sel.sum()), per)
                 thinned = thinned or cut
@@ -134,9 +135,10 @@ def _positions(
     t = inputs.data.table
     p = rep.positions
     random = ok & (t.order_kind == "random")
+    labels = t.label.astype(str)
     curves, rows = [], []
     for row in p.configurations[: len(plots.COLOURS)]:
-        sel = random & (t.label.astype(str) == row.configuration)
+        sel = random & (labels == row.configuration)
         where = np.unique(t.position[sel])
         medians = np.array([np.median(values[sel & (t.position == k)]) for k in where])
         curves.append((row.configuration, where.astype(float), medians))

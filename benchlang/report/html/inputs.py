@@ -39,12 +39,14 @@ class ReportInputs:
 
     ``raw`` maps (metric, configuration index) to one trial's raw series (trial number,
     samples): the first successful trial of the configuration, drawn with its convergence
-    test. ``stops`` are the store's stopping decisions (``Store.stops``).
+    test. ``stops`` are the store's stopping decisions (``Store.stops``); ``headline`` is
+    ``report.headline.headline`` of the KPIs (what ``run`` and ``analyze`` end with).
     """
 
     data: ExperimentData
     store: str
     kpis: list = attrs.field(factory=list)
+    headline: list = attrs.field(factory=list)
     comparisons: list = attrs.field(factory=list)
     warmup: list = attrs.field(factory=list)
     order: Any = None
@@ -53,3 +55,5 @@ class ReportInputs:
     failed: list[FailedTrial] = attrs.field(factory=list)
     raw: dict[tuple[str, int], tuple[int, np.ndarray]] = attrs.field(factory=dict)
     note: str | None = None
+    equal_hosts: list = attrs.field(factory=list)
+    """With ``design { redundancy N }``: each metric's equal-hosts check (report.equal_hosts)."""

@@ -29,6 +29,8 @@ def thin(n: int, limit: int = MAX_POINTS) -> tuple[np.ndarray, str | None]:
 def _lines_at(chart: Chart, where: str, items, colour, dash: str) -> None:
     """Labelled lines across the plot: vertical at x (``where`` = "x") or horizontal at y."""
     for j, (label, at) in enumerate(items):
+        if not np.isfinite(at):
+            continue
         c = colour(j)
         d = dash if dash else f"4 {2 + j}"
 
@@ -231,6 +233,8 @@ def bars(
         base = float(f.y(0.0))
         out = []
         for i, (v, e) in enumerate(zip(vals.tolist(), errs.tolist(), strict=True)):
+            if not np.isfinite(v):
+                continue
             a, b, top = float(f.x(i - 0.4)), float(f.x(i + 0.4)), float(f.y(v))
             out.append(path(f"M{a:.1f} {base:.1f}V{top:.1f}H{b:.1f}V{base:.1f}Z", fill=COLOURS[0]))
             if e and np.isfinite(e):

@@ -26,6 +26,8 @@ def warnings_of(inputs: ReportInputs) -> list[str]:
     if order is not None and order.dependence is not None and order.dependence.order_matters:
         flagged = ", ".join(order.dependence.significant)
         out.append(f"trial order changed the results of {flagged} (OrderSage fixed-vs-random test)")
+    for agreement in inputs.equal_hosts:
+        out.extend(agreement.findings())
     for w in inputs.warmup:
         if w.problem:
             out.append(f"warm-up advice for {w.metric}: {w.problem}")
@@ -73,11 +75,9 @@ def summary_section(inputs: ReportInputs) -> str:
 
 
 def _headline(inputs: ReportInputs) -> list[str]:
-    if not inputs.kpis:
-        return []
-    from benchlang.report.headline import headline, headline_lines
+    from benchlang.report.headline import headline_lines
 
-    lines = headline_lines(headline(inputs.data, inputs.kpis))
+    lines = headline_lines(inputs.headline)
     if not lines:
         return []
     return ["<h3>Headline results</h3>", f"<pre class='headline'>{esc(chr(10).join(lines))}</pre>"]

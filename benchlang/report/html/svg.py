@@ -45,7 +45,7 @@ def tick_labels(ticks: np.ndarray) -> list[str]:
     top = float(np.max(np.abs(ticks))) if ticks.size else 0.0
     step = float(np.min(np.diff(ticks))) if ticks.size > 1 else (top or 1.0)
     if top >= 1e7 or 0 < top < 1e-4:
-        for digits in range(2, 12):
+        for digits in range(2, 18):
             labels = [f"{t:.{digits}g}" for t in ticks]
             if len(set(labels)) == len(labels):
                 return labels

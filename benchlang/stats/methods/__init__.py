@@ -93,6 +93,26 @@ POSITION_EFFECTS = Method(
     min_samples=3,
 )
 
+EQUAL_HOSTS = Method(
+    "equal_hosts",
+    "factorial",
+    "do the equal hosts of a redundant design agree? Kruskal-Wallis per configuration, Holm",
+    "de Oliveira et al., DataMill, ICPE 2013, §4.2; Kruskal & Wallis, JASA 47, 1952; "
+    "Holm, Scand. J. Statist. 6, 1979",
+    "benchlang.stats.equal_hosts:equal_hosts",
+    (
+        P(
+            "alpha",
+            "number",
+            "family-wise level over a metric's configurations",
+            default=0.01,
+            minimum=0.0,
+            maximum=1.0,
+        ),
+    ),
+    min_samples=2,
+)
+
 AFTER = Method(
     "after",
     "stopping",
@@ -128,7 +148,7 @@ ADAPTIVE = Method(
     "adaptive",
     "stopping",
     "classify the distribution seen so far and apply a rule fit for it, with a cap",
-    "Mittal, Amaral, Fuerlinger et al., PMBS 2023, §3-§4 (the meta-rule and its classes)",
+    "Mittal, Bruel, Milojicic & Frachtenberg, PMBS 2023, §3-§4 (the meta-rule and its classes)",
     "benchlang.stats.stopping:AdaptiveStop",
     (
         _R(

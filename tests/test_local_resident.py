@@ -1,0 +1,129 @@
+"""The session's launcher is kept from trial to trial (backends/resident.py): on real
+subprocesses, trial k's orphans do not survive into trial k+1 although the same launcher
+runs both, and a launcher killed in the middle of a trial fails that trial with the reason,
+kills its command, and is replaced by a fresh one for the next trial, also in a run's store."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from benchlang.backends.base import Command
+from benchlang.backends.launcher import ISOLATION_ENV
+from benchlang.backends.local import LocalSession
+from tests.test_local_isolation import CGROUP, live, probe
+
+
+@pytest.fixture(params=["cgroup", "pgroup"])
+def session(request, tmp_path, monkeypatch):
+    if request.param == "cgroup" and not CGROUP:
+        pytest.skip(f"no writable cgroup v2 here: {probe}")
+    if request.param == "pgroup":
+        monkeypatch.setenv(ISOLATION_ENV, "pgroup")
+    s = LocalSession("local", tmp_path)
+    yield s
+    asyncio.run(s.close())
+
+
+def children(pid: int) -> str:
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().strip()
+
+
+def test_orphans_of_one_trial_do_not_survive_into_the_next(session):
+    first = session.run_blocking(
+        Command("setsid -f sleep 71.01; sleep 71.02 & (sleep 71.03 &); echo $PPID")
+    )
+    launcher = int(first.stdout)
+    assert first.ok and first.left_running >= 2
+    assert live("71.0") == [], "trial k's orphans outlived it"
+    assert children(launcher) == "", "the launcher kept a child between trials"
+    second = session.run_blocking(Command("echo $PPID"))
+    assert second.ok and int(second.stdout) == launcher, "the launcher was not kept"
+
+
+def test_a_launcher_killed_mid_trial_fails_the_trial_and_is_replaced(session):
+    first = session.run_blocking(Command("echo $PPID; sleep 72.01 & kill -9 $PPID; sleep 72.02"))
+    assert not first.ok and first.failure is not None
+    assert "launcher ended (killed by signal 9)" in first.failure
+    assert "max_rss" in first.unavailable and "max_rss" not in first.rusage
+    assert live("72.01") == [] and live("72.02") == [], "the dead launcher's trial kept running"
+    assert first.stdout.strip().isdigit(), "the dead launcher's trial lost its output"
+    second = session.run_blocking(Command("echo $PPID"))
+    assert second.ok and second.rusage["max_rss"] > 0
+    assert int(second.stdout) != int(first.stdout.split()[0]), "the dead launcher was reused"
+
+
+def test_a_cancelled_trial_leaves_a_working_session(session, tmp_path):
+    async def go():
+        task = asyncio.ensure_future(
+            session.execute(Command("setsid -f sleep 73.01; touch started; sleep 73.02", cwd="."))
+        )
+        while not (tmp_path / "started").exists():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return await session.execute(Command("echo after"))
+
+    after = asyncio.run(asyncio.wait_for(go(), 60))
+    assert live("73.01") == [] and live("73.02") == []
+    assert after.ok and after.stdout == b"after\n"
+
+
+def test_lost_output_files_fail_their_trials(session):
+    assert session.run_blocking(Command("echo one")).ok
+    shutil.rmtree(session._scratch)  # the next trial's files may be made already: deleted too
+    lost = session.run_blocking(Command("echo two"))
+    assert not lost.ok and (
+        "was deleted while it ran" in lost.failure or "cannot create" in lost.failure
+    )
+    unmade = session.run_blocking(Command("echo three"))
+    assert not unmade.ok and "cannot create the trial's output files" in unmade.failure
+
+
+def test_callers_at_the_same_time_get_launchers_of_their_own(session, tmp_path):
+    """Each trial waits until the other has started (so they overlap, whatever the timing):
+    a second launcher serves the second caller, and each trial gets its own output."""
+    script = "touch {me}; while [ ! -e {other} ]; do sleep 0.01; done; echo {me} $PPID"
+    commands = [
+        Command(script.format(me=me, other=other), cwd=".", timeout=60)
+        for me, other in (("a", "b"), ("b", "a"))
+    ]
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(session.run_blocking, commands))
+    assert [r.ok for r in runs] == [True, True], [r.failure or r.stderr for r in runs]
+    (a, a_launcher), (b, b_launcher) = (r.stdout.split() for r in runs)
+    assert (a, b) == (b"a", b"b") and a_launcher != b_launcher
+
+
+KILLED = """benchlang 1
+experiment killed {
+  benchmark b {
+    run "if [ $BENCHLANG_TRIAL = 1 ]; then kill -9 $PPID; sleep 74.01; fi; echo v=$BENCHLANG_TRIAL"
+    measure v from stdout regex "v=([0-9]+)"
+    measure rss = max_rss
+  }
+  design { runs 3 order fixed }
+}
+"""
+
+
+def test_a_run_stores_the_dead_launchers_trial_as_failed_and_goes_on(tmp_path, run_cli):
+    (tmp_path / "killed.bench").write_text(KILLED)
+    status, _out, err = run_cli(
+        ["run", "killed.bench", "--store", "s.sqlite", "--quiet"], cwd=tmp_path
+    )
+    assert status == 1, err
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    rows = db.execute("SELECT trial, status, reason FROM trials ORDER BY trial").fetchall()
+    values = db.execute("SELECT trial, value FROM measures WHERE name = 'v'").fetchall()
+    db.close()
+    assert [(t, s) for t, s, _ in rows] == [(0, "ok"), (1, "failed"), (2, "ok")]
+    assert "launcher ended (killed by signal 9) before it reported" in rows[1][2]
+    assert sorted(values) == [(0, 0.0), (2, 2.0)]
+    assert live("74.01") == []
