@@ -253,6 +253,12 @@ def test_a_host_that_disagrees_with_its_equal_host_is_flagged(tmp_path, scripted
     lines = warnings_of(report_inputs(store))
     assert sum("differs between equal hosts" in line for line in lines) == 2
 
+    from benchlang.app.report import methods_of
+
+    methods = methods_of(store)
+    assert "on 2 hosts with the same hardware levels (purposeful redundancy" in methods
+    assert "@article{holm1979simple" in methods and "@article{kruskal1952ranks" in methods
+
 
 def test_holm_and_the_smallest_reachable_p():
     assert np.allclose(holm([0.01, 0.04, 0.03, 0.2]), [0.04, 0.09, 0.09, 0.2])

@@ -98,10 +98,11 @@ def test_only_the_measures_asked_for_are_read(tmp_path):
         assert store.trial_table("sha256:none", ["user_time"]).measures["user_time"].size == 0
 
 
-def test_measure_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, monkeypatch):
-    """Schema 4's float64 blocks give the rows' values: folded during a run (a fold every
-    few trials), with an unfolded tail, a value written again after it was folded, rows
-    another program deleted (the trigger drops the blocks), and a schema-3 store upgraded."""
+def test_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, monkeypatch):
+    """Schema 5's trial and measure blocks give the rows' trial table: folded during a run (a
+    fold every few trials), with an unfolded tail, a trial and a value written again after
+    they were folded, rows another program deleted (the triggers drop the blocks), and a
+    schema-3 store upgraded."""
     from benchlang.run import measure_blocks
 
     monkeypatch.setattr(measure_blocks, "FOLD_ROWS", 7)
@@ -110,43 +111,65 @@ def test_measure_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_p
 
     def same(expect_blocks: bool) -> None:
         with Store(path) as store:
-            trials = store.trial_table("sha256:p").trial
-            columns = store._measure_columns("sha256:p", trials)
-            rows = store._measure_rows("sha256:p", trials)
-            assert columns.keys() == rows.keys() == _sql_measures(path, trials).keys()
-            for name in rows:
-                assert np.array_equal(columns[name], rows[name], equal_nan=True), name
-            n_blocks = store.db.execute(
-                "SELECT count(*) FROM measure_blocks" if store._schema >= 4 else "SELECT 0"
-            ).fetchone()[0]
-            assert (n_blocks > 0) == expect_blocks
+            table, by_rows = store.trial_table("sha256:p"), store._trial_table_by_rows("sha256:p")
+            for field in attrs.fields(type(table)):
+                left, right = getattr(table, field.name), getattr(by_rows, field.name)
+                if field.name == "measures":
+                    rows = store._measure_rows("sha256:p", table.trial)
+                    assert left.keys() == rows.keys() == _sql_measures(path, table.trial).keys()
+                    for name in rows:
+                        assert np.array_equal(left[name], rows[name], equal_nan=True), name
+                elif field.name == "levels":
+                    assert left == right
+                else:
+                    assert np.array_equal(np.asarray(left), np.asarray(right)), field.name
+            blocks = (
+                store.db.execute(
+                    "SELECT (SELECT count(*) FROM measure_blocks) + (SELECT count(*) FROM trial_blocks)"
+                ).fetchone()[0]
+                if store._schema >= 5
+                else 0
+            )
+            assert (blocks > 0) == expect_blocks
 
     with Store(path, create=True) as store:
         store.add_plan("sha256:p", "e", "sha256:s", 1, "{}", None, None)
         for trial in rng.permutation(50).tolist():
             store.record_trial("sha256:p", _record(trial, rng))
-        unfolded = store._count_unfolded()
-    assert 0 < unfolded < 7
+        monkeypatch.setattr(measure_blocks, "FOLD_ROWS", 10**9)
+        store.record_trial("sha256:p", _record(50, rng))
+        assert store._count_unfolded() > 0
     same(expect_blocks=True)
     with sqlite3.connect(path) as db:
         db.execute("INSERT OR REPLACE INTO measures VALUES ('sha256:p', 1, 'wall_time', 0.5)")
+        db.execute(
+            "INSERT OR REPLACE INTO trials SELECT plan_hash, trial, series, round, position, "
+            "host, configuration, label, benchmark, levels, order_kind, 'failed', 'redone', "
+            "exit_status, timed_out, started, ended, attempts, stdout_tail, stderr_tail, phase "
+            "FROM trials WHERE trial = 4"
+        )
     same(expect_blocks=True)
     with Store(path, write=True) as store:
-        store.fold_measures()
+        store.fold_blocks()
         assert store._count_unfolded() == 0
     same(expect_blocks=True)
     with Store(path) as store:
-        assert store.trial_table("sha256:p").measures["wall_time"][1] == 0.5
+        table = store.trial_table("sha256:p")
+        assert table.measures["wall_time"][1] == 0.5
+        assert not table.ok[4] and table.reason[4] == "redone"
     with sqlite3.connect(path) as db:
         db.execute("DELETE FROM measures WHERE trial = 2")
+        db.execute("DELETE FROM trials WHERE trial = 3")
     same(expect_blocks=False)
     with sqlite3.connect(path) as db:  # back to schema 3: no blocks, no triggers
-        db.execute("DROP TABLE measure_blocks")
-        for trigger in ("updated", "deleted", "inserted_below"):
-            db.execute(f"DROP TRIGGER measures_{trigger}")
-        db.execute("DELETE FROM meta WHERE key = 'measures_folded'")
+        for table in ("measures", "trials"):
+            db.execute(f"DROP TABLE {table[:-1]}_blocks")
+            db.execute(f"DELETE FROM meta WHERE key = '{table}_folded'")
+            for trigger in ("updated", "deleted", "inserted_below"):
+                db.execute(f"DROP TRIGGER {table}_{trigger}")
         db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     same(expect_blocks=False)
+    monkeypatch.setattr(measure_blocks, "FOLD_ROWS", 7)
     with Store(path, write=True) as store:
         store.record_trial("sha256:p", _record(60, rng))
     same(expect_blocks=True)

@@ -18,11 +18,12 @@ def covered_count(n_levels: int, coverage: float) -> int:
 
 
 def trial_count(design: model.Design, n_configs: int) -> int:
-    """Trials a design plans: runs x series x configurations, or the layout's trials."""
+    """Trials a design plans: runs x series x configurations (x N equal hosts with
+    ``redundancy N``; per set of hardware levels with hardware factors), or the layout's."""
     if design.layout is not None:
         L = design.layout
         return layout_counts(L.kind, L.hosts, L.requests, L.repetitions, L.warmup, L.cooldown)[
             "trials"
         ]
     per_series = design.runs * (2 if design.order == "fixed_vs_random" else 1)
-    return n_configs * per_series * design.series
+    return n_configs * per_series * design.series * design.redundancy

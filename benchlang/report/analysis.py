@@ -226,7 +226,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 kpi_confidence=r.kpi.confidence,
                 variability_percentile=r.variability.percentile if r.variability else None,
                 variability_confidence=r.variability.confidence if r.variability else None,
-                runs=exp.design.runs,
+                runs=exp.design.runs * exp.design.redundancy,
                 series=exp.design.series,
                 runtime=exp.design.runtime,
                 span=_planned_span(data),

@@ -136,8 +136,9 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
     table = data.table
     configs = data.configurations()
     by_label = {label: (i, b, lv) for i, label, b, lv in configs}
-    _, host = np.unique(np.asarray(table.host, dtype=str), return_inverse=True)
-    clusters = np.stack([host.ravel(), table.series, table.round], axis=1)
+    hosts = {h: i for i, h in enumerate(sorted(set(table.host.tolist())))}
+    host = np.fromiter(map(hosts.__getitem__, table.host.tolist()), np.int64, len(table))
+    clusters = np.stack([host, table.series, table.round], axis=1)
     out = []
     for k in exp.kpis:
         mv = data.metrics[k.metric]
@@ -181,12 +182,13 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
             if len(members) < 2:
                 continue
             mask = ok & np.isin(table.configuration, members)
-            index = {c: j for j, c in enumerate(members)}
-            config = np.array([index[c] for c in table.configuration[mask]], dtype=np.int64)
+            index = np.zeros(int(max(members)) + 1, dtype=np.int64)
+            index[list(members)] = np.arange(len(members))
+            picked = slice(None) if mask.all() else mask
             ranking = rank(
-                mv.values[mask],
-                config,
-                clusters[mask],
+                mv.values[picked],
+                index[table.configuration[picked]],
+                clusters[picked],
                 percentile=k.percentile,
                 confidence=k.confidence,
                 better=mv.metric.better,

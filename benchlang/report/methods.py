@@ -53,6 +53,24 @@ BIBTEX = {
   booktitle = {Proceedings of the 4th ACM/SPEC International Conference on Performance Engineering (ICPE '13)},
   year      = {2013}
 }""",
+    "kruskal1952ranks": """@article{kruskal1952ranks,
+  author  = {William H. Kruskal and W. Allen Wallis},
+  title   = {Use of Ranks in One-Criterion Variance Analysis},
+  journal = {Journal of the American Statistical Association},
+  volume  = {47},
+  number  = {260},
+  pages   = {583--621},
+  year    = {1952}
+}""",
+    "holm1979simple": """@article{holm1979simple,
+  author  = {Sture Holm},
+  title   = {A Simple Sequentially Rejective Multiple Test Procedure},
+  journal = {Scandinavian Journal of Statistics},
+  volume  = {6},
+  number  = {2},
+  pages   = {65--70},
+  year    = {1979}
+}""",
 }
 
 
@@ -97,6 +115,14 @@ def _design(inputs: ReportInputs, cite: list[str]) -> list[str]:
             + "."
         )
         cite.append("jacob2021triscale")
+        if d.redundancy > 1:
+            cite += ["deoliveira2013datamill", "kruskal1952ranks", "holm1979simple"]
+            out.append(
+                f"Every configuration ran all its rounds on {d.redundancy} hosts with the same "
+                "hardware levels (purposeful redundancy [deoliveira2013datamill]); a "
+                "Kruskal-Wallis test per configuration [kruskal1952ranks], Holm-corrected "
+                "[holm1979simple], checked that they agree."
+            )
     why = [
         f"{name}: {derived[name]['reason']}"
         for name in ("runs", "series", "span")

@@ -25,6 +25,29 @@ FOLD_ROWS = 4096
 MAX_BLOCK = 1 << 20
 """Values per block at most (an upgrade of a big store folds it in several)."""
 
+
+def invalidation_triggers(table: str, blocks: str, key: str) -> list[str]:
+    """Triggers that delete every block of ``blocks`` and reset the watermark ``meta.key``
+    when any program updates or deletes a row of ``table``, or inserts one at or below the
+    watermark: a block never outlives the rows it copies."""
+    return [
+        f"""CREATE TRIGGER IF NOT EXISTS {table}_{name} AFTER {event} ON {table} {when}
+BEGIN
+    DELETE FROM {blocks};
+    UPDATE meta SET value = '0' WHERE key = '{key}';
+END"""
+        for name, event, when in (
+            ("updated", "UPDATE", ""),
+            ("deleted", "DELETE", ""),
+            (
+                "inserted_below",
+                "INSERT",
+                f"WHEN NEW.rowid <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{key}')",
+            ),
+        )
+    ]
+
+
 BLOCKS_SCHEMA = [
     """CREATE TABLE IF NOT EXISTS measure_blocks (
     plan_hash TEXT NOT NULL,
@@ -36,29 +59,13 @@ BLOCKS_SCHEMA = [
     PRIMARY KEY (plan_hash, name, first_row)
 )""",
     "INSERT OR IGNORE INTO meta(key, value) VALUES ('measures_folded', '0')",
-    *(
-        f"""CREATE TRIGGER IF NOT EXISTS measures_{name} AFTER {event} ON measures {when}
-BEGIN
-    DELETE FROM measure_blocks;
-    UPDATE meta SET value = '0' WHERE key = 'measures_folded';
-END"""
-        for name, event, when in (
-            ("updated", "UPDATE", ""),
-            ("deleted", "DELETE", ""),
-            (
-                "inserted_below",
-                "INSERT",
-                "WHEN NEW.rowid <= (SELECT CAST(value AS INTEGER) FROM meta "
-                "WHERE key = 'measures_folded')",
-            ),
-        )
-    ),
+    *invalidation_triggers("measures", "measure_blocks", "measures_folded"),
 ]
 
 
-def watermark(db: sqlite3.Connection) -> int:
-    """The last ``measures`` rowid copied into blocks."""
-    row = db.execute("SELECT value FROM meta WHERE key = 'measures_folded'").fetchone()
+def watermark(db: sqlite3.Connection, key: str = "measures_folded") -> int:
+    """The last rowid copied into blocks (of ``measures``, or the table ``key`` names)."""
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -108,7 +115,8 @@ def read_columns(
 ) -> dict[str, np.ndarray]:
     """Each measure of the plan (or each ``wanted`` one) as a float column aligned with the
     sorted ``trial`` numbers (nan where a trial has none): the blocks, then the rows above
-    the watermark, later copies of a (trial, measure) winning. Call inside a read
+    the watermark (a rowid range: ``+plan_hash`` keeps SQLite from scanning the plan's
+    index instead), later copies of a (trial, measure) winning. Call inside a read
     transaction, so that blocks, watermark and rows are one snapshot."""
     above = watermark(db)
     chosen = "" if wanted is None else f" AND name IN ({', '.join('?' * len(wanted))})"
@@ -124,7 +132,7 @@ def read_columns(
         )
     tail: dict[str, list[tuple[int, float]]] = {}
     for t, name, value in db.execute(
-        f"SELECT trial, name, value FROM measures WHERE rowid > ? AND plan_hash = ?{chosen} "
+        f"SELECT trial, name, value FROM measures WHERE rowid > ? AND +plan_hash = ?{chosen} "
         "ORDER BY rowid",
         (above, plan_hash, *names),
     ):

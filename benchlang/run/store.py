@@ -26,10 +26,10 @@ import attrs
 import numpy as np
 
 from benchlang.errors import UserError
-from benchlang.run import measure_blocks
+from benchlang.run import measure_blocks, trial_blocks
 from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TAIL_BYTES = 8192
 
 _SCHEMA = """
@@ -416,7 +416,7 @@ class Store(LeaseRows):
             version = int(row[0])
         except ValueError:
             raise self._not_a_store(f"unreadable schema version {row[0]!r}") from None
-        if version not in (1, 2, 3, SCHEMA_VERSION):
+        if version not in (1, 2, 3, 4, SCHEMA_VERSION):
             raise UserError(
                 f"{self.path} has store schema {version}; this benchlang reads schema {SCHEMA_VERSION}"
             )
@@ -482,7 +482,7 @@ class Store(LeaseRows):
                     "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-                for statement in measure_blocks.BLOCKS_SCHEMA:
+                for statement in [*measure_blocks.BLOCKS_SCHEMA, *trial_blocks.SCHEMA]:
                     db.execute(statement)
         elif version < SCHEMA_VERSION:
             self._upgrade(version)
@@ -504,32 +504,43 @@ class Store(LeaseRows):
     def _upgrade(self, version: int) -> None:
         """In place, in one transaction: schema 1 had no trial phase (every trial was
         measured), schemas 1 and 2 no leases (runs before backend protocol 2 allocated
-        nothing), schemas 1 to 3 no measure blocks (filled by the ``_fold`` that follows)."""
+        nothing), schemas 1 to 3 no measure blocks and 1 to 4 no trial blocks (filled by the
+        first fold that follows)."""
         with self._transaction() as db:
             if version == 1:
                 db.execute(
                     "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
                 )
             db.execute(LEASES_SCHEMA)
-            for statement in measure_blocks.BLOCKS_SCHEMA:
+            for statement in [*measure_blocks.BLOCKS_SCHEMA, *trial_blocks.SCHEMA]:
                 db.execute(statement)
             db.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )
 
     def _count_unfolded(self) -> int:
-        """About how many measures rows no block holds yet (rowids are dense: rows are only
-        ever inserted)."""
-        (top,) = self.db.execute("SELECT coalesce(max(rowid), 0) FROM measures").fetchone()
-        return max(0, int(top) - measure_blocks.watermark(self.db))
+        """About how many measures or trials rows no block holds yet (rowids are dense: rows
+        are only ever inserted)."""
+        return max(
+            0,
+            *(
+                int(self.db.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0])
+                - measure_blocks.watermark(self.db, key)
+                for table, key in (("measures", "measures_folded"), ("trials", "trials_folded"))
+            ),
+        )
 
-    def fold_measures(self) -> None:
-        """Copy every measures row no block holds yet into the measure blocks now (a writer
-        otherwise does it with the trial that brings them to ``FOLD_ROWS``; also after
+    def _fold(self, db: sqlite3.Connection) -> None:
+        measure_blocks.fold(db)
+        trial_blocks.fold(db, "phase")
+        self._unfolded = 0
+
+    def fold_blocks(self) -> None:
+        """Copy every trials and measures row no block holds yet into the blocks now (a
+        writer otherwise does it with the trial that brings them to ``FOLD_ROWS``; also after
         rows were inserted by another program)."""
         with self._transaction() as db:
-            measure_blocks.fold(db)
-        self._unfolded = 0
+            self._fold(db)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -695,9 +706,6 @@ class Store(LeaseRows):
                     [(plan_hash, record.trial, k, float(v)) for k, v in record.measures.items()],
                 )
                 self._unfolded += len(record.measures)
-                if self._unfolded >= measure_blocks.FOLD_ROWS:
-                    measure_blocks.fold(db)
-                    self._unfolded = 0
             if record.series_values:
                 db.executemany(
                     "INSERT INTO series_values VALUES (?,?,?,?)",
@@ -711,6 +719,9 @@ class Store(LeaseRows):
                     "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
                     (plan_hash, *attrs.astuple(stop), time.time()),
                 )
+            self._unfolded += 1
+            if self._unfolded >= measure_blocks.FOLD_ROWS:
+                self._fold(db)
 
     def record_round(
         self,
@@ -803,6 +814,8 @@ class Store(LeaseRows):
         parsed by numpy; measures from their float64 blocks (``measure_blocks``; row by row
         in stores before schema 4); reasons through a partial index.
         """
+        if self._schema >= 5:
+            return self._trial_table_from_blocks(plan_hash, measures)
         coded = ("host", "order_kind", "status", "phase" if self._schema >= 2 else "'measured'")
         combos = self.db.execute(
             "SELECT DISTINCT configuration, label, benchmark, levels, "
@@ -847,6 +860,36 @@ class Store(LeaseRows):
             label=np.asarray([c[1] for c in configs], dtype=object)[which],
             benchmark=np.asarray([c[2] for c in configs], dtype=object)[which],
             levels=tuple(level_dicts[i] for i in which.tolist()),
+            order_kind=order_kind,
+            ok=status == "ok",
+            reason=self._reasons(plan_hash, trial),
+            measures=self._measure_columns(plan_hash, trial, measures),
+            phase=phase,
+        )
+
+    def _trial_table_from_blocks(
+        self, plan_hash: str, measures: Collection[str] | None
+    ) -> TrialTable:
+        """``trial_table`` from the trial and measure blocks (schema 5) and the rows no block
+        holds yet."""
+        numbers, codes, dictionary = trial_blocks.merge(trial_blocks.read_parts(self.db, plan_hash))
+        trial, series, round_, position, configuration = numbers
+        host, order_kind, status, phase = (
+            np.asarray(dictionary[c], dtype=object)[codes[c]] for c in range(4)
+        )
+        configs, which = dictionary[4], codes[4]
+        level_dicts = np.empty(len(configs), dtype=object)
+        level_dicts[:] = [json.loads(c[3]) for c in configs]
+        return TrialTable(
+            trial=trial,
+            series=series,
+            round=round_,
+            position=position,
+            host=host,
+            configuration=configuration,
+            label=np.asarray([c[1] for c in configs], dtype=object)[which],
+            benchmark=np.asarray([c[2] for c in configs], dtype=object)[which],
+            levels=tuple(level_dicts[which].tolist()),
             order_kind=order_kind,
             ok=status == "ok",
             reason=self._reasons(plan_hash, trial),

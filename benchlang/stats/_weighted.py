@@ -21,14 +21,16 @@ _WINDOWED_FROM = 4096  # values per group below which the direct form is as fast
 
 
 def _crossing(
-    cum: np.ndarray, total: np.ndarray, percentile: float
+    cum: np.ndarray, total: np.ndarray, percentile: float, axis: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, how many cumulative weights lie below p·W (the first value reaching it) and
-    how many at or below it (the first value exceeding it), with a relative tolerance."""
+    """Per replicate (a row of ``cum``, or a column with ``axis=0``), how many cumulative
+    weights lie below p·W (the first value reaching it) and how many at or below it (the
+    first value exceeding it), with a relative tolerance."""
     target = total * (percentile / 100.0)
     tol = 1e-9 * np.maximum(total, 1.0)
-    lo = np.count_nonzero(cum < (target - tol)[:, None], axis=1)
-    hi = np.count_nonzero(cum <= (target + tol)[:, None], axis=1)
+    shape = (-1, 1) if axis == 1 else (1, -1)
+    lo = np.count_nonzero(cum < (target - tol).reshape(shape), axis=axis)
+    hi = np.count_nonzero(cum <= (target + tol).reshape(shape), axis=axis)
     return lo, hi
 
 
@@ -85,18 +87,16 @@ def replicate_percentiles(
     """``weighted_percentile`` of each group (its sorted values, each value's column of the
     weights) under every row of the integer weight ``blocks`` (each (b, L), e.g. a bootstrap's
     replicates a block at a time): shape (B, len(groups)), identical to the direct form. The
-    first block is the pilot: computed directly, it places each large group's window."""
+    first ``PILOT_ROWS`` rows are the pilot: computed directly, they place each large group's
+    window."""
     out: list[np.ndarray] = []
     windows: _Windows | None = None
     for block in blocks:
         if windows is None:
-            out.append(
-                np.column_stack(
-                    [_direct(values, block, cols, percentile)[0] for values, cols in groups]
-                )
-            )
-            windows = _Windows(groups, block, percentile)
-        else:
+            pilot, block = block[:PILOT_ROWS], block[PILOT_ROWS:]
+            windows = _Windows(groups, pilot, percentile)
+            out.append(windows.pilot)
+        if block.shape[0]:
             out.append(windows.percentiles(block))
     return np.concatenate(out) if out else np.empty((0, len(groups)))
 
@@ -110,21 +110,25 @@ class _Windows:
         width = pilot.shape[1]
         self.large = [j for j, (v, _) in enumerate(groups) if v.size >= _WINDOWED_FROM]
         self.bounds = []
-        masks = np.zeros((width, 2 * len(self.large)))
-        for i, j in enumerate(self.large):
-            values, cols = groups[j]
-            _, lo, hi = _direct(values, pilot, cols, percentile)
+        self.pilot = np.empty((pilot.shape[0], len(groups)))
+        rows = np.zeros((2 * len(self.large), width))
+        for j, (values, cols) in enumerate(groups):
+            self.pilot[:, j], lo, hi = _direct(values, pilot, cols, percentile)
+            if j not in self.large:
+                continue
+            i = self.large.index(j)
             spread = max(int(hi.max() - lo.min()), 64)
             a = max(0, int(lo.min()) - spread)
             self.bounds.append((a, min(values.size, int(hi.max()) + 1 + spread)))
-            masks[:, 2 * i] = np.bincount(cols[:a], minlength=width)
-            masks[:, 2 * i + 1] = np.bincount(cols, minlength=width)
+            rows[2 * i] = np.bincount(cols[:a], minlength=width)
+            rows[2 * i + 1] = np.bincount(cols, minlength=width)
         distinct: dict[bytes, int] = {}
-        column = [
-            distinct.setdefault(masks[:, c].tobytes(), len(distinct)) for c in range(masks.shape[1])
-        ]
+        column = [distinct.setdefault(row.tobytes(), len(distinct)) for row in rows]
         keep = [column.index(d) for d in range(len(distinct))]
-        self.masks, self.column = masks[:, keep], np.asarray(column, dtype=np.int64)
+        self.masks = np.ascontiguousarray(rows[keep].T)
+        self.column = np.asarray(column, dtype=np.int64)
+        self.most = float(self.masks.max(initial=0))
+        self.masks32 = self.masks.astype(np.float32)
 
     def percentiles(self, block: np.ndarray) -> np.ndarray:
         out = np.empty((block.shape[0], len(self.groups)))
@@ -134,17 +138,21 @@ class _Windows:
         if not self.large:
             return out
         # integer sums are exact in float32 below 2**24, else in float64
-        big = int(block.sum(axis=1).max(initial=0)) * self.masks.max(initial=0) >= 2**24
-        exact = np.float64 if big else np.float32
-        sums = (block.astype(exact) @ self.masks.astype(exact))[:, self.column].astype(float)
+        if int(block.sum(axis=1).max(initial=0)) * self.most >= 2**24:
+            sums = block.astype(np.float64) @ self.masks
+        else:
+            sums = block.astype(np.float32) @ self.masks32
+        sums = sums[:, self.column].astype(float)
         p = self.percentile / 100.0
+        by_leaf = np.ascontiguousarray(block.T)  # a window's leaves are then whole rows
+        exact = np.int32 if sums.max(initial=0) < 2**31 else np.int64
         for i, j in enumerate(self.large):
             values, cols = self.groups[j]
             a, b = self.bounds[i]
             below, total = sums[:, 2 * i], sums[:, 2 * i + 1]
-            cum = np.cumsum(block[:, cols[a:b]], axis=1, dtype=np.int64)
-            cum += below.astype(np.int64)[:, None]
-            lo, hi = _crossing(cum, total, self.percentile)
+            cum = np.cumsum(by_leaf[cols[a:b]], axis=0, dtype=exact)
+            cum += below.astype(exact)[None, :]
+            lo, hi = _crossing(cum, total, self.percentile, axis=0)
             lo, hi = lo + a, hi + a
             starts_inside = (a == 0) | (below < total * p - 1e-9 * np.maximum(total, 1.0))
             good = starts_inside & ((b == values.size) | ((lo < b) & (hi < b)))

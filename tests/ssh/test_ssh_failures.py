@@ -78,6 +78,18 @@ def _kill_when(store, plan, host: str, after: int, server) -> asyncio.Task:
     return asyncio.get_running_loop().create_task(killer())
 
 
+def _run_killing(executor, store, plan, host: str, after: int, server):
+    """Run the plan, killing ``server`` once ``host`` has stored ``after`` trials."""
+
+    async def main():
+        killer = _kill_when(store, plan, host, after, server)
+        summary = await executor.run()
+        await killer
+        return summary
+
+    return asyncio.run(main())
+
+
 def _killing_spec(harness, bed, tmp_path):
     return harness.spec(f"""
   seed 11
@@ -95,14 +107,8 @@ def test_host_killed_mid_run_its_rounds_move_to_healthy_hosts(harness, fresh_ssh
     victim = fresh_sshd3.nodes[0]
     plan, store, executor = harness.prepare(spec, **FAST_RETRY)
 
-    async def main():
-        killer = _kill_when(store, plan, victim, 2, fresh_sshd3.servers[0])
-        summary = await executor.run()
-        await killer
-        return summary
-
     with store:
-        summary = asyncio.run(main())
+        summary = _run_killing(executor, store, plan, victim, 2, fresh_sshd3.servers[0])
         rows = _rows(store, plan)
         assert [r[0] for r in rows] == list(range(plan.n_trials)), "a trial was lost or repeated"
         assert all(r[2] == "ok" for r in rows)
@@ -142,14 +148,8 @@ def test_a_host_killed_mid_run_leaves_its_rounds_to_its_equal_host(harness, fres
     plan, store, executor = harness.prepare(spec, **FAST_RETRY)
     assert plan.hosts == (a, c) and plan.host_groups == ((a, c),)
 
-    async def main():
-        killer = _kill_when(store, plan, a, 3, fresh_sshd3.servers[0])
-        summary = await executor.run()
-        await killer
-        return summary
-
     with store:
-        summary = asyncio.run(main())
+        summary = _run_killing(executor, store, plan, a, 3, fresh_sshd3.servers[0])
         rows = _rows(store, plan)
         assert [r[0] for r in rows] == list(range(plan.n_trials)), "a trial was lost or repeated"
         assert all(r[2] == "ok" for r in rows) and [h for h, _ in summary.hosts_down] == [a]
@@ -182,15 +182,9 @@ def test_a_layout_host_that_dies_keeps_its_batches_and_resume_runs_them_there(
     victim = fresh_sshd3.nodes[0]
     plan, store, executor = harness.prepare(spec, pin_hosts=True, **FAST_RETRY)
 
-    async def main():
-        killer = _kill_when(store, plan, victim, 2, fresh_sshd3.servers[0])
-        summary = await executor.run()
-        await killer
-        return summary
-
     planned_host = [plan.hosts[h] for h in plan.trial_host.tolist()]
     with store:
-        summary = asyncio.run(main())
+        summary = _run_killing(executor, store, plan, victim, 2, fresh_sshd3.servers[0])
         rows = _rows(store, plan)
         assert all(r[2] == "ok" for r in rows) and summary.failed == 0
         assert [r[1] for r in rows] == [planned_host[r[0]] for r in rows], "pinned trials moved"

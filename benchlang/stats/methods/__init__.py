@@ -148,7 +148,7 @@ ADAPTIVE = Method(
     "adaptive",
     "stopping",
     "classify the distribution seen so far and apply a rule fit for it, with a cap",
-    "Mittal, Amaral, Fuerlinger et al., PMBS 2023, §3-§4 (the meta-rule and its classes)",
+    "Mittal, Bruel, Milojicic & Frachtenberg, PMBS 2023, §3-§4 (the meta-rule and its classes)",
     "benchlang.stats.stopping:AdaptiveStop",
     (
         _R(

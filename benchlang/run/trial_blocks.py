@@ -1,0 +1,158 @@
+"""The store's columnar copy of the ``trials`` rows a reader needs for a trial table (docs/
+store.md, schema 5): per plan, blocks of the integer columns (int64) and of codes (int32) into
+a small dictionary of the text columns, like ``measure_blocks`` for the measures.
+
+``trials`` stays the record. A writer folds the rows above ``meta.trials_folded`` with the
+measures (``Store._fold_blocks``); a reader decodes the blocks, adds the rows above the
+watermark and keeps, for a trial written twice, the later row. The same triggers as the
+measures' drop the blocks when any program changes or deletes a trial row.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+import attrs
+import numpy as np
+
+from benchlang.run.measure_blocks import MAX_BLOCK, invalidation_triggers, watermark
+
+NUMBERS = ("trial", "series", "round", "position", "configuration")
+CODED = ("host", "order_kind", "status", "phase", "configuration")
+"""Text columns kept as codes; "configuration" codes a (configuration, label, benchmark,
+levels) tuple."""
+
+_COLUMNS = "trial, series, round, position, configuration, host, order_kind, status, phase, label, benchmark, levels"
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS trial_blocks (
+    plan_hash TEXT NOT NULL,
+    first_row INTEGER NOT NULL,
+    last_row INTEGER NOT NULL,
+    numbers BLOB NOT NULL,
+    codes BLOB NOT NULL,
+    dictionary TEXT NOT NULL,
+    PRIMARY KEY (plan_hash, first_row)
+)""",
+    "INSERT OR IGNORE INTO meta(key, value) VALUES ('trials_folded', '0')",
+    *invalidation_triggers("trials", "trial_blocks", "trials_folded"),
+]
+
+
+@attrs.frozen
+class Part:
+    """Some trials of a plan: ``numbers`` (5, n) int64 in ``NUMBERS`` order, ``codes`` (5, n)
+    into ``dictionary`` (one list per ``CODED`` column)."""
+
+    numbers: np.ndarray
+    codes: np.ndarray
+    dictionary: tuple[list, ...]
+
+
+def encode(rows: Sequence[Sequence]) -> Part:
+    """Rows of ``_COLUMNS`` as a part."""
+    columns = list(zip(*rows, strict=True))
+    numbers = np.array(columns[:5], dtype=np.int64).reshape(5, len(rows))
+    texts = [*columns[5:9], list(zip(columns[4], *columns[9:], strict=True))]
+    dictionary, codes = [], []
+    for values in texts:
+        seen: dict = {}
+        codes.append([seen.setdefault(v, len(seen)) for v in values])
+        dictionary.append([list(v) if isinstance(v, tuple) else v for v in seen])
+    return Part(numbers, np.array(codes, dtype=np.int32).reshape(5, len(rows)), tuple(dictionary))
+
+
+def fold(db: sqlite3.Connection, phase: str) -> None:
+    """Copy every ``trials`` row above the watermark into blocks (one per plan, at most
+    ``MAX_BLOCK`` rows each) and move the watermark; inside the caller's transaction.
+    ``phase`` is the SQL of the phase column (a literal in schema-1 stores)."""
+    last = start = watermark(db, "trials_folded")
+    while True:
+        rows = db.execute(
+            f"SELECT rowid, plan_hash, {_COLUMNS.replace('phase', phase)} FROM trials "
+            "WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (last, MAX_BLOCK),
+        ).fetchall()
+        if not rows:
+            break
+        plans: dict[str, list] = {}
+        for row in rows:
+            plans.setdefault(row[1], []).append(row)
+        for plan_hash, mine in plans.items():
+            part = encode([row[2:] for row in mine])
+            db.execute(
+                "INSERT INTO trial_blocks VALUES (?,?,?,?,?,?)",
+                (
+                    plan_hash,
+                    mine[0][0],
+                    mine[-1][0],
+                    part.numbers.astype("<i8").tobytes(),
+                    part.codes.astype("<i4").tobytes(),
+                    json.dumps(part.dictionary),
+                ),
+            )
+        last = rows[-1][0]
+    if last != start:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'trials_folded'", (str(last),))
+
+
+def read_parts(db: sqlite3.Connection, plan_hash: str) -> list[Part]:
+    """The plan's blocks and the rows above the watermark, in write order. Call inside a
+    read transaction."""
+    above = watermark(db, "trials_folded")
+    parts = []
+    for numbers, codes, dictionary in db.execute(
+        "SELECT numbers, codes, dictionary FROM trial_blocks WHERE plan_hash = ? "
+        "ORDER BY first_row",
+        (plan_hash,),
+    ):
+        n = len(numbers) // 40
+        parts.append(
+            Part(
+                np.frombuffer(numbers, dtype="<i8").reshape(5, n),
+                np.frombuffer(codes, dtype="<i4").reshape(5, n),
+                tuple(json.loads(dictionary)),
+            )
+        )
+    tail = db.execute(
+        f"SELECT {_COLUMNS} FROM trials WHERE rowid > ? AND +plan_hash = ? ORDER BY rowid",
+        (above, plan_hash),
+    ).fetchall()
+    if tail:
+        parts.append(encode(tail))
+    return parts
+
+
+def merge(parts: Iterable[Part]) -> tuple[np.ndarray, list[np.ndarray], list[list]]:
+    """The parts as one set of columns in trial order, a trial written twice keeping its
+    later row: (numbers (5, n), object columns per ``CODED`` name but configuration, the
+    configuration tuples' codes with their tuples)."""
+    parts = list(parts)
+    merged: list[list] = [[] for _ in CODED]
+    index: list[dict] = [{} for _ in CODED]
+    numbers, codes = [], []
+    for part in parts:
+        remapped = np.empty_like(part.codes)
+        for c, values in enumerate(part.dictionary):
+            lut = np.empty(len(values), dtype=np.int32)
+            for i, value in enumerate(values):
+                key = json.dumps(value) if c == 4 else value
+                if key not in index[c]:
+                    index[c][key] = len(merged[c])
+                    merged[c].append(value)
+                lut[i] = index[c][key]
+            remapped[c] = lut[part.codes[c]]
+        numbers.append(part.numbers)
+        codes.append(remapped)
+    numbers_all = np.concatenate(numbers, axis=1) if numbers else np.zeros((5, 0), np.int64)
+    codes_all = np.concatenate(codes, axis=1) if codes else np.zeros((5, 0), np.int32)
+    if (np.diff(numbers_all[0]) > 0).all():  # written in trial order, once each
+        return numbers_all, list(codes_all), merged
+    order = np.argsort(numbers_all[0], kind="stable")
+    trial = numbers_all[0, order]
+    if trial.size and (np.diff(trial) == 0).any():  # a trial written again: the later row
+        last = np.append(np.diff(trial) != 0, True)
+        order = order[last]
+    return numbers_all[:, order], [codes_all[c, order] for c in range(5)], merged
