@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,6 +45,14 @@ def test_orphans_of_one_trial_do_not_survive_into_the_next(session):
     assert children(launcher) == "", "the launcher kept a child between trials"
     second = session.run_blocking(Command("echo $PPID"))
     assert second.ok and int(second.stdout) == launcher, "the launcher was not kept"
+
+
+def test_commands_start_with_sigpipe_and_sigxfsz_at_their_default(session):
+    """Python ignores SIGPIPE and SIGXFSZ; its launcher must not hand that on (`yes | head`
+    would see EPIPE instead of dying of SIGPIPE, as it does under a shell or hyperfine)."""
+    run = session.run_blocking(Command("grep SigIgn /proc/self/status"))
+    ignored = int(run.stdout.split()[1], 16)
+    assert run.ok and not ignored & (1 << (signal.SIGPIPE - 1) | 1 << (signal.SIGXFSZ - 1))
 
 
 def test_a_launcher_killed_mid_trial_fails_the_trial_and_is_replaced(session):

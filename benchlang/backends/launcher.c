@@ -294,6 +294,7 @@ static void note_trial(pid_t pid, long files) {
 
 static void child(const struct request *rq) {
     setpgid(0, 0);
+    signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (dup2(rq->out_fd, 1) < 0 || dup2(rq->err_fd, 2) < 0) _exit(127);
     if (rq->dir && chdir(rq->dir) != 0) {
@@ -505,6 +506,11 @@ int main(int argc, char **argv) {
     sigaddset(&wanted, SIGINT);
     sigaddset(&wanted, SIGHUP);
     sigprocmask(SIG_BLOCK, &wanted, &saved);
+    /* Commands start with every signal's default action, as from a shell: Python (the
+     * launcher's parent) ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored
+     * across execve. Only the launcher itself ignores SIGPIPE (its child resets it). glibc
+     * refuses its internal signals (32, 33): they stay as posix_spawn left them. */
+    for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
     signal(SIGPIPE, SIG_IGN);
     signal_fd = signalfd(-1, &wanted, SFD_NONBLOCK | SFD_CLOEXEC);
     if (signal_fd < 0) return 125;
