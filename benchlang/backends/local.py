@@ -26,7 +26,6 @@ import select
 import shlex
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,12 +43,21 @@ from benchlang.backends.base import (
     read_declared_facts,
 )
 from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
-from benchlang.backends.resident import ResidentLauncher, encode_request, environment_block
-from benchlang.backends.resident import high_fd as _high
+from benchlang.backends.resident import (
+    NO_OUTPUT,
+    LauncherPool,
+    Output,
+    ResidentLauncher,
+    encode_request,
+    environment_block,
+    high_fd,
+    parse_report,
+    report_measures,
+    tail,
+)
+from benchlang.backends.resident import OUTPUT_KEEP as OUTPUT_KEEP  # where readers look
 
 _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
-OUTPUT_KEEP = 1024 * 1024
-"""Bytes of each stream kept in memory per trial (the tail); the full stream stays on disk."""
 _OUTPUT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
@@ -81,13 +89,6 @@ def host_facts() -> dict[str, str]:
     return {**_facts(), "benchlang": __version__}
 
 
-def _tail(fd: int) -> tuple[bytes, int]:
-    """The last OUTPUT_KEEP bytes of a stream's file, and its full size."""
-    size = os.fstat(fd).st_size
-    keep = min(size, OUTPUT_KEEP)
-    return (os.pread(fd, keep, size - keep) if keep else b""), size
-
-
 @attrs.define
 class _Trial:
     """A running trial: its process (the launcher, or the command in the fallback) and files."""
@@ -100,39 +101,6 @@ class _Trial:
     started: float
     t0: float
     launcher: ResidentLauncher | None = None
-
-
-def _parse_report(text: bytes) -> list[str] | None:
-    """The launcher's report fields after its tag (launcher.c, "Report"), or None."""
-    fields = text.decode(errors="replace").split()
-    if fields[:2] != ["benchlang-launch", "1"]:
-        return None
-    if len(fields) == 17 or (len(fields) == 4 and fields[2] == "files"):
-        return fields[2:]
-    return None
-
-
-_Output = tuple[bytes, int, str | None, bytes, int, str | None]
-_NO_OUTPUT: _Output = (b"", 0, None, b"", 0, None)
-
-
-def _tail_of(path: str, size: int | None) -> tuple[bytes, int, str | None]:
-    """The last OUTPUT_KEEP bytes of a stream's file, its size and path: not opened when
-    ``size`` is 0, whatever it holds when ``size`` is None (a dead launcher's trial; nothing
-    when it is gone). FileNotFoundError when a reported file is gone."""
-    if size == 0:
-        return b"", 0, path
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        if size is not None:
-            raise
-        return b"", 0, None
-    try:
-        tail, size = _tail(fd)
-    finally:
-        os.close(fd)
-    return tail, size, path
 
 
 def _not_started(program: str, exc: Exception, started: float, t0: float) -> Execution:
@@ -155,14 +123,10 @@ class LocalSession:
         self._cgroup = cgroup if isinstance(cgroup, TrialCgroup) else None
         self._cgroup_reason = cgroup if isinstance(cgroup, str) else ""
         self._scratch = scratch_dir()
-        self._scratch_fd = _high(
-            os.open(self._scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        )
-        self._null = _high(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
-        self._idle: list[ResidentLauncher] = []
-        """Launchers waiting for a trial; started on first use (one per concurrent caller)."""
-        self._residents: set[ResidentLauncher] = set()
-        self._starting = threading.Lock()
+        self._null = high_fd(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        self._pool: LauncherPool | None = None
+        if self._launcher.path is not None:
+            self._pool = LauncherPool(self._launcher.path, self._scratch, self._cgroup)
         self._count = 0
         self._previous: tuple[str, str] | None = None
         self._base_block = environment_block(self._base_env)
@@ -179,8 +143,8 @@ class LocalSession:
         base = f"{self._scratch}/{self._count}"
         out_path, err_path = base + ".out", base + ".err"
         self._previous = (out_path, err_path)
-        out = _high(os.open(out_path, _OUTPUT_FLAGS, 0o600))
-        err = _high(os.open(err_path, _OUTPUT_FLAGS, 0o600))
+        out = high_fd(os.open(out_path, _OUTPUT_FLAGS, 0o600))
+        err = high_fd(os.open(err_path, _OUTPUT_FLAGS, 0o600))
         return out, err, out_path, err_path
 
     def _environment(self, extra: Mapping[str, str] | None) -> bytes:
@@ -190,52 +154,6 @@ class LocalSession:
         if self._base_env.keys() & extra.keys():
             return environment_block({**self._base_env, **extra})
         return self._base_block + environment_block(extra)
-
-    def _hand_over(self, request: bytes) -> ResidentLauncher:
-        """Send the trial to an idle launcher, starting one when none is idle or the idle one
-        is gone (its socket refuses the request: nothing ran)."""
-        for _ in range(2):
-            try:
-                resident: ResidentLauncher | None = self._idle.pop()
-            except IndexError:  # none idle (another thread may have taken the last one)
-                resident = None
-            if resident is None:
-                resident = self._new_launcher()
-            try:
-                resident.send(request)
-                return resident
-            except OSError:
-                self._retire(resident)
-        raise OSError("the launcher refused the request twice")
-
-    def _new_launcher(self) -> ResidentLauncher:
-        """A launcher in the session's cgroup, or in a cgroup of its own when another one
-        already uses it (each launcher empties its cgroup after every trial)."""
-        assert self._launcher.path is not None
-        with self._starting:
-            cgroup = self._cgroup
-            if cgroup is not None and any(r.cgroup is cgroup for r in self._residents):
-                cgroup = TrialCgroup.create()
-                if isinstance(cgroup, str):
-                    raise OSError(f"a second launcher needs a cgroup of its own: {cgroup}")
-            resident = ResidentLauncher(self._launcher.path, self._null, self._scratch_fd, cgroup)
-            self._residents.add(resident)
-        return resident
-
-    def _retire(self, resident: ResidentLauncher, cancelled: bool = False) -> str:
-        """End a launcher: by its socket after a cancelled trial it reported, else (gone or
-        hung) killed with what its trial may have left; its own cgroup is removed."""
-        self._residents.discard(resident)
-        if cancelled:
-            resident.close()
-            why = "cancelled"
-        else:
-            why = resident.kill()
-        if resident.cgroup is not None:
-            resident.cgroup.kill()
-            if resident.cgroup is not self._cgroup:
-                resident.cgroup.close()
-        return why
 
     def _start(self, command: Command) -> _Trial | Execution:
         argv = argv_for(command.text)
@@ -247,7 +165,7 @@ class LocalSession:
             try:
                 environment = self._environment(command.env)
                 request = encode_request(argv, environment, cwd, command.timeout, aslr)
-                resident = self._hand_over(request)
+                resident = self._pool.hand_over(request)
             except (OSError, ValueError) as exc:
                 return _not_started(argv[0], exc, started, t0)
             return _Trial(resident.pid, -1, -1, "", "", started, t0, resident)
@@ -290,16 +208,16 @@ class LocalSession:
         the trial with the reason (and is replaced at the next trial)."""
         resident = trial.launcher
         assert resident is not None
-        fields = _parse_report(report)
+        fields = parse_report(report)
         failure = None
-        output = _NO_OUTPUT
+        output = NO_OUTPUT
         if fields is None:
             files = resident.running()[1]
-            why = self._retire(resident)
-            output = self._output(resident.pid, files)
+            why = self._pool.retire(resident)
+            output = self._pool.output(resident.pid, files)
             failure = f"the trial's launcher ended ({why}) before it reported the trial"
         elif fields[0] == "files":
-            self._idle.append(resident)
+            self._pool.idle(resident)
             why = os.strerror(int(fields[1]))
             failure = f"cannot create the trial's output files in {self._scratch}: {why}"
         if failure is not None:
@@ -307,35 +225,17 @@ class LocalSession:
             rusage = {"wall_time": time.perf_counter() - trial.t0}
             return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
         if fields[10] == "1":  # cancelled: by us, or by a signal that also ends the launcher
-            self._retire(resident, cancelled=True)
+            self._pool.retire(resident, cancelled=True)
         else:
-            self._idle.append(resident)
-        code, wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[:7])
-        user, system = utime / 1e6, stime / 1e6
-        rusage = {
-            "wall_time": wall_ns / 1e9,
-            "user_time": user,
-            "sys_time": system,
-            "cpu_time": user + system,
-            "max_rss": float(maxrss),
-            "minor_faults": float(minflt),
-            "major_faults": float(majflt),
-        }
+            self._pool.idle(resident)
+        code, rusage = int(fields[0]), report_measures(fields)
         try:
-            output = self._output(resident.pid, *map(int, fields[12:15]))
+            output = self._pool.output(resident.pid, *map(int, fields[12:15]))
         except FileNotFoundError as err:
             failure = f"the trial's output file {err.filename} was deleted while it ran"
-            output = _NO_OUTPUT
+            output = NO_OUTPUT
         timed_out, left = fields[9] == "1", int(fields[11])
         return self._execution(trial, code, timed_out, rusage, {}, left, output, failure)
-
-    def _output(self, launcher: int, files: int, *sizes: int) -> _Output:
-        """A launcher's trial output: the tails of its files (launcher.c: ``PID-N.out``)."""
-        if files <= 0:
-            return _NO_OUTPUT
-        base = f"{self._scratch}/{launcher}-{files}"
-        out, err = sizes or (None, None)
-        return (*_tail_of(base + ".out", out), *_tail_of(base + ".err", err))
 
     def _finish(self, trial: _Trial, status: int, usage: Any, timed_out: bool) -> Execution:
         """The fallback's Execution once the command is reaped and nothing of it is left."""
@@ -352,8 +252,8 @@ class LocalSession:
             f"Python's resident size): {self._launcher.reason}"
         )
         exit_status = os.waitstatus_to_exitcode(status)
-        stdout, out_size = _tail(trial.out)
-        stderr, err_size = _tail(trial.err)
+        stdout, out_size = tail(trial.out)
+        stderr, err_size = tail(trial.err)
         os.close(trial.out)
         os.close(trial.err)
         output = (stdout, out_size, trial.out_path, stderr, err_size, trial.err_path)
@@ -367,7 +267,7 @@ class LocalSession:
         rusage: dict[str, float],
         unavailable: dict[str, str],
         left: int,
-        output: _Output,
+        output: Output,
         failure: str | None = None,
     ) -> Execution:
         elapsed = time.perf_counter() - trial.t0
@@ -396,7 +296,7 @@ class LocalSession:
         """Kill a trial from here: the fallback's timeout, or a cancelled execute."""
         if trial.launcher is not None:
             # The launcher kills and reaps the trial when told; killed itself if it does not.
-            self._retire(trial.launcher, cancelled=bool(trial.launcher.cancel()))
+            self._pool.retire(trial.launcher, cancelled=bool(trial.launcher.cancel()))
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(trial.pid, signal.SIGKILL)
@@ -434,7 +334,7 @@ class LocalSession:
         report, exited = b"", False
         try:
             if trial.launcher is not None:
-                report = await _report(trial.launcher)
+                report = await trial.launcher.report()
             else:
                 exited = await _wait_exit(trial.pid, command.timeout)
         except BaseException:
@@ -475,11 +375,9 @@ class LocalSession:
     async def close(self) -> None:
         if self._null < 0:
             return
-        for resident in list(self._residents):
-            self._retire(resident, cancelled=True)
-        self._idle.clear()
+        if self._pool is not None:
+            self._pool.close()
         os.close(self._null)
-        os.close(self._scratch_fd)
         self._null = -1
         if self._cgroup is not None:
             self._cgroup.close()
@@ -498,27 +396,6 @@ def _exits_within(pid: int, seconds: float) -> bool:
         return bool(poller.poll(seconds * 1000.0))
     finally:
         os.close(pidfd)
-
-
-async def _report(resident: ResidentLauncher) -> bytes:
-    """Await the launcher's report on the event loop (so it can be cancelled); b"" when the
-    launcher ended without one."""
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-
-    def ready() -> None:
-        try:
-            report = resident.take_report()
-        except OSError:
-            report = b""
-        if report is not None and not done.done():
-            done.set_result(report)
-
-    loop.add_reader(resident.fd, ready)
-    try:
-        return await done
-    finally:
-        loop.remove_reader(resident.fd)
 
 
 async def _wait_exit(pid: int, timeout: float | None) -> bool:

@@ -15,6 +15,7 @@ session's cgroup are killed here, and the next trial starts a fresh launcher.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -22,10 +23,13 @@ import select
 import signal
 import socket
 import struct
+import threading
 from collections.abc import Mapping
 
 from benchlang.backends.launcher import TrialCgroup
 
+OUTPUT_KEEP = 1024 * 1024
+"""Bytes of each stream kept in memory per trial (the tail); the full stream stays on disk."""
 CANCEL_GRACE = 2.0
 """Seconds a cancelled trial's launcher has to kill, reap and report before it is SIGKILLed."""
 
@@ -38,6 +42,62 @@ def high_fd(fd: int) -> int:
     high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
     return high
+
+
+def tail(fd: int) -> tuple[bytes, int]:
+    """The last OUTPUT_KEEP bytes of a stream's file, and its full size."""
+    size = os.fstat(fd).st_size
+    keep = min(size, OUTPUT_KEEP)
+    return (os.pread(fd, keep, size - keep) if keep else b""), size
+
+
+def parse_report(text: bytes) -> list[str] | None:
+    """The launcher's report fields after its tag (launcher.c, "Report"), or None."""
+    fields = text.decode(errors="replace").split()
+    if fields[:2] != ["benchlang-launch", "1"]:
+        return None
+    if len(fields) == 17 or (len(fields) == 4 and fields[2] == "files"):
+        return fields[2:]
+    return None
+
+
+def report_measures(fields: list[str]) -> dict[str, float]:
+    """The built-in measures of a report's fields (parse_report): the command's own rusage
+    from wait4, wall time from fork to wait4."""
+    wall_ns, utime, stime, maxrss, minflt, majflt = map(int, fields[1:7])
+    user, system = utime / 1e6, stime / 1e6
+    return {
+        "wall_time": wall_ns / 1e9,
+        "user_time": user,
+        "sys_time": system,
+        "cpu_time": user + system,
+        "max_rss": float(maxrss),
+        "minor_faults": float(minflt),
+        "major_faults": float(majflt),
+    }
+
+
+Output = tuple[bytes, int, str | None, bytes, int, str | None]
+NO_OUTPUT: Output = (b"", 0, None, b"", 0, None)
+
+
+def tail_of(path: str, size: int | None) -> tuple[bytes, int, str | None]:
+    """The last OUTPUT_KEEP bytes of a stream's file, its size and path: not opened when
+    ``size`` is 0, whatever it holds when ``size`` is None (a dead launcher's trial; nothing
+    when it is gone). FileNotFoundError when a reported file is gone."""
+    if size == 0:
+        return b"", 0, path
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if size is not None:
+            raise
+        return b"", 0, None
+    try:
+        kept, size = tail(fd)
+    finally:
+        os.close(fd)
+    return kept, size, path
 
 
 def environment_block(env: Mapping[str, str]) -> bytes:
@@ -120,6 +180,26 @@ class ResidentLauncher:
         report, self._buffer = self._buffer, b""
         return report
 
+    async def report(self) -> bytes:
+        """Await the report on the event loop (so the trial can be cancelled); b"" when the
+        launcher ended without one."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def ready() -> None:
+            try:
+                report = self.take_report()
+            except OSError:
+                report = b""
+            if report is not None and not done.done():
+                done.set_result(report)
+
+        loop.add_reader(self.fd, ready)
+        try:
+            return await done
+        finally:
+            loop.remove_reader(self.fd)
+
     def wait_report(self, seconds: float | None) -> bytes | None:
         """Block until the report (b"" at end of file), or None after ``seconds``."""
         poller = select.poll()
@@ -182,3 +262,85 @@ class ResidentLauncher:
             with contextlib.suppress(OSError):
                 self.sock.shutdown(socket.SHUT_WR)
             self._reap(CANCEL_GRACE)
+
+
+class LauncherPool:
+    """A session's launchers: one, started on its first trial and kept; one more for each
+    caller that finds them all busy, each in a cgroup of its own (a launcher empties its cgroup
+    after every trial). Their output files go to the session's scratch directory."""
+
+    def __init__(self, path: str, scratch: str, cgroup: TrialCgroup | None) -> None:
+        self.path = path
+        self.scratch = scratch
+        self.cgroup = cgroup
+        self._scratch_fd = high_fd(os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        self._null = high_fd(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
+        self._idle: list[ResidentLauncher] = []
+        self._residents: set[ResidentLauncher] = set()
+        self._starting = threading.Lock()
+
+    def hand_over(self, request: bytes) -> ResidentLauncher:
+        """Send the trial to an idle launcher, starting one when none is idle or the idle one
+        is gone (its socket refuses the request: nothing ran)."""
+        for _ in range(2):
+            try:
+                resident: ResidentLauncher | None = self._idle.pop()
+            except IndexError:  # none idle (another thread may have taken the last one)
+                resident = None
+            if resident is None:
+                resident = self._new()
+            try:
+                resident.send(request)
+                return resident
+            except OSError:
+                self.retire(resident)
+        raise OSError("the launcher refused the request twice")
+
+    def _new(self) -> ResidentLauncher:
+        """A launcher in the session's cgroup, or in a cgroup of its own when another one
+        already uses it (each launcher empties its cgroup after every trial)."""
+        with self._starting:
+            cgroup = self.cgroup
+            if cgroup is not None and any(r.cgroup is cgroup for r in self._residents):
+                cgroup = TrialCgroup.create()
+                if isinstance(cgroup, str):
+                    raise OSError(f"a second launcher needs a cgroup of its own: {cgroup}")
+            resident = ResidentLauncher(self.path, self._null, self._scratch_fd, cgroup)
+            self._residents.add(resident)
+        return resident
+
+    def retire(self, resident: ResidentLauncher, cancelled: bool = False) -> str:
+        """End a launcher: by its socket after a cancelled trial it reported, else (gone or
+        hung) killed with what its trial may have left; its own cgroup is removed."""
+        self._residents.discard(resident)
+        if cancelled:
+            resident.close()
+            why = "cancelled"
+        else:
+            why = resident.kill()
+        if resident.cgroup is not None:
+            resident.cgroup.kill()
+            if resident.cgroup is not self.cgroup:
+                resident.cgroup.close()
+        return why
+
+    def idle(self, resident: ResidentLauncher) -> None:
+        """A launcher that reported its trial, ready for the next one."""
+        self._idle.append(resident)
+
+    def output(self, launcher: int, files: int, *sizes: int) -> Output:
+        """A launcher's trial output: the tails of its files (launcher.c: ``PID-N.out``);
+        ``sizes`` as reported, none for a dead launcher's trial."""
+        if files <= 0:
+            return NO_OUTPUT
+        base = f"{self.scratch}/{launcher}-{files}"
+        out, err = sizes or (None, None)
+        return (*tail_of(base + ".out", out), *tail_of(base + ".err", err))
+
+    def close(self) -> None:
+        """End every launcher (end of file on its socket) and their own cgroups."""
+        for resident in list(self._residents):
+            self.retire(resident, cancelled=True)
+        self._idle.clear()
+        os.close(self._null)
+        os.close(self._scratch_fd)
