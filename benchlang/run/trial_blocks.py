@@ -138,7 +138,7 @@ def merge(parts: Iterable[Part]) -> tuple[np.ndarray, list[np.ndarray], list[lis
         for c, values in enumerate(part.dictionary):
             lut = np.empty(len(values), dtype=np.int32)
             for i, value in enumerate(values):
-                key = json.dumps(value) if c == 4 else value
+                key = tuple(value) if c == 4 else value
                 if key not in index[c]:
                     index[c][key] = len(merged[c])
                     merged[c].append(value)

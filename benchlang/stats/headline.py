@@ -186,11 +186,20 @@ def _draw_children(
     reps = (counts * m).ravel()
     index = np.int32 if rows * n_child < 2**31 else np.int64
     base = (np.arange(rows, dtype=index)[:, None] * n_child + first.astype(index)).ravel()
-    if m.min() == m.max():
+    per_row = counts.sum(axis=1)
+    if m.min() == m.max() and (per_row == per_row[0]).all():
+        # every row draws k parents of m children each: the offsets as a (rows, k, m) array,
+        # each parent's base added by broadcasting (the same draws, in the same order)
+        k, m0 = int(per_row[0]), int(m[0])
+        offset = rng.integers(0, m0, size=(rows, k, m0), dtype=index)
+        offset += np.repeat(base, counts.ravel()).reshape(rows, k, 1)
+        drawn = np.bincount(offset.ravel(), minlength=rows * n_child)
+    elif m.min() == m.max():
         offset = rng.integers(0, int(m[0]), size=int(reps.sum()), dtype=index)
+        drawn = np.bincount(np.repeat(base, reps) + offset, minlength=rows * n_child)
     else:
         offset = rng.integers(0, np.repeat(np.tile(m, rows), reps)).astype(index)
-    drawn = np.bincount(np.repeat(base, reps) + offset, minlength=rows * n_child)
+        drawn = np.bincount(np.repeat(base, reps) + offset, minlength=rows * n_child)
     return drawn.reshape(rows, n_child)
 
 
