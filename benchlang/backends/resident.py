@@ -162,6 +162,7 @@ class ResidentLauncher:
         self.fd = ours.fileno()
         self._buffer = b""
         self.dead: str | None = None
+        self._reaping = threading.Lock()
 
     def send(self, request: bytes) -> None:
         """Hand a trial to the launcher; OSError when it is gone (nothing has run)."""
@@ -223,12 +224,17 @@ class ResidentLauncher:
     def running(self) -> tuple[int, int]:
         """The running trial's command (its process group; 0 once it ended) and the number
         in its output files' names (0 before the first trial)."""
-        data = os.pread(self._pid_fd, 16, 0)
+        try:
+            data = os.pread(self._pid_fd, 16, 0)
+        except OSError:  # ended and reaped meanwhile (another thread)
+            return 0, 0
         return struct.unpack("=qq", data) if len(data) == 16 else (0, 0)
 
     def kill(self) -> str:
         """SIGKILL the launcher and the command's process group, reap the launcher; how the
         launcher ended. What the command left elsewhere is the cgroup's to kill."""
+        if self.dead is not None:
+            return self.dead
         group = self.running()[0]
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(self.pid, signal.SIGKILL)
@@ -238,8 +244,10 @@ class ResidentLauncher:
         return self._reap(None)
 
     def _reap(self, within: float | None) -> str:
-        if self.dead is not None:
-            return self.dead
+        with self._reaping:  # a worker thread's trial and the session's close may both end it
+            return self.dead or self._reap_once(within)
+
+    def _reap_once(self, within: float | None) -> str:
         if within is not None:
             pidfd = os.pidfd_open(self.pid)
             try:

@@ -2,14 +2,14 @@
 
 Every trial of host ``cpuN`` runs under ``taskset -c N`` (and ``nice -n K`` when ``nice`` is
 set), so rounds assigned to different cores run side by side, each on a core of its own. The
-session reuses benchlang's local session for spawning, timeouts and rusage, in a worker thread
-so that the cores' hosts really run at the same time; all this backend adds is the pinning.
+session reuses benchlang's local session for spawning, timeouts, rusage and cancellation (its
+execute awaits the trial without blocking the event loop, so the cores' hosts really run at
+the same time); all this backend adds is the pinning.
 It is the worked example of docs/plugins.md.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import shutil
@@ -47,7 +47,7 @@ class PinnedSession:
 
     async def execute(self, command: Command) -> Execution:
         wrapped = Command(self.wrap(command.text), command.env, command.cwd, command.timeout)
-        return await asyncio.to_thread(self._local.run_blocking, wrapped)
+        return await self._local.execute(wrapped)
 
     async def read_file(self, path: str, cwd: str | None = None) -> bytes:
         return await self._local.read_file(path, cwd)
