@@ -9,7 +9,6 @@ It is the worked example of docs/plugins.md.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import shutil
