@@ -46,6 +46,8 @@ class PinnedSession:
         return f"exec {line}" if argv_for(line)[0] == "/bin/sh" else line
 
     async def execute(self, command: Command) -> Execution:
+        """The local session's own execute: it waits without blocking the event loop (the
+        cores' hosts run side by side) and kills the command's processes when cancelled."""
         wrapped = Command(self.wrap(command.text), command.env, command.cwd, command.timeout)
         return await self._local.execute(wrapped)
 
