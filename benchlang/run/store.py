@@ -532,7 +532,7 @@ class Store(LeaseRows):
 
     def _fold(self, db: sqlite3.Connection) -> None:
         measure_blocks.fold(db)
-        trial_blocks.fold(db, "phase")
+        trial_blocks.fold(db)
         self._unfolded = 0
 
     def fold_blocks(self) -> None:
