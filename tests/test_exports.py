@@ -9,6 +9,7 @@ import csv
 import io
 import json
 
+import attrs
 import numpy as np
 import pytest
 
@@ -19,6 +20,7 @@ from benchlang.report.exports import (
     export_text,
     host_warnings,
     results_document,
+    results_json,
     results_markdown,
     results_trials_csv,
 )
@@ -248,3 +250,22 @@ HEADLINE = [
     "Confidence: KPI 95% asked; with 5–6 runs per series the order statistic x(5)–x(6) gives 96.9%–98.4%.",
     "  Variability: 75% asked each; x(1), x(5) of 5 series: 76.3% each, jointly ≥ 52.5% (sum − 100%).",
 ]
+
+
+def test_the_streamed_json_is_the_document_dumped(data):
+    """write_results_json streams the trials from per-configuration templates; its text is
+    exactly json.dumps of the document: failed trials with details, an ok trial with a
+    reason, a label holding the template's placeholder, and no trials at all."""
+    headlines = headline(data, analyze(data))
+    reason = data.table.reason.copy()
+    reason[0] = "retried"
+    label = data.table.label.copy()
+    label[label == label[1]] = 'b["@@benchlang 0@@"] ü'
+    variants = [
+        data,
+        attrs.evolve(data, table=attrs.evolve(data.table, reason=reason, label=label)),
+        attrs.evolve(data, table=data.table.select(np.zeros(len(data.table), dtype=bool))),
+    ]
+    for variant in variants:
+        expected = json.dumps(results_document(variant, headlines=headlines), indent=2) + "\n"
+        assert results_json(variant, headlines=headlines) == expected

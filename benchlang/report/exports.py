@@ -11,8 +11,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -83,31 +83,8 @@ def trial_rows(data: ExperimentData, failures: dict[int, dict] | None = None) ->
     """Every trial: where and what it ran, its status and failure reason, every measure and
     every metric value (None when missing). ``failures`` adds, per failed trial, the exit
     status and the last stderr line (from the store)."""
-    table = data.table
     failures = data.failures if failures is None else failures
-    measures = sorted(table.measures)
-    rows = []
-    for i in range(len(table)):
-        trial = int(table.trial[i])
-        row: dict[str, Any] = {
-            "trial": trial,
-            "series": int(table.series[i]),
-            "round": int(table.round[i]),
-            "position": int(table.position[i]),
-            "host": str(table.host[i]),
-            "configuration": str(table.label[i]),
-            "benchmark": str(table.benchmark[i]),
-            "levels": dict(table.levels[i]),
-            "phase": str(table.phase[i]),
-            "status": "ok" if table.ok[i] else "failed",
-            "reason": None if table.reason[i] is None else str(table.reason[i]),
-            "measures": {m: _clean(float(table.measures[m][i])) for m in measures},
-            "metrics": {n: _clean(float(mv.values[i])) for n, mv in data.metrics.items()},
-        }
-        if trial in failures:
-            row.update(failures[trial])
-        rows.append(row)
-    return rows
+    return [_one_row(data, i, failures) for i in range(len(data.table))]
 
 
 def results_document(
@@ -116,6 +93,13 @@ def results_document(
     headlines: Iterable | None = None,
 ) -> dict:
     """The versioned JSON document (``"schema": SCHEMA``); docs/exports.md lists its fields."""
+    doc = _document(data, headlines)
+    doc["trials"] = trial_rows(data, failures)
+    return _deep_clean(doc)
+
+
+def _document(data: ExperimentData, headlines: Iterable | None) -> dict:
+    """The document's fields, with a placeholder for the trials."""
     from benchlang.report.results import results_rows
 
     plan = data.plan
@@ -137,15 +121,136 @@ def results_document(
         "hosts": data.hosts,
         "host_warnings": host_warnings(data),
         "configurations": configurations,
-        "trials": trial_rows(data, failures),
+        "trials": _TRIALS,
     }
     if headlines is not None:
         doc["headline"] = [h.to_dict() for h in headlines]
-    return _deep_clean(doc)
+    return doc
+
+
+_TRIALS = "@@benchlang trials@@"
 
 
 def results_json(data: ExperimentData, failures=None, headlines=None) -> str:
-    return json.dumps(results_document(data, failures, headlines), indent=2) + "\n"
+    out = io.StringIO()
+    write_results_json(data, out, failures, headlines)
+    return out.getvalue()
+
+
+def write_results_json(data: ExperimentData, out: TextIO, failures=None, headlines=None) -> None:
+    """``json.dumps(results_document(...), indent=2)`` and a newline, written to ``out`` with
+    the trials streamed (``trial_json``): a million trials without a million dicts."""
+    text = json.dumps(_deep_clean(_document(data, headlines)), indent=2)
+    head, *tail = text.split(json.dumps(_TRIALS))
+    if len(tail) != 1:  # the placeholder also appears in a user's text: the slow way
+        out.write(json.dumps(results_document(data, failures, headlines), indent=2) + "\n")
+        return
+    out.write(head)
+    first = True
+    for chunk in trial_json(data, failures):
+        out.write(("[\n" if first else ",\n") + chunk)
+        first = False
+    out.write(("[]" if first else "\n  ]") + tail[0] + "\n")
+
+
+def trial_json(
+    data: ExperimentData, failures: dict[int, dict] | None = None, chunk: int = 4096
+) -> Iterator[str]:
+    """``trial_rows`` as the text ``json.dumps(..., indent=2)`` gives them inside the
+    document (each at depth 2, joined by ",\n"), a chunk of rows at a time. A row without a
+    reason or failure details is its configuration's template (the row dumped once, with
+    placeholders) filled with its numbers; the others are dumped one by one."""
+    table = data.table
+    failures = data.failures if failures is None else failures
+    n = len(table)
+    numbers = [list(map(str, getattr(table, c).tolist())) for c in _NUMBER_FIELDS]
+    floats = [_json_floats(table.measures[m]) for m in sorted(table.measures)]
+    floats += [_json_floats(mv.values) for mv in data.metrics.values()]
+    simple = np.array([r is None for r in table.reason.tolist()], dtype=bool)
+    if failures:
+        simple &= ~np.isin(table.trial, np.fromiter(failures, np.int64, len(failures)))
+    templates: dict[tuple, str | None] = {}
+    keys = zip(  # levels by identity: the table shares one dict per configuration
+        table.label.tolist(),
+        table.benchmark.tolist(),
+        map(id, table.levels),
+        table.host.tolist(),
+        table.phase.tolist(),
+        table.ok.tolist(),
+        strict=True,
+    )
+    rows: list[str] = []
+    for i, key in enumerate(keys):
+        template = templates.get(key, "")
+        if template == "":
+            template = templates[key] = _template(data, i, len(numbers) + len(floats))
+        if simple[i] and template is not None:
+            rows.append(template % tuple(v[i] for v in (*numbers, *floats)))
+        else:
+            row = _deep_clean(_one_row(data, i, failures))
+            rows.append("    " + json.dumps(row, indent=2).replace("\n", "\n    "))
+        if len(rows) == chunk or i == n - 1:
+            yield ",\n".join(rows)
+            rows = []
+
+
+_NUMBER_FIELDS = ("trial", "series", "round", "position")
+
+
+def _json_floats(column: np.ndarray) -> list[str]:
+    """Each value as ``json.dumps`` writes a cleaned float: its repr, null when not finite."""
+    text = float.__repr__
+    return [text(x) if math.isfinite(x) else "null" for x in column.tolist()]
+
+
+def _template(data: ExperimentData, i: int, count: int) -> str | None:
+    """Trial ``i``'s row dumped at depth 2 with ``%s`` where its numbers go (in
+    ``_NUMBER_FIELDS``, measure, metric order); None when a placeholder is ambiguous."""
+    mark = "@@benchlang %d@@"
+    row = _one_row(data, i, {})
+    row["reason"] = None
+    for k, field in enumerate(_NUMBER_FIELDS):
+        row[field] = mark % k
+    k = len(_NUMBER_FIELDS)
+    for group in ("measures", "metrics"):
+        for name in row[group]:
+            row[group][name] = mark % k
+            k += 1
+    text = "    " + json.dumps(_deep_clean(row), indent=2).replace("\n", "\n    ")
+    pieces = text.replace("%", "%%").split('"@@benchlang ')
+    if len(pieces) != count + 1:
+        return None
+    out = pieces[0]
+    for k, piece in enumerate(pieces[1:]):
+        number, sep, rest = piece.partition('@@"')
+        if number != str(k) or not sep:
+            return None
+        out += "%s" + rest
+    return out
+
+
+def _one_row(data: ExperimentData, i: int, failures: dict[int, dict]) -> dict[str, Any]:
+    """Trial ``i``'s row of ``trial_rows``."""
+    table = data.table
+    trial = int(table.trial[i])
+    row: dict[str, Any] = {
+        "trial": trial,
+        "series": int(table.series[i]),
+        "round": int(table.round[i]),
+        "position": int(table.position[i]),
+        "host": str(table.host[i]),
+        "configuration": str(table.label[i]),
+        "benchmark": str(table.benchmark[i]),
+        "levels": dict(table.levels[i]),
+        "phase": str(table.phase[i]),
+        "status": "ok" if table.ok[i] else "failed",
+        "reason": None if table.reason[i] is None else str(table.reason[i]),
+        "measures": {m: _clean(float(table.measures[m][i])) for m in sorted(table.measures)},
+        "metrics": {n: _clean(float(mv.values[i])) for n, mv in data.metrics.items()},
+    }
+    if trial in failures:
+        row.update(failures[trial])
+    return row
 
 
 def results_trials_csv(data: ExperimentData, failures: dict[int, dict] | None = None) -> str:
@@ -247,13 +352,24 @@ def _md(text: str) -> str:
 
 
 def export_text(data: ExperimentData, form: str, analysis: list | None = None) -> str:
-    """``data`` as ``form`` ("json", "csv" or "markdown"); the JSON document carries the
-    headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s results,
-    computed when not given)."""
+    """``data`` as ``form`` ("json", "csv" or "markdown"), as ``write_export`` writes it."""
+    out = io.StringIO()
+    write_export(data, form, out, analysis)
+    return out.getvalue()
+
+
+def write_export(
+    data: ExperimentData, form: str, out: TextIO, analysis: list | None = None
+) -> None:
+    """Write ``data`` as ``form`` ("json", "csv" or "markdown") to ``out``; the JSON document
+    carries the headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s
+    results, computed when not given) and streams its trials."""
     if form == "csv":
-        return results_trials_csv(data)
+        out.write(results_trials_csv(data))
+        return
     if form == "markdown":
-        return results_markdown(data)
+        out.write(results_markdown(data))
+        return
     if form != "json":
         raise ValueError(f"unknown export format {form!r}")
     headlines = None
@@ -262,4 +378,4 @@ def export_text(data: ExperimentData, form: str, analysis: list | None = None) -
         from benchlang.report.headline import headline
 
         headlines = headline(data, analyze(data) if analysis is None else analysis)
-    return results_json(data, headlines=headlines)
+    write_results_json(data, out, headlines=headlines)
