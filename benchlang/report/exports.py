@@ -154,53 +154,59 @@ def write_results_json(data: ExperimentData, out: TextIO, failures=None, headlin
 
 
 def trial_json(
-    data: ExperimentData, failures: dict[int, dict] | None = None, chunk: int = 4096
+    data: ExperimentData, failures: dict[int, dict] | None = None, chunk: int = 16384
 ) -> Iterator[str]:
     """``trial_rows`` as the text ``json.dumps(..., indent=2)`` gives them inside the
-    document (each at depth 2, joined by ",\n"), a chunk of rows at a time. A row without a
+    document (each at depth 2, joined by ",\n"), ``chunk`` rows at a time. A row without a
     reason or failure details is its configuration's template (the row dumped once, with
     placeholders) filled with its numbers; the others are dumped one by one."""
     table = data.table
     failures = data.failures if failures is None else failures
-    n = len(table)
-    numbers = [list(map(str, getattr(table, c).tolist())) for c in _NUMBER_FIELDS]
-    floats = [_json_floats(table.measures[m]) for m in sorted(table.measures)]
-    floats += [_json_floats(mv.values) for mv in data.metrics.values()]
     simple = np.array([r is None for r in table.reason.tolist()], dtype=bool)
     if failures:
         simple &= ~np.isin(table.trial, np.fromiter(failures, np.int64, len(failures)))
+    sources = [getattr(table, c) for c in _NUMBER_FIELDS]
+    sources += [table.measures[m] for m in sorted(table.measures)]
+    sources += [mv.values for mv in data.metrics.values()]
     templates: dict[tuple, str | None] = {}
-    keys = zip(  # levels by identity: the table shares one dict per configuration
-        table.label.tolist(),
-        table.benchmark.tolist(),
-        map(id, table.levels),
-        table.host.tolist(),
-        table.phase.tolist(),
-        table.ok.tolist(),
-        strict=True,
-    )
-    rows: list[str] = []
-    for i, key in enumerate(keys):
-        template = templates.get(key, "")
-        if template == "":
-            template = templates[key] = _template(data, i, len(numbers) + len(floats))
-        if simple[i] and template is not None:
-            rows.append(template % tuple(v[i] for v in (*numbers, *floats)))
-        else:
-            row = _deep_clean(_one_row(data, i, failures))
-            rows.append("    " + json.dumps(row, indent=2).replace("\n", "\n    "))
-        if len(rows) == chunk or i == n - 1:
-            yield ",\n".join(rows)
-            rows = []
+    for start in range(0, len(table), chunk):
+        part = slice(start, start + chunk)
+        keys = zip(  # levels by identity: the table shares one dict per configuration
+            table.label[part].tolist(),
+            table.benchmark[part].tolist(),
+            map(id, table.levels[part]),
+            table.host[part].tolist(),
+            table.phase[part].tolist(),
+            table.ok[part].tolist(),
+            strict=True,
+        )
+        columns = [_json_numbers(column[part]) for column in sources]
+        rows: list[str] = []
+        for i, key, values in zip(
+            range(start, len(table)), keys, zip(*columns, strict=True), strict=False
+        ):
+            template = templates.get(key, "")
+            if template == "":
+                template = templates[key] = _template(data, i, len(columns))
+            if simple[i] and template is not None:
+                rows.append(template % values)
+            else:
+                row = _deep_clean(_one_row(data, i, failures))
+                rows.append("    " + json.dumps(row, indent=2).replace("\n", "\n    "))
+        yield ",\n".join(rows)
 
 
 _NUMBER_FIELDS = ("trial", "series", "round", "position")
 
 
-def _json_floats(column: np.ndarray) -> list[str]:
-    """Each value as ``json.dumps`` writes a cleaned float: its repr, null when not finite."""
-    text = float.__repr__
-    return [text(x) if math.isfinite(x) else "null" for x in column.tolist()]
+def _json_numbers(column: np.ndarray) -> list[str]:
+    """Each value as ``json.dumps`` writes it once cleaned: an int's or a float's repr (the
+    list's repr makes them in C), null where a float is not finite."""
+    text = repr(column.tolist())[1:-1].split(", ") if column.size else []
+    if column.dtype.kind == "f":
+        for i in np.flatnonzero(~np.isfinite(column)).tolist():
+            text[i] = "null"
+    return text
 
 
 def _template(data: ExperimentData, i: int, count: int) -> str | None:
