@@ -9,7 +9,6 @@ It is the worked example of docs/plugins.md.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import shutil
@@ -46,8 +45,10 @@ class PinnedSession:
         return f"exec {line}" if argv_for(line)[0] == "/bin/sh" else line
 
     async def execute(self, command: Command) -> Execution:
+        """The local session's own execute: it waits without blocking the event loop (the
+        cores' hosts run side by side) and kills the command's processes when cancelled."""
         wrapped = Command(self.wrap(command.text), command.env, command.cwd, command.timeout)
-        return await asyncio.to_thread(self._local.run_blocking, wrapped)
+        return await self._local.execute(wrapped)
 
     async def read_file(self, path: str, cwd: str | None = None) -> bytes:
         return await self._local.read_file(path, cwd)
