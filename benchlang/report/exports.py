@@ -199,13 +199,13 @@ def trial_json(
 _NUMBER_FIELDS = ("trial", "series", "round", "position")
 
 
-def _json_numbers(column: np.ndarray) -> list[str]:
+def _json_numbers(column: np.ndarray, missing: str = "null") -> list[str]:
     """Each value as ``json.dumps`` writes it once cleaned: an int's or a float's repr (the
-    list's repr makes them in C), null where a float is not finite."""
+    list's repr makes them in C), ``missing`` where a float is not finite."""
     text = repr(column.tolist())[1:-1].split(", ") if column.size else []
     if column.dtype.kind == "f":
         for i in np.flatnonzero(~np.isfinite(column)).tolist():
-            text[i] = "null"
+            text[i] = missing
     return text
 
 
@@ -261,29 +261,47 @@ def _one_row(data: ExperimentData, i: int, failures: dict[int, dict]) -> dict[st
 
 def results_trials_csv(data: ExperimentData, failures: dict[int, dict] | None = None) -> str:
     """Per-trial CSV: one row per trial, a column per factor, measure and metric."""
-    rows = trial_rows(data, failures)
-    factors = sorted({k for r in rows for k in r["levels"]})
-    measures = sorted(data.table.measures)
-    metrics = list(data.metrics)
     out = io.StringIO()
+    write_trials_csv(data, out, failures)
+    return out.getvalue()
+
+
+def write_trials_csv(
+    data: ExperimentData, out: TextIO, failures: dict[int, dict] | None = None, chunk: int = 16384
+) -> None:
+    """``results_trials_csv`` written to ``out`` column by column, ``chunk`` rows at a time
+    (the cells of ``trial_rows``: no dict per trial)."""
+    table = data.table
+    failures = data.failures if failures is None else failures
+    shared = {id(levels): levels for levels in table.levels}
+    factors = sorted({k for levels in shared.values() for k in levels})
+    measures = sorted(table.measures)
+    exit_status = {t: _blank(f.get("exit_status")) for t, f in failures.items()}
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
         ["trial", "series", "round", "position", "host", "configuration", "benchmark"]
         + factors
         + ["phase", "status", "reason", "exit_status"]
         + measures
-        + [f"metric:{m}" for m in metrics]
+        + [f"metric:{m}" for m in data.metrics]
     )
-    for r in rows:
-        writer.writerow(
-            [r["trial"], r["series"], r["round"], r["position"], r["host"]]
-            + [r["configuration"], r["benchmark"]]
-            + ["" if r["levels"].get(f) is None else r["levels"][f] for f in factors]
-            + [r["phase"], r["status"], r["reason"] or "", _blank(r.get("exit_status"))]
-            + [_blank(r["measures"][m]) for m in measures]
-            + [_blank(r["metrics"][m]) for m in metrics]
-        )
-    return out.getvalue()
+    for start in range(0, len(table), chunk):
+        part = slice(start, start + chunk)
+        levels = table.levels[part]
+        trials = table.trial[part].tolist()
+        columns = [
+            trials,
+            *(getattr(table, c)[part].tolist() for c in ("series", "round", "position")),
+            *(list(map(str, getattr(table, c)[part].tolist())) for c in ("host", "label", "benchmark")),
+            *(["" if lv.get(f) is None else lv[f] for lv in levels] for f in factors),
+            list(map(str, table.phase[part].tolist())),
+            ["ok" if ok else "failed" for ok in table.ok[part].tolist()],
+            ["" if r is None else str(r) for r in table.reason[part].tolist()],
+            [exit_status.get(t, "") for t in trials],
+            *(_json_numbers(table.measures[m][part], "") for m in measures),
+            *(_json_numbers(mv.values[part], "") for mv in data.metrics.values()),
+        ]  # fmt: skip
+        writer.writerows(zip(*columns, strict=True))
 
 
 def _blank(value: Any) -> str:
@@ -371,7 +389,7 @@ def write_export(
     carries the headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s
     results, computed when not given) and streams its trials."""
     if form == "csv":
-        out.write(results_trials_csv(data))
+        write_trials_csv(data, out)
         return
     if form == "markdown":
         out.write(results_markdown(data))
