@@ -9,6 +9,7 @@ import csv
 import io
 import json
 
+import attrs
 import numpy as np
 import pytest
 
@@ -19,8 +20,10 @@ from benchlang.report.exports import (
     export_text,
     host_warnings,
     results_document,
+    results_json,
     results_markdown,
     results_trials_csv,
+    trial_rows,
 )
 from benchlang.report.headline import headline, headline_lines
 from benchlang.report.results import render_results, results_rows
@@ -248,3 +251,53 @@ HEADLINE = [
     "Confidence: KPI 95% asked; with 5–6 runs per series the order statistic x(5)–x(6) gives 96.9%–98.4%.",
     "  Variability: 75% asked each; x(1), x(5) of 5 series: 76.3% each, jointly ≥ 52.5% (sum − 100%).",
 ]
+
+
+def test_the_streamed_json_is_the_document_dumped(data):
+    """write_results_json streams the trials from per-configuration templates; its text is
+    exactly json.dumps of the document: failed trials with details, an ok trial with a
+    reason, a label holding the template's placeholder, and no trials at all."""
+    headlines = headline(data, analyze(data))
+    reason = data.table.reason.copy()
+    reason[0] = "retried"
+    label = data.table.label.copy()
+    label[label == label[1]] = 'b["@@benchlang 0@@"] ü'
+    variants = [
+        data,
+        attrs.evolve(data, table=attrs.evolve(data.table, reason=reason, label=label)),
+        attrs.evolve(data, table=data.table.select(np.zeros(len(data.table), dtype=bool))),
+    ]
+    for variant in variants:
+        expected = json.dumps(results_document(variant, headlines=headlines), indent=2) + "\n"
+        assert results_json(variant, headlines=headlines) == expected
+
+
+def test_the_columnwise_csv_is_the_row_by_row_csv(data):
+    """write_trials_csv writes column by column what writing trial_rows row by row gives."""
+    reason = data.table.reason.copy()
+    reason[0] = "retried, twice"
+    variant = attrs.evolve(data, table=attrs.evolve(data.table, reason=reason))
+    for d in (data, variant):
+        rows = trial_rows(d)
+        factors = sorted({k for r in rows for k in r["levels"]})
+        measures, metrics = sorted(d.table.measures), list(d.metrics)
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(
+            ["trial", "series", "round", "position", "host", "configuration", "benchmark"]
+            + factors
+            + ["phase", "status", "reason", "exit_status"]
+            + measures
+            + [f"metric:{m}" for m in metrics]
+        )
+        cell = lambda v: "" if v is None else repr(v) if isinstance(v, float) else str(v)  # noqa: E731
+        for r in rows:
+            writer.writerow(
+                [r["trial"], r["series"], r["round"], r["position"], r["host"]]
+                + [r["configuration"], r["benchmark"]]
+                + ["" if r["levels"].get(f) is None else r["levels"][f] for f in factors]
+                + [r["phase"], r["status"], r["reason"] or "", cell(r.get("exit_status"))]
+                + [cell(r["measures"][m]) for m in measures]
+                + [cell(r["metrics"][m]) for m in metrics]
+            )
+        assert results_trials_csv(d) == out.getvalue()

@@ -44,16 +44,8 @@ def test_the_columnar_read_equals_the_row_read(tmp_path):
     with Store(path) as store:
         columnar, by_rows = store.trial_table("sha256:p"), store._trial_table_by_rows("sha256:p")
         assert columnar.trial.tolist() == list(range(60))
-        for field in attrs.fields(type(columnar)):
-            left, right = getattr(columnar, field.name), getattr(by_rows, field.name)
-            if field.name == "measures":
-                assert left.keys() == right.keys() == {"wall_time", "user_time", "bytes"}
-                for name in left:
-                    assert np.array_equal(left[name], right[name], equal_nan=True), name
-            elif field.name == "levels":
-                assert left == right
-            else:
-                assert np.array_equal(np.asarray(left), np.asarray(right)), field.name
+        _assert_same(columnar, by_rows, by_rows.measures)
+        assert by_rows.measures.keys() == {"wall_time", "user_time", "bytes"}
         reference = _sql_measures(path, columnar.trial)
         assert reference.keys() == {"wall_time", "user_time", "bytes"}
         for name, column in reference.items():
@@ -62,6 +54,20 @@ def test_the_columnar_read_equals_the_row_read(tmp_path):
         assert columnar.measures["user_time"][57] == 0.1 + 2.0**-52 * 57
         assert store.trial_table("sha256:q").trial.tolist() == [0]
         assert store.trial_table("sha256:none").trial.size == 0
+
+
+def _assert_same(table, reference, measures: dict[str, np.ndarray]) -> None:
+    """Every column of ``table`` equals ``reference``'s, its measures equal ``measures``."""
+    for field in attrs.fields(type(table)):
+        left, right = getattr(table, field.name), getattr(reference, field.name)
+        if field.name == "measures":
+            assert left.keys() == measures.keys()
+            for name in measures:
+                assert np.array_equal(left[name], measures[name], equal_nan=True), name
+        elif field.name == "levels":
+            assert left == right
+        else:
+            assert np.array_equal(np.asarray(left), np.asarray(right)), field.name
 
 
 def _sql_measures(path, trials: np.ndarray) -> dict[str, np.ndarray]:
@@ -112,17 +118,9 @@ def test_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, mon
     def same(expect_blocks: bool) -> None:
         with Store(path) as store:
             table, by_rows = store.trial_table("sha256:p"), store._trial_table_by_rows("sha256:p")
-            for field in attrs.fields(type(table)):
-                left, right = getattr(table, field.name), getattr(by_rows, field.name)
-                if field.name == "measures":
-                    rows = store._measure_rows("sha256:p", table.trial)
-                    assert left.keys() == rows.keys() == _sql_measures(path, table.trial).keys()
-                    for name in rows:
-                        assert np.array_equal(left[name], rows[name], equal_nan=True), name
-                elif field.name == "levels":
-                    assert left == right
-                else:
-                    assert np.array_equal(np.asarray(left), np.asarray(right)), field.name
+            rows = store._measure_rows("sha256:p", table.trial)
+            _assert_same(table, by_rows, rows)
+            assert rows.keys() == _sql_measures(path, table.trial).keys()
             blocks = (
                 store.db.execute(
                     "SELECT (SELECT count(*) FROM measure_blocks) + (SELECT count(*) FROM trial_blocks)"

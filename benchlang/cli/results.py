@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.csv:
         sys.stdout.write(results_csv(data))
     elif args.format != "table":
-        from benchlang.report.exports import export_text
+        from benchlang.report.exports import write_export
 
-        sys.stdout.write(export_text(data, args.format))
+        write_export(data, args.format, sys.stdout)
     else:
         render_results(data)
     return 0

@@ -11,8 +11,8 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -83,31 +83,8 @@ def trial_rows(data: ExperimentData, failures: dict[int, dict] | None = None) ->
     """Every trial: where and what it ran, its status and failure reason, every measure and
     every metric value (None when missing). ``failures`` adds, per failed trial, the exit
     status and the last stderr line (from the store)."""
-    table = data.table
     failures = data.failures if failures is None else failures
-    measures = sorted(table.measures)
-    rows = []
-    for i in range(len(table)):
-        trial = int(table.trial[i])
-        row: dict[str, Any] = {
-            "trial": trial,
-            "series": int(table.series[i]),
-            "round": int(table.round[i]),
-            "position": int(table.position[i]),
-            "host": str(table.host[i]),
-            "configuration": str(table.label[i]),
-            "benchmark": str(table.benchmark[i]),
-            "levels": dict(table.levels[i]),
-            "phase": str(table.phase[i]),
-            "status": "ok" if table.ok[i] else "failed",
-            "reason": None if table.reason[i] is None else str(table.reason[i]),
-            "measures": {m: _clean(float(table.measures[m][i])) for m in measures},
-            "metrics": {n: _clean(float(mv.values[i])) for n, mv in data.metrics.items()},
-        }
-        if trial in failures:
-            row.update(failures[trial])
-        rows.append(row)
-    return rows
+    return [_one_row(data, i, failures) for i in range(len(data.table))]
 
 
 def results_document(
@@ -116,6 +93,13 @@ def results_document(
     headlines: Iterable | None = None,
 ) -> dict:
     """The versioned JSON document (``"schema": SCHEMA``); docs/exports.md lists its fields."""
+    doc = _document(data, headlines)
+    doc["trials"] = trial_rows(data, failures)
+    return _deep_clean(doc)
+
+
+def _document(data: ExperimentData, headlines: Iterable | None) -> dict:
+    """The document's fields, with a placeholder for the trials."""
     from benchlang.report.results import results_rows
 
     plan = data.plan
@@ -137,42 +121,187 @@ def results_document(
         "hosts": data.hosts,
         "host_warnings": host_warnings(data),
         "configurations": configurations,
-        "trials": trial_rows(data, failures),
+        "trials": _TRIALS,
     }
     if headlines is not None:
         doc["headline"] = [h.to_dict() for h in headlines]
-    return _deep_clean(doc)
+    return doc
+
+
+_TRIALS = "@@benchlang trials@@"
 
 
 def results_json(data: ExperimentData, failures=None, headlines=None) -> str:
-    return json.dumps(results_document(data, failures, headlines), indent=2) + "\n"
+    out = io.StringIO()
+    write_results_json(data, out, failures, headlines)
+    return out.getvalue()
+
+
+def write_results_json(data: ExperimentData, out: TextIO, failures=None, headlines=None) -> None:
+    """``json.dumps(results_document(...), indent=2)`` and a newline, written to ``out`` with
+    the trials streamed (``trial_json``): a million trials without a million dicts."""
+    text = json.dumps(_deep_clean(_document(data, headlines)), indent=2)
+    head, *tail = text.split(json.dumps(_TRIALS))
+    if len(tail) != 1:  # the placeholder also appears in a user's text: the slow way
+        out.write(json.dumps(results_document(data, failures, headlines), indent=2) + "\n")
+        return
+    out.write(head)
+    first = True
+    for chunk in trial_json(data, failures):
+        out.write(("[\n" if first else ",\n") + chunk)
+        first = False
+    out.write(("[]" if first else "\n  ]") + tail[0] + "\n")
+
+
+def trial_json(
+    data: ExperimentData, failures: dict[int, dict] | None = None, chunk: int = 16384
+) -> Iterator[str]:
+    """``trial_rows`` as the text ``json.dumps(..., indent=2)`` gives them inside the
+    document (each at depth 2, joined by ",\n"), ``chunk`` rows at a time. A row without a
+    reason or failure details is its configuration's template (the row dumped once, with
+    placeholders) filled with its numbers; the others are dumped one by one."""
+    table = data.table
+    failures = data.failures if failures is None else failures
+    simple = np.array([r is None for r in table.reason.tolist()], dtype=bool)
+    if failures:
+        simple &= ~np.isin(table.trial, np.fromiter(failures, np.int64, len(failures)))
+    sources = [getattr(table, c) for c in _NUMBER_FIELDS]
+    sources += [table.measures[m] for m in sorted(table.measures)]
+    sources += [mv.values for mv in data.metrics.values()]
+    templates: dict[tuple, str | None] = {}
+    for start in range(0, len(table), chunk):
+        part = slice(start, start + chunk)
+        keys = zip(  # levels by identity: the table shares one dict per configuration
+            table.label[part].tolist(),
+            table.benchmark[part].tolist(),
+            map(id, table.levels[part]),
+            table.host[part].tolist(),
+            table.phase[part].tolist(),
+            table.ok[part].tolist(),
+            strict=True,
+        )
+        columns = [_json_numbers(column[part]) for column in sources]
+        rows: list[str] = []
+        for i, key, values in zip(
+            range(start, len(table)), keys, zip(*columns, strict=True), strict=False
+        ):
+            template = templates.get(key, "")
+            if template == "":
+                template = templates[key] = _template(data, i, len(columns))
+            if simple[i] and template is not None:
+                rows.append(template % values)
+            else:
+                row = _deep_clean(_one_row(data, i, failures))
+                rows.append("    " + json.dumps(row, indent=2).replace("\n", "\n    "))
+        yield ",\n".join(rows)
+
+
+_NUMBER_FIELDS = ("trial", "series", "round", "position")
+
+
+def _json_numbers(column: np.ndarray, missing: str = "null") -> list[str]:
+    """Each value as ``json.dumps`` writes it once cleaned: an int's or a float's repr (the
+    list's repr makes them in C), ``missing`` where a float is not finite."""
+    text = repr(column.tolist())[1:-1].split(", ") if column.size else []
+    if column.dtype.kind == "f":
+        for i in np.flatnonzero(~np.isfinite(column)).tolist():
+            text[i] = missing
+    return text
+
+
+def _template(data: ExperimentData, i: int, count: int) -> str | None:
+    """Trial ``i``'s row dumped at depth 2 with ``%s`` where its numbers go (in
+    ``_NUMBER_FIELDS``, measure, metric order); None when a placeholder is ambiguous."""
+    mark = "@@benchlang %d@@"
+    row = _one_row(data, i, {})
+    row["reason"] = None
+    for k, field in enumerate(_NUMBER_FIELDS):
+        row[field] = mark % k
+    k = len(_NUMBER_FIELDS)
+    for group in ("measures", "metrics"):
+        for name in row[group]:
+            row[group][name] = mark % k
+            k += 1
+    text = "    " + json.dumps(_deep_clean(row), indent=2).replace("\n", "\n    ")
+    pieces = text.replace("%", "%%").split('"@@benchlang ')
+    if len(pieces) != count + 1:
+        return None
+    out = pieces[0]
+    for k, piece in enumerate(pieces[1:]):
+        number, sep, rest = piece.partition('@@"')
+        if number != str(k) or not sep:
+            return None
+        out += "%s" + rest
+    return out
+
+
+def _one_row(data: ExperimentData, i: int, failures: dict[int, dict]) -> dict[str, Any]:
+    """Trial ``i``'s row of ``trial_rows``."""
+    table = data.table
+    trial = int(table.trial[i])
+    row: dict[str, Any] = {
+        "trial": trial,
+        "series": int(table.series[i]),
+        "round": int(table.round[i]),
+        "position": int(table.position[i]),
+        "host": str(table.host[i]),
+        "configuration": str(table.label[i]),
+        "benchmark": str(table.benchmark[i]),
+        "levels": dict(table.levels[i]),
+        "phase": str(table.phase[i]),
+        "status": "ok" if table.ok[i] else "failed",
+        "reason": None if table.reason[i] is None else str(table.reason[i]),
+        "measures": {m: _clean(float(table.measures[m][i])) for m in sorted(table.measures)},
+        "metrics": {n: _clean(float(mv.values[i])) for n, mv in data.metrics.items()},
+    }
+    if trial in failures:
+        row.update(failures[trial])
+    return row
 
 
 def results_trials_csv(data: ExperimentData, failures: dict[int, dict] | None = None) -> str:
     """Per-trial CSV: one row per trial, a column per factor, measure and metric."""
-    rows = trial_rows(data, failures)
-    factors = sorted({k for r in rows for k in r["levels"]})
-    measures = sorted(data.table.measures)
-    metrics = list(data.metrics)
     out = io.StringIO()
+    write_trials_csv(data, out, failures)
+    return out.getvalue()
+
+
+def write_trials_csv(
+    data: ExperimentData, out: TextIO, failures: dict[int, dict] | None = None, chunk: int = 16384
+) -> None:
+    """``results_trials_csv`` written to ``out`` column by column, ``chunk`` rows at a time
+    (the cells of ``trial_rows``: no dict per trial)."""
+    table = data.table
+    failures = data.failures if failures is None else failures
+    shared = {id(levels): levels for levels in table.levels}
+    factors = sorted({k for levels in shared.values() for k in levels})
+    measures = sorted(table.measures)
+    exit_status = {t: _blank(f.get("exit_status")) for t, f in failures.items()}
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
         ["trial", "series", "round", "position", "host", "configuration", "benchmark"]
         + factors
         + ["phase", "status", "reason", "exit_status"]
         + measures
-        + [f"metric:{m}" for m in metrics]
+        + [f"metric:{m}" for m in data.metrics]
     )
-    for r in rows:
-        writer.writerow(
-            [r["trial"], r["series"], r["round"], r["position"], r["host"]]
-            + [r["configuration"], r["benchmark"]]
-            + ["" if r["levels"].get(f) is None else r["levels"][f] for f in factors]
-            + [r["phase"], r["status"], r["reason"] or "", _blank(r.get("exit_status"))]
-            + [_blank(r["measures"][m]) for m in measures]
-            + [_blank(r["metrics"][m]) for m in metrics]
-        )
-    return out.getvalue()
+    for start in range(0, len(table), chunk):
+        part = slice(start, start + chunk)
+        levels = table.levels[part]
+        trials = table.trial[part].tolist()
+        columns = [
+            trials,
+            *(getattr(table, c)[part].tolist() for c in ("series", "round", "position")),
+            *(list(map(str, getattr(table, c)[part].tolist())) for c in ("host", "label", "benchmark")),
+            *(["" if lv.get(f) is None else lv[f] for lv in levels] for f in factors),
+            list(map(str, table.phase[part].tolist())),
+            ["ok" if ok else "failed" for ok in table.ok[part].tolist()],
+            ["" if r is None else str(r) for r in table.reason[part].tolist()],
+            [exit_status.get(t, "") for t in trials],
+            *(_json_numbers(table.measures[m][part], "") for m in measures),
+            *(_json_numbers(mv.values[part], "") for mv in data.metrics.values()),
+        ]  # fmt: skip
+        writer.writerows(zip(*columns, strict=True))
 
 
 def _blank(value: Any) -> str:
@@ -247,13 +376,24 @@ def _md(text: str) -> str:
 
 
 def export_text(data: ExperimentData, form: str, analysis: list | None = None) -> str:
-    """``data`` as ``form`` ("json", "csv" or "markdown"); the JSON document carries the
-    headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s results,
-    computed when not given)."""
+    """``data`` as ``form`` ("json", "csv" or "markdown"), as ``write_export`` writes it."""
+    out = io.StringIO()
+    write_export(data, form, out, analysis)
+    return out.getvalue()
+
+
+def write_export(
+    data: ExperimentData, form: str, out: TextIO, analysis: list | None = None
+) -> None:
+    """Write ``data`` as ``form`` ("json", "csv" or "markdown") to ``out``; the JSON document
+    carries the headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s
+    results, computed when not given) and streams its trials."""
     if form == "csv":
-        return results_trials_csv(data)
+        write_trials_csv(data, out)
+        return
     if form == "markdown":
-        return results_markdown(data)
+        out.write(results_markdown(data))
+        return
     if form != "json":
         raise ValueError(f"unknown export format {form!r}")
     headlines = None
@@ -262,4 +402,4 @@ def export_text(data: ExperimentData, form: str, analysis: list | None = None) -
         from benchlang.report.headline import headline
 
         headlines = headline(data, analyze(data) if analysis is None else analysis)
-    return results_json(data, headlines=headlines)
+    write_results_json(data, out, headlines=headlines)

@@ -378,7 +378,7 @@ def render_run_end(data: ExperimentData, analysis: list | None, args, store: str
     and the files asked for with ``--export-json/--export-csv/--export-markdown``."""
     from pathlib import Path
 
-    from benchlang.report.exports import export_text
+    from benchlang.report.exports import write_export
 
     if analysis is not None:
         headlines = headline(data, analysis)
@@ -388,5 +388,6 @@ def render_run_end(data: ExperimentData, analysis: list | None, args, store: str
     for form in ("json", "csv", "markdown"):
         target = getattr(args, f"export_{form}", None)
         if target:
-            Path(target).write_text(export_text(data, form, analysis), encoding="utf-8")
+            with Path(target).open("w", encoding="utf-8") as out:
+                write_export(data, form, out, analysis)
             print(f"wrote {form} to {target}")

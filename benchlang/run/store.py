@@ -18,7 +18,7 @@ import sqlite3
 import sys
 import time
 import urllib.parse
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -532,7 +532,7 @@ class Store(LeaseRows):
 
     def _fold(self, db: sqlite3.Connection) -> None:
         measure_blocks.fold(db)
-        trial_blocks.fold(db, "phase")
+        trial_blocks.fold(db)
         self._unfolded = 0
 
     def fold_blocks(self) -> None:
@@ -849,22 +849,12 @@ class Store(LeaseRows):
             for values, code in zip(distinct, codes, strict=True)
         )
         which = np.searchsorted(np.array([c[0] for c in configs], dtype=np.int64), configuration)
-        level_dicts = [json.loads(c[3]) for c in configs]
-        return TrialTable(
-            trial=trial,
-            series=series,
-            round=round_,
-            position=position,
-            host=host,
-            configuration=configuration,
-            label=np.asarray([c[1] for c in configs], dtype=object)[which],
-            benchmark=np.asarray([c[2] for c in configs], dtype=object)[which],
-            levels=tuple(level_dicts[i] for i in which.tolist()),
-            order_kind=order_kind,
-            ok=status == "ok",
-            reason=self._reasons(plan_hash, trial),
-            measures=self._measure_columns(plan_hash, trial, measures),
-            phase=phase,
+        return self._decoded(
+            plan_hash,
+            measures,
+            (trial, series, round_, position, configuration),
+            (host, order_kind, status, phase),
+            (configs, which),
         )
 
     def _trial_table_from_blocks(
@@ -873,11 +863,23 @@ class Store(LeaseRows):
         """``trial_table`` from the trial and measure blocks (schema 5) and the rows no block
         holds yet."""
         numbers, codes, dictionary = trial_blocks.merge(trial_blocks.read_parts(self.db, plan_hash))
+        texts = tuple(np.asarray(dictionary[c], dtype=object)[codes[c]] for c in range(4))
+        return self._decoded(plan_hash, measures, numbers, texts, (dictionary[4], codes[4]))
+
+    def _decoded(
+        self,
+        plan_hash: str,
+        measures: Collection[str] | None,
+        numbers: Sequence[np.ndarray],
+        texts: Sequence[np.ndarray],
+        configurations: tuple[Sequence[Sequence], np.ndarray],
+    ) -> TrialTable:
+        """A trial table from its integer columns (trial, series, round, position,
+        configuration), its text columns (host, order, status, phase) and each trial's index
+        into the distinct (configuration, label, benchmark, levels JSON) tuples."""
         trial, series, round_, position, configuration = numbers
-        host, order_kind, status, phase = (
-            np.asarray(dictionary[c], dtype=object)[codes[c]] for c in range(4)
-        )
-        configs, which = dictionary[4], codes[4]
+        host, order_kind, status, phase = texts
+        configs, which = configurations
         level_dicts = np.empty(len(configs), dtype=object)
         level_dicts[:] = [json.loads(c[3]) for c in configs]
         return TrialTable(

@@ -64,14 +64,14 @@ def encode(rows: Sequence[Sequence]) -> Part:
     return Part(numbers, np.array(codes, dtype=np.int32).reshape(5, len(rows)), tuple(dictionary))
 
 
-def fold(db: sqlite3.Connection, phase: str) -> None:
+def fold(db: sqlite3.Connection) -> None:
     """Copy every ``trials`` row above the watermark into blocks (one per plan, at most
-    ``MAX_BLOCK`` rows each) and move the watermark; inside the caller's transaction.
-    ``phase`` is the SQL of the phase column (a literal in schema-1 stores)."""
+    ``MAX_BLOCK`` rows each) and move the watermark; inside the caller's transaction (of a
+    writer, whose store has every column of schema 5)."""
     last = start = watermark(db, "trials_folded")
     while True:
         rows = db.execute(
-            f"SELECT rowid, plan_hash, {_COLUMNS.replace('phase', phase)} FROM trials "
+            f"SELECT rowid, plan_hash, {_COLUMNS} FROM trials "
             "WHERE rowid > ? ORDER BY rowid LIMIT ?",
             (last, MAX_BLOCK),
         ).fetchall()
