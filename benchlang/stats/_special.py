@@ -9,6 +9,7 @@ has a closed form (Abramowitz & Stegun, *Handbook of Mathematical Functions*, 19
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -16,19 +17,18 @@ import numpy as np
 def rankdata(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Ranks from 1, ties given their average rank, along ``axis`` (``scipy.stats.rankdata``)."""
     x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
-    flat = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    flat = x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) if x.ndim else x.reshape(1, 1)
     n = flat.shape[1]
     order = np.argsort(flat, axis=1, kind="stable")
     ordered = np.take_along_axis(flat, order, axis=1)
     new_value = np.ones(flat.shape, bool)
     new_value[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
     group = np.cumsum(new_value, axis=1) - 1
+    group += np.concatenate([[0], np.cumsum(group[:-1, -1] + 1)])[:, None] if n else 0
     position = np.broadcast_to(np.arange(1, n + 1, dtype=np.float64), flat.shape)
+    average = np.bincount(group.ravel(), weights=position.ravel()) / np.bincount(group.ravel())
     ranks = np.empty(flat.shape)
-    for row in range(flat.shape[0]):
-        sums = np.bincount(group[row], weights=position[row])
-        counts = np.bincount(group[row])
-        ranks[row, order[row]] = (sums / counts)[group[row]]
+    np.put_along_axis(ranks, order, average[group], axis=1)
     return np.moveaxis(ranks.reshape(x.shape), -1, axis)
 
 
@@ -53,53 +53,95 @@ def chi2_sf(x: np.ndarray | float, df: int) -> np.ndarray:
     return np.minimum(total, 1.0)
 
 
-def betainc(a: float, b: float, x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b) (``scipy.special.betainc``).
+def betainc(a: float, b: float, x: np.ndarray | float) -> np.ndarray | float:
+    """The regularised incomplete beta function I_x(a, b) (``scipy.special.betainc``), for a
+    number or elementwise for an array ``x``.
 
     Continued fraction of A&S 26.5.8 evaluated by the modified Lentz method, used directly
     for x < (a + 1)/(a + b + 2) and through I_x(a, b) = 1 - I_{1-x}(b, a) otherwise, where it
     converges fast (Press et al., *Numerical Recipes*, 3rd ed. 2007, §6.4): both tails keep
     their relative accuracy.
     """
-    if not 0.0 < x < 1.0:
-        return 0.0 if x <= 0.0 else 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _beta_fraction(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+    xs = np.asarray(x, dtype=np.float64)
+    out = np.where(xs <= 0.0, 0.0, 1.0)
+    inside = (xs > 0.0) & (xs < 1.0)
+    if inside.any():
+        v = xs[inside]
+        with np.errstate(divide="ignore"):
+            log_front = (
+                math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                + a * np.log(v) + b * np.log1p(-v)
+            )  # fmt: skip
+        direct = v < (a + 1.0) / (a + b + 2.0)
+        got = np.empty(v.shape)
+        got[direct] = np.exp(log_front[direct]) * _beta_fraction(a, b, v[direct]) / a
+        flip = ~direct
+        got[flip] = 1.0 - np.exp(log_front[flip]) * _beta_fraction(b, a, 1.0 - v[flip]) / b
+        out[inside] = got
+    return float(out) if out.ndim == 0 else out
 
 
-def _beta_fraction(a: float, b: float, x: float) -> float:
+def _beta_fraction(a: float, b: float, x: np.ndarray) -> np.ndarray:
+    """The continued fraction of I_x(a, b) at every element of ``x`` (Lentz's method; the
+    elements that have converged keep their value while the others go on)."""
     tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
+
+    def guard(v: np.ndarray) -> np.ndarray:
+        return np.where(np.abs(v) > tiny, v, tiny)
+
+    c = np.ones(x.shape)
+    d = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0))
+    h = d.copy()
+    active = np.ones(x.shape, bool)
     for m in range(1, 100_000):
-        for num in (
-            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
-        ):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
+        if not active.any():
             break
+        xa, ca, da, ha = x[active], c[active], d[active], h[active]
+        for num in (
+            m * (b - m) * xa / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * xa / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            da = 1.0 / guard(1.0 + num * da)
+            ca = guard(1.0 + num / ca)
+            ha = ha * da * ca
+        c[active], d[active], h[active] = ca, da, ha
+        active[active] = np.abs(da * ca - 1.0) >= 1e-15
     return h
 
 
-def t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom: I_{df/(df+t^2)}(df/2, 1/2) / 2
-    (A&S 26.7.1 with 26.5.27), ``scipy.stats.t.sf``."""
-    if math.isnan(t):
-        return math.nan
-    if math.isinf(t):
-        return 0.0 if t > 0 else 1.0
-    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
+def t_sf(t: np.ndarray | float, df: float) -> np.ndarray | float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom, for a number or elementwise:
+    I_{df/(df+t^2)}(df/2, 1/2) / 2 (A&S 26.7.1 with 26.5.27), ``scipy.stats.t.sf``."""
+    ts = np.asarray(t, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        x = np.where(np.isinf(ts), 0.0, df / (df + ts * ts))
+    tail = 0.5 * np.asarray(betainc(df / 2.0, 0.5, x))
+    out = np.where(ts >= 0, tail, 1.0 - tail)
+    out = np.where(np.isnan(ts), np.nan, out)
+    return float(out) if out.ndim == 0 else out
+
+
+def t_ppf(q: float, df: float) -> float:
+    """The ``q`` quantile of Student's t (``scipy.special.stdtrit``) for 0.5 <= q < 1: Newton's
+    method on ``t_sf`` from the normal quantile, which lies below it; t_sf is convex there,
+    so every step stays below the root and the iteration converges monotonically."""
+    if not 0.5 <= q < 1.0:
+        raise ValueError(f"q must lie in [0.5, 1), got {q!r}")
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    t = NormalDist().inv_cdf(q)
+    for _ in range(1_000):
+        density = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
+        step = (t_sf(t, df) - (1.0 - q)) / density
+        t += step
+        if abs(step) <= 1e-14 * max(1.0, abs(t)):
+            break
+    return t
+
+
+def norm_ppf(q: float) -> float:
+    """The ``q`` quantile of the standard normal (``scipy.special.ndtri``; Wichura's AS 241
+    in Python's ``statistics``)."""
+    return NormalDist().inv_cdf(q)
 
 
 def norm_sf(z: float) -> float:

@@ -11,7 +11,8 @@ window is computed directly. Both forms give identical results (integer weights,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -81,24 +82,45 @@ def weighted_percentile(
 
 def replicate_percentiles(
     groups: Sequence[tuple[np.ndarray, np.ndarray]],
-    blocks: Iterable[np.ndarray],
+    blocks: Sequence[Callable[[], np.ndarray]],
     percentile: float,
 ) -> np.ndarray:
     """``weighted_percentile`` of each group (its sorted values, each value's column of the
-    weights) under every row of the integer weight ``blocks`` (each (b, L), e.g. a bootstrap's
-    replicates a block at a time): shape (B, len(groups)), identical to the direct form. The
-    first ``PILOT_ROWS`` rows are the pilot: computed directly, they place each large group's
-    window."""
-    out: list[np.ndarray] = []
-    windows: _Windows | None = None
-    for block in blocks:
-        if windows is None:
-            pilot, block = block[:PILOT_ROWS], block[PILOT_ROWS:]
-            windows = _Windows(groups, pilot, percentile)
-            out.append(windows.pilot)
-        if block.shape[0]:
-            out.append(windows.percentiles(block))
-    return np.concatenate(out) if out else np.empty((0, len(groups)))
+    weights) under every row of the integer weight ``blocks`` (functions each returning a
+    (b, L) block, e.g. a bootstrap's replicates a block at a time): shape (B, len(groups)),
+    identical to the direct form. The first ``PILOT_ROWS`` rows are the pilot: computed
+    directly, they place each large group's window. The other blocks are made and reduced
+    on every core this process may use (numpy's draws, sums and matrix products release the
+    GIL) and kept in their order: the result does not depend on how many cores there are."""
+    if not blocks:
+        return np.empty((0, len(groups)))
+    first = blocks[0]()
+    windows = _Windows(groups, first[:PILOT_ROWS], percentile)
+    out = [windows.pilot]
+    if first.shape[0] > PILOT_ROWS:
+        out.append(windows.percentiles(first[PILOT_ROWS:]))
+    rest = blocks[1:]
+    workers = min(_cores(), len(rest))
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from threadpoolctl import threadpool_limits
+
+        # one BLAS thread per block: a multithreaded product in every worker oversubscribes
+        # the cores (measured 3.6 s against 5.0 s at 1,000,000 trials on 2 cores)
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+            out += pool.map(lambda make: windows.percentiles(make()), rest)
+    else:
+        out += [windows.percentiles(make()) for make in rest]
+    return np.concatenate(out)
+
+
+def _cores() -> int:
+    """How many cores this process may run on (its affinity where the platform says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 class _Windows:
@@ -118,8 +140,8 @@ class _Windows:
                 continue
             i = self.large.index(j)
             spread = max(int(hi.max() - lo.min()), 64)
-            a = max(0, int(lo.min()) - spread)
-            self.bounds.append((a, min(values.size, int(hi.max()) + 1 + spread)))
+            a = max(0, int(lo.min()) - spread // 2)
+            self.bounds.append((a, min(values.size, int(hi.max()) + 1 + spread // 2)))
             rows[2 * i] = np.bincount(cols[:a], minlength=width)
             rows[2 * i + 1] = np.bincount(cols, minlength=width)
         distinct: dict[bytes, int] = {}
@@ -144,15 +166,14 @@ class _Windows:
             sums = block.astype(np.float32) @ self.masks32
         sums = sums[:, self.column].astype(float)
         p = self.percentile / 100.0
-        by_leaf = np.ascontiguousarray(block.T)  # a window's leaves are then whole rows
         exact = np.int32 if sums.max(initial=0) < 2**31 else np.int64
         for i, j in enumerate(self.large):
             values, cols = self.groups[j]
             a, b = self.bounds[i]
             below, total = sums[:, 2 * i], sums[:, 2 * i + 1]
-            cum = np.cumsum(by_leaf[cols[a:b]], axis=0, dtype=exact)
-            cum += below.astype(exact)[None, :]
-            lo, hi = _crossing(cum, total, self.percentile, axis=0)
+            cum = np.cumsum(block[:, cols[a:b]], axis=1, dtype=exact)
+            cum += below.astype(exact)[:, None]
+            lo, hi = _crossing(cum, total, self.percentile)
             lo, hi = lo + a, hi + a
             starts_inside = (a == 0) | (below < total * p - 1e-9 * np.maximum(total, 1.0))
             good = starts_inside & ((b == values.size) | ((lo < b) & (hi < b)))

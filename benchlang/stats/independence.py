@@ -30,7 +30,7 @@ import attrs
 import numpy as np
 
 from benchlang.stats._orderstat import check_percent
-from benchlang.stats._special import chi2_sf, rankdata
+from benchlang.stats._special import chi2_sf, rankdata, t_sf
 from benchlang.stats.rank_exact import EXACT_MAX_N, spearman_trend_exact_p
 
 MIN_N = 4
@@ -95,9 +95,7 @@ def independence_batch(x: np.ndarray, confidence: float = 95.0) -> dict[str, np.
         if (~constant).any():
             trend_p[~constant] = spearman_trend_exact_p(x[~constant])
     else:
-        from scipy.special import stdtr  # n > 10 only; scipy.special, not scipy.stats
-
-        trend_p = np.where(constant, 1.0, 2.0 * stdtr(n - 2, -np.abs(stat)))
+        trend_p = np.where(constant, 1.0, 2.0 * t_sf(np.abs(stat), n - 2))
     h = ljung_box_lags(n)
     acf = _acf_rows(x, h)
     k = np.arange(1, h + 1)
@@ -155,29 +153,41 @@ def independence(values: np.ndarray, confidence: float = 95.0) -> Independence:
     NaN values are dropped; fewer than 4 values cannot be tested and do not pass.
     """
     x = np.asarray(values, dtype=float).ravel()
-    x = x[np.isfinite(x)]
-    res = independence_batch(x[None, :], confidence)
-    passed = bool(res["passed"][0])
-    if x.size < MIN_N:
-        reason = f"too few values to test independence ({x.size} < {MIN_N})"
-    elif passed:
-        reason = ""
-    else:
-        parts = []
-        if not res["stationary"][0]:
-            parts.append(f"trend (Spearman p = {res['trend_p'][0]:.3g})")
-        if not res["uncorrelated"][0]:
-            parts.append(f"autocorrelation (Ljung-Box p = {res['ljung_box_p'][0]:.3g})")
-        reason = "not independent: " + " and ".join(parts)
-    return Independence(
-        passed=passed,
-        stationary=bool(res["stationary"][0]),
-        uncorrelated=bool(res["uncorrelated"][0]),
-        trend_p=float(res["trend_p"][0]),
-        ljung_box_p=float(res["ljung_box_p"][0]),
-        acf=res["acf"][0],
-        lags=int(res["lags"]),
-        n=int(x.size),
-        confidence=float(confidence),
-        reason=reason,
-    )
+    return independence_rows(x[np.isfinite(x)][None, :], confidence)[0]
+
+
+def independence_rows(x: np.ndarray, confidence: float = 95.0) -> list[Independence]:
+    """``independence`` of every row of ``x`` (R x N, no NaN), tested together: the verdicts
+    of a run's many series of equal length cost one vectorised test."""
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    res = independence_batch(x, confidence)
+    n = x.shape[1]
+    out = []
+    for i in range(x.shape[0]):
+        passed = bool(res["passed"][i])
+        if n < MIN_N:
+            reason = f"too few values to test independence ({n} < {MIN_N})"
+        elif passed:
+            reason = ""
+        else:
+            parts = []
+            if not res["stationary"][i]:
+                parts.append(f"trend (Spearman p = {res['trend_p'][i]:.3g})")
+            if not res["uncorrelated"][i]:
+                parts.append(f"autocorrelation (Ljung-Box p = {res['ljung_box_p'][i]:.3g})")
+            reason = "not independent: " + " and ".join(parts)
+        out.append(
+            Independence(
+                passed=passed,
+                stationary=bool(res["stationary"][i]),
+                uncorrelated=bool(res["uncorrelated"][i]),
+                trend_p=float(res["trend_p"][i]),
+                ljung_box_p=float(res["ljung_box_p"][i]),
+                acf=res["acf"][i],
+                lags=int(res["lags"]),
+                n=int(n),
+                confidence=float(confidence),
+                reason=reason,
+            )
+        )
+    return out

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from benchlang.stats.kpi import KPI, kpi
+from benchlang.stats.kpi import KPI, kpi, kpis
 from benchlang.stats.variability import Variability, variability
 
 
@@ -78,17 +78,26 @@ def analyze_metric(
     the number of extreme trials each KPI must not rest on (see ``kpi``). ``kpi_method`` and
     ``variability_method`` are the registry's implementations (docs/plugins.md: a kpi method
     takes ``(values, percentile, confidence, bound, exclude, **options)`` and returns a
-    :class:`~benchlang.stats.kpi.KPI`); Thompson's and TriScale's by default.
+    :class:`~benchlang.stats.kpi.KPI`); Thompson's and TriScale's by default, the built-in
+    KPI computed for every series at once (``kpis``).
     """
     v = np.asarray(values, dtype=float).ravel()
     s = np.zeros(v.size, dtype=np.int64) if series is None else np.asarray(series).ravel()
     if s.size != v.size:
         raise ValueError(f"values ({v.size}) and series ({s.size}) differ in length")
     reasons: list[str] = []
+    order = np.argsort(s, kind="stable")
+    labels, first = np.unique(s[order], return_index=True)
+    groups = np.split(v[order], first[1:]) if labels.size else []
+    if kpi_method is kpi and not options:
+        kpis_ = kpis(groups, kpi_percentile, kpi_confidence, bound, exclude)
+    else:
+        kpis_ = [
+            kpi_method(sv, kpi_percentile, kpi_confidence, bound, exclude, **(options or {}))
+            for sv in groups
+        ]
     per_series = []
-    for label in np.unique(s):
-        sv = v[s == label]
-        k = kpi_method(sv, kpi_percentile, kpi_confidence, bound, exclude, **(options or {}))
+    for label, sv, k in zip(labels, groups, kpis_, strict=True):
         bad = int(sv.size - k.n)
         per_series.append(SeriesKPI(int(label), k, int(sv.size), bad))
         if bad:
