@@ -111,6 +111,17 @@ def test_weighted_percentile_is_the_usual_median_with_unit_weights():
     assert math.isnan(weighted_percentile(x, np.zeros((1, 4)), 50)[0])
 
 
+def test_unit_percentile_is_the_weighted_percentile_with_unit_weights():
+    from benchlang.stats._weighted import unit_percentile
+
+    rng = np.random.default_rng(9)
+    for n in (1, 2, 3, 4, 5, 10, 99, 100, 1001):
+        x = np.sort(rng.normal(size=n))
+        for p in (0.1, 2.5, 25, 50, 75, 90, 97.5, 99.9):
+            assert unit_percentile(x, p) == weighted_percentile(x, np.ones((1, n)), p)[0]
+    assert math.isnan(unit_percentile(np.empty(0), 50))
+
+
 def test_multistage_weights_keep_every_level_total():
     clusters = np.array([[s, s * 4 + r] for s in range(3) for r in range(4)])
     weights, leaf = multistage_weights(clusters, 500, np.random.default_rng(0))
@@ -156,7 +167,7 @@ def test_blocks_drawn_on_any_number_of_cores_give_the_same_ranking(monkeypatch):
     rng = np.random.default_rng(5)
     config, clusters = design(20, 50, k=3)
     values = np.exp(np.array([0.1, 0.0, 0.3])[config] + rng.normal(0, 0.05, config.size))
-    monkeypatch.setattr(headline, "BLOCK_WEIGHTS", 2_000)  # 2 replicates per block
+    monkeypatch.setattr(headline, "BLOCK_WEIGHTS", 2_000)  # 2 replicates per block: 193 blocks
     got = []
     for cores in (1, 3):
         monkeypatch.setattr(weighted, "_cores", lambda cores=cores: cores)

@@ -43,9 +43,6 @@ def analyze_store(
 ) -> StoreAnalysis:
     """KPIs, comparisons and (for A/B layouts) warm-up advice of a stored plan."""
     from benchlang.report.analysis import analyze
-    from benchlang.report.compare import compare
-    from benchlang.report.equal_hosts import host_agreement
-    from benchlang.report.warmup import warmup_advice
 
     data = load_store(store_path, plan_hash, experiment=experiment, every_measure=False)
     experiment = data.experiment
@@ -74,13 +71,20 @@ def analyze_store(
             no_values(data),
             "benchlang results STORE --format json lists every trial with its status and failure reason",
         )
-    return StoreAnalysis(
-        data,
-        kpis,
-        [compare(data, c) for c in experiment.comparisons],
-        warmup_advice(every_phase) if every_phase is not None else [],
-        host_agreement(data),
-    )
+    comparisons, warmup, equal_hosts = [], [], []
+    if experiment.comparisons:  # each report module imported only when the spec needs it
+        from benchlang.report.compare import compare
+
+        comparisons = [compare(data, c) for c in experiment.comparisons]
+    if every_phase is not None:
+        from benchlang.report.warmup import warmup_advice
+
+        warmup = warmup_advice(every_phase)
+    if experiment.equal_hosts is not None:
+        from benchlang.report.equal_hosts import host_agreement
+
+        equal_hosts = host_agreement(data)
+    return StoreAnalysis(data, kpis, comparisons, warmup, equal_hosts)
 
 
 def no_values(data: ExperimentData) -> str:

@@ -16,10 +16,6 @@ from benchlang.cli import add_command
 from benchlang.cli.common import print_spec_profile
 from benchlang.errors import UserError
 from benchlang.report.analysis import render_analysis
-from benchlang.report.compare import render_comparisons
-from benchlang.report.equal_hosts import render_host_agreement
-from benchlang.report.order_analysis import render_order_report
-from benchlang.report.warmup import render_warmup_advice
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -93,12 +89,20 @@ def run(args: argparse.Namespace) -> int:
     for item in experiment.profiles:
         print_spec_profile(item)
     if found.comparisons:
+        from benchlang.report.compare import render_comparisons
+
         render_comparisons(found.comparisons)
     if found.warmup:
+        from benchlang.report.warmup import render_warmup_advice
+
         render_warmup_advice(found.warmup)
     if found.equal_hosts:
+        from benchlang.report.equal_hosts import render_host_agreement
+
         render_host_agreement(found.equal_hosts)
     if experiment.order_dependence is not None:
+        from benchlang.report.order_analysis import render_order_report
+
         render_order_report(order_of(found.data, None, experiment.order_dependence["alpha"]))
     if found.kpis:
         render_analysis(found.kpis, {m.name: m.unit for m in experiment.metrics})

@@ -40,7 +40,7 @@ from benchlang.stats._weighted import (
     BLOCK_WEIGHTS,
     PILOT_ROWS,
     replicate_percentiles,
-    weighted_percentile,
+    unit_percentile,
 )
 
 MIN_CLUSTERS = 5
@@ -322,14 +322,8 @@ def rank(
     units = tuple(int(level.max(initial=-1)) + 1 for level in nested)
     logs = np.log(v)
     orders = _sorted_groups(logs, c, k)
-    unit = np.ones((1, units[-1]), dtype=np.int32)
     groups = [(logs[o], nested[-1][o]) for o in orders]
-    stats = np.array(
-        [
-            weighted_percentile(sorted_logs, unit, percentile, columns=cols)
-            for sorted_logs, cols in groups
-        ]
-    ).ravel()
+    stats = np.array([unit_percentile(sorted_logs, percentile) for sorted_logs, _ in groups])
     sign = 1.0 if better == "lower" else -1.0
     present = np.isfinite(stats)
     order = sorted(
