@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from benchlang.stats._multistage import multistage_weights
 from benchlang.stats._weighted import replicate_percentiles, weighted_percentile
-from benchlang.stats.headline import expansion, multistage_weights, rank
+from benchlang.stats.headline import expansion, rank
 
 
 def design(series: int, rounds: int, k: int = 2):
@@ -161,13 +162,13 @@ def test_windowed_replicate_percentiles_equal_the_direct_ones():
 def test_blocks_drawn_on_any_number_of_cores_give_the_same_ranking(monkeypatch):
     """Each block of replicates draws from its own stream, so one core or several (the
     blocks reduced in worker threads) give identical intervals."""
+    import benchlang.stats._multistage as multistage
     import benchlang.stats._weighted as weighted
-    import benchlang.stats.headline as headline
 
     rng = np.random.default_rng(5)
     config, clusters = design(20, 50, k=3)
     values = np.exp(np.array([0.1, 0.0, 0.3])[config] + rng.normal(0, 0.05, config.size))
-    monkeypatch.setattr(headline, "BLOCK_WEIGHTS", 2_000)  # 2 replicates per block: 193 blocks
+    monkeypatch.setattr(multistage, "BLOCK_WEIGHTS", 2_000)  # 2 replicates per block: 193 blocks
     got = []
     for cores in (1, 3):
         monkeypatch.setattr(weighted, "_cores", lambda cores=cores: cores)
@@ -177,7 +178,7 @@ def test_blocks_drawn_on_any_number_of_cores_give_the_same_ranking(monkeypatch):
 
 
 def test_dense_codes_are_the_inverse_of_unique():
-    from benchlang.stats.headline import _dense_codes
+    from benchlang.stats._multistage import _dense_codes
 
     rng = np.random.default_rng(2)
     for x in (
@@ -192,12 +193,12 @@ def test_dense_codes_are_the_inverse_of_unique():
 
 
 def test_nested_units_number_prefixes_as_unique_rows_does():
-    from benchlang.stats.headline import _nested_units
+    from benchlang.stats._multistage import nested_units
 
     rng = np.random.default_rng(11)
     clusters = np.column_stack(
         [rng.integers(-3, 4, 500), rng.integers(0, 1000, 500), rng.integers(5, 7, 500)]
     )
-    for k, level in enumerate(_nested_units(clusters)):
+    for k, level in enumerate(nested_units(clusters)):
         _, expected = np.unique(clusters[:, : k + 1], axis=0, return_inverse=True)
         assert np.array_equal(level, expected.ravel()), k

@@ -17,8 +17,9 @@ import math
 import attrs
 import numpy as np
 
+from benchlang.stats._multistage import multistage_weights
 from benchlang.stats._weighted import weighted_percentile
-from benchlang.stats.headline import MIN_CLUSTERS, expansion, multistage_weights
+from benchlang.stats.headline import MIN_CLUSTERS, expansion
 
 
 @attrs.frozen
