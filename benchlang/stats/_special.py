@@ -128,7 +128,7 @@ def t_ppf(q: float, df: float) -> float:
     if not 0.5 <= q < 1.0:
         raise ValueError(f"q must lie in [0.5, 1), got {q!r}")
     log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    t = NormalDist().inv_cdf(q)
+    t = norm_ppf(q)
     for _ in range(1_000):
         density = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
         step = (t_sf(t, df) - (1.0 - q)) / density

@@ -23,18 +23,25 @@ _WINDOWED_FROM = 4096  # values per group below which the direct form is as fast
 _THREADED_FROM = 4  # blocks below which starting worker threads costs more than it saves
 
 
+def _bounds(total: np.ndarray, percentile: float, dtype=None) -> tuple[np.ndarray, ...]:
+    """(p·W, its tolerance, the bound a cumulative weight must stay below to lie before the
+    crossing, the bound it may reach and still lie before the value exceeding p·W): a relative
+    tolerance of 1e-9; for integer weights (``dtype``) the bounds are integers, as below x is
+    below ceil(x) and at most y is at most floor(y)."""
+    target = total * (percentile / 100.0)
+    tol = 1e-9 * np.maximum(total, 1.0)
+    low, high = target - tol, target + tol
+    if dtype is not None and np.dtype(dtype).kind in "iu":
+        low, high = np.ceil(low).astype(dtype), np.floor(high).astype(dtype)
+    return target, tol, low, high
+
+
 def _crossing(
     cum: np.ndarray, total: np.ndarray, percentile: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per replicate (a row of ``cum``), how many cumulative weights lie below p·W (the first
-    value reaching it) and how many at or below it (the first value exceeding it), with a
-    relative tolerance; integer weights are compared with integer bounds (below x is below
-    ceil(x), at most y is at most floor(y))."""
-    target = total * (percentile / 100.0)
-    tol = 1e-9 * np.maximum(total, 1.0)
-    low, high = target - tol, target + tol
-    if cum.dtype.kind in "iu":
-        low, high = np.ceil(low).astype(cum.dtype), np.floor(high).astype(cum.dtype)
+    value reaching it) and how many at or below it (the first value exceeding it)."""
+    _, _, low, high = _bounds(total, percentile, cum.dtype)
     lo = np.count_nonzero(cum < low[:, None], axis=1)
     hi = np.count_nonzero(cum <= high[:, None], axis=1)
     return lo, hi
@@ -91,10 +98,9 @@ def unit_percentile(sorted_values: np.ndarray, percentile: float) -> float:
     n = sorted_values.size
     if n == 0:
         return math.nan
-    target = n * (percentile / 100.0)
-    tol = 1e-9 * max(n, 1)
-    lo = min(max(math.ceil(target - tol) - 1, 0), n)
-    hi = min(max(math.floor(target + tol), 0), n)
+    _, _, low, high = _bounds(np.array([n]), percentile, np.int64)
+    lo = min(max(int(low[0]) - 1, 0), n)
+    hi = min(max(int(high[0]), 0), n)
     return float(0.5 * (sorted_values[min(lo, n - 1)] + sorted_values[min(hi, n - 1)]))
 
 
@@ -197,10 +203,8 @@ class _Windows:
         before = np.zeros(below.shape, dtype=exact)
         before[:, 1:] = cum[:, self.starts[1:] - 1]
         cum += np.repeat(below.astype(exact) - before, self.widths, axis=1)
-        target = total * (self.percentile / 100.0)
-        tol = 1e-9 * np.maximum(total, 1.0)
-        low = np.repeat(np.ceil(target - tol).astype(exact), self.widths, axis=1)
-        high = np.repeat(np.floor(target + tol).astype(exact), self.widths, axis=1)
+        target, tol, low, high = _bounds(total, self.percentile, exact)
+        low, high = (np.repeat(bound, self.widths, axis=1) for bound in (low, high))
         lo = np.add.reduceat(cum < low, self.starts, axis=1, dtype=np.int64)
         hi = np.add.reduceat(cum <= high, self.starts, axis=1, dtype=np.int64)
         for i, j in enumerate(self.large):

@@ -90,14 +90,14 @@ def analyze_metric(
     labels, first = np.unique(s[order], return_index=True)
     groups = np.split(v[order], first[1:]) if labels.size else []
     if kpi_method is kpi and not options:
-        kpis_ = kpis(groups, kpi_percentile, kpi_confidence, bound, exclude)
+        series_kpis = kpis(groups, kpi_percentile, kpi_confidence, bound, exclude)
     else:
-        kpis_ = [
+        series_kpis = [
             kpi_method(sv, kpi_percentile, kpi_confidence, bound, exclude, **(options or {}))
             for sv in groups
         ]
     per_series = []
-    for label, sv, k in zip(labels, groups, kpis_, strict=True):
+    for label, sv, k in zip(labels, groups, series_kpis, strict=True):
         bad = int(sv.size - k.n)
         per_series.append(SeriesKPI(int(label), k, int(sv.size), bad))
         if bad:
