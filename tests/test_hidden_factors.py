@@ -286,8 +286,8 @@ def test_a_trial_gets_its_drawn_levels_applied_and_stored(tmp_path):
 def test_aslr_without_the_launcher_goes_through_setarch(tmp_path, monkeypatch):
     from benchlang.backends import launcher as launcher_module
     from benchlang.backends.base import Command
-    from benchlang.backends.launcher import CC_ENV
     from benchlang.backends.local import LocalSession
+    from benchlang.native import CC_ENV
 
     monkeypatch.setenv(CC_ENV, str(tmp_path / "no-such-cc"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

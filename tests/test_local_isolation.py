@@ -19,9 +19,10 @@ import pytest
 
 from benchlang.backends import launcher as launcher_module
 from benchlang.backends.base import Command
-from benchlang.backends.launcher import CC_ENV, ISOLATION_ENV, TrialCgroup
+from benchlang.backends.launcher import ISOLATION_ENV, TrialCgroup
 from benchlang.backends.local import OUTPUT_KEEP, LocalSession
 from benchlang.backends.resident import ResidentLauncher, encode_request
+from benchlang.native import CC_ENV
 
 GNU_TIME = "/usr/bin/time"
 CGROUP = isinstance(probe := TrialCgroup.create(), TrialCgroup)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from benchlang.report.compare import ComparisonResult
     from benchlang.report.data import ExperimentData
     from benchlang.report.equal_hosts import HostAgreement
+    from benchlang.report.headline import MetricHeadline
     from benchlang.report.order_analysis import OrderReport
     from benchlang.report.record import Record
     from benchlang.report.warmup import WarmupAdvice
@@ -34,6 +35,8 @@ class StoreAnalysis:
     warmup: list[WarmupAdvice]
     equal_hosts: list[HostAgreement] = attrs.field(factory=list)
     """With ``design { redundancy N }``: do the equal hosts agree (DataMill §4.2)?"""
+    headlines: list[MetricHeadline] = attrs.field(factory=list)
+    """What ``run`` and ``analyze`` end with (``report.headline``)."""
 
 
 def analyze_store(
@@ -41,9 +44,8 @@ def analyze_store(
     plan_hash: str | None = None,
     experiment: model.Experiment | None = None,
 ) -> StoreAnalysis:
-    """KPIs, comparisons and (for A/B layouts) warm-up advice of a stored plan."""
-    from benchlang.report.analysis import analyze
-
+    """KPIs, the headline, comparisons and (for A/B layouts) warm-up advice of a stored
+    plan."""
     data = load_store(store_path, plan_hash, experiment=experiment, every_measure=False)
     experiment = data.experiment
     every_phase = (
@@ -65,7 +67,7 @@ def analyze_store(
             "the spec declares no kpi and no order_dependence analysis",
             "add e.g.: kpi time { percentile 50 confidence 95% }",
         )
-    kpis = analyze(data)
+    kpis, headlines = kpis_and_headline(data)
     if experiment.kpis and not kpis:
         raise UserError(
             no_values(data),
@@ -84,7 +86,16 @@ def analyze_store(
         from benchlang.report.equal_hosts import host_agreement
 
         equal_hosts = host_agreement(data)
-    return StoreAnalysis(data, kpis, comparisons, warmup, equal_hosts)
+    return StoreAnalysis(data, kpis, comparisons, warmup, equal_hosts, headlines)
+
+
+def kpis_and_headline(data: ExperimentData) -> tuple[list, list]:
+    """TriScale's KPIs of every configuration and the headline built on them."""
+    from benchlang.report.analysis import analyze
+    from benchlang.report.headline import headline
+
+    kpis = analyze(data)
+    return kpis, headline(data, kpis) if kpis else []
 
 
 def no_values(data: ExperimentData) -> str:

@@ -81,11 +81,10 @@ def report_inputs(
     """Everything the report shows, from the same functions ``analyze`` and ``order`` use,
     each computed once; ``with_headline=False`` skips the headline's bootstrap (the methods
     paragraph does not cite it)."""
-    from benchlang.app.analysis import order_of
+    from benchlang.app.analysis import kpis_and_headline, order_of
     from benchlang.report.analysis import analyze
     from benchlang.report.compare import compare
     from benchlang.report.equal_hosts import host_agreement
-    from benchlang.report.headline import headline
     from benchlang.report.warmup import warmup_advice
 
     with Store(store_path) as store:
@@ -107,12 +106,15 @@ def report_inputs(
     if exp.design.layout is None and exp.metrics:
         alpha = (exp.order_dependence or {}).get("alpha", 0.05)
         order = order_of(data, None, alpha)
-    kpis = analyze(data) if exp.kpis else []
+    if with_headline:
+        kpis, headlines = kpis_and_headline(data) if exp.kpis else ([], [])
+    else:
+        kpis, headlines = analyze(data) if exp.kpis else [], []
     return ReportInputs(
         data=data,
         store=str(store_path),
         kpis=kpis,
-        headline=headline(data, kpis) if kpis and with_headline else [],
+        headline=headlines,
         comparisons=[compare(data, c) for c in exp.comparisons],
         warmup=warmup_advice(every_phase) if every_phase is not None else [],
         order=order,

@@ -1,12 +1,11 @@
 """The trial launcher and the trial cgroup: what lets the local backend measure the command
 alone and leave nothing running.
 
-``launcher.c`` (next to this file) is compiled on first use with the system C compiler
-(``$BENCHLANG_CC``, else ``cc``) into ``$XDG_CACHE_HOME/benchlang/`` (default ``~/.cache``),
-named after the hash of its source and written by atomic rename, so concurrent first runs and
-upgrades never see a half-written or stale binary. Without a compiler the local backend falls
-back to spawning commands itself, and ``max_rss`` is reported unavailable with the reason (a
-Python parent's resident size would leak into it, see launcher.c), never as a wrong number.
+``launcher.c`` (next to this file) is compiled on first use (``benchlang.native``: the system
+C compiler, cached per source hash, written by atomic rename). Without a compiler the local
+backend falls back to spawning commands itself, and ``max_rss`` is reported unavailable with
+the reason (a Python parent's resident size would leak into it, see launcher.c), never as a
+wrong number.
 
 A trial cgroup is a child of this process's own cgroup v2 (found in ``/proc/self/cgroup`` and
 ``/proc/self/mountinfo``), created when it is writable (root, or a delegated subtree); else
@@ -18,18 +17,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
-import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import attrs
 
+from benchlang.native import build, compiler
+
 SOURCE = Path(__file__).with_name("launcher.c")
-CC_ENV = "BENCHLANG_CC"
 ISOLATION_ENV = "BENCHLANG_ISOLATION"
 
 
@@ -41,59 +39,16 @@ class Launcher:
     reason: str = ""
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "benchlang"
-
-
-def _compile(cc: str, source: bytes, target: Path) -> str | None:
-    """Build ``target`` atomically; return None, or the compiler's complaint."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", dir=target.parent)
-    os.close(fd)
-    complaint = ""
-    try:
-        # Static first: no dynamic loader at start-up, ~0.2 ms less per trial.
-        for flags in (["-O2", "-static"], ["-O2"]):
-            try:
-                done = subprocess.run(
-                    [cc, *flags, "-o", tmp, "-x", "c", "-"],
-                    input=source,
-                    capture_output=True,
-                    timeout=120,
-                    check=False,
-                )
-            except (OSError, subprocess.SubprocessError) as err:
-                return f"cannot run the C compiler {cc!r}: {getattr(err, 'strerror', None) or err}"
-            if done.returncode == 0:
-                os.chmod(tmp, 0o755)
-                os.replace(tmp, target)
-                return None
-            complaint = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
-        return f"{cc} failed: {' '.join(complaint)}"
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 @functools.cache
 def _find(cc: str) -> Launcher:
-    source = SOURCE.read_bytes()
-    digest = hashlib.sha256(source).hexdigest()[:16]
-    target = cache_dir() / f"launcher-{digest}-{os.uname().machine}"
-    if not os.access(target, os.X_OK):
-        try:
-            complaint = _compile(cc, source, target)
-        except OSError as err:
-            complaint = f"cannot write {target.parent}: {err.strerror or err}"
-        if complaint:
-            return Launcher(None, complaint)
-    return Launcher(str(target))
+    # Static first: no dynamic loader at start-up, ~0.2 ms less per trial.
+    path, reason = build(SOURCE, "launcher", (["-O2", "-static"], ["-O2"]), cc)
+    return Launcher(str(path) if path else None, reason)
 
 
 def launcher() -> Launcher:
     """The launcher for this machine, compiled once per source version and user."""
-    return _find(os.environ.get(CC_ENV) or "cc")
+    return _find(compiler())
 
 
 # -- cgroup v2 -------------------------------------------------------------------------------

@@ -75,15 +75,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {target.note}", file=sys.stderr)
     found = analyze_store(args.store, target.plan_hash, target.experiment)
     if args.json:
-        from benchlang.report.headline import headline
-
-        _print_json(
-            found.kpis,
-            found.comparisons,
-            found.warmup,
-            headline(found.data, found.kpis),
-            found.equal_hosts,
-        )
+        _print_json(found.kpis, found.comparisons, found.warmup, found.headlines, found.equal_hosts)
         return 0
     experiment = found.data.experiment
     for item in experiment.profiles:
@@ -106,9 +98,9 @@ def run(args: argparse.Namespace) -> int:
         render_order_report(order_of(found.data, None, experiment.order_dependence["alpha"]))
     if found.kpis:
         render_analysis(found.kpis, {m.name: m.unit for m in experiment.metrics})
-        from benchlang.report.headline import headline, render_headline
+        from benchlang.report.headline import render_headline
 
-        render_headline(headline(found.data, found.kpis))
+        render_headline(found.headlines)
     return 0
 
 

@@ -128,19 +128,59 @@ def _short(levels: dict, factor: str | None, label: str) -> str:
     return level if isinstance(level, str) else f"{factor}={level}"
 
 
-def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
-    """The headline of every KPI metric, from ``report.analysis.analyze``'s results."""
+def rankings(data: ExperimentData) -> dict[int, tuple[RankingGroup, ...]]:
+    """Each KPI's rankings, by its index in the spec (the cluster bootstrap): they need only
+    the trials, not TriScale's results."""
     exp = data.experiment
-    if exp.design.layout is not None:
-        return []
+    if exp.design.layout is not None or not exp.kpis:
+        return {}
     table = data.table
-    configs = data.configurations()
-    by_label = {label: (i, b, lv) for i, label, b, lv in configs}
     hosts = {h: i for i, h in enumerate(sorted(set(table.host.tolist())))}
     host = np.fromiter(map(hosts.__getitem__, table.host.tolist()), np.int64, len(table))
     clusters = np.stack([host, table.series, table.round], axis=1)
+    return {i: _metric_rankings(data, k, clusters) for i, k in enumerate(exp.kpis)}
+
+
+def _metric_rankings(data: ExperimentData, k, clusters: np.ndarray) -> tuple[RankingGroup, ...]:
+    table, mv = data.table, data.metrics[k.metric]
+    configs = data.configurations()
+    by_label = {label: (i, b, lv) for i, label, b, lv in configs}
+    groups = []
+    ok = table.ok & np.isfinite(mv.values)
+    if not ok.any():
+        return ()
+    for factor, held, members in _groups(configs):
+        if len(members) < 2:
+            continue
+        mask = ok & np.isin(table.configuration, members)
+        index = np.zeros(int(max(members)) + 1, dtype=np.int64)
+        index[list(members)] = np.arange(len(members))
+        picked = slice(None) if mask.all() else mask
+        ranking = rank(
+            mv.values[picked],
+            index[table.configuration[picked]],
+            clusters[picked],
+            percentile=k.percentile,
+            confidence=k.confidence,
+            better=mv.metric.better,
+            level_names=("host", "series", "round"),
+            seed=data.plan.seed or 0,
+        )
+        labels = [next(lb for i, lb, _, _ in configs if i == c) for c in members]
+        names = tuple(_short(by_label[lb][2], factor, lb) for lb in labels)
+        groups.append(RankingGroup(factor, held, tuple(labels), names, ranking))
+    return tuple(groups)
+
+
+def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
+    """The headline of every KPI metric, from ``report.analysis.analyze``'s results and the
+    ``rankings``."""
+    exp = data.experiment
+    if exp.design.layout is not None:
+        return []
+    ranked = rankings(data)
     out = []
-    for k in exp.kpis:
+    for i, k in enumerate(exp.kpis):
         mv = data.metrics[k.metric]
         mine = [r for r in results if r.metric == k.metric]
         if not mine:
@@ -176,31 +216,6 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                     tuple(r.analysis.reasons) if r.analysis.descriptive_only else (),
                 )
             )
-        groups = []
-        ok = table.ok & np.isfinite(mv.values)
-        for factor, held, members in _groups(configs):
-            if len(members) < 2:
-                continue
-            mask = ok & np.isin(table.configuration, members)
-            index = np.zeros(int(max(members)) + 1, dtype=np.int64)
-            index[list(members)] = np.arange(len(members))
-            picked = slice(None) if mask.all() else mask
-            ranking = rank(
-                mv.values[picked],
-                index[table.configuration[picked]],
-                clusters[picked],
-                percentile=k.percentile,
-                confidence=k.confidence,
-                better=mv.metric.better,
-                level_names=("host", "series", "round"),
-                seed=data.plan.seed or 0,
-            )
-            labels = []
-            for c in members:
-                label = next(lb for i, lb, _, _ in configs if i == c)
-                labels.append(label)
-            names = tuple(_short(by_label[lb][2], factor, lb) for lb in labels)
-            groups.append(RankingGroup(factor, held, tuple(labels), names, ranking))
         var = exp.variability(k.metric)
         out.append(
             MetricHeadline(
@@ -211,7 +226,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                 kpi_confidence=k.confidence,
                 bound=k.bound,
                 configurations=tuple(rows),
-                groups=tuple(groups),
+                groups=ranked.get(i, ()),
                 runs=tuple(runs),
                 ranks=tuple(ranks),
                 achieved=tuple(achieved),

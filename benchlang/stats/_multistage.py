@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from benchlang.stats._kernels import Tally, draw_children, draw_tally
 from benchlang.stats._weighted import BLOCK_WEIGHTS, PILOT_ROWS
 
 
@@ -60,13 +61,13 @@ def multistage_blocks(
     inside each drawn unit its children with replacement, down every level (Davison &
     Hinkley 1997 §3.8). A unit drawn c times gives c·m uniform draws among its m children
     (the sum of c multinomials is one multinomial of c·m draws), all parents of a level in
-    one vectorised draw.
+    one run of draws (``_kernels.draw_children``).
 
     Returns (the blocks: functions each drawing the int32 counts (b, L) of the next rows of the
     ``replicates``, at least ``PILOT_ROWS`` rows in the first, then about ``BLOCK_WEIGHTS``
-    weights each; each trial's leaf). Each block draws from its own stream, spawned from
-    ``rng`` (one draw of it), so blocks drawn in any order, or at once on several cores,
-    give the same weights."""
+    weights each; each trial's leaf). Each block draws from its own streams (a SplitMix64 key
+    per level), spawned from ``rng`` (one draw of it), so blocks drawn in any order, or at once
+    on several cores, give the same weights."""
     levels = nested_units(clusters)
     return level_blocks(levels, replicates, rng), levels[-1]
 
@@ -82,63 +83,37 @@ def level_blocks(
         if (np.diff(parent_of) < 0).any():
             raise AssertionError("units are not numbered parent by parent")
         parents.append(parent_of)
+    # children are numbered parent by parent: each parent's m children start at first
+    stages = []
+    for parent_of in parents:
+        m = np.bincount(parent_of)
+        stages.append((np.cumsum(m) - m, m, parent_of.size))
     per_block = max(1, BLOCK_WEIGHTS // parents[-1].size)
     first = min(replicates, max(PILOT_ROWS, per_block))
     sizes = [first] + [per_block] * ((replicates - first) // per_block)
     if sum(sizes) < replicates:
         sizes.append(replicates - sum(sizes))
     streams = np.random.SeedSequence(int(rng.integers(2**63))).spawn(len(sizes))
-
-    def block(rows: int, stream: np.random.SeedSequence) -> Callable[[], np.ndarray]:
-        def draw() -> np.ndarray:
-            gen = np.random.default_rng(stream)
-            counts = np.ones((rows, 1), dtype=np.int32)
-            for parent_of in parents:
-                counts = _draw_children(counts, parent_of, gen)
-            return counts
-
-        return draw
-
-    return [block(n, seq) for n, seq in zip(sizes, streams, strict=True) if n]
+    return [_Block(n, seq, stages) for n, seq in zip(sizes, streams, strict=True) if n]
 
 
-_DRAWS_AT_ONCE = 1 << 18  # draws made and counted together: their indices stay cache-sized
+class _Block:
+    """``rows`` replicates drawn from their own streams (a SplitMix64 key per level): called,
+    the int32 counts (rows, L); ``tallied``, also their sums under a ``Tally`` of the leaves,
+    counted while drawing where C can (``_kernels.draw_tally``)."""
 
+    def __init__(self, rows: int, stream: np.random.SeedSequence, stages: list) -> None:
+        self.rows, self.stream, self.stages = rows, stream, stages
 
-def _draw_children(
-    counts: np.ndarray, parent_of: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Per row, how often each child is drawn when each parent drawn c times draws c·m of its
-    m children uniformly with replacement: (rows, children) int32 counts, a few rows at a
-    time so that the draws' indices stay small beside the counts.
+    def __call__(self) -> np.ndarray:
+        return self.tallied(None)[0]
 
-    Children are numbered parent by parent (``nested_units``), so a parent's draws are
-    offsets into its own range; when every parent has as many children (a balanced design)
-    the offsets are drawn with one scalar bound, else each with its parent's."""
-    rows, n_parent = counts.shape
-    n_child = parent_of.size
-    m = np.bincount(parent_of, minlength=n_parent)
-    first = np.cumsum(m) - m
-    per_row = (counts * m).sum(axis=1)
-    small = np.uint16 if int(m.max(initial=1)) <= 1 << 16 else np.int64
-    out = np.empty((rows, n_child), dtype=np.int32)
-    step = max(1, _DRAWS_AT_ONCE // max(1, int(per_row.max(initial=1))))
-    for start in range(0, rows, step):
-        c = counts[start : start + step]
-        n = c.shape[0]
-        base = (np.arange(n, dtype=np.intp)[:, None] * n_child + first).ravel()
-        reps = (c * m).ravel()
-        k = c.sum(axis=1)
-        if m.min() == m.max() and (k == k[0]).all():
-            # every row draws k[0] parents of m children each: the offsets as an (n, k, m)
-            # array, each parent's base added by broadcasting
-            offset = rng.integers(0, int(m[0]), size=(n, int(k[0]), int(m[0])), dtype=small)
-            index = np.add(offset, np.repeat(base, c.ravel()).reshape(n, -1, 1)).ravel()
-        elif m.min() == m.max():
-            offset = rng.integers(0, int(m[0]), size=int(reps.sum()), dtype=small)
-            index = np.repeat(base, reps) + offset
-        else:
-            offset = rng.integers(0, np.repeat(np.tile(m, n), reps), dtype=small)
-            index = np.repeat(base, reps) + offset
-        out[start : start + n] = np.bincount(index, minlength=n * n_child).reshape(n, n_child)
-    return out
+    def tallied(self, tally: Tally | None) -> tuple[np.ndarray, np.ndarray | None]:
+        keys = self.stream.generate_state(len(self.stages), np.uint64)
+        counts = np.ones((self.rows, 1), dtype=np.int32)
+        for (starts, m, n_child), key in zip(self.stages[:-1], keys[:-1], strict=True):
+            counts = draw_children(counts, starts, m, n_child, int(key))
+        starts, m, n_child = self.stages[-1]
+        if tally is None:
+            return draw_children(counts, starts, m, n_child, int(keys[-1])), None
+        return draw_tally(counts, starts, m, n_child, int(keys[-1]), tally)

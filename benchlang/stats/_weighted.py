@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from benchlang.stats._kernels import Tally, native, window_crossings
+
 BLOCK_WEIGHTS = 1 << 20  # weights per block of rows: cache-sized, and no (B, n) gathered copy
 PILOT_ROWS = 16  # replicates in the first block at least: it places the windows
 _WINDOWED_FROM = 4096  # values per group below which the direct form is as fast
@@ -56,8 +58,17 @@ def _midpoint(sorted_values: np.ndarray, lo, hi, total: np.ndarray) -> np.ndarra
 def _direct(
     sorted_values: np.ndarray, w: np.ndarray, cols: np.ndarray, percentile: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(percentiles, lo, hi) of every row of ``w``, a cumulative sum over every value."""
+    """(percentiles, lo, hi) of every row of ``w``, a cumulative sum over every value (with
+    C and int32 weights: each group's total from a matrix product, then one walk of
+    ``_kernels.window_crossings`` over the whole group that stops at the crossing)."""
     n = sorted_values.size
+    if n and w.dtype == np.int32 and native() is not None:
+        per_leaf = np.bincount(cols, minlength=w.shape[1]).astype(np.float64)
+        total = w.astype(np.float64) @ per_leaf
+        _, _, low, high = _bounds(total, percentile, np.int64)
+        start, width, below = np.zeros(1, np.int64), np.full(1, n), np.zeros((w.shape[0], 1))
+        lo, hi = window_crossings(w, cols, start, width, below, low[:, None], high[:, None])
+        return _midpoint(sorted_values, lo[:, 0], hi[:, 0], total), lo[:, 0], hi[:, 0]
     out = np.empty(w.shape[0])
     lo_all = np.empty(w.shape[0], dtype=np.int64)
     hi_all = np.empty(w.shape[0], dtype=np.int64)
@@ -137,8 +148,14 @@ def _replicate_percentiles(groups, blocks, percentile: float, mapper) -> np.ndar
     out = [windows.pilot]
     if first.shape[0] > PILOT_ROWS:
         out.append(windows.percentiles(first[PILOT_ROWS:]))
-    out += mapper(lambda make: windows.percentiles(make()), blocks[1:])
+    out += mapper(lambda make: windows.percentiles(*_drawn(make, windows.tally)), blocks[1:])
     return np.concatenate(out)
+
+
+def _drawn(make: Callable, tally: Tally | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """A block's weights, and their tally sums when the block can count them as it draws."""
+    tallied = getattr(make, "tallied", None)
+    return tallied(tally) if tallied is not None and tally is not None else (make(), None)
 
 
 def _cores() -> int:
@@ -174,39 +191,29 @@ class _Windows:
         distinct: dict[bytes, int] = {}
         column = [distinct.setdefault(row.tobytes(), len(distinct)) for row in rows]
         keep = [column.index(d) for d in range(len(distinct))]
-        self.masks = np.ascontiguousarray(rows[keep].T)
+        self.tally = Tally(rows[keep].T) if self.large else None
         self.column = np.asarray(column, dtype=np.int64)
-        self.masks32 = self.masks.astype(np.float32)
         # every large group's window, side by side: one gather and one cumulative sum a block
         parts = [self.groups[j][1][a:b] for j, (a, b) in zip(self.large, self.bounds, strict=True)]
         self.window_cols = np.concatenate(parts) if parts else np.empty(0, np.int64)
         self.widths = np.array([part.size for part in parts], dtype=np.int64)
         self.starts = np.cumsum(self.widths) - self.widths
 
-    def percentiles(self, block: np.ndarray) -> np.ndarray:
+    def percentiles(self, block: np.ndarray, sums: np.ndarray | None = None) -> np.ndarray:
+        """Each group's percentile under every row of ``block``; ``sums``, when given, are
+        the rows' ``self.tally`` sums, counted while they were drawn."""
         out = np.empty((block.shape[0], len(self.groups)))
         for j, (values, cols) in enumerate(self.groups):
             if j not in self.large:
                 out[:, j] = _direct(values, block, cols, self.percentile)[0]
         if not self.large:
             return out
-        # Integer sums are exact in float32 below 2**24. With non-negative terms a float32
-        # sum (in any order) comes out below 2**24 only when its exact value is below it, so
-        # results below it are exact and any other block is summed again in float64.
-        sums = block.astype(np.float32) @ self.masks32
-        if sums.max(initial=0) >= 2**24:
-            sums = block.astype(np.float64) @ self.masks
-        sums = sums[:, self.column].astype(float)
+        sums = (self.tally.sums(block) if sums is None else sums)[:, self.column]
         below, total = sums[:, 0::2], sums[:, 1::2]
-        exact = np.int32 if total.sum(axis=1).max(initial=0) < 2**31 else np.int64
-        cum = np.cumsum(block.take(self.window_cols, axis=1), axis=1, dtype=exact)
-        before = np.zeros(below.shape, dtype=exact)
-        before[:, 1:] = cum[:, self.starts[1:] - 1]
-        cum += np.repeat(below.astype(exact) - before, self.widths, axis=1)
-        target, tol, low, high = _bounds(total, self.percentile, exact)
-        low, high = (np.repeat(bound, self.widths, axis=1) for bound in (low, high))
-        lo = np.add.reduceat(cum < low, self.starts, axis=1, dtype=np.int64)
-        hi = np.add.reduceat(cum <= high, self.starts, axis=1, dtype=np.int64)
+        target, tol, low, high = _bounds(total.astype(float), self.percentile, np.int64)
+        lo, hi = window_crossings(
+            block, self.window_cols, self.starts, self.widths, below, low, high
+        )
         for i, j in enumerate(self.large):
             values, cols = self.groups[j]
             a, b = self.bounds[i]
