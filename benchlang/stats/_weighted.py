@@ -122,11 +122,13 @@ def replicate_percentiles(
 ) -> np.ndarray:
     """``weighted_percentile`` of each group (its sorted values, each value's column of the
     weights) under every row of the integer weight ``blocks`` (functions each returning a
-    (b, L) block, e.g. a bootstrap's replicates a block at a time): shape (B, len(groups)),
-    identical to the direct form. The first ``PILOT_ROWS`` rows are the pilot: computed
-    directly, they place each large group's window. The pilot's groups and the other blocks
-    are computed on every core this process may use (numpy's draws, sums and matrix products
-    release the GIL) and kept in their order: the result does not depend on the cores."""
+    (b, L) block, e.g. a bootstrap's replicates a block at a time; a block that also has
+    ``tallied(tally)`` counts its sums under the windows' masks as it draws): shape
+    (B, len(groups)), identical to the direct form. The first ``PILOT_ROWS`` rows are the
+    pilot: computed directly, they place each large group's window. The pilot's groups and the
+    other blocks are computed on every core this process may use (the C kernels, numpy's sums
+    and matrix products release the GIL) and kept in their order: the result does not depend
+    on the cores."""
     if not blocks:
         return np.empty((0, len(groups)))
     workers = min(_cores(), max(len(blocks) - 1, len(groups)))
