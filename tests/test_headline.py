@@ -171,7 +171,7 @@ def test_blocks_drawn_on_any_number_of_cores_give_the_same_ranking(monkeypatch):
     monkeypatch.setattr(multistage, "BLOCK_WEIGHTS", 2_000)  # 2 replicates per block: 193 blocks
     got = []
     for cores in (1, 3):
-        monkeypatch.setattr(weighted, "_cores", lambda cores=cores: cores)
+        monkeypatch.setattr(weighted, "cores", lambda cores=cores: cores)
         got.append(rank(values, config, clusters, replicates=400, seed=3))
     assert got[0] == got[1]
     assert got[0].comparisons[0].lower < got[0].comparisons[0].ratio

@@ -25,7 +25,7 @@ from benchlang.native import build, compiler
 
 NATIVE_ENV = "BENCHLANG_NATIVE"
 SOURCE = Path(__file__).with_name("_kernels.c")
-_DRAWS_AT_ONCE = 1 << 18  # draws made and counted together by numpy: indices stay cache-sized
+_DRAWS_AT_ONCE = 1 << 15  # draws made together by the numpy form: its temporaries stay in cache
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _MAX_VECS = 8  # MAX_VECS in _kernels.c: at most 128 masks tallied while drawing
@@ -121,36 +121,47 @@ def draw_tally(
 
 
 def splitmix(key: int, t: np.ndarray) -> np.ndarray:
-    """Draws ``t`` (uint64) of the SplitMix64 stream ``key``."""
-    z = np.uint64(key) + (t + np.uint64(1)) * _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """Draws ``t`` (uint64) of the SplitMix64 stream ``key`` (in place on one new array)."""
+    z = t + np.uint64(1)
+    z *= _GOLDEN
+    z += np.uint64(key)
+    shifted = np.empty_like(z)
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, None)):
+        np.right_shift(z, np.uint64(shift), out=shifted)
+        z ^= shifted
+        if factor is not None:
+            z *= np.uint64(factor)
+    return z
 
 
 def bounded(u: np.ndarray, m) -> np.ndarray:
     """floor(u·m / 2^64) for m < 2^32, in 64-bit halves: u·m = hi·m·2^32 + lo·m."""
     m = np.asarray(m, dtype=np.uint64)
-    hi, lo = u >> np.uint64(32), u & _LOW32
-    return ((hi * m + ((lo * m) >> np.uint64(32))) >> np.uint64(32)).astype(np.int64)
+    lo = u & _LOW32
+    lo *= m
+    lo >>= np.uint64(32)
+    hi = u >> np.uint64(32)
+    hi *= m
+    hi += lo
+    hi >>= np.uint64(32)
+    return hi.view(np.int64)
 
 
 def _draw_children_numpy(counts, first, m, key: int, out: np.ndarray) -> None:
-    """``draw_children`` a few rows at a time, so that the draws' indices stay small."""
-    rows, n_child = out.shape
-    reps_per_row = (counts.astype(np.int64) * m).sum(axis=1)
-    before = np.concatenate([[0], np.cumsum(reps_per_row)]).astype(np.uint64)
-    step = max(1, _DRAWS_AT_ONCE // max(1, int(reps_per_row.max(initial=1))))
+    """``draw_children`` a row at a time, its draws ``_DRAWS_AT_ONCE`` at a time so that their
+    temporaries stay in cache."""
+    reps = counts.astype(np.int64) * m
     balanced = m.size > 0 and m.min() == m.max()
-    for start in range(0, rows, step):
-        c = counts[start : start + step]
-        n = c.shape[0]
-        reps = (c * m).ravel()
-        base = (np.arange(n, dtype=np.int64)[:, None] * n_child + first).ravel()
-        t = np.arange(before[start], before[start + n], dtype=np.uint64)
-        width = m[0] if balanced else np.repeat(np.tile(m, n), reps)
-        index = np.repeat(base, reps) + bounded(splitmix(key, t), width)
-        out[start : start + n] = np.bincount(index, minlength=n * n_child).reshape(n, n_child)
+    done = 0
+    for r in range(out.shape[0]):
+        index = np.repeat(first, reps[r])
+        width = np.repeat(m, reps[r]) if not balanced else None
+        for a in range(0, index.size, _DRAWS_AT_ONCE):
+            piece = index[a : a + _DRAWS_AT_ONCE]
+            t = np.arange(done + a, done + a + piece.size, dtype=np.uint64)
+            piece += bounded(splitmix(key, t), m[0] if balanced else width[a : a + piece.size])
+        done += index.size
+        out[r] = np.bincount(index, minlength=out.shape[1])
 
 
 def window_crossings(

@@ -131,7 +131,7 @@ def replicate_percentiles(
     on the cores."""
     if not blocks:
         return np.empty((0, len(groups)))
-    workers = min(_cores(), max(len(blocks) - 1, len(groups)))
+    workers = min(cores(), max(len(blocks) - 1, len(groups)))
     if workers < 2 or len(blocks) < _THREADED_FROM:
         return _replicate_percentiles(groups, blocks, percentile, map)
     from concurrent.futures import ThreadPoolExecutor
@@ -160,7 +160,7 @@ def _drawn(make: Callable, tally: Tally | None) -> tuple[np.ndarray, np.ndarray 
     return tallied(tally) if tallied is not None and tally is not None else (make(), None)
 
 
-def _cores() -> int:
+def cores() -> int:
     """How many cores this process may run on (its affinity where the platform says)."""
     try:
         return len(os.sched_getaffinity(0))
