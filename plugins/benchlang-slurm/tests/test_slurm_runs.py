@@ -132,6 +132,8 @@ def test_resume_attaches_to_the_allocation_a_killed_run_left(idle_cluster, tmp_p
     status, _out, err = cli("run", spec, "--store", store, "--resume", "-q")
     assert status == 0, err
     assert ok_trials(store) == 4
-    ((lease_id, lease_job, released),) = leases(store)
+    found = leases(store)
+    assert len(found) == 1, f"the resume did not attach to {held}: {err}"  # err says why
+    ((lease_id, lease_job, released),) = found
     assert lease_id == held and lease_job == job and released is not None
     assert idle_cluster.jobs() == []
