@@ -129,7 +129,7 @@ def test_resume_attaches_to_the_allocation_a_killed_run_left(idle_cluster, tmp_p
     spec, store = write_spec(tmp_path, 4), tmp_path / "s.sqlite"
     (held,) = conformance.killed_run_leaves_a_lease(spec, store, timeout=120)
     (job,) = idle_cluster.jobs()
-    status, _out, err = cli("run", spec, "--store", store, "--resume", "-q")
+    status, _out, err = cli("run", spec, "--store", store, "--resume")  # not -q: its notes
     assert status == 0, err
     assert ok_trials(store) == 4
     found = leases(store)
