@@ -56,15 +56,21 @@ def _midpoint(sorted_values: np.ndarray, lo, hi, total: np.ndarray) -> np.ndarra
 
 
 def _direct(
-    sorted_values: np.ndarray, w: np.ndarray, cols: np.ndarray, percentile: float
+    sorted_values: np.ndarray,
+    w: np.ndarray,
+    cols: np.ndarray,
+    percentile: float,
+    per_leaf: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(percentiles, lo, hi) of every row of ``w``, a cumulative sum over every value (with
     C and int32 weights: each group's total from a matrix product, then one walk of
-    ``_kernels.window_crossings`` over the whole group that stops at the crossing)."""
+    ``_kernels.window_crossings`` over the whole group that stops at the crossing; ``per_leaf``
+    is how many values each column holds, when the caller has it already)."""
     n = sorted_values.size
     if n and w.dtype == np.int32 and native() is not None:
-        per_leaf = np.bincount(cols, minlength=w.shape[1]).astype(np.float64)
-        total = w.astype(np.float64) @ per_leaf
+        if per_leaf is None:
+            per_leaf = np.bincount(cols, minlength=w.shape[1])
+        total = w.astype(np.float64) @ per_leaf.astype(np.float64)
         _, _, low, high = _bounds(total, percentile, np.int64)
         start, width, below = np.zeros(1, np.int64), np.full(1, n), np.zeros((w.shape[0], 1))
         lo, hi = window_crossings(w, cols, start, width, below, low[:, None], high[:, None])
@@ -195,7 +201,8 @@ class _Windows:
         keep = [column.index(d) for d in range(len(distinct))]
         self.tally = Tally(rows[keep].T) if self.large else None
         self.column = np.asarray(column, dtype=np.int64)
-        # every large group's window, side by side: one gather and one cumulative sum a block
+        self.per_leaf = rows[1::2].astype(np.int32)  # each large group's values per column
+        # every large group's window, side by side: one walk a block (``window_crossings``)
         parts = [self.groups[j][1][a:b] for j, (a, b) in zip(self.large, self.bounds, strict=True)]
         self.window_cols = np.concatenate(parts) if parts else np.empty(0, np.int64)
         self.widths = np.array([part.size for part in parts], dtype=np.int64)
@@ -224,5 +231,6 @@ class _Windows:
             good = starts_inside & ((b == values.size) | ((lo_i < b) & (hi_i < b)))
             out[good, j] = _midpoint(values, lo_i[good], hi_i[good], total_i[good])
             if not good.all():
-                out[~good, j] = _direct(values, block[~good], cols, self.percentile)[0]
+                redo = _direct(values, block[~good], cols, self.percentile, self.per_leaf[i])
+                out[~good, j] = redo[0]
         return out
