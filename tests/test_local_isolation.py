@@ -335,3 +335,17 @@ def test_scratch_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
         asyncio.run(session.close())
     assert not stale.exists()
     assert live_run.exists() and other.exists()
+
+
+def test_kill_group_returns_once_nothing_of_the_group_runs():
+    from benchlang.backends.launcher import kill_group
+
+    leader = subprocess.Popen(["sh", "-c", "sleep 93.41 & sleep 93.42"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not (live("93.41") and live("93.42")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert live("93.41") and live("93.42")
+    kill_group(leader.pid)
+    assert live("93.41") == [] and live("93.42") == []
+    assert leader.wait(10) == -9
+    kill_group(leader.pid)  # a group that is gone: returns at once

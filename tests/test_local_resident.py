@@ -6,6 +6,7 @@ kills its command, and is replaced by a fresh one for the next trial, also in a 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import sqlite3
@@ -86,7 +87,9 @@ def test_a_cancelled_trial_leaves_a_working_session(session, tmp_path):
 
 def test_lost_output_files_fail_their_trials(session):
     assert session.run_blocking(Command("echo one")).ok
-    shutil.rmtree(session._scratch)  # the next trial's files may be made already: deleted too
+    # the launcher may be making the next trial's files meanwhile: delete until it is gone
+    while os.path.exists(session._scratch):
+        shutil.rmtree(session._scratch, ignore_errors=True)
     lost = session.run_blocking(Command("echo two"))
     assert not lost.ok and (
         "was deleted while it ran" in lost.failure or "cannot create" in lost.failure

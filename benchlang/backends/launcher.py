@@ -19,6 +19,7 @@ import fcntl
 import functools
 import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -49,6 +50,40 @@ def _find(cc: str) -> Launcher:
 def launcher() -> Launcher:
     """The launcher for this machine, compiled once per source version and user."""
     return _find(compiler())
+
+
+def kill_group(group: int, within: float = 5.0) -> None:
+    """SIGKILL a trial's process group and wait until none of it runs. A signal is delivered
+    asynchronously: on a busy machine a killed process may still be scheduled a while later
+    (zombies awaiting their reaper do not run, so they do not count)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + within
+    while _group_runs(group) and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _group_runs(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.scandir("/proc")
+    except OSError:
+        return False
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] not in ("Z", "X") and int(fields[2]) == group:
+                return True
+    return False
 
 
 # -- cgroup v2 -------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from benchlang.backends.base import (
     check_facts_setting,
     read_declared_facts,
 )
-from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
+from benchlang.backends.launcher import TrialCgroup, kill_group, launcher, scratch_dir
 from benchlang.backends.resident import (
     NO_OUTPUT,
     LauncherPool,
@@ -301,13 +301,13 @@ class LocalSession:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(trial.pid, signal.SIGKILL)
         os.waitpid(trial.pid, 0)
+        kill_group(trial.pid)
         if self._cgroup is not None:
             self._cgroup.kill()
 
     def _after_exit(self, trial: _Trial) -> None:
         """The fallback's clean-up once the command exited: its group and its cgroup."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(trial.pid, signal.SIGKILL)
+        kill_group(trial.pid)
         if self._cgroup is not None and self._cgroup.populated():
             self._cgroup.kill()
 

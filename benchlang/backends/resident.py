@@ -26,7 +26,7 @@ import struct
 import threading
 from collections.abc import Mapping
 
-from benchlang.backends.launcher import TrialCgroup
+from benchlang.backends.launcher import TrialCgroup, kill_group
 
 OUTPUT_KEEP = 1024 * 1024
 """Bytes of each stream kept in memory per trial (the tail); the full stream stays on disk."""
@@ -231,16 +231,15 @@ class ResidentLauncher:
         return struct.unpack("=qq", data) if len(data) == 16 else (0, 0)
 
     def kill(self) -> str:
-        """SIGKILL the launcher and the command's process group, reap the launcher; how the
-        launcher ended. What the command left elsewhere is the cgroup's to kill."""
+        """SIGKILL the launcher and the command's process group (until none of it runs), reap
+        the launcher; how the launcher ended. What the command left elsewhere is the cgroup's to kill."""
         if self.dead is not None:
             return self.dead
         group = self.running()[0]
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(self.pid, signal.SIGKILL)
         if group > 0:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
+            kill_group(group)
         return self._reap(None)
 
     def _reap(self, within: float | None) -> str:
