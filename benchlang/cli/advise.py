@@ -5,12 +5,12 @@ docs/ab-designs.md)."""
 from __future__ import annotations
 
 import argparse
-import json
 
 import attrs
 
 from benchlang.app.ab import advise_layout
 from benchlang.cli import add_command
+from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
 
@@ -48,9 +48,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         print(
-            json.dumps(
-                {"fit": attrs.asdict(fit), "advice": attrs.asdict(advice)}, indent=2, default=str
-            )
+            dumps(document("advise", 1, {"fit": attrs.asdict(fit), "advice": attrs.asdict(advice)}))
         )
         return 0
     print(

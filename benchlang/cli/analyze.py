@@ -4,17 +4,15 @@ store (or a CSV from elsewhere)."""
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
-
-import numpy as np
 
 from benchlang.app.analysis import analyze_csv, analyze_store, order_of
 from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
 from benchlang.cli.common import print_spec_profile
 from benchlang.errors import UserError
+from benchlang.jsonout import document, dumps
 from benchlang.report.analysis import render_analysis
 
 
@@ -107,25 +105,14 @@ def run(args: argparse.Namespace) -> int:
 def _print_json(
     kpis: list, comparisons: list, warmup: list, headlines: list = (), equal_hosts: list = ()
 ) -> None:
-    print(
-        json.dumps(
-            {
-                "kpis": [r.to_dict() for r in kpis],
-                "comparisons": [c.to_dict() for c in comparisons],
-                "warmup": [w.to_dict() for w in warmup],
-                "headline": [h.to_dict() for h in headlines],
-                **({"equal_hosts": [e.to_dict() for e in equal_hosts]} if equal_hosts else {}),
-            },
-            indent=2,
-            default=_json_default,
-        )
-    )
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
+    body = {
+        "kpis": [r.to_dict() for r in kpis],
+        "comparisons": [c.to_dict() for c in comparisons],
+        "warmup": [w.to_dict() for w in warmup],
+        "headline": [h.to_dict() for h in headlines],
+        **({"equal_hosts": [e.to_dict() for e in equal_hosts]} if equal_hosts else {}),
+    }
+    print(dumps(document("analyze", 1, body)))
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from benchlang.cli import add_command
+from benchlang.jsonout import document, dumps
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         rows = [describe(s) for s in stored_leases(args.store)]
         if args.json:
-            print(json.dumps({"leases": rows}, indent=2))
+            print(dumps(document("hosts", 1, {"leases": rows})))
             return 0
         _render(rows, args.store)
         return 0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from benchlang.app.analysis import order_of_store
 from benchlang.cli import add_command
 from benchlang.errors import UserError
+from benchlang.jsonout import document, dumps
 from benchlang.report.order import order_json
 from benchlang.report.order_analysis import render_order_report
 
@@ -30,11 +30,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         if report.dependence is None:
             raise UserError(report.note or "no fixed-vs-random comparison possible")
-        print(
-            json.dumps(
-                order_json(report.dependence), indent=2, allow_nan=False, default=lambda x: None
-            )
-        )
+        print(dumps(document("order", 1, {"configurations": order_json(report.dependence)})))
     else:
         render_order_report(report)
     return 0

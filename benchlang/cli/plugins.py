@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from benchlang.backends.registry import describe_plugins
 from benchlang.cli import add_command
+from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
 
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         return _describe(args.describe, args.json)
     rows = describe_plugins()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(document("plugins", 1, {"plugins": rows})))
         return 0
     render_table(
         ["group", "name", "provided by", "object", "status", "protocol"],
@@ -46,7 +46,7 @@ def _describe(name: str, as_json: bool) -> int:
 
     described = describe_method(name)
     if as_json:
-        print(json.dumps(described, indent=2))
+        print(dumps(document("plugins.describe", 1, described)))
         return 0
     print(f"{described['name']} ({described['kind']}): {described['summary']}")
     print(f"provided by: {described['package']} {described['version']}")

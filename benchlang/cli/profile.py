@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 from benchlang.app.profile import profile_csv
 from benchlang.cli import add_command
 from benchlang.cli.common import render_profile
 from benchlang.errors import UserError
+from benchlang.jsonout import document, dumps
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -42,7 +42,13 @@ def run(args: argparse.Namespace) -> int:
     profiled = profile_csv(args.file, args.column, seconds, args.max_lag)
     if args.json:
         print(
-            json.dumps({"file": args.file, "column": profiled.column, **profiled.result.to_dict()})
+            dumps(
+                document(
+                    "profile",
+                    1,
+                    {"file": args.file, "column": profiled.column, **profiled.result.to_dict()},
+                )
+            )
         )
         return 0
     render_profile(profiled)

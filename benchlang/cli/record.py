@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from benchlang.app.analysis import record_of
 from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
+from benchlang.jsonout import document, dumps
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     record = record_of(args.store, target.plan_hash, target.experiment)
     if args.format == "json":
-        print(json.dumps(record.to_json(), indent=2, default=str))
+        print(dumps(document("record", 1, record.to_json())))
     elif args.format == "latex":
         print(record.to_latex())
     else:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from benchlang.app.stores import load_store
 from benchlang.cli import add_command
-from benchlang.report.results import render_results, results_csv, results_rows
+from benchlang.report.results import render_results, results_csv
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -30,7 +29,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     fmt.add_argument(
         "--json",
         action="store_true",
-        help="per-configuration summaries with their failed trials (the format of benchlang 0.1)",
+        help="the same document as --format json (docs/exports.md; before schema 1 of every "
+        "command, --json printed the per-configuration summaries alone: its 'configurations')",
     )
     fmt.add_argument(
         "--csv", action="store_true", help="per-configuration summaries (benchlang 0.1's format)"
@@ -40,14 +40,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     data = load_store(args.store, args.plan)
-    if args.json:
-        print(json.dumps(results_rows(data), indent=2, allow_nan=False, default=str))
-    elif args.csv:
+    form = "json" if args.json else args.format
+    if args.csv:
         sys.stdout.write(results_csv(data))
-    elif args.format != "table":
+    elif form != "table":
         from benchlang.report.exports import write_export
 
-        write_export(data, args.format, sys.stdout)
+        write_export(data, form, sys.stdout)
     else:
         render_results(data)
     return 0

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from benchlang.app.ab import pilot_components, spec_layout
 from benchlang.cli import add_command
 from benchlang.design.layouts import LAYOUTS
 from benchlang.errors import UserError
+from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UserError(str(err)) from None
     if args.json:
-        print(json.dumps(to_json(result)))
+        print(dumps(document("simulate-aa", 1, to_json(result))))
     else:
         report(result)
     return 0

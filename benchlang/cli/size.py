@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from benchlang.cli import add_command
 from benchlang.cli.options import percent_argument
 from benchlang.errors import UserError
+from benchlang.jsonout import document, dumps
 from benchlang.stats.sizing import sizing
 
 
@@ -34,13 +34,17 @@ def run(args: argparse.Namespace) -> int:
     n = sizing(args.percentile, args.confidence, args.exclude)
     if args.json:
         print(
-            json.dumps(
-                {
-                    "n": n,
-                    "percentile": args.percentile,
-                    "confidence": args.confidence,
-                    "exclude": args.exclude,
-                }
+            dumps(
+                document(
+                    "size",
+                    1,
+                    {
+                        "n": n,
+                        "percentile": args.percentile,
+                        "confidence": args.confidence,
+                        "exclude": args.exclude,
+                    },
+                )
             )
         )
     else:

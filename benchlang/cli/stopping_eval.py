@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 import attrs
 
 from benchlang.app.streams import evaluate_streams
 from benchlang.app.streams import read_stream as read_stream  # re-exported for tests
 from benchlang.cli import add_command
+from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
 HEADERS = (
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                     "passed": e.passed(ks_limit=args.ks + 0.02),
                 }
             )
-        print(json.dumps(out, indent=2))
+        print(dumps(document("stopping-eval", 1, {"streams": out})))
         return 0
     rows = [
         (

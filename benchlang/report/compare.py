@@ -397,6 +397,8 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                 stream=out,
             )
             out.write(f"R² {a.r_squared:.4g}, adjusted R² {a.adj_r_squared:.4g}\n")
+            for note in a.dropped:
+                out.write(f"note: {r.comparison.metric}: {note}\n")
             hosts = r.outcome.details.get("hosts") if r.outcome is not None else None
             if hosts is not None and len(hosts.rows) > 1:
                 render_table(

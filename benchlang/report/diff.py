@@ -4,13 +4,13 @@ regression verdicts (stats.equivalence). Text, Markdown (for a pull request) and
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 
 import attrs
 import numpy as np
 
+from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
 from benchlang.report.table import format_quantity, scale_for
 from benchlang.stats.equivalence import Equivalence, equivalence, tost_confidence
@@ -56,7 +56,7 @@ class StoreDiff:
         ]
 
     def to_dict(self) -> dict:
-        return {"schema": 1, **_plain(attrs.asdict(self))}
+        return {"schema": 1, "kind": "benchlang.diff", **_plain(attrs.asdict(self))}
 
 
 def _plain(value):
@@ -282,7 +282,7 @@ def diff_markdown(d: StoreDiff) -> str:
 
 
 def diff_json(d: StoreDiff) -> str:
-    return json.dumps(d.to_dict(), indent=2) + "\n"
+    return dumps(d.to_dict()) + "\n"
 
 
 def render(d: StoreDiff, form: str) -> str:

@@ -12,14 +12,26 @@ Ordinary least squares with categorical factors and type II sums of squares (typ
 the model holds interactions), through statsmodels (``ols`` + ``anova_lm``); the F tests
 assume independent, normally distributed residuals of equal variance, so the result
 carries a Shapiro–Wilk check of the residuals.
+
+Aliased terms are found before the fit (``estimable_terms``): a term whose design columns lie
+in the span of the terms before it (the intercept, main effects, then interactions, as patsy
+orders them) has no degrees of freedom of its own, as when each host has one CPU model and
+``host`` is determined by ``cpu``. Such a term (or one only partly estimable, an interaction
+with unmeasured combinations) is dropped and named in ``dropped``; fitting it would make the
+design matrix singular, give it another term's sum of squares and a library warning
+(Montgomery §5.3 and §14.1 on confounded and missing cells; R's ``aov`` likewise drops
+aliased terms, ``alias()``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
+
+from benchlang.jsonout import undefined
 
 
 @attrs.frozen
@@ -43,20 +55,85 @@ class Anova:
     r_squared: float = float("nan")
     """1 - SS_residual / SS_total (corrected): the share of the variance the model explains."""
     adj_r_squared: float = float("nan")
+    dropped: tuple[str, ...] = ()
+    """One sentence per term left out of the fit because it is aliased (see the module)."""
 
     @property
     def assumptions_hold(self) -> bool:
         return self.residuals_normal_p is None or self.residuals_normal_p > 0.05
 
     def to_dict(self) -> dict:
+        fit = "undefined: no residual degrees of freedom"
         return {
             "formula": self.formula,
             "n": self.n,
             "residuals_normal_p": self.residuals_normal_p,
-            "r_squared": self.r_squared,
-            "adj_r_squared": self.adj_r_squared,
-            "rows": [attrs.asdict(r) for r in self.rows],
+            **undefined(
+                {"r_squared": self.r_squared, "adj_r_squared": self.adj_r_squared},
+                {"*": fit},
+            ),
+            "rows": [
+                undefined(attrs.asdict(r), {"mean_sq": "the term has no degrees of freedom"})
+                for r in self.rows
+            ],
+            "dropped": list(self.dropped),
         }
+
+
+def estimable_terms(design: Any) -> tuple[list[int], list[str]]:
+    """Which of a patsy design matrix's terms to fit, and why the others are dropped.
+
+    A term is kept when its columns add their full count to the rank of everything before it
+    (Intercept first); a term adding nothing is determined by an earlier term (named when one
+    alone determines it), one adding part of its columns is only partly estimable."""
+    x = np.asarray(design, dtype=float)
+    info = design.design_info
+    names = [_label(n) for n in info.term_names]
+    keep: list[int] = []
+    notes: list[str] = []
+    rank = 0
+    for i, (_term, where) in enumerate(info.term_slices.items()):
+        columns = x[:, where]
+        upto = x[:, : where.stop]
+        added = int(np.linalg.matrix_rank(upto)) - rank
+        rank += added
+        width = columns.shape[1]
+        if added == width or i == 0:
+            keep.append(i)
+            continue
+        if added == 0:
+            by = _determined_by(x, info, i, width)
+            notes.append(f"{names[i]} is determined by {by}: its term is dropped")
+        elif ":" in names[i]:
+            notes.append(
+                f"{names[i]} is only partly estimable ({added} of its {width} degrees of "
+                "freedom: not every combination of its levels was measured): its term is dropped"
+            )
+        else:
+            by = _determined_by(x, info, i, 1)
+            notes.append(
+                f"{names[i]} is partly determined by {by} ({added} of its {width} degrees of "
+                "freedom left: its levels are nested in it): its term is dropped"
+            )
+    return keep, notes
+
+
+def _determined_by(x: np.ndarray, info: Any, i: int, lost: int) -> str:
+    """The first earlier term that alone (with the intercept) takes at least ``lost`` of
+    term ``i``'s degrees of freedom, else the earlier terms together."""
+    slices = list(info.term_slices.values())
+    names = [_label(n) for n in info.term_names]
+    columns = x[:, slices[i]]
+    for j in range(1, i):
+        base = np.hstack([x[:, slices[0]], x[:, slices[j]]])
+        gained = np.linalg.matrix_rank(np.hstack([base, columns])) - np.linalg.matrix_rank(base)
+        if columns.shape[1] - gained >= lost:
+            return names[j]
+    return " and ".join(names[1:i]) + " together"
+
+
+def _label(name: str) -> str:
+    return name.replace("C(f_", "").replace(", Sum)", "")
 
 
 def anova(
@@ -69,6 +146,7 @@ def anova(
     (``*`` crosses with interactions, ``+`` adds main effects, ``:`` an interaction only)."""
     import pandas as pd
     import statsmodels.api as sm
+    from patsy import dmatrix
     from scipy import stats
     from statsmodels.formula.api import ols
 
@@ -81,16 +159,24 @@ def anova(
     rhs = f"C(f_{terms[0]}, Sum)"
     for op, term in zip(operators, terms[1:], strict=True):
         rhs += f" {op} C(f_{term}, Sum)"
-    formula = f"y ~ {rhs}"
-    model = ols(formula, data=frame).fit()
-    interactions = any(op in "*:" for op in operators)
+    design = dmatrix(rhs, frame)
+    kept, dropped = estimable_terms(design)
+    names = design.design_info.term_names
+    fitted = [names[i] for i in kept if names[i] != "Intercept"]
+    if design.shape[0] <= np.linalg.matrix_rank(np.asarray(design)[:, _columns(design, kept)]):
+        raise ValueError(
+            f"no residual degrees of freedom: {design.shape[0]} trials for a model of "
+            "that many parameters; run more trials (design { runs N })"
+        )
+    model = ols("y ~ " + (" + ".join(fitted) or "1"), data=frame).fit()
+    interactions = any(":" in name for name in fitted)
     table = sm.stats.anova_lm(model, typ=3 if interactions else 2)
     total = float(table["sum_sq"].drop("Intercept", errors="ignore").sum())
     rows = []
     for name, row in table.iterrows():
         if name == "Intercept":
             continue
-        label = name.replace("C(f_", "").replace(", Sum)", "")
+        label = _label(name)
         f_value = None if np.isnan(row["F"]) else float(row["F"])
         p_value = None if np.isnan(row["PR(>F)"]) else float(row["PR(>F)"])
         rows.append(
@@ -122,7 +208,13 @@ def anova(
         normal_p,
         float(model.rsquared),
         float(model.rsquared_adj),
+        tuple(dropped),
     )
+
+
+def _columns(design: Any, kept: list[int]) -> np.ndarray:
+    slices = list(design.design_info.term_slices.values())
+    return np.concatenate([np.arange(design.shape[1])[slices[i]] for i in kept])
 
 
 @attrs.frozen
