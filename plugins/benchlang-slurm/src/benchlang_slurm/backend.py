@@ -26,6 +26,7 @@ from benchlang.backends.base import PROTOCOL_VERSION, HostDown, Lease
 from benchlang.errors import UserError
 from benchlang_slurm import commands
 from benchlang_slurm.commands import SlurmError
+from benchlang_slurm.node_target import NodeTarget
 from benchlang_slurm.settings import SlurmSettings, parse
 
 log = logging.getLogger("benchlang.slurm")
@@ -270,7 +271,18 @@ class SlurmBackend:
 
         if self.lease is None:
             raise HostDown(host, "no Slurm allocation: the run acquires one before opening hosts")
-        session = SlurmSession(self, host)
+        node, cpus = self.node_of(host)
+        target = NodeTarget(
+            host=host,
+            job=self.lease.handle["job"],
+            node=node,
+            cpus=cpus,
+            python=self.settings.python,
+            workdir=self.workdir,
+            env=self.env(),
+            config=self.config,
+        )
+        session = SlurmSession(target)
         await session.check_job()
         return session
 

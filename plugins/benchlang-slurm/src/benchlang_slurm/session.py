@@ -18,15 +18,13 @@ import contextlib
 import json
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from benchlang.backends.base import Command, Execution, HostDown
 from benchlang.backends.ssh import AGENT_SOURCE, agent_execution, exec_request
 from benchlang_slurm import commands
 from benchlang_slurm.commands import SlurmError
-
-if TYPE_CHECKING:
-    from benchlang_slurm.backend import SlurmBackend
+from benchlang_slurm.node_target import NodeTarget
 
 PRELUDE = (
     "import json, os, sys\n"
@@ -60,7 +58,7 @@ class Step:
 
     def argv(self) -> list[str]:
         s = self.session
-        backend = s.backend
+        target = s.target
         return [
             "srun",
             f"--jobid={s.job}",
@@ -74,13 +72,13 @@ class Step:
             "--quiet",
             "--unbuffered",  # else srun holds a last line without newline until the step ends
             "--chdir=/tmp",
-            backend.settings.python,
+            target.python,
             "-I",  # isolated: no user site, no PYTHON* variables, no cwd on sys.path
             "-S",  # no site: the agent needs only the standard library (-100 ms a step here)
             "-u",
             "-c",
             PRELUDE + AGENT_SOURCE,
-            backend.workdir,
+            target.workdir,
         ]
 
     async def start(self) -> None:
@@ -89,7 +87,7 @@ class Step:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=self.session.backend.env(),
+            env=dict(self.session.target.env),
         )
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
         first = await self._line(START_TIMEOUT)
@@ -99,7 +97,7 @@ class Step:
             raise HostDown(
                 self.session.host,
                 f"cannot start the benchlang agent in job step {self.id} ({self.name}) with "
-                f"{self.session.backend.settings.python}: {hello.get('fatal', hello)}",
+                f"{self.session.target.python}: {hello.get('fatal', hello)}",
             )
         self.workdir = hello["workdir"]
 
@@ -176,7 +174,7 @@ class Step:
                 proc.kill()
             if self.id != "?":
                 with contextlib.suppress(SlurmError):
-                    await commands.cancel(self.id, self.session.backend.env(), "KILL")
+                    await commands.cancel(self.id, dict(self.session.target.env), "KILL")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 5.0)
         if self._stderr_task is not None:
@@ -194,12 +192,11 @@ class Step:
 class SlurmSession:
     """A logical host: job steps on one node of the allocation."""
 
-    def __init__(self, backend: SlurmBackend, host: str) -> None:
-        assert backend.lease is not None
-        self.backend = backend
-        self.host = host
-        self.job = backend.lease.handle["job"]
-        self.node, self.cpus = backend.node_of(host)
+    def __init__(self, target: NodeTarget) -> None:
+        self.target = target
+        self.host = target.host
+        self.job = target.job
+        self.node, self.cpus = target.node, target.cpus
         self.step: Step | None = None
         self.lost: str | None = None
         """Why the last step was lost (what Slurm said then), for the reason a host stops."""
@@ -207,7 +204,7 @@ class SlurmSession:
     async def check_job(self) -> dict[str, str]:
         """The job's record; HostDown when it no longer runs."""
         try:
-            info = await commands.job(self.job, self.backend.env())
+            info = await commands.job(self.job, dict(self.target.env))
         except SlurmError as err:
             raise HostDown(self.host, f"job {self.job}: {err}") from None
         if info is None or info.get("JobState") != "RUNNING":
@@ -257,7 +254,7 @@ class SlurmSession:
         await step.close(grace=5.0)
         parts = [f"job step {step.id} ({step.name}) on {self.node} ended while {what}"]
         parts += step.scheduler_lines()[-3:]
-        env = self.backend.env()
+        env = dict(self.target.env)
         with contextlib.suppress(SlurmError):
             info = await commands.job(self.job, env)
             if info is None or info.get("JobState") != "RUNNING":
@@ -293,10 +290,10 @@ class SlurmSession:
         await self._end_step()
         facts = json.loads(payload)
         facts["workdir"] = step.workdir
-        env = self.backend.env()
+        env = dict(self.target.env)
         try:
             node = await commands.node(self.node, env)
-            facts.update(await self.backend.config())
+            facts.update(await self.target.config())
         except SlurmError as err:
             raise HostDown(self.host, str(err)) from None
         facts.update(commands.node_facts(self.node, node))
@@ -308,7 +305,7 @@ class SlurmSession:
         takes steps again; HostDown at once when the job has ended (its nodes are gone)."""
         await self._end_step()
         deadline = time.monotonic() + timeout
-        env = self.backend.env()
+        env = dict(self.target.env)
         pause, why = 0.2, "no answer from Slurm"
         while True:
             try:
