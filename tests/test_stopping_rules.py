@@ -9,13 +9,12 @@ import pytest
 from scipy import stats
 
 from benchlang.stats.kpi import kpi
+from benchlang.stats.mixtures import fit_mixtures, initial_mixtures
 from benchlang.stats.sizing import sizing
 from benchlang.stats.stopping import (
     AdaptiveStop,
     FixedStop,
     KpiWidthStop,
-    _initial_mixtures,
-    fit_mixtures,
 )
 
 
@@ -150,7 +149,7 @@ def test_mixture_em_recovers_a_two_component_mixture():
     g = np.random.default_rng(8)
     n = 2000
     x = np.where(g.random(n) < 0.3, g.normal(-2.0, 0.5, n), g.normal(1.0, 1.0, n))
-    fit, lse = fit_mixtures(x, _initial_mixtures(x, 6), max_iter=500, tol=1e-7)
+    fit, lse = fit_mixtures(x, initial_mixtures(x, 6), max_iter=500, tol=1e-7)
     m = 1  # K = 2, per-component variances
     assert fit.sizes[m] == 2 and not fit.tied[m]
     order = np.argsort(fit.means[1:3])
@@ -179,7 +178,7 @@ def test_mixture_em_recovers_a_two_component_mixture():
 
 def test_bic_prefers_one_component_for_gaussian_data():
     x = np.random.default_rng(9).normal(0.0, 1.0, 400)
-    fit, lse = fit_mixtures(x, _initial_mixtures(x, 6))
+    fit, lse = fit_mixtures(x, initial_mixtures(x, 6))
     bic = -2 * lse.sum(axis=1) + fit.n_parameters() * math.log(x.size)
     assert fit.sizes[np.argmin(bic)] == 1
 
