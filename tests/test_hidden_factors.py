@@ -14,6 +14,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -169,6 +170,67 @@ def test_hidden_factors_are_drawn_per_trial_or_round_from_seeded_streams():
     ]
     assert document["trials"]["hidden"]["link_order"][0] == list(drawn["link_order"][0])
     assert plan.plan_levels(5) == {k: v[5] for k, v in drawn.items()}
+
+
+STRATIFIED = """
+  factor tool in ["a", "b"]
+  factor drop_caches hidden { per round }
+  factor reused in ["x", "y", "z"] hidden { per round }
+  factor aslr hidden
+  factor pad in [0, 64, 4096] hidden
+  factor env_padding hidden { sizes 0..65536 }
+  factor link_order hidden { objects ["a.o", "b.o", "c.o"] }
+  benchmark k { run "echo {tool} {pad} {reused} {link_order}" }
+  design { runs %d }
+"""
+
+
+def _balanced(values: list) -> bool:
+    counts = Counter(values).values()
+    return max(counts) - min(counts) <= 1
+
+
+def test_hidden_levels_are_dealt_evenly_so_no_seed_leaves_a_factor_constant():
+    """Issue 35 item 6: with independent draws seed 1 gave every one of 4 rounds 'kept'. Now
+    each level appears floor(R/L) or ceil(R/L) times over the rounds (per trial: over each
+    configuration's trials), for every seed 1..200 and R = 2..8 rounds."""
+    for rounds in range(2, 9):
+        experiment = experiment_of(STRATIFIED % rounds)
+        for seed in range(1, 201):
+            plan = compile_plan(attrs.evolve(experiment, seed=seed))
+            drawn = plan.trial_hidden
+            first = plan.round_bounds[:-1]
+            for name, n_levels in (("drop_caches", 2), ("reused", 3)):
+                per_round = [drawn[name][t] for t in first]
+                assert len(set(per_round)) == min(n_levels, rounds), (name, seed, rounds)
+                assert _balanced(per_round), (name, seed, rounds, per_round)
+            for c in range(len(plan.configurations)):
+                mine = np.flatnonzero(plan.trial_configuration == c)
+                for name, n_levels in (("aslr", 2), ("pad", 3)):
+                    values = [drawn[name][t] for t in mine]
+                    assert len(set(values)) == min(n_levels, rounds), (name, seed, rounds)
+                    assert _balanced(values), (name, seed, rounds, values)
+                sizes = np.array([drawn["env_padding"][t] for t in mine])
+                strata = np.floor(np.sort(sizes) * rounds / 65537).astype(int)
+                assert strata.tolist() == list(range(rounds)), "one size per equal stratum"
+                orders = [drawn["link_order"][t] for t in mine]
+                assert len(set(orders)) == rounds if rounds <= 3 else len(set(orders)) >= 3
+                for position in range(3):
+                    assert _balanced([o[position] for o in orders] + ["a.o", "b.o", "c.o"])
+
+
+def test_hidden_factors_of_the_same_per_are_crossed_in_full_blocks():
+    body = """
+  factor aslr hidden
+  factor pad in [0, 64, 4096] hidden
+  benchmark k { run "echo {pad}" }
+  design { runs 14 }
+"""
+    for seed in range(1, 21):
+        plan = compile_plan(experiment_of(body, seed=seed))
+        pairs = Counter(zip(plan.trial_hidden["aslr"], plan.trial_hidden["pad"], strict=True))
+        assert len(pairs) == 6 and min(pairs.values()) >= 2, "14 trials: every pair twice"
+        assert _balanced(plan.trial_hidden["aslr"]) and _balanced(plan.trial_hidden["pad"])
 
 
 @pytest.mark.parametrize(

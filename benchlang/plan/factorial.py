@@ -11,7 +11,7 @@ import numpy as np
 from benchlang import model
 from benchlang.design.streams import draws, uniforms
 from benchlang.plan.configurations import configurations, covered_levels
-from benchlang.plan.hidden import hidden_levels
+from benchlang.plan.hidden import hidden_levels, hidden_reason
 from benchlang.plan.plan import Configuration, Derived, Plan, paused_gc
 
 
@@ -82,7 +82,9 @@ def compile_factorial_plan(
         )
     trial_seed = (draws(seed, "trial", np.arange(n_trials)) >> np.uint64(33)).astype(np.int64)
     trial_hidden = (
-        hidden_levels(experiment.hidden, seed, trial_round) if experiment.hidden else None
+        hidden_levels(experiment.hidden, seed, trial_round, trial_configuration)
+        if experiment.hidden
+        else None
     )
 
     derived = (
@@ -118,12 +120,7 @@ def compile_factorial_plan(
             Derived(
                 "hidden",
                 [h.name for h in experiment.hidden],
-                "; ".join(
-                    f"{h.name} drawn per {h.per} from {len(h.levels)} "
-                    + ("objects (a permutation)" if h.kind == "link_order" else "levels")
-                    for h in experiment.hidden
-                )
-                + " with seeded streams (DataMill's hidden factors, de Oliveira et al. ICPE 2013 §3)",
+                hidden_reason(experiment.hidden),
             ),
         )
     if design.span:
