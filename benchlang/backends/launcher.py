@@ -1,11 +1,11 @@
 """The trial launcher and the trial cgroup: what lets the local backend measure the command
 alone and leave nothing running.
 
-``launcher.c`` (next to this file) is compiled on first use (``benchlang.native``: the system
-C compiler, cached per source hash, written by atomic rename). Without a compiler the local
-backend falls back to spawning commands itself, and ``max_rss`` is reported unavailable with
-the reason (a Python parent's resident size would leak into it, see launcher.c), never as a
-wrong number.
+``launcher.c`` (next to this file) is built with the package, else compiled on first use
+(``benchlang.native``). Without a build (no compiler at install nor at first use, or
+``BENCHLANG_NATIVE=0``) the local backend falls back to spawning commands itself, and
+``max_rss`` is reported unavailable with the reason (a Python parent's resident size would
+leak into it, see launcher.c), never as a wrong number.
 
 A trial cgroup is a child of this process's own cgroup v2 (found in ``/proc/self/cgroup`` and
 ``/proc/self/mountinfo``), created when it is writable (root, or a delegated subtree); else
@@ -26,9 +26,8 @@ from pathlib import Path
 
 import attrs
 
-from benchlang.native import build, compiler
+from benchlang.native import LAUNCHER, choice, find
 
-SOURCE = Path(__file__).with_name("launcher.c")
 ISOLATION_ENV = "BENCHLANG_ISOLATION"
 
 
@@ -41,15 +40,15 @@ class Launcher:
 
 
 @functools.cache
-def _find(cc: str) -> Launcher:
-    # Static first: no dynamic loader at start-up, ~0.2 ms less per trial.
-    path, reason = build(SOURCE, "launcher", (["-O2", "-static"], ["-O2"]), cc)
+def _find(cc: str | None, enabled: bool) -> Launcher:
+    path, reason = find(LAUNCHER, cc, enabled)
     return Launcher(str(path) if path else None, reason)
 
 
 def launcher() -> Launcher:
-    """The launcher for this machine, compiled once per source version and user."""
-    return _find(compiler())
+    """The launcher for this machine: the package's build, else one compiled once per source
+    version and user."""
+    return _find(*choice())
 
 
 def kill_group(group: int, within: float = 5.0) -> None:
