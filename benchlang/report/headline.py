@@ -15,8 +15,16 @@ import attrs
 import numpy as np
 
 from benchlang.report.data import ExperimentData
+from benchlang.report.ranking_basis import (
+    SlowStartNote,
+    assumption,
+    checked,
+    ran_in_blocks,
+    slow_starts,
+)
 from benchlang.report.table import format_quantity, scale_for
 from benchlang.stats._orderstat import lower_rank, upper_rank
+from benchlang.stats.block_ranking import rank_blocks
 from benchlang.stats.headline import Ranking, rank
 
 TIME_UNITS = {"ns", "us", "µs", "ms", "s", "min", "h"}
@@ -52,6 +60,10 @@ class RankingGroup:
     labels: tuple[str, ...]
     names: tuple[str, ...]
     ranking: Ranking
+    assumption: str = ""
+    """What the interval assumes, in words (``report.ranking_basis``)."""
+    check: str = ""
+    """The independence check it rests on and its outcome, in words."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +71,8 @@ class RankingGroup:
             "held": dict(self.held),
             "labels": list(self.labels),
             **self.ranking.to_dict(),
+            "assumption": self.assumption,
+            "check": self.check,
         }
 
 
@@ -79,6 +93,8 @@ class MetricHeadline:
     variability_percentile: float | None
     variability_confidence: float | None
     variability_bounds: tuple[int, int, float, float] | None
+    slow_starts: tuple[SlowStartNote, ...] = ()
+    """Configurations whose first trials ran far slower than the rest."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +109,7 @@ class MetricHeadline:
             },
             "configurations": [c.to_dict() for c in self.configurations],
             "rankings": [g.to_dict() for g in self.groups],
+            "slow_starts": [n.to_dict() for n in self.slow_starts],
         }
 
 
@@ -156,7 +173,8 @@ def _metric_rankings(data: ExperimentData, k, clusters: np.ndarray) -> tuple[Ran
         index = np.zeros(int(max(members)) + 1, dtype=np.int64)
         index[list(members)] = np.arange(len(members))
         picked = slice(None) if mask.all() else mask
-        ranking = rank(
+        blocks = ran_in_blocks(table, mask)
+        ranking = (rank_blocks if blocks else rank)(
             mv.values[picked],
             index[table.configuration[picked]],
             clusters[picked],
@@ -168,7 +186,8 @@ def _metric_rankings(data: ExperimentData, k, clusters: np.ndarray) -> tuple[Ran
         )
         labels = [next(lb for i, lb, _, _ in configs if i == c) for c in members]
         names = tuple(_short(by_label[lb][2], factor, lb) for lb in labels)
-        groups.append(RankingGroup(factor, held, tuple(labels), names, ranking))
+        basis = assumption(table, mask, blocks)
+        groups.append(RankingGroup(factor, held, tuple(labels), names, ranking, basis))
     return tuple(groups)
 
 
@@ -217,6 +236,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                 )
             )
         var = exp.variability(k.metric)
+        groups = tuple(checked(g, mine) for g in ranked.get(i, ()))
         out.append(
             MetricHeadline(
                 metric=k.metric,
@@ -226,7 +246,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                 kpi_confidence=k.confidence,
                 bound=k.bound,
                 configurations=tuple(rows),
-                groups=ranked.get(i, ()),
+                groups=groups,
                 runs=tuple(runs),
                 ranks=tuple(ranks),
                 achieved=tuple(achieved),
@@ -234,6 +254,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                 variability_percentile=var.percentile if var else None,
                 variability_confidence=var.confidence if var else None,
                 variability_bounds=var_bounds,
+                slow_starts=slow_starts(data.table, mv.values, mv.metric.better),
             )
         )
     return out
@@ -329,6 +350,8 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         scope = f" of {g.factor}" if g.factor is not None else ""
         scope += f" ({held})" if held else ""
         design = " x ".join(_plural(n, lv) for n, lv in zip(rk.units, rk.levels, strict=True))
+        if rk.scheme == "blocks":
+            design = f"each configuration's block on its own ({design} or more each)"
         what = (
             f"{rk.confidence:g}% ratio intervals (each alone), bootstrap of {design}"
             if not rk.descriptive_only
@@ -344,6 +367,12 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             )
         if rk.descriptive_only:
             lines += _wrap("  DESCRIPTIVE ONLY: " + "; ".join(rk.reasons))
+        if g.assumption:
+            lines += _wrap(f"  {g.assumption[0].upper()}{g.assumption[1:]}.")
+        if g.check and g.check not in rk.reasons:
+            lines += _wrap(f"  Check: {g.check}.")
+    for note in h.slow_starts:
+        lines += _wrap(note.sentence(num))
     return lines + _confidence_lines(h)
 
 

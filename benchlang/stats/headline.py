@@ -96,10 +96,25 @@ class Ranking:
     seed: int
     descriptive_only: bool
     reasons: tuple[str, ...]
+    scheme: str = "paired"
+    """"paired": every configuration resampled with the same weights (rounds pair them);
+    "blocks": each configuration's block resampled on its own (``stats.block_ranking``)."""
+
+    def without_intervals(self, reason: str) -> Ranking:
+        """This ranking descriptive only: ratios kept, intervals dropped, ``reason`` said."""
+        return attrs.evolve(
+            self,
+            comparisons=tuple(
+                attrs.evolve(c, lower=math.nan, upper=math.nan) for c in self.comparisons
+            ),
+            descriptive_only=True,
+            reasons=(reason, *self.reasons),
+        )
 
     def to_dict(self) -> dict:
         return {
-            "statistics": list(self.statistics),
+            "scheme": self.scheme,
+            "statistics": [s if math.isfinite(s) else None for s in self.statistics],
             "order": list(self.order),
             "comparisons": [c.to_dict() for c in self.comparisons],
             "percentile": self.percentile,
@@ -144,6 +159,16 @@ def _distinct_per(group: np.ndarray, unit: np.ndarray, k: int, units: int) -> np
     else:
         distinct = np.unique(pair)
     return np.bincount(distinct // units, minlength=k)
+
+
+def best_first(statistics: np.ndarray, better: str) -> list[int]:
+    """Configuration indices best first (ties in index order), those without a statistic last."""
+    sign = 1.0 if better == "lower" else -1.0
+    present = np.isfinite(statistics)
+    return sorted(
+        range(statistics.size),
+        key=lambda j: (not present[j], sign * statistics[j] if present[j] else 0, j),
+    )
 
 
 def expansion(units: int, confidence: float) -> float:
@@ -218,9 +243,7 @@ def rank(
     stats = np.array([unit_percentile(sorted_logs, percentile) for sorted_logs, _ in groups])
     sign = 1.0 if better == "lower" else -1.0
     present = np.isfinite(stats)
-    order = sorted(
-        range(k), key=lambda j: (not present[j], sign * stats[j] if present[j] else 0, j)
-    )
+    order = best_first(stats, better)
     failed: list[str] = []
     top_units = _distinct_per(c, nested[0], k, units[0])
     for j in range(k):

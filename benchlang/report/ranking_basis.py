@@ -1,0 +1,131 @@
+"""What a headline ranking rests on, said in words: how the configurations were compared (paired
+within rounds, or blocks that ran one after another), the assumption that makes the interval
+valid, the independence check behind it, and a note when a configuration's first trials were
+far slower than the rest (a warm-up would have absorbed them).
+
+The statistics are in ``stats.headline``, ``stats.block_ranking`` and ``stats.slow_start``;
+this module reads the stored trials and the TriScale analysis and writes the sentences.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+from benchlang.run.store import TrialTable
+from benchlang.stats.slow_start import SlowStart, slow_start
+
+BLOCKS = (
+    "assumes no drift between the configuration blocks, which ran one after another (all trials "
+    "of one configuration, then all of the next); `benchlang run` with `order random` tests it"
+)
+
+
+def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
+    """Whether no round holds two of the selected trials' configurations: each configuration
+    then ran in blocks of its own (hyperfine, pyperf), and nothing pairs it with another."""
+    if not mask.any():
+        return False
+    key = np.stack(
+        [
+            np.unique(table.host[mask], return_inverse=True)[1].ravel(),
+            table.series[mask],
+            table.round[mask],
+            table.configuration[mask],
+        ],
+        axis=1,
+    )
+    rounds = np.unique(np.unique(key, axis=0)[:, :3], axis=0, return_counts=True)[1]
+    return bool(rounds.max() == 1)
+
+
+def assumption(table: TrialTable, mask: np.ndarray, blocks: bool) -> str:
+    """The assumption the ranking's interval makes, in words."""
+    if blocks:
+        return BLOCKS
+    hosts = np.unique(table.host[mask]).size
+    orders = sorted(set(table.order_kind[mask].tolist()))
+    order = " and ".join(orders) if orders else "fixed"
+    out = (
+        f"assumes the rounds, each running every configuration once ({order} order), are "
+        "independent of each other"
+    )
+    if "random" not in orders:
+        out += " and no effect of a trial's position in its round (`order random` removes it)"
+    where = "one host: the ratios hold for this host" if hosts == 1 else f"{hosts} hosts"
+    return f"{out}; measured on {where}"
+
+
+def checked(group, results: list):
+    """A headline ``RankingGroup`` with the independence check of its configurations' trials
+    said, and its intervals dropped (descriptive only) when that check failed."""
+    mine = [r for r in results if r.configuration in group.labels]
+    passed, words = independence_check(mine)
+    ranking = group.ranking
+    if passed is False and not ranking.descriptive_only:
+        ranking = ranking.without_intervals(words)
+    return attrs.evolve(group, ranking=ranking, check=words)
+
+
+def independence_check(results: list) -> tuple[bool | None, str]:
+    """(passed, in words) of the independence verdict the TriScale analysis gave these
+    configurations (each ``MetricAnalysis``: a reason that names independence is a failure, or
+    an untested sequence); None when no configuration was analysed."""
+    if not results:
+        return None, "no independence check was made"
+    failed = [
+        r.configuration for r in results if any("independen" in x for x in r.analysis.reasons)
+    ]
+    if failed:
+        return False, f"the independence check failed for {', '.join(failed)} (its reasons above)"
+    return True, "the independence check of every configuration's trials in time order passed"
+
+
+@attrs.frozen
+class SlowStartNote:
+    """A configuration whose first trials were far slower than the rest."""
+
+    label: str
+    check: SlowStart
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"configuration": self.label, **self.check.to_dict()}
+
+    def sentence(self, number) -> str:
+        c = self.check
+        first = "first trial" if c.leading == 1 else f"first {c.leading} trials"
+        return (
+            f"Note: {self.label}: the {first} ran far worse than the rest ({number(c.first)} "
+            f"against a median of {number(c.median)}; more than {c.threshold:g} robust standard "
+            f"deviations of the logs): a cold start? `warmup {c.leading}` in the design leaves "
+            "such trials out of the analysis"
+        )
+
+
+def slow_starts(
+    table: TrialTable, values: np.ndarray, better: str = "lower"
+) -> tuple[SlowStartNote, ...]:
+    """The configurations (of ``values``, one metric value per trial) whose first trials, in
+    the order they ran on each host, were far worse than the rest (``stats.slow_start``; for
+    ``better higher`` on the reciprocals, so that a slow start is a high value)."""
+    if better == "higher":
+        with np.errstate(divide="ignore"):
+            values = 1.0 / values
+    ok = table.ok & np.isfinite(values) & (values > 0)
+    notes = []
+    time_order = np.lexsort((table.position, table.round, table.series))
+    for host in np.unique(table.host[ok]).tolist():
+        for config in np.unique(table.configuration[ok]).tolist():
+            mine = time_order[
+                ok[time_order]
+                & (table.host[time_order] == host)
+                & (table.configuration[time_order] == config)
+            ]
+            check = slow_start(values[mine]) if mine.size else None
+            if check is not None and check.flagged:
+                if better == "higher":
+                    check = attrs.evolve(check, first=1 / check.first, median=1 / check.median)
+                notes.append(SlowStartNote(str(table.label[mine[0]]), check))
+    return tuple(notes)

@@ -1,0 +1,123 @@
+"""Ranking configurations that ran in blocks: every trial of one configuration, then every trial
+of the next (hyperfine, pyperf), so no round pairs two configurations.
+
+Then the configurations are independent samples and each one's block is resampled on its own
+(Davison & Hinkley, *Bootstrap Methods and their Application*, CUP 1997, §3.2: several
+samples, "stratified" resampling; §3.8 inside a block with several levels), with Hesterberg's
+expanded percentile interval (The American Statistician 69(4) 2015, §4.2) for the smaller
+block: :func:`benchlang.stats.two_sample.ratio_of_percentiles`, the estimator of ``benchlang
+diff``. Coverage by simulation: benchmarks/sim_block_ratio.py, docs/statistics.md.
+
+The interval is conditional. A difference between two blocks is also the drift of the machine
+between the times they ran, and nothing in the data can tell the two apart (Duplyakin et al.,
+"Avoiding the Ordering Trap in Systems Performance Measurement", USENIX ATC 2023, §5: the order
+in which tests run changes the conclusions); the report says so in words. hyperfine's own summary
+(src/benchmark/relative_speed.rs) prints the ratio of means ``± r·sqrt((s_a/m_a)² +
+(s_b/m_b)²)``, the first-order propagation of the two standard deviations: the spread of a
+single run's ratio, which does not shrink with more runs; this interval is on the ratio of
+the KPI statistic and does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from benchlang.stats._weighted import unit_percentile
+from benchlang.stats.headline import MIN_CLUSTERS, Comparison, Ranking, best_first
+from benchlang.stats.two_sample import ratio_of_percentiles
+
+
+def min_units(percentile: float, min_clusters: int = MIN_CLUSTERS) -> int:
+    """The fewest units a block needs for an interval: ``min_clusters``, and two on each side
+    of the percentile (20 for p90), below which the simulated coverage of p90 fell under the
+    95% asked (92.9% at 5 trials, 94.3% at 10; 95.8% at 20: benchmarks/sim_block_ratio.py)."""
+    q = percentile / 100.0
+    return max(min_clusters, math.ceil(2.0 / min(q, 1.0 - q) - 1e-9))
+
+
+def rank_blocks(
+    values: np.ndarray,
+    config: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    percentile: float = 50.0,
+    confidence: float = 95.0,
+    better: str = "lower",
+    level_names: Sequence[str] = ("host", "series", "round"),
+    replicates: int = 2000,
+    seed: int = 0,
+    min_clusters: int = MIN_CLUSTERS,
+) -> Ranking:
+    """:func:`benchlang.stats.headline.rank` for configurations measured in separate blocks.
+
+    ``values``, ``config`` and ``clusters`` are as for ``rank``; inside a configuration's block
+    its varying levels (its rounds, for pyperf's worker processes) are resampled, else its
+    trials. Each configuration is compared with the best through the stratified bootstrap of
+    the two blocks. Descriptive only (ratios without intervals) when a block has fewer units
+    than ``min_units(percentile, min_clusters)`` or a configuration has no positive value.
+    """
+    if better not in ("lower", "higher"):
+        raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
+    v = np.asarray(values, dtype=float).ravel()
+    c = np.asarray(config).ravel().astype(np.int64, copy=False)
+    cl = np.asarray(clusters).reshape(v.size, -1)
+    k = int(c.max()) + 1 if c.size else 0
+    keep = np.isfinite(v) & (v > 0)
+    members = [np.flatnonzero(c == j) for j in range(k)]
+    stats = np.array([unit_percentile(np.sort(np.log(v[m[keep[m]]])), percentile) for m in members])
+    order = best_first(stats, better)
+    best = order[0] if order else 0
+    failed = [f"configuration {j} has no positive values" for j in range(k) if np.isnan(stats[j])]
+    left_out = int((~keep).sum())
+    notes = [f"{left_out} values left out (missing or not positive)"] if left_out else []
+    needed = min_units(percentile, min_clusters)
+    comparisons = []
+    units: dict[int, tuple[int, str]] = {}
+    for j in order[1:]:
+        if np.isnan(stats[j]):
+            continue
+        a, b = (best, j) if better == "lower" else (j, best)
+        r = ratio_of_percentiles(
+            v[members[a]],
+            cl[members[a]],
+            v[members[b]],
+            cl[members[b]],
+            percentile=percentile,
+            confidence=confidence,
+            level_names=tuple(level_names),
+            replicates=replicates,
+            seed=seed,
+            min_clusters=needed,
+        )
+        units[a], units[b] = (r.units[0], r.unit_level[0]), (r.units[1], r.unit_level[1])
+        comparisons.append(Comparison(best, j, r.ratio, r.lower, r.upper, float(confidence)))
+    for j, (count, level) in sorted(units.items()):
+        if count < needed:
+            failed.append(
+                f"configuration {j} has {count} {level} units in its block: too few for a "
+                f"bootstrap interval of the p{percentile:g} (it needs at least {needed})"
+            )
+    if failed:
+        comparisons = [
+            Comparison(x.better, x.worse, x.ratio, math.nan, math.nan, x.confidence)
+            for x in comparisons
+        ]
+    smallest = min(units.values(), default=(0, "trial"))
+    return Ranking(
+        statistics=tuple(float(math.exp(s)) if np.isfinite(s) else math.nan for s in stats),
+        order=tuple(order),
+        comparisons=tuple(comparisons),
+        percentile=float(percentile),
+        confidence=float(confidence),
+        better=better,
+        levels=(smallest[1],),
+        units=(smallest[0],),
+        replicates=int(replicates),
+        seed=int(seed),
+        descriptive_only=bool(failed),
+        reasons=tuple(failed + notes),
+        scheme="blocks",
+    )
