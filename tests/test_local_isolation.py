@@ -292,6 +292,7 @@ def test_without_a_compiler_the_cgroup_still_catches_setsid(tmp_path, no_compile
 def test_the_launcher_is_cached_under_its_source_hash(tmp_path, monkeypatch):
     if shutil.which("cc") is None:
         pytest.skip("no C compiler")
+    monkeypatch.setenv(CC_ENV, "cc")  # a first-use build, not the one shipped in the package
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     launcher_module._find.cache_clear()
     try:

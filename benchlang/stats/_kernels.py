@@ -1,6 +1,7 @@
-"""The cluster bootstrap's inner loops, twice: in C (``_kernels.c``, compiled on first use by
-``benchlang.native`` and called through ctypes, which releases the GIL) and in numpy, used
-when there is no C compiler or ``BENCHLANG_NATIVE=0``. Both give the same integers (tested on
+"""The cluster bootstrap's inner loops, twice: in C (``_kernels.c``, built with the package or
+else on first use by ``benchlang.native``, and called through ctypes, which releases the GIL)
+and in numpy, used when there is no build (no C compiler at install nor at first use) or
+``BENCHLANG_NATIVE=0``. Both give the same integers (tested on
 balanced and unbalanced designs), so a result never depends on the machine having a compiler;
 the C forms only skip the temporaries (1,000,000 trials: docs/benchmarks.md).
 
@@ -14,17 +15,14 @@ probability is off by less than m/2^64, below 1e-14 for m ≤ 65,536).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
-import os
-from pathlib import Path
 
 import numpy as np
 
-from benchlang.native import build, compiler
+from benchlang.native import KERNELS, choice, find
 
-NATIVE_ENV = "BENCHLANG_NATIVE"
-SOURCE = Path(__file__).with_name("_kernels.c")
 _DRAWS_AT_ONCE = 1 << 15  # draws made together by the numpy form: its temporaries stay in cache
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -34,11 +32,17 @@ _P = ctypes.c_void_p
 
 
 @functools.cache
-def _load(cc: str) -> ctypes.CDLL | None:
-    path, _ = build(SOURCE, "kernels", (["-O3", "-shared", "-fPIC"],), cc)
-    if path is None:
+def _load(cc: str | None, enabled: bool) -> ctypes.CDLL | None:
+    lib = None
+    for shipped in (True, False):  # a shipped build this C library cannot load: build one
+        path, _ = find(KERNELS, cc, enabled, shipped)
+        if path is None:
+            return None
+        with contextlib.suppress(OSError):
+            lib = ctypes.CDLL(str(path))
+            break
+    if lib is None:
         return None
-    lib = ctypes.CDLL(str(path))
     lib.draw_children.argtypes = [_P, _I64, _I64, _P, _P, _I64, ctypes.c_uint64, _P]
     lib.draw_tally.argtypes = [*lib.draw_children.argtypes, _P, _I64, _I64, _P]
     lib.window_crossings.argtypes = [_P, _I64, _I64, _P, _P, _P, _I64, _P, _P, _P, _P, _P]
@@ -48,10 +52,8 @@ def _load(cc: str) -> ctypes.CDLL | None:
 
 
 def native() -> ctypes.CDLL | None:
-    """The compiled kernels, or None (no compiler, or ``BENCHLANG_NATIVE=0``)."""
-    if os.environ.get(NATIVE_ENV) == "0":
-        return None
-    return _load(compiler())
+    """The built kernels, or None (no build and no compiler, or ``BENCHLANG_NATIVE=0``)."""
+    return _load(*choice())
 
 
 def _c(a: np.ndarray, dtype) -> np.ndarray:

@@ -1,0 +1,222 @@
+"""benchlang.native and hatch_build.py: the C programs built with the package are used first and
+need no compiler; a build of another source is never used; without a build each caller's
+fallback runs (the numpy forms, the process-group launcher); a missing compiler at install
+leaves a pure-Python wheel, not a failed install."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchlang import native
+from benchlang.backends import launcher as launcher_module
+from benchlang.stats import _kernels as kernels
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+
+PROBE = """
+import json, sys
+from pathlib import Path
+from benchlang import native
+if len(sys.argv) > 1:
+    native.SHIPPED = Path(sys.argv[1])
+import numpy as np
+from benchlang.backends.launcher import launcher
+from benchlang.stats import _kernels as k
+counts, first, m = np.array([[2, 1]], dtype=np.int32), np.array([0, 3]), np.array([3, 4])
+drawn = k.draw_children(counts, first, m, 7, 11).tolist()
+lib, path = k.native(), launcher().path
+import os
+os.environ[native.NATIVE_ENV] = "0"
+print(json.dumps({"launcher": path, "kernels": lib and lib._name, "drawn": drawn,
+                  "numpy": k.draw_children(counts, first, m, 7, 11).tolist(),
+                  "native": native.__file__}))
+"""
+
+
+def without_a_compiler(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """An environment with no C compiler on PATH, BENCHLANG_CC unset and an empty cache."""
+    env = {k: v for k, v in os.environ.items() if k not in (native.CC_ENV, native.NATIVE_ENV)}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    env.update(PATH=str(bin_dir), XDG_CACHE_HOME=str(tmp_path / "cache"), **extra)
+    return env
+
+
+def probe(cwd: Path, env: dict[str, str], *argv: str) -> dict:
+    """Which builds a fresh interpreter in ``cwd`` uses (not the checkout's package)."""
+    done = subprocess.run(
+        [env["PATH"] + "/python", "-c", PROBE, *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """An empty cache and no environment choices; the loaders' memos cleared around the test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv(native.CC_ENV, raising=False)
+    monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+    launcher_module._find.cache_clear()
+    kernels._load.cache_clear()
+    yield tmp_path
+    launcher_module._find.cache_clear()
+    kernels._load.cache_clear()
+
+
+@pytest.fixture
+def package(fresh, monkeypatch):
+    """A copy of the package's C sources with its builds shipped, as a wheel holds them."""
+    root = fresh / "pkg"
+    for program in native.PROGRAMS:
+        (root / program.source).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(native.PACKAGE / program.source, root / program.source)
+    monkeypatch.setattr(native, "PACKAGE", root)
+    monkeypatch.setattr(native, "SHIPPED", root / "_native")
+    assert native.ship(native.SHIPPED) == {"launcher": "", "kernels": ""}
+    return root
+
+
+@needs_cc
+def test_the_shipped_build_comes_first_and_needs_no_compiler(fresh):
+    shipped = fresh / "shipped"
+    assert native.ship(shipped) == {"launcher": "", "kernels": ""}
+    got = probe(fresh, without_a_compiler(fresh), str(shipped))
+    assert Path(got["launcher"]).parent == shipped
+    assert Path(got["kernels"]).parent == shipped
+    assert got["drawn"] == got["numpy"]  # the shipped kernels run, same integers
+    assert not (fresh / "cache").exists()  # nothing compiled at first use
+
+
+@needs_cc
+def test_a_build_of_another_source_is_never_used(package):
+    path, _ = native.find(native.KERNELS)
+    assert path == native.SHIPPED / native.KERNELS.file_name()
+    source = package / native.KERNELS.source
+    source.write_text(source.read_text() + "\n/* changed */\n")
+    stale = path
+    path, why = native.find(native.KERNELS)
+    assert why == "" and path.parent == native.cache_dir() and path.name != stale.name
+    assert stale.exists()  # still there, not used
+
+
+@needs_cc
+def test_builds_of_the_same_source_with_other_flags_are_different_builds():
+    flags = native.KERNELS.flag_sets
+    other = native.Program("kernels", native.KERNELS.source, (("-O0", *flags[0][1:]),))
+    assert other.file_name() != native.KERNELS.file_name()
+
+
+@needs_cc
+def test_the_environment_chooses(package, monkeypatch):
+    monkeypatch.setenv(native.CC_ENV, "cc")  # a build by this compiler, not the shipped one
+    assert launcher_module.launcher().path.startswith(str(native.cache_dir()))
+    monkeypatch.setenv(native.NATIVE_ENV, "0")
+    assert launcher_module.launcher() == launcher_module.Launcher(None, "BENCHLANG_NATIVE=0")
+    assert kernels.native() is None
+    monkeypatch.delenv(native.NATIVE_ENV)
+    monkeypatch.delenv(native.CC_ENV)
+    assert Path(launcher_module.launcher().path).parent == native.SHIPPED
+
+
+def test_without_any_build_the_fallbacks_run(fresh, monkeypatch):
+    """The process-group launcher (max_rss unavailable, with the reason) and the numpy forms."""
+    from benchlang.backends.base import Command
+    from benchlang.backends.local import LocalSession
+    from benchlang.stats.headline import rank
+
+    monkeypatch.setenv(native.NATIVE_ENV, "0")
+    session = LocalSession("local", fresh)
+    try:
+        run = session.run_blocking(Command("echo v=1"))
+        facts = asyncio.run(session.facts())
+    finally:
+        asyncio.run(session.close())
+    assert run.ok and run.stdout == b"v=1\n"
+    assert "BENCHLANG_NATIVE=0" in run.unavailable["max_rss"]
+    assert facts["launcher"] == "none (BENCHLANG_NATIVE=0)"
+    assert kernels.native() is None
+    rng = np.random.default_rng(1)
+    config, series = np.repeat([0, 1], 400), np.tile(np.repeat(np.arange(20), 20), 2)
+    clusters = np.stack([series, series * 20 + np.tile(np.arange(20), 40)], axis=1)
+    values = np.exp(np.array([0.0, 0.2])[config] + rng.normal(0, 0.05, config.size))
+    ranking = rank(values, config, clusters, replicates=200, seed=3)
+    assert ranking.order[0] == 0 and ranking.comparisons[0].clear
+
+
+def test_a_missing_compiler_at_install_builds_nothing_and_says_why(tmp_path):
+    done = native.ship(tmp_path, cc=str(tmp_path / "no-such-cc"))
+    assert set(done) == {"launcher", "kernels"}
+    assert all("no-such-cc" in why for why in done.values())
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_cc
+def test_a_source_that_does_not_compile_says_why(tmp_path):
+    (tmp_path / "broken.c").write_text("int main( {\n")
+    broken = native.Program("broken", "broken.c", (("-O2",),))
+    why = native.compile_to(broken, tmp_path / "out" / "broken", root=tmp_path)
+    assert why.startswith("cc failed")
+    assert list((tmp_path / "out").iterdir()) == []  # no half-written build left
+
+
+@needs_cc
+@pytest.mark.slow
+def test_the_wheel_carries_the_builds_and_runs_them_without_a_compiler(tmp_path):
+    """``pip wheel .`` (what ``pip install .`` builds): the builds in benchlang/_native, a
+    platform tag; the package unpacked from it uses them with no compiler on PATH. With no
+    compiler the wheel is pure Python and the build says why."""
+    env = {k: v for k, v in os.environ.items() if k != native.CC_ENV}
+
+    def wheel(out: Path, **extra: str) -> tuple[Path, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(out), str(ROOT)],
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        (found,) = out.glob("benchlang-*.whl")
+        return found, done.stdout + done.stderr
+
+    built, log = wheel(tmp_path / "wheel")
+    assert "benchlang: built launcher with cc" in log
+    assert "-py3-none-" in built.name and not built.name.endswith("-any.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(built) as archive:
+        names = archive.namelist()
+        archive.extractall(site)
+    names = {Path(n).name for n in names if n.startswith("benchlang/_native/")}
+    assert names == {p.file_name() for p in native.PROGRAMS}
+    for name in names:
+        (site / "benchlang/_native" / name).chmod(0o755)  # zipfile drops the mode; pip keeps it
+    got = probe(tmp_path, without_a_compiler(tmp_path, PYTHONPATH=str(site)))
+    assert got["native"] == str(site / "benchlang/native.py")
+    assert Path(got["launcher"]).parent == site / "benchlang/_native"
+    assert Path(got["kernels"]).parent == site / "benchlang/_native"
+
+    pure, log = wheel(tmp_path / "pure", **{native.CC_ENV: str(tmp_path / "no-such-cc")})
+    assert pure.name.endswith("-py3-none-any.whl")
+    assert "benchlang: kernels not built (cannot run the C compiler" in log
+    with zipfile.ZipFile(pure) as archive:
+        assert not [n for n in archive.namelist() if "_native" in n]
