@@ -171,6 +171,9 @@ class Benchmark:
     workdir: str | None = None
     hidden: tuple[str, ...] = ()
     """Hidden factors whose ``{name}`` its commands use (rendered per trial)."""
+    warmup: int | None = None
+    """Warm-up trials of each of its configurations (``warmup N`` in the benchmark); None
+    takes the design's."""
 
     @property
     def counters(self) -> tuple[Measure, ...]:
@@ -298,6 +301,10 @@ class Design:
     redundancy: int = 1
     """DataMill's purposeful redundancy (§4.2): every configuration runs on this many hosts
     with the same hardware levels, each host all its rounds (plan.redundancy)."""
+    warmup: int = 0
+    """Warm-up trials of each configuration before its measured trials, in the first round of
+    each series on each host (``design { warmup N }``; plan.warmup); run and stored as
+    ``warmup``, left out of every analysis."""
 
 
 @attrs.frozen

@@ -172,6 +172,9 @@ class _ToAst(Transformer):
     def workdir(self, meta, children):
         return self._statement("workdir", meta, children)
 
+    def warmup(self, meta, children):
+        return self._statement("warmup", meta, children)
+
     def run(self, meta, children):
         return self._statement("run", meta, children)
 

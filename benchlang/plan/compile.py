@@ -14,6 +14,7 @@ from benchlang.plan.factorial import compile_factorial_plan
 from benchlang.plan.inventory import Inventory, select_hosts
 from benchlang.plan.plan import Derived, Plan, PlanError
 from benchlang.plan.redundancy import fixed_groups
+from benchlang.plan.warmup import with_warmup
 
 __all__ = ["compile_plan", "configurations", "placeholder_values", "substitute"]
 
@@ -27,6 +28,13 @@ def compile_plan(
 
     A spec with hardware factors or ``hosts where`` needs ``inventory`` (each host's facts):
     the plan runs on the hosts plan.inventory selects and records the facts it read."""
+    plan = _compile(experiment, hosts, inventory)
+    return plan if experiment.design.layout is not None else with_warmup(plan, experiment)
+
+
+def _compile(
+    experiment: model.Experiment, hosts: Sequence[str], inventory: Inventory | None
+) -> Plan:
     copies = experiment.design.redundancy
     if not experiment.needs_inventory:
         if experiment.design.layout is not None:

@@ -180,6 +180,8 @@ class Plan:
             out["layout"] = dict(self.layout)
             out["rounds"]["batch"] = self.round_batch.tolist()
             out["trials"]["phase"] = [PHASES[k] for k in self.trial_phase.tolist()]
+        elif self.trial_phase is not None:
+            out["trials"]["phase"] = [PHASES[k] for k in self.trial_phase.tolist()]
         if self.round_start is not None:
             out["rounds"]["start"] = [round(float(x), 3) for x in self.round_start]
         if self.round_replicate is not None:

@@ -404,6 +404,7 @@ class Executor:
             for s, c, _n, a, r, k, why in self.store.stops(self.plan_hash)
         }
         table = self.store.trial_table(self.plan_hash)
+        table = table.select(table.measured)
         if len(table) == 0 and not decisions:
             return
         values = metric_values(self.experiment, self.store, self.plan_hash, table)[
@@ -688,7 +689,9 @@ class Executor:
                     + _stderr_line(execution),
                 )
             reset_status = "ok"
+        warm_before = 0
         for position, t in enumerate(trials):
+            warm_before += plan.phase(t) == "warmup"
             if t in self.finished:
                 continue
             if stopping and self._skipped(t):
@@ -696,8 +699,8 @@ class Executor:
             record = await self._trial(session, t, series, r, order_kind)
             self._check_halt()
             stop = None
-            if stopping:
-                record = attrs.evolve(record, position=position)
+            if stopping and record.phase == "measured":
+                record = attrs.evolve(record, position=position - warm_before)
                 stop = self._decide(record, series)
             self._store_trial(record, stop)
             if stop is not None:

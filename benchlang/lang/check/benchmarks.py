@@ -10,6 +10,7 @@ import string as _string
 
 from benchlang import model
 from benchlang.lang import ast
+from benchlang.lang import settings as s
 from benchlang.lang.check.context import STRUCTURE_PLACEHOLDERS, Context
 from benchlang.lang.check.hosts import check_env
 from benchlang.lang.diagnostics import did_you_mean
@@ -197,6 +198,7 @@ def check_benchmarks(
             check_programs(ctx, run.value, factor_names)
         timeout = ctx.single(stmts("timeout"), f"'timeout' in benchmark {b.name}")
         workdir = ctx.single(stmts("workdir"), f"'workdir' in benchmark {b.name}")
+        warmup = check_warmup(ctx, ctx.single(stmts("warmup"), f"'warmup' in benchmark {b.name}"))
         measures = check_measures(ctx, [i for i in b.items if isinstance(i, ast.Measure)], b.name)
         out.append(
             model.Benchmark(
@@ -211,9 +213,32 @@ def check_benchmarks(
                 env=check_env(ctx, env_pairs),
                 timeout=timeout.value.value if timeout else None,
                 workdir=workdir.value.value if workdir else None,
+                warmup=warmup,
             )
         )
     return out
+
+
+WARMUP_HINT = "give the warm-up trials of each configuration as a whole number: warmup 2"
+
+
+def warmup_count(value: ast.Value) -> int:
+    """``warmup N``: a whole number of untimed trials of each configuration (docs/language.md)."""
+    try:
+        return s.count(0)(value)
+    except s.Invalid as err:
+        raise s.Invalid(err.message, WARMUP_HINT) from None
+
+
+def check_warmup(ctx: Context, statement: ast.Statement | None) -> int | None:
+    """``warmup N`` in a benchmark, or None when it has none (the design's applies)."""
+    if statement is None:
+        return None
+    try:
+        return warmup_count(statement.value)
+    except s.Invalid as err:
+        ctx.error(f"warmup: {err.message}", statement.value.span, err.hint)
+        return None
 
 
 def check_runtime_use(

@@ -12,6 +12,7 @@ from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.ab_design import AB_KEYS, NOT_WITH_LAYOUT, ABDesign
+from benchlang.lang.check.benchmarks import warmup_count
 from benchlang.lang.check.context import MAX_TRIALS, Context
 from benchlang.lang.diagnostics import Span
 from benchlang.stats.sizing import sizing
@@ -28,7 +29,7 @@ _DESIGN_SCHEMA = {
     "requests": None,
     "replicate": s.count(1),
     "redundancy": s.count(1),
-    "warmup": s.count(0),
+    "warmup": warmup_count,
     "cooldown": s.count(0),
 }
 NOT_YET_DESIGN: tuple[str, ...] = ()
@@ -52,9 +53,11 @@ def check_plan_size(
     from benchlang.design.counting import covered_count, trial_count
 
     kept = {f.name: covered_count(len(f.levels), f.coverage) for f in factors}
-    trials = trial_count(
-        design, sum(math.prod(kept.get(n, 1) for n in b.factors) for b in benchmarks)
-    )
+    sizes = [math.prod(kept.get(n, 1) for n in b.factors) for b in benchmarks]
+    trials = trial_count(design, sum(sizes))
+    if design.layout is None:
+        warm = [design.warmup if b.warmup is None else b.warmup for b in benchmarks]
+        trials += design.series * sum(n * w for n, w in zip(sizes, warm, strict=True))
     if trials > MAX_TRIALS:
         ctx.error(
             f"the plan would have {trials} trials, more than benchlang plans ({MAX_TRIALS})",
@@ -98,7 +101,7 @@ def check_design(
     for key in NOT_YET_DESIGN:
         if key in checked.spans:
             ctx.not_supported(f"design '{key}'", checked.spans[key])
-    for key in ("warmup", "cooldown"):
+    for key in ("warmup", "cooldown") if ab is not None else ("cooldown",):
         if key in checked.spans:
             ctx.error(
                 f"'{key}' belongs in the layout block",
@@ -222,6 +225,7 @@ def check_design(
         span=v.get("span"),
         replicate=replicate,
         redundancy=int(v.get("redundancy", 1)),
+        warmup=int(v.get("warmup", 0)),
     )
 
 
@@ -282,7 +286,15 @@ def check_ab_benchmarks(
         )
     spans = {b.name: b.span for b in nodes}
     out = []
+    items = {b.name: b.items for b in nodes}
     for bench in benchmarks:
+        if bench.warmup is not None:
+            warmup = next(i for i in items[bench.name] if getattr(i, "keyword", None) == "warmup")
+            ctx.error(
+                f"benchmark '{bench.name}' sets warmup, but a layout design warms up per host batch",
+                warmup.span,
+                "set it in the layout: layout fully_balanced { hosts 4 warmup 2 }",
+            )
         others = [f for f in bench.factors if f not in (model.VERSION_FACTOR, model.REQUEST_FACTOR)]
         for name in others:
             ctx.error(
