@@ -70,11 +70,17 @@ def checked(group, results: list):
 
 
 def independence_check(results: list) -> tuple[bool | None, str]:
-    """(passed, in words) of the independence verdict the TriScale analysis gave these
-    configurations (each ``MetricAnalysis``: a reason that names independence is a failure, or
-    an untested sequence); None when no configuration was analysed."""
+    """(passed, in words) of the independence verdict the analysis gave these configurations:
+    the run-level verdict of their metric when the analysis carries one (``independence``),
+    else each ``MetricAnalysis``'s reasons (one naming independence is a failure, or an
+    untested sequence); None when no configuration was analysed."""
     if not results:
         return None, "no independence check was made"
+    run = next((v for r in results if (v := getattr(r.analysis, "independence", None))), None)
+    if run is not None:
+        if run.passed:
+            return True, "the independence check of the run passed (run-level verdict above)"
+        return False, "the run-level independence check failed (above)"
     failed = [
         r.configuration for r in results if any("independen" in x for x in r.analysis.reasons)
     ]
