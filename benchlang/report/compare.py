@@ -332,7 +332,7 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                 f"{r.comparison.metric} by {r.comparison.by}: descriptive only (no interval, no significance): {shown}\n"
             )
             continue
-        if lv is None or (len(lv.names) == 2 and lv.scale != "ratio"):
+        if lv is None or (len(lv.names) == 2 and lv.scale != "ratio" and r.bootstrap is not None):
             continue
         ratio = lv.scale == "ratio"
         rows = []
@@ -354,6 +354,18 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
             if len(lv.pairs) > 1
             else f"{lv.confidence:g}%"
         )
+        how = (
+            "cluster-level t with "
+            + ", ".join(sorted({f"{p.df:.3g}" for p in lv.pairs}))
+            + " df (Donald & Lang 2007: too few clusters for the bootstrap)"
+            if lv.method == "cluster_t"
+            else "clustered bootstrap, "
+            + (
+                "log scale, T(G-1) (Bakshy & Frachtenberg §5; Cameron & Miller 2015)"
+                if ratio
+                else "T(G-1)"
+            )
+        )
         render_table(
             [
                 "levels",
@@ -366,10 +378,8 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
             ],
             rows,
             title=(
-                f"{r.comparison.metric} by {r.comparison.by}: {'ratios' if ratio else 'differences'} of means, "
-                f"{family} intervals; clustered bootstrap, log scale, T(G-1) (Bakshy & Frachtenberg §5; Cameron & Miller 2015)"
-                if ratio
-                else f"{r.comparison.metric} by {r.comparison.by}: differences of means, {family} intervals; clustered bootstrap, T(G-1)"
+                f"{r.comparison.metric} by {r.comparison.by}: {'ratios' if ratio else 'differences'} "
+                f"of means, {family} intervals; {how}"
             ),
             stream=out,
         )

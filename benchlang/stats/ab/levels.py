@@ -13,7 +13,9 @@ Sources:
   use T(G - 1) critical values instead of the normal; Cameron, Gelbach & Miller, Rev. Econ.
   Stat. 90(3), 2008, §IV: with few clusters (G = 5-10) cluster-robust and pairs-cluster
   bootstrap Wald tests over-reject; the floor here is ``MIN_CLUSTERS`` = 5 clusters holding
-  each compared level, below which no interval is given (descriptive only).
+  each compared level. Below it the cluster-level t interval (Donald & Lang, Rev. Econ. Stat.
+  89(2), 2007; :mod:`benchlang.stats.ab.fewclusters`) is given where its coverage was measured
+  (from 3 clusters per level); below that no interval is given (descriptive only).
 * Ratios on the log scale: the ratio of two means is estimated by exp(log m_j - log m_ref),
   and its interval is the exponentiated interval of the log ratio, whose sampling
   distribution is closer to normal than the ratio's (delta method; Efron & Tibshirani, *An
@@ -37,6 +39,7 @@ import attrs
 import numpy as np
 
 from benchlang.stats.ab.bootstrap import MIN_CLUSTERS, draw_weights
+from benchlang.stats.ab.fewclusters import MIN_CLUSTERS_T, cluster_t_pairs, offered, structure
 
 _BLOCK = 1 << 22
 
@@ -69,6 +72,7 @@ class PairComparison:
         )
 
     _null: float = 1.0
+    df: float = math.nan
 
     def to_dict(self) -> dict:
         def num(x: float) -> float | None:
@@ -84,6 +88,7 @@ class PairComparison:
             "clusters": self.clusters,
             "p_value": num(self.p_value),
             "p_adjusted": num(self.p_adjusted),
+            "df": num(self.df),
             "significant": self.significant,
         }
 
@@ -115,6 +120,7 @@ class LevelComparison:
     weights: str
     min_clusters: int
     refused: str | None
+    method: str = "bootstrap"
 
     @property
     def descriptive_only(self) -> bool:
@@ -141,6 +147,7 @@ class LevelComparison:
             "weights": self.weights,
             "min_clusters": self.min_clusters,
             "refused": self.refused,
+            "method": self.method,
             "descriptive_only": self.descriptive_only,
         }
 
@@ -255,6 +262,7 @@ def compare_levels(
     confidence: float = 95.0,
     seed: int | np.random.Generator = 0,
     min_clusters: int = MIN_CLUSTERS,
+    small_sample: bool = True,
 ) -> LevelComparison:
     """Compare the means of k ≥ 2 levels with a reference (or all pairs): clustered
     reweighting bootstrap (Bakshy & Frachtenberg §5), log-scale ratio intervals, T(G - 1)
@@ -265,7 +273,10 @@ def compare_levels(
     all levels share a cluster's weight, so paired designs stay paired). ``scale="ratio"``
     needs strictly positive values. When a compared level lies in fewer than
     ``min_clusters`` clusters, nothing is resampled: the estimates are given, the intervals
-    are nan and ``refused`` says why (never an SE of 0 presented as a result).
+    are nan and ``refused`` says why (never an SE of 0 presented as a result) — unless
+    ``small_sample`` and every pair's clusters allow the cluster-level t interval (Donald &
+    Lang 2007; :mod:`benchlang.stats.ab.fewclusters`), which is then given (``method``
+    "cluster_t").
     """
     if scale not in ("ratio", "difference"):
         raise ValueError("scale must be 'ratio' or 'difference'")
@@ -298,14 +309,25 @@ def compare_levels(
     sums, counts = level_sums(y[None], level, codes, k)
     means = sums.sum(axis=2) / counts.sum(axis=1)
     few = [labels[v] for v in sorted({v for p in plist for v in p}) if per_level[v] < min_clusters]
-    refused = None
-    if few:
+    refused, method, df = None, "bootstrap", [math.nan] * m
+    small = [structure(level, codes, a, b) for a, b in plist]
+    if few and small_sample and all(offered(kind, g) for kind, g in small):
+        out = cluster_t_pairs(y[None], level, codes, plist, scale, confidence)
+        method, df, per_pair = "cluster_t", [float(x) for x in out["df"]], [g for _, g in small]
+    elif few:
         refused = (
             f"cluster {cluster}: level{'s' if len(few) > 1 else ''} {', '.join(few)} "
             f"{'lie' if len(few) > 1 else 'lies'} in fewer than {min_clusters} clusters "
             f"({', '.join(f'{labels[v]} {per_level[v]}' for v in range(k))}); a cluster "
             "bootstrap interval needs at least "
-            f"{min_clusters} (Cameron, Gelbach & Miller 2008): estimates only, no interval"
+            f"{min_clusters} (Cameron, Gelbach & Miller 2008)"
+            + (
+                f" and the cluster-level t at least {min(MIN_CLUSTERS_T.values())} (Donald & Lang"
+                " 2007)"
+                if small_sample
+                else ""
+            )
+            + ": estimates only, no interval"
         )
         nan = np.full((1, m), np.nan)
         theta = np.array(
@@ -341,6 +363,7 @@ def compare_levels(
             p_value=float(out["p_value"][0, i]),
             p_adjusted=float(out["p_adjusted"][0, i]),
             null=null,
+            df=df[i],
         )
         for i, (a, b) in enumerate(plist)
     )
@@ -361,6 +384,7 @@ def compare_levels(
         weights=weights,
         min_clusters=int(min_clusters),
         refused=refused,
+        method=method,
     )
 
 

@@ -2,9 +2,12 @@
 (Bakshy & Frachtenberg, WWW 2015, §3 and §5): the cluster choice and the calls into
 :mod:`benchlang.stats.ab`, on a :class:`~benchlang.stats.contract.ComparisonSample`.
 
-The cluster is the spec's, or by default the coarsest of host, series, round (host, round in a
-layout) with at least ``min_clusters`` (5) clusters per level; with none, nothing is claimed
-(Cameron, Gelbach & Miller 2008).
+The cluster is the spec's, or by default (``auto``): in a two-version layout Perflab's host
+clusters (host blocks in the request-balanced layout) with the rule of
+:mod:`benchlang.stats.ab.auto`; elsewhere the coarsest of host, series, round with at least
+``min_clusters`` (5) clusters per level, else the coarsest where the cluster-level t is valid
+(:mod:`benchlang.stats.ab.fewclusters`, from 3 per level); with none, nothing is claimed
+(Cameron, Gelbach & Miller 2008; Donald & Lang 2007).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from benchlang.stats.ab import ABDesign, ab_bootstrap, fit_mixed, host_blocks
+from benchlang.stats.ab.auto import ClusterChoice, choose_layout_cluster, layout_kind
 from benchlang.stats.ab.bootstrap import MIN_CLUSTERS
+from benchlang.stats.ab.fewclusters import MIN_CLUSTERS_T, offered, structure
 from benchlang.stats.ab.levels import compare_levels
 from benchlang.stats.contract import ComparisonOutcome, ComparisonSample
 
@@ -54,27 +59,67 @@ def choose_cluster(
     notes: list[str] = []
     if setting not in ("auto", None):
         name = "none" if setting == "iid" else setting
+        if layout and name in ("request", "none") and k == 2:
+            kind = layout_kind(_design(trials))
+            if kind in ("request_balanced", "fully_balanced"):
+                notes.append(
+                    f"cluster {setting} (the spec's choice) assumes no host or host x batch effect: "
+                    f"Perflab (§5.2-5.3, Table 3) shows it far too liberal in the {kind.replace('_', ' ')}"
+                    " layout; cluster auto uses host clusters"
+                )
         return name, cluster_codes_for(name, trials), notes
     candidates = ("host", "round") if layout else ("host", "series", "round")
     counted = {n: _per_level(cluster_codes_for(n, trials), trials.level, k) for n in candidates}
-    for n in candidates:
-        if min(counted[n]) >= floor:
-            skipped = [
-                c
-                for c in candidates[: candidates.index(n)]
-                if np.unique(cluster_codes_for(c, trials)).size > 1
-            ]
-            for c in skipped:
-                notes.append(
-                    f"cluster auto chose {n}: the {np.unique(cluster_codes_for(c, trials)).size} {_WHY[c]} "
-                    f"are too few clusters, so variation between {_WHY[c].split(' (')[0]} is not in the interval"
-                )
-            return n, cluster_codes_for(n, trials), notes
+    valid = [n for n in candidates if min(counted[n]) >= floor]
+    if not valid:  # too few for the bootstrap: the coarsest where the cluster-level t holds
+        valid = [n for n in candidates if _small_sample_ok(n, trials, k)]
+    if valid:
+        n = valid[0]
+        skipped = [
+            c
+            for c in candidates[: candidates.index(n)]
+            if np.unique(cluster_codes_for(c, trials)).size > 1
+        ]
+        for c in skipped:
+            notes.append(
+                f"cluster auto chose {n}: the {np.unique(cluster_codes_for(c, trials)).size} {_WHY[c]} "
+                f"are too few clusters, so variation between {_WHY[c].split(' (')[0]} is not in the interval"
+            )
+        return n, cluster_codes_for(n, trials), notes
     counts = "; ".join(f"{n}: {min(counted[n])}" for n in candidates)
     notes.append(
-        f"no clustering of these trials has at least {floor} clusters per level (fewest per level: {counts})"
+        f"no clustering of these trials has at least {floor} clusters per level, nor "
+        f"{min(MIN_CLUSTERS_T.values())} for the cluster-level t (fewest per level: {counts})"
     )
     return None, None, notes
+
+
+def _small_sample_ok(name: str, trials: ComparisonSample, k: int) -> bool:
+    """Every compared pair's clusters allow the cluster-level t (fewclusters.MIN_CLUSTERS_T)."""
+    codes = np.unique(cluster_codes_for(name, trials), return_inverse=True)[1].ravel()
+    ref = trials.reference
+    return all(offered(*structure(trials.level, codes, j, ref)) for j in range(k) if j != ref)
+
+
+def _design(trials: ComparisonSample) -> ABDesign:
+    version = (trials.level != trials.reference).astype(np.int8)
+    return ABDesign(version, trials.request, trials.host, trials.batch)
+
+
+def _layout_choice(
+    sample: ComparisonSample, settings: Mapping[str, Any], floor: int
+) -> ClusterChoice:
+    """``cluster auto`` in a two-version layout (stats.ab.auto: Perflab's host clusters)."""
+    y = np.log(sample.y) if bool((sample.y > 0).all()) else sample.y
+    scale = "ratio" if bool((sample.y > 0).all()) else "difference"
+    return choose_layout_cluster(
+        y,
+        _design(sample),
+        scale=scale,
+        seed=sample.seed,
+        floor=floor,
+        confidence=float(settings.get("confidence", 95.0)),
+    )
 
 
 def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> ComparisonOutcome:
@@ -84,9 +129,21 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
     names = list(sample.names)
     k, ref = len(names), sample.reference
     floor = int(settings.get("min_clusters", MIN_CLUSTERS))
-    name, codes, notes = choose_cluster(
-        settings.get("cluster", "auto"), sample, k, sample.layout, floor
-    )
+    setting = settings.get("cluster", "auto")
+    choice = None
+    if sample.layout and k == 2 and setting in ("auto", None):
+        choice = _layout_choice(sample, settings, floor)
+        name = choice.scheme
+        codes = None if name is None else _scheme_codes(choice, sample)
+        if name is None:
+            return _descriptive(sample, choice)
+        notes = [f"cluster auto chose {name}: {choice.why}"]
+        if choice.assumption:
+            notes.append(f"CONDITIONAL: {choice.assumption}; {choice.check.words()}")
+        if choice.fix is not None:
+            notes.append("without the assumption: " + choice.fix.words())
+    else:
+        name, codes, notes = choose_cluster(setting, sample, k, sample.layout, floor)
     if name is None:
         return ComparisonOutcome(
             "bootstrap",
@@ -116,6 +173,14 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
         min_clusters=floor,
     )
     first = levels.pairs[0]
+    if levels.method == "cluster_t":
+        notes.append(
+            f"{first.clusters} {name} clusters: cluster-level t interval with {first.df:.3g} df "
+            "(Donald & Lang 2007; too few clusters for the bootstrap)"
+        )
+    details: dict[str, Any] = {"levels": levels}
+    if choice is not None:
+        details["cluster_choice"] = choice
     out = ComparisonOutcome(
         "bootstrap",
         first.estimate,
@@ -126,19 +191,19 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
         significant=bool(first.significant),
         p_value=first.p_adjusted,
         notes=tuple(notes),
-        details={"levels": levels},
+        details=details,
     )
     if levels.refused:
         valid = []
         for alt in ("host", "series", "round", "request", "host_block"):
-            if alt == name:
+            if alt == name or (sample.layout and alt == "request"):
                 continue
             got = min(_per_level(cluster_codes_for(alt, sample), sample.level, k))
             if got >= floor:
                 valid.append(f"{alt} ({got} per level)")
         hint = f"; valid here: cluster {', '.join(valid)}" if valid else ""
         return _evolve(out, descriptive_only=levels.refused + hint, significant=None)
-    if k != 2:
+    if k != 2 or levels.method != "bootstrap":
         return out
     version = (sample.level != ref).astype(np.int8)
     try:
@@ -157,7 +222,33 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
         )
     except ValueError as err:
         return _evolve(out, descriptive_only=str(err))
-    return _evolve(out, details={"levels": levels, "bootstrap": result})
+    return _evolve(out, details={**details, "bootstrap": result})
+
+
+def _scheme_codes(choice: ClusterChoice, sample: ComparisonSample) -> np.ndarray:
+    return (
+        host_blocks(sample.request, sample.host)
+        if choice.scheme == "host_block"
+        else (cluster_codes_for(choice.scheme, sample))
+    )
+
+
+def _descriptive(sample: ComparisonSample, choice: ClusterChoice) -> ComparisonOutcome:
+    """No valid interval: the ratio (or difference) of the two versions' means, said so."""
+    ref = sample.reference
+    m0 = float(sample.y[sample.level == ref].mean())
+    m1 = float(sample.y[sample.level != ref].mean())
+    positive = bool((sample.y > 0).all())
+    why = f"no valid interval ({choice.why})"
+    if choice.fix is not None:
+        why += "; " + choice.fix.words()
+    return ComparisonOutcome(
+        "bootstrap",
+        m1 / m0 if positive else m1 - m0,
+        "ratio" if positive else "difference",
+        descriptive_only=why,
+        details={"cluster_choice": choice},
+    )
 
 
 def mixed_effects(sample: ComparisonSample, settings: Mapping[str, Any]) -> ComparisonOutcome:
