@@ -26,6 +26,9 @@ from pathlib import Path, PurePosixPath
 import attrs
 
 from benchlang import __version__
+from benchlang.app import signing
+from benchlang.app.bundle_archive import SIGNATURE
+from benchlang.app.signing import Signer
 from benchlang.entrypoints import entry_points_of
 from benchlang.errors import UserError
 from benchlang.run.store import Store
@@ -47,6 +50,8 @@ class Bundled:
     members: tuple[tuple[str, int, str], ...]
     """(name, size, sha256) of every member but the manifest."""
     notes: tuple[str, ...]
+    signer: Signer | None = None
+    """Who signed the manifest (``--sign``): the fingerprint a paper publishes."""
 
 
 def files_read(spec_text: str) -> list[str]:
@@ -104,7 +109,8 @@ it again with benchlang (the version in `versions.json`).
   spec has a KPI);
 - `hosts.json`: the facts of the hosts the trials ran on;
 - `versions.json`: benchlang's version and every plugin's package and version;
-- `manifest.json`: the SHA-256 of every file above.
+- `manifest.json`: the SHA-256 of every file above, and `manifest.json.sig`, its OpenSSH
+  signature, when the bundle is signed.
 
 To check the bundle and rerun the experiment on your machine, then compare with these results
 (TriScale's variability score, and a shift test per configuration):
@@ -146,6 +152,7 @@ def bundle(
     spec_dir: str | Path | None = None,
     plan_hash: str | None = None,
     include: Iterable[str | Path] = (),
+    sign: str | Path | None = None,
 ) -> Bundled:
     """Write the bundle of a stored plan to ``output``.
 
@@ -203,9 +210,12 @@ def bundle(
         "files": [{"name": n, "size": s, "sha256": h} for n, s, h in listing],
     }
     members["manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
+    signer = None
+    if sign is not None:
+        members[SIGNATURE], signer = signing.sign(members["manifest.json"], sign)
     output = Path(output)
     _write_archive(output, plan.experiment, members)
-    return Bundled(output, plan.experiment, plan.plan_hash, listing, tuple(notes))
+    return Bundled(output, plan.experiment, plan.plan_hash, listing, tuple(notes), signer)
 
 
 def _write_archive(output: Path, top: str, members: dict[str, bytes]) -> None:

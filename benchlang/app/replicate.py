@@ -15,9 +15,10 @@ every case, and so are the host facts that differ.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import tarfile
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -25,8 +26,9 @@ import numpy as np
 
 from benchlang import __version__
 from benchlang.app.bundle import plugin_versions
+from benchlang.app.bundle_archive import extract, shown
+from benchlang.app.sandbox import sandboxed
 from benchlang.app.stores import load_store
-from benchlang.errors import UserError
 from benchlang.report.diff import diff
 
 FACTS_COMPARED = ("cpu_model", "cores", "kernel", "governor", "platform", "isolation")
@@ -39,11 +41,11 @@ class OpenedBundle:
     plan_hash: str
     spec: Path
     store: Path
-    seed: int
     problems: tuple[str, ...]
     """Members whose hash or size differs, missing or unlisted: the bundle cannot be trusted."""
     version_notes: tuple[str, ...]
     """benchlang or plugin versions that differ from the bundle's (said, not fatal)."""
+    signature: bytes | None = None
 
 
 @attrs.frozen
@@ -75,72 +77,72 @@ class Replication:
         return "agree"
 
 
-def open_bundle(bundle: str | Path, workdir: str | Path) -> OpenedBundle:
-    """Extract ``bundle`` into ``workdir`` (refusing links and paths outside it) and check
-    every member against the manifest and the versions against this installation."""
-    bundle, workdir = Path(bundle), Path(workdir)
-    try:
-        with tarfile.open(bundle, "r:gz") as tar:
-            names = tar.getnames()
-            tops = {n.split("/", 1)[0] for n in names}
-            if len(tops) != 1:
-                raise UserError(f"{bundle} is not a benchlang bundle (several top directories)")
-            tar.extractall(workdir, filter="data")
-    except (OSError, tarfile.TarError, EOFError) as err:
-        raise UserError(f"cannot read the bundle {bundle}: {err}") from None
-    root = workdir / tops.pop()
-    try:
-        manifest = json.loads((root / "manifest.json").read_text())
-        listed = {f["name"]: f for f in manifest["files"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        raise UserError(f"{bundle} has no readable manifest.json: not a benchlang bundle") from None
-    problems = []
-    present = {n.split("/", 1)[1] for n in names if "/" in n} - {"manifest.json"}
-    for name, entry in sorted(listed.items()):
-        path = root / name
-        if not path.is_file():
-            problems.append(f"{name} is missing")
-        elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
-            problems.append(f"{name} differs from its published SHA-256")
-    problems += [f"{name} is not in the manifest" for name in sorted(present - listed.keys())]
-    version_notes = _version_notes(root / "versions.json")
-    with open(root / "plan.json", encoding="utf-8") as handle:
-        seed = int(json.load(handle).get("seed", 0))
+def open_bundle(
+    bundle: str | Path,
+    workdir: str | Path,
+    verify: Callable[[bytes, bytes | None], None] | None = None,
+) -> OpenedBundle:
+    """Extract ``bundle`` into ``workdir`` within limits (``app.bundle_archive``), after
+    ``verify(manifest, signature)`` accepted it, and check every member against the manifest
+    and the versions against this installation."""
+    extracted = extract(bundle, workdir, verify=verify)
+    root, manifest = extracted.root, extracted.manifest
     return OpenedBundle(
         root,
         manifest["experiment"],
         manifest["plan_hash"],
         root / manifest["spec"],
         root / "data" / "store.sqlite",
-        seed,
-        tuple(problems),
-        tuple(version_notes),
+        extracted.problems,
+        tuple(_version_notes(root / "versions.json")),
+        extracted.signature,
     )
 
 
+def rerun(
+    spec: Path, store: Path, seed: int, *, sandbox: Path | None = None, network: bool = False
+) -> int:
+    """Run ``spec`` with the published ``seed`` into ``store`` in a child ``benchlang run``
+    (resuming it); with ``sandbox`` (the bundle's directory) under bubblewrap, that
+    directory and the store's writable (``app.sandbox``). Its exit status."""
+    command = [
+        sys.executable, "-m", "benchlang", "run", str(spec),
+        "--store", str(store), "--seed", str(seed), "--quiet",
+        *(["--resume"] if store.exists() else []),
+    ]  # fmt: skip
+    print(f"rerunning the plan: {' '.join(command[2:])}", flush=True)
+    if sandbox is not None:
+        command = sandboxed(command, [sandbox, store.parent], network=network)
+        print(f"sandboxed: {' '.join(command[: command.index('--')])}", flush=True)
+    return subprocess.run(command, cwd=spec.parent, check=False).returncode
+
+
 def _version_notes(path: Path) -> list[str]:
+    unreadable = ["versions.json is missing or malformed: versions not compared"]
     try:
-        published = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return ["versions.json is missing or unreadable: versions not compared"]
+        published = json.loads(path.read_bytes())
+    except (OSError, ValueError, UnicodeError):
+        return unreadable
+    fields = ("group", "name", "distribution", "version")
+    plugins = published.get("plugins", []) if isinstance(published, dict) else None
+    if not isinstance(plugins, list) or not all(
+        isinstance(p, dict) and all(isinstance(p.get(k), str) for k in fields) for p in plugins
+    ):
+        return unreadable
     notes = []
     if published.get("benchlang") != __version__:
         notes.append(
-            f"benchlang {published.get('benchlang')} made the bundle; this is {__version__}"
+            f"benchlang {shown(published.get('benchlang'), 40)} made the bundle; "
+            f"this is {__version__}"
         )
     here = {(p["group"], p["name"]): p for p in plugin_versions()}
-    for plugin in published.get("plugins", []):
+    for plugin in plugins:
+        name, dist, version = (shown(plugin[k], 60) for k in fields[1:])
         mine = here.get((plugin["group"], plugin["name"]))
         if mine is None:
-            notes.append(
-                f"plugin {plugin['name']} ({plugin['distribution']} {plugin['version']}) "
-                "is not installed here"
-            )
+            notes.append(f"plugin {name} ({dist} {version}) is not installed here")
         elif mine["version"] != plugin["version"]:
-            notes.append(
-                f"plugin {plugin['name']}: {plugin['distribution']} {plugin['version']} "
-                f"published, {mine['version']} here"
-            )
+            notes.append(f"plugin {name}: {dist} {version} published, {mine['version']} here")
     return notes
 
 

@@ -30,6 +30,13 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="a file the commands use that the spec cannot name (a script, an input), "
         "relative to the spec's directory; repeatable",
     )
+    p.add_argument(
+        "--sign",
+        metavar="KEY",
+        help="sign the manifest with this OpenSSH key (ssh-keygen -Y sign -n benchlang-bundle; "
+        "a private key file, or a public key whose private half is in ssh-agent); prints the "
+        "fingerprint for the paper",
+    )
     p.set_defaults(func=run)
 
 
@@ -41,12 +48,26 @@ def run(args: argparse.Namespace) -> int:
 
         with Store(args.store) as store:
             output = f"{store.plan(args.plan).experiment}.benchlang.tar.gz"
-    made = bundle(args.store, output, spec_dir=spec_dir, plan_hash=args.plan, include=args.include)
+    made = bundle(
+        args.store,
+        output,
+        spec_dir=spec_dir,
+        plan_hash=args.plan,
+        include=args.include,
+        sign=args.sign,
+    )
     size = made.path.stat().st_size
     print(
         f"bundled experiment {made.experiment} (plan {made.plan_hash[:19]}): "
         f"{len(made.members) + 1} files, {size:,} bytes -> {made.path}"
     )
+    print(f"plan hash (publish it in full): {made.plan_hash}")
+    if made.signer is not None:
+        print(f"signed by {made.signer.fingerprint} (publish it; readers pass --signer)")
+        print(
+            f'allowed-signers line: PRINCIPAL namespaces="benchlang-bundle" '
+            f"{made.signer.public_key}"
+        )
     for note in made.notes:
         print(f"note: {note}")
     return 0

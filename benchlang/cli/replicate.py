@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
 import sys
 from pathlib import Path
 
-from benchlang.app.replicate import judge, open_bundle
+from benchlang.app.bundle_archive import shown
+from benchlang.app.replicate import judge, open_bundle, rerun
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.lang.rewrite import replace_hosts
@@ -19,11 +19,13 @@ EXIT = {"agree": 0, "disagree": 1, "could not compare": 3}
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang replicate``; the lazy table in benchlang.cli calls this."""
     p.description = (
-        "Check a bundle (hashes, versions), rerun its plan on this machine (or only "
-        "re-analyse it with --analyze-only) and judge the replication per metric and "
+        "Check a bundle (signature, bounds, hashes, the plan hash its spec compiles to, "
+        "versions), show every command it would run and ask before running them (or only "
+        "re-analyse it with --analyze-only), then judge the replication per metric and "
         "configuration: the new KPIs against the published variability score (TriScale), "
         "the shift with its interval, the host facts that differ. Exit status: 0 agree, "
-        "1 disagree, 3 could not compare, 2 a bad bundle or option (docs/replicate.md)."
+        "1 disagree, 3 could not compare, 2 a bad bundle, a refusal or a bad option "
+        "(docs/replicate.md)."
     )
     p.add_argument("bundle", metavar="BUNDLE")
     p.add_argument("--workdir", help="where to extract and run (default: BUNDLE's name + .d)")
@@ -39,6 +41,33 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="run on these hosts instead of the published ones: the spec's hosts statement "
         'without the keyword, e.g. \'ssh { nodes ["n1", "n2"] user "me" }\' or \'local\'',
     )
+    p.add_argument(
+        "--plan-hash",
+        metavar="HASH",
+        help="the plan hash the paper publishes: refuse a bundle whose spec compiles to another",
+    )
+    who = p.add_mutually_exclusive_group()
+    who.add_argument(
+        "--allowed-signers",
+        metavar="FILE",
+        help="verify the bundle's signature against an OpenSSH allowed-signers file before "
+        "extracting it; refuse an unsigned, changed or foreign bundle",
+    )
+    who.add_argument(
+        "--signer",
+        metavar="FINGERPRINT",
+        help="verify that the bundle is signed by the key with this fingerprint (SHA256:...), "
+        "as the paper publishes it",
+    )
+    p.add_argument(
+        "--yes", action="store_true", help="run the commands shown without asking (scripts)"
+    )
+    p.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run the rerun under bubblewrap: read-only but for the bundle's directory, no "
+        "network unless the hosts are remote; refuse when bwrap is missing",
+    )
     p.set_defaults(func=run)
 
 
@@ -46,17 +75,84 @@ def _number(x: float) -> str:
     return f"{x:.4g}" if math.isfinite(x) else "-"
 
 
+def _verifier(args: argparse.Namespace, said: list[str]):
+    if not (args.allowed_signers or args.signer):
+        return None
+    from benchlang.app.signing import verify
+
+    def check(manifest: bytes, signature: bytes | None) -> None:
+        signer = verify(
+            manifest, signature, allowed_signers=args.allowed_signers, fingerprint=args.signer
+        )
+        said.append(f"signature: good, by {signer.fingerprint}")
+
+    return check
+
+
+def _show(preview, sandbox: bool) -> None:
+    print(f"plan {preview.plan_hash}: compare it with the paper's")
+    print(
+        f"it would run {preview.trials} trials on {preview.hosts_kind} hosts "
+        f"{', '.join(preview.hosts)}, {preview.estimate}, these commands:"
+    )
+    width = max(len(what) for what, _ in preview.commands)
+    for what, command in preview.commands:
+        print(f"  {what:<{width}}  {command}")
+    if sandbox:
+        network = "kept (remote hosts)" if preview.network else "cut"
+        print(f"sandbox: bubblewrap, read-only but the bundle's directory, network {network}")
+
+
+def _consent(args: argparse.Namespace) -> None:
+    """Return on an interactive yes (or --yes); refuse otherwise, with one line."""
+    if args.yes:
+        return
+    question = "run these commands on this machine? [y/N] "
+    try:
+        if sys.stdin.isatty():
+            answer = input(question)
+        else:
+            with open("/dev/tty", "r+", encoding="utf-8") as tty:
+                tty.write(question)
+                tty.flush()
+                answer = tty.readline()
+    except OSError:
+        raise UserError(
+            "no terminal to ask before running the bundle's commands: nothing was run",
+            "read the commands above, then rerun with --yes (or with --analyze-only)",
+        ) from None
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        raise UserError("not confirmed: nothing was run")
+
+
 def run(args: argparse.Namespace) -> int:
+    from benchlang.app.consent import check_plan, preview
+    from benchlang.app.signing import signer_of
+
     bundle = Path(args.bundle)
     workdir = Path(args.workdir or f"{bundle.name.removesuffix('.tar.gz')}.d").resolve()
-    opened = open_bundle(bundle, workdir)
-    print(f"bundle {bundle}: experiment {opened.experiment}, plan {opened.plan_hash[:19]}")
+    said: list[str] = []
+    opened = open_bundle(bundle, workdir, _verifier(args, said))
+    print(f"bundle {bundle}: experiment {shown(opened.experiment)}, plan {opened.plan_hash[:23]}")
+    for line in said:
+        print(line)
+    if not said and opened.signature is not None:
+        signer = signer_of(opened.signature)
+        print(f"note: signed by {signer.fingerprint}, not verified (pass --signer or "
+              "--allowed-signers)")  # fmt: skip
     for note in opened.version_notes:
         print(f"note: {note}")
     if opened.problems:
         for problem in opened.problems:
             print(f"problem: {problem}")
         raise UserError(f"{bundle} does not match its manifest: it cannot be trusted")
+    published = check_plan(opened.spec, opened.root / "plan.json", opened.plan_hash, args.plan_hash)
+    print(
+        "plan hash: the bundled spec compiles to the plan its manifest states"
+        + (" and to the one given with --plan-hash" if args.plan_hash else "")
+    )
     if args.analyze_only:
         replication = opened.store
         print("re-analysing the published trials (--analyze-only)")
@@ -67,13 +163,20 @@ def run(args: argparse.Namespace) -> int:
             spec = spec.with_name(f"{spec.stem}.hosts{spec.suffix}")
             spec.write_text(replace_hosts(opened.spec.read_text(), args.hosts, str(opened.spec)))
             print(f"hosts replaced: {spec.name} runs on 'hosts {args.hosts.strip()}'")
-        command = [
-            sys.executable, "-m", "benchlang", "run", str(spec),
-            "--store", str(replication), "--seed", str(opened.seed), "--quiet",
-            *(["--resume"] if replication.exists() else []),
-        ]  # fmt: skip
-        print(f"rerunning the plan: {' '.join(command[2:])}")
-        status = subprocess.run(command, cwd=spec.parent).returncode
+        shown_preview = preview(spec, published, opened.store, bool(args.hosts))
+        if args.sandbox:
+            from benchlang.app.sandbox import bwrap
+
+            bwrap()  # refuses before asking when no sandbox can be made here
+        _show(shown_preview, args.sandbox)
+        _consent(args)
+        status = rerun(
+            spec,
+            replication,
+            published.experiment.seed,
+            sandbox=opened.root if args.sandbox else None,
+            network=shown_preview.network,
+        )
         if status not in (0, 1):
             print(f"the rerun stopped with exit status {status}")
             return status

@@ -1,0 +1,159 @@
+"""Consent before code: what a bundle proves about itself, and what it would run.
+
+``check_plan`` compiles the bundled spec with the published seed on the published hosts
+(without opening a backend: nothing is contacted, nothing runs) and compares the plan hash
+with the manifest's and, when the reader has one from the paper, with ``--plan-hash``. The
+manifest is self-attested, so the first comparison catches a careless edit, not an
+attacker; the second, a signature (``app.signing``) or the reader's reading of the commands
+``preview`` lists are what stop a fully consistent tampered bundle (docs/replicate.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from benchlang import model
+from benchlang.app.bundle_archive import shown
+from benchlang.app.plan import plan_offline
+from benchlang.app.spec import load_spec, open_backend
+from benchlang.errors import UserError
+from benchlang.plan.plan import Plan
+from benchlang.run.commands import commands_of
+
+MIN_PREFIX = 16
+"""Hex digits a ``--plan-hash`` prefix must have (64 bits; a paper should print all 64)."""
+
+
+@attrs.frozen
+class Checked:
+    experiment: model.Experiment
+    plan: Plan
+
+
+@attrs.frozen
+class Preview:
+    plan_hash: str
+    commands: tuple[tuple[str, str], ...]
+    hosts: tuple[str, ...]
+    hosts_kind: str
+    trials: int
+    estimate: str
+    network: bool
+    """Whether the hosts are reached over the network (not ``local``)."""
+
+
+def published_plan(path: Path) -> dict[str, Any]:
+    """The bundle's plan.json, its fields checked for type (seed, hosts, inventory)."""
+    try:
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError, UnicodeError):
+        raise UserError(f"{path} is not JSON: not a benchlang bundle") from None
+    if not isinstance(document, dict):
+        document = {}
+    inventory = document.get("inventory")
+    inventory_ok = inventory is None or (
+        isinstance(inventory, dict)
+        and _texts(inventory.get("hosts"))
+        and isinstance(inventory.get("facts"), dict)
+    )
+    if type(document.get("seed")) is not int or not _texts(document.get("hosts", [])):
+        inventory_ok = False
+    if not inventory_ok:
+        raise UserError(f"{path} lacks an integer seed or a list of hosts: not a benchlang bundle")
+    return document
+
+
+def _texts(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _compile(spec: Path, seed: int, hosts: tuple[str, ...], inventory: Any) -> Checked:
+    experiment = attrs.evolve(load_spec(spec).experiment, seed=seed)
+    return Checked(experiment, plan_offline(experiment, spec, hosts, inventory))
+
+
+def check_plan(spec: Path, plan_json: Path, stated: str, expected: str | None) -> Checked:
+    """The bundled spec compiled with the published seed on the published hosts; refused
+    unless its plan hash is the manifest's (``stated``) and, given, the paper's."""
+    document = published_plan(plan_json)
+    inventory = document.get("inventory")
+    hosts = tuple(inventory["hosts"] if inventory else document.get("hosts", ()))
+    if expected is not None:
+        wanted = expected.strip().lower().removeprefix("sha256:")
+        if not re.fullmatch(rf"[0-9a-f]{{{MIN_PREFIX},64}}", wanted):
+            raise UserError(
+                f"--plan-hash {shown(expected, 80)}: give the plan hash the paper publishes, "
+                f"sha256: and at least {MIN_PREFIX} of its 64 hex digits"
+            )
+    checked = _compile(spec, document["seed"], hosts, inventory and inventory.get("facts"))
+    got = checked.plan.hash
+    if got != stated:
+        raise UserError(
+            f"the bundled spec compiles to plan {got[:23]}, not the {stated[:23]} its manifest "
+            "states: the spec, its files or the plan were changed; refused before running anything"
+        )
+    if expected is not None and not got.removeprefix("sha256:").startswith(wanted):
+        raise UserError(
+            f"the bundle's plan is {got[:23]}, not the {shown(expected, 30)} given with "
+            "--plan-hash: refused before running anything"
+        )
+    return checked
+
+
+def preview(spec: Path, published: Checked, store: Path, replaced_hosts: bool) -> Preview:
+    """What a rerun of ``spec`` would run: its commands, hosts, trials and a duration
+    estimated from the published trials. With ``replaced_hosts`` the spec's own backend
+    names its hosts (``hosts()`` reads settings only: nothing is contacted)."""
+    checked = published
+    backend = None
+    if replaced_hosts:
+        experiment = attrs.evolve(load_spec(spec).experiment, seed=published.experiment.seed)
+        backend = open_backend(experiment, spec)
+        checked = Checked(experiment, plan_offline(experiment, spec, backend.hosts()))
+    else:
+        backend = open_backend(checked.experiment, spec)
+    commands = tuple((what, shown(c, 10_000)) for what, c in commands_of(
+        checked.experiment, checked.plan, backend
+    ))  # fmt: skip
+    kind = checked.experiment.hosts.kind
+    return Preview(
+        checked.plan.hash,
+        commands,
+        tuple(shown(h) for h in checked.plan.hosts),
+        shown(kind),
+        checked.plan.n_trials,
+        _estimate(store, published.plan.hash, checked.plan.n_trials),
+        kind != "local",
+    )
+
+
+def _estimate(store: Path, plan_hash: str, trials: int) -> str:
+    """The published run's time, scaled to ``trials`` (a span spreads series over it)."""
+    from benchlang.report.record import format_duration
+
+    try:
+        connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            n, first, last, inside = connection.execute(
+                "SELECT COUNT(*), MIN(started), MAX(ended), SUM(ended - started) FROM trials "
+                "WHERE plan_hash = ?",
+                (plan_hash,),
+            ).fetchone()
+        finally:
+            connection.close()
+    except (sqlite3.Error, TypeError, ValueError):
+        return "unknown (the published store cannot be read)"
+    if not n or first is None or last is None or not isinstance(inside, (int, float)):
+        return "unknown (no published trial times)"
+    wall = max(float(last) - float(first), 0.0) * trials / n
+    return (
+        f"about {format_duration(round(wall, 1))} (the published run: {n} trials in "
+        f"{format_duration(round(float(last) - float(first), 1))}, "
+        f"{format_duration(round(float(inside), 1))} of them inside the trials)"
+    )
