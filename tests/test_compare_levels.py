@@ -105,15 +105,31 @@ def test_one_local_host_default_cluster_is_rounds_and_valid():
 
 
 def test_one_local_host_with_too_few_rounds_claims_nothing():
+    """2 rounds: neither the bootstrap (5) nor the cluster-level t (3) has clusters enough."""
+    exp = experiment(["gzip", "xz"])
+    y, tool, r = rounds_design(["gzip", "xz"], 2, [1.0, 1.3], seed=2)
+    res = compare(
+        data_for(exp, y, tool, rounds=r), model.Comparison("time", "tool", "bootstrap", {})
+    )
+    assert res.bootstrap is None and res.levels is None
+    assert "at least 5 clusters per level, nor 3 for the cluster-level t" in res.problem
+    text = rendered([res])
+    assert "not compared" in text and "yes" not in text
+
+
+def test_three_rounds_give_the_cluster_level_t_interval():
+    """3 rounds: too few for the bootstrap, enough for the cluster-level t (Donald & Lang 2007;
+    coverage in benchmarks/sim_few_clusters.py)."""
     exp = experiment(["gzip", "xz"])
     y, tool, r = rounds_design(["gzip", "xz"], 3, [1.0, 1.3], seed=2)
     res = compare(
         data_for(exp, y, tool, rounds=r), model.Comparison("time", "tool", "bootstrap", {})
     )
-    assert res.bootstrap is None and res.levels is None
-    assert "at least 5 clusters per level" in res.problem
-    text = rendered([res])
-    assert "not compared" in text and "yes" not in text
+    assert res.problem is None and res.bootstrap is None
+    assert res.levels.method == "cluster_t" and res.levels.cluster == "round"
+    (pair,) = res.levels.pairs
+    assert pair.df == 2 and pair.ci_low < 1.3 < pair.ci_high
+    assert "cluster-level t with 2 df" in rendered([res])
 
 
 def test_explicit_host_cluster_on_one_host_is_refused_with_valid_alternatives():
