@@ -33,20 +33,28 @@ def finite(value: Any) -> float | None:
 
 
 def undefined(fields: Mapping[str, Any], reasons: Mapping[str, str]) -> dict[str, Any]:
-    """``fields`` with each non-finite number written as None, and ``null_reasons`` naming
-    why for every field so nulled: ``reasons[field]``, else ``reasons["*"]``, else "not
-    defined for these data"; no ``null_reasons`` key when every number is defined."""
+    """``fields`` with each non-finite number (also inside a list of numbers) written as None,
+    and ``null_reasons`` naming why for every field so nulled: ``reasons[field]``, else
+    ``reasons["*"]``, else "not defined for these data"; no ``null_reasons`` key when every
+    number is defined."""
     out: dict[str, Any] = {}
     why: dict[str, str] = {}
     for key, value in fields.items():
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, (list, tuple)) and any(_missing(v) for v in value):
+            out[key] = [None if _missing(v) else v for v in value]
+        elif _missing(value):
             out[key] = None
-            why[key] = reasons.get(key) or reasons.get("*") or "not defined for these data"
         else:
             out[key] = value
+            continue
+        why[key] = reasons.get(key) or reasons.get("*") or "not defined for these data"
     if why:
         out["null_reasons"] = {**dict(fields.get("null_reasons") or {}), **why}
     return out
+
+
+def _missing(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def plain(value: Any, where: str = "$") -> Any:
@@ -76,7 +84,10 @@ def plain(value: Any, where: str = "$") -> Any:
 
 
 def document(kind: str, schema: int, body: Mapping[str, Any]) -> dict[str, Any]:
-    """A command's JSON document: ``schema``, ``kind`` ("benchlang.<command>"), then ``body``."""
+    """A command's JSON document: ``schema``, ``kind`` ("benchlang.<command>"), then ``body``
+    (which must not hold either)."""
+    if "schema" in body or "kind" in body:
+        raise ValueError("a document's body has no field named schema or kind")
     return {"schema": schema, "kind": f"benchlang.{kind}", **body}
 
 

@@ -227,7 +227,7 @@ def test_warmup_and_cooldown_are_stored_and_left_out(ab_runs, run_cli):
         )
         assert phase == expected, (trial, round_, position)
 
-    results = cli_json(run_cli, ["results", got["store"], "--json"])
+    results = cli_json(run_cli, ["results", got["store"], "--json"])["configurations"]
     by_version = {row["configuration"]["levels"]["version"]: row for row in results}
     assert set(by_version) == {"control", "treatment"}
     for row in by_version.values():
@@ -411,7 +411,7 @@ def test_resume_after_sigkill_mid_batch(tmp_path, run_cli):
     ]
     assert sorted((v, h) for v, h, _ in resets[4:]) == sorted(interrupted), resets
 
-    results = cli_json(run_cli, ["results", store, "--json"])
+    results = cli_json(run_cli, ["results", store, "--json"])["configurations"]
     assert [(row["n"], row["failures"]) for row in results] == [(8, 0), (8, 0)]
 
     status, _out, err = run_cli(

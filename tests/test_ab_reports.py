@@ -76,7 +76,9 @@ def test_warmup_trials_are_stored_and_left_out(tmp_path):
     assert (table.phase == "warmup").sum() == 4 * 2
     assert np.all(table.measures["t"][table.phase == "warmup"] == 0.5)
     assert np.all(table.measures["t"][table.phase == "measured"] == 0.1)
-    results = json.loads(benchlang("results", "warm.sqlite", "--json", cwd=tmp_path).stdout)
+    results = json.loads(benchlang("results", "warm.sqlite", "--json", cwd=tmp_path).stdout)[
+        "configurations"
+    ]
     assert [r["n"] for r in results] == [24, 24]
     assert all(r["metrics"]["t"]["max"] == 0.1 for r in results)
     advice = json.loads(

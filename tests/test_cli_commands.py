@@ -155,7 +155,7 @@ def test_size_refuses_bad_input(argv, capsys):
 def test_plugins_lists_local(small_commands):
     status, out, err = small_commands["plugins"]
     assert status == 0, err
-    rows = json.loads(out)
+    rows = json.loads(out)["plugins"]
     local = [r for r in rows if r["group"] == "benchlang.backends" and r["name"] == "local"]
     assert local and local[0]["status"] == "ok"
     assert local[0]["value"] == "benchlang.backends.local:LocalBackend"

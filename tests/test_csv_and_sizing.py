@@ -137,7 +137,8 @@ def test_import_reads_values_through_the_shared_reader(tmp_path, capsys):
     assert main(["import", str(good), "--store", str(store)]) == 0
     assert "imported 3 trials, 2 failed of 2 configurations in 2 rounds" in capsys.readouterr().out
     assert main(["results", str(store), "--json"]) == 0
-    rows = {r["configuration"]["label"]: r for r in json.loads(capsys.readouterr().out)}
+    document = json.loads(capsys.readouterr().out)
+    rows = {r["configuration"]["label"]: r for r in document["configurations"]}
     assert (rows["a"]["n"], rows["a"]["failures"], rows["b"]["failures"]) == (1, 1, 1)
     assert rows["a"]["metrics"]["value"]["median"] == 1.5
     bad = write(tmp_path, "bad.csv", "test,order,run_seq,position,value\na,fixed,0,0,fast\n")

@@ -126,7 +126,7 @@ def test_results_json_and_csv_shape(measured, run_cli_many):
         [["results", store, "--json"], ["results", store, "--csv"]]
     )
     assert status == 0, err
-    rows = json.loads(out)
+    rows = json.loads(out)["configurations"]
     assert [r["configuration"]["levels"] for r in rows] == [{"k": 1}, {"k": 2}]
     for row, k in zip(rows, (1, 2), strict=True):
         assert row["configuration"]["benchmark"] == "m"

@@ -68,7 +68,7 @@ def _order(tmp_path: Path, name: str, alpha: float = 0.05) -> list[dict]:
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return json.loads(out.stdout)["configurations"]
 
 
 @pytest.mark.slow

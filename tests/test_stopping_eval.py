@@ -109,7 +109,7 @@ def test_cli_table_and_json(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "normal.json" in out and "optimal" in out
     assert run_cli([str(js), str(csv_path), "--column", "ms", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["streams"]
     assert rows[0]["stop_n"] == rows[1]["stop_n"] == evaluate(x, AdaptiveStop()).stop_n
     assert rows[0]["detected_class"] and isinstance(rows[0]["passed"], bool)
 

@@ -169,7 +169,7 @@ def test_results_counts_failures(failures, run_cli):
     _, store, *_ = failures
     status, out, err = run_cli(["results", store, "--json"])
     assert status == 0, err
-    rows = {r["configuration"]["benchmark"]: r for r in json.loads(out)}
+    rows = {r["configuration"]["benchmark"]: r for r in json.loads(out)["configurations"]}
     assert rows["fine"]["n"] == 2 and rows["fine"]["failures"] == 0
     assert all(
         rows[b]["n"] == 0 and rows[b]["failures"] == 2

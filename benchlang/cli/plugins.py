@@ -46,7 +46,7 @@ def _describe(name: str, as_json: bool) -> int:
 
     described = describe_method(name)
     if as_json:
-        print(dumps(document("plugins.describe", 1, described)))
+        print(dumps(document("plugins.describe", 1, {"method": described})))
         return 0
     print(f"{described['name']} ({described['kind']}): {described['summary']}")
     print(f"provided by: {described['package']} {described['version']}")

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from benchlang import __version__
+from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
 from benchlang.report.table import format_quantity, scale_for
 
@@ -140,10 +141,10 @@ def results_json(data: ExperimentData, failures=None, headlines=None) -> str:
 def write_results_json(data: ExperimentData, out: TextIO, failures=None, headlines=None) -> None:
     """``json.dumps(results_document(...), indent=2)`` and a newline, written to ``out`` with
     the trials streamed (``trial_json``): a million trials without a million dicts."""
-    text = json.dumps(_deep_clean(_document(data, headlines)), indent=2)
+    text = json.dumps(_deep_clean(_document(data, headlines)), indent=2, allow_nan=False)
     head, *tail = text.split(json.dumps(_TRIALS))
     if len(tail) != 1:  # the placeholder also appears in a user's text: the slow way
-        out.write(json.dumps(results_document(data, failures, headlines), indent=2) + "\n")
+        out.write(dumps(results_document(data, failures, headlines)) + "\n")
         return
     out.write(head)
     first = True
@@ -192,7 +193,7 @@ def trial_json(
                 rows.append(template % values)
             else:
                 row = _deep_clean(_one_row(data, i, failures))
-                rows.append("    " + json.dumps(row, indent=2).replace("\n", "\n    "))
+                rows.append("    " + dumps(row).replace("\n", "\n    "))
         yield ",\n".join(rows)
 
 
@@ -222,7 +223,7 @@ def _template(data: ExperimentData, i: int, count: int) -> str | None:
         for name in row[group]:
             row[group][name] = mark % k
             k += 1
-    text = "    " + json.dumps(_deep_clean(row), indent=2).replace("\n", "\n    ")
+    text = "    " + dumps(_deep_clean(row)).replace("\n", "\n    ")
     pieces = text.replace("%", "%%").split('"@@benchlang ')
     if len(pieces) != count + 1:
         return None

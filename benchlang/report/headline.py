@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import attrs
 import numpy as np
 
+from benchlang.jsonout import undefined
 from benchlang.report.data import ExperimentData
 from benchlang.report.ranking_basis import (
     SlowStartNote,
@@ -47,7 +48,9 @@ class ConfigurationKPI:
     """Why this configuration's KPIs are descriptive only (empty: they are not)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        """JSON-ready; a series without a KPI, or no KPI at all, is null with the reasons."""
+        why = "no KPI: too few converged trials" + (" (see reasons)" if self.reasons else "")
+        return undefined(attrs.asdict(self), {"*": why})
 
 
 @attrs.frozen

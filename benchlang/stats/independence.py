@@ -29,6 +29,7 @@ import math
 import attrs
 import numpy as np
 
+from benchlang.jsonout import undefined
 from benchlang.stats._orderstat import check_percent
 from benchlang.stats._special import chi2_sf, rankdata, t_sf
 from benchlang.stats.rank_exact import EXACT_MAX_N, spearman_trend_exact_p
@@ -131,18 +132,22 @@ class Independence:
     reason: str
 
     def to_dict(self) -> dict:
-        return {
-            "passed": self.passed,
-            "stationary": self.stationary,
-            "uncorrelated": self.uncorrelated,
-            "trend_p": self.trend_p,
-            "ljung_box_p": self.ljung_box_p,
-            "acf": self.acf.tolist(),
-            "lags": self.lags,
-            "n": self.n,
-            "confidence": self.confidence,
-            "reason": self.reason,
-        }
+        """JSON-ready; the p-values of a test that could not be made are null, with why."""
+        return undefined(
+            {
+                "passed": self.passed,
+                "stationary": self.stationary,
+                "uncorrelated": self.uncorrelated,
+                "trend_p": self.trend_p,
+                "ljung_box_p": self.ljung_box_p,
+                "acf": self.acf.tolist(),
+                "lags": self.lags,
+                "n": self.n,
+                "confidence": self.confidence,
+                "reason": self.reason,
+            },
+            {"*": self.reason or "not defined for these values"},
+        )
 
 
 def independence(values: np.ndarray, confidence: float = 95.0) -> Independence:

@@ -14,6 +14,7 @@ import math
 import attrs
 import numpy as np
 
+from benchlang.jsonout import undefined
 from benchlang.stats._orderstat import check_percent, lower_rank, two_sided_ranks, upper_rank
 from benchlang.stats.independence import Independence, independence
 from benchlang.stats.variability_sizing import variability_sizing
@@ -57,6 +58,12 @@ class Variability:
         return self.rank_lower is not None and self.rank_upper is not None
 
     def to_dict(self) -> dict:
+        """JSON-ready; with too few series the bounds are null, with why."""
+        few = f"too few series for the variability score ({self.n} < {self.min_n} needed)"
+        zero = "relative to a KPI median of zero" if self.enough else few
+        return undefined(self._fields(), {"*": few, "relative": zero})
+
+    def _fields(self) -> dict:
         return {
             "lower": self.lower,
             "upper": self.upper,

@@ -1,0 +1,279 @@
+"""Every command on the example specs with Python warnings as errors, and every ``--json``
+output through a strict parser (issue 35 item 5; benchlang/jsonout.py, docs/exports.md).
+
+The runs are the quick examples of specs/ (and a DataMill-style spec whose ``host`` term is
+determined by ``cpu``), run once per module as real subprocesses under ``python -W error``
+with ``PYTHONWARNINGS=error``; every other command then reads their stores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchlang.cli import COMMANDS
+from benchlang.jsonout import loads
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = ("quickstart", "ab-layout", "order-free", "hooks")
+"""The examples run here (the others differ only in their commands: plan and check cover them)."""
+
+FACTS = {
+    "local:0": {"cpu_model": "Xeon E5", "memory": "2097152 kB"},
+    "local:1": {"cpu_model": "Cortex-A72", "memory": "4194304 kB"},
+    "local:2": {"cpu_model": "EPYC", "memory": "8388608 kB"},
+}
+DATAMILL = """benchlang 1
+experiment datamill {
+  seed 3
+  hosts local { slots 3 facts from file "facts.json" }
+  factor cpu from hosts "cpu_model"
+  factor n in [1, 2]
+  benchmark b { run "echo {n}"
+    measure t = wall_time }
+  metric t { measure mean unit "s" }
+  kpi t { percentile 50 confidence 95% }
+  design { runs 5 }
+  analysis { anova t ~ cpu * n + host }
+}
+"""
+FEW = """benchlang 1
+experiment few {
+  seed 5
+  factor k in [1, 2]
+  benchmark b { run "test {k} = 2 || test $((BENCHLANG_TRIAL % 3)) -ne 0"
+    measure t = wall_time }
+  metric t { measure mean unit "s" }
+  kpi t { percentile 50 confidence 95% }
+  variability t { percentile 25 confidence 75% }
+  design { runs 5 series 5 }
+}
+"""
+"""Every third trial of k=1 fails: its series have too few trials for a KPI, so its KPIs,
+variability score and headline numbers are undefined."""
+
+
+def _env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONWARNINGS": "error",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "COLUMNS": "200",
+    }
+
+
+def strict(args: Sequence[object], cwd: Path, timeout: float = 300.0) -> subprocess.Popen:
+    """``python -W error -m benchlang ARGS`` started in ``cwd``."""
+    return subprocess.Popen(
+        [sys.executable, "-W", "error", "-m", "benchlang", *map(str, args)],
+        cwd=cwd,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(procs: dict[str, subprocess.Popen], timeout: float = 300.0) -> dict[str, tuple]:
+    """Each call's (status, stdout, stderr), by name."""
+    return {name: (p.wait(timeout), *p.communicate(timeout=timeout)) for name, p in procs.items()}
+
+
+def ok(result: tuple, name: str) -> str:
+    """The output of a call that succeeded (``replicate`` exits 3 when it cannot compare
+    three trials per configuration with a published score) and wrote no warning."""
+    status, out, err = result
+    assert status in ((0, 3) if name.startswith("replicate") else (0,)), f"{name}: {status}\n{err}"
+    assert "Warning" not in err and "Traceback" not in err, f"{name}: {err}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    """The quick examples and the DataMill spec run into stores, at once."""
+    root = tmp_path_factory.mktemp("strict")
+    for name in QUICK:
+        shutil.copy(ROOT / "specs" / f"{name}.bench", root)
+    (root / "facts.json").write_text(json.dumps(FACTS))
+    (root / "datamill.bench").write_text(DATAMILL)
+    (root / "few.bench").write_text(FEW)
+    names = (*QUICK, "datamill", "few")
+    runs = finish(
+        {
+            n: strict(["run", f"{n}.bench", "--store", f"{n}.sqlite", "-q", "-i"], root)
+            for n in names
+        }
+    )
+    for name, result in runs.items():
+        ok(result, f"run {name}")
+    rng = np.random.default_rng(35)
+    (root / "values.csv").write_text(
+        "x,series\n"
+        + "".join(f"{v:.6f},{i // 6}\n" for i, v in enumerate(rng.lognormal(0, 0.1, 30)))
+    )
+    (root / "stream.csv").write_text(
+        "ms\n" + "".join(f"{v:.5f}\n" for v in rng.lognormal(0, 0.2, 1000))
+    )
+    (root / "few.csv").write_text("x\n1\n2\n3\n")  # too few for a bound: nulls with reasons
+    (root / "condition.csv").write_text(
+        "v\n" + "".join(f"{np.sin(i / 4) + rng.normal(0, 0.1):.5f}\n" for i in range(96))
+    )
+    (root / "hyperfine.json").write_text(
+        json.dumps(
+            {
+                "results": [
+                    {"command": c, "times": rng.lognormal(m, 0.05, 10).tolist()}
+                    for c, m in (("gzip -1", -3.0), ("gzip -9", -2.5))
+                ]
+            }
+        )
+    )
+    return root
+
+
+CALLS: dict[str, list[str]] = {
+    "check": ["check", *(f"{n}.bench" for n in QUICK), "datamill.bench"],
+    "plan": ["plan", "quickstart.bench"],
+    "plan --json": ["plan", "ab-layout.bench", "--json"],
+    "results": ["results", "quickstart.sqlite"],
+    "results --json": ["results", "quickstart.sqlite", "--json"],
+    "results --format json": ["results", "quickstart.sqlite", "--format", "json"],
+    "results --format csv": ["results", "ab-layout.sqlite", "--format", "csv"],
+    "results --format markdown": ["results", "hooks.sqlite", "--format", "markdown"],
+    "analyze": ["analyze", "quickstart.bench", "--store", "quickstart.sqlite"],
+    "analyze --json": ["analyze", "quickstart.bench", "--store", "quickstart.sqlite", "--json"],
+    "analyze ab --json": ["analyze", "ab-layout.bench", "--store", "ab-layout.sqlite", "--json"],
+    "analyze ab": ["analyze", "ab-layout.bench", "--store", "ab-layout.sqlite"],
+    "analyze anova": ["analyze", "datamill.bench", "--store", "datamill.sqlite"],
+    "analyze anova --json": ["analyze", "datamill.bench", "--store", "datamill.sqlite", "--json"],
+    "analyze order": ["analyze", "order-free.bench", "--store", "order-free.sqlite"],
+    "analyze --data --json": ["analyze", "--data", "values.csv", "--series", "series", "--json"],
+    "analyze --data few --json": ["analyze", "--data", "few.csv", "--json"],
+    "analyze --data few": ["analyze", "--data", "few.csv"],
+    "analyze few --json": ["analyze", "few.bench", "--store", "few.sqlite", "--json"],
+    "results few --json": ["results", "few.sqlite", "--json"],
+    "record": ["record", "--store", "quickstart.sqlite"],
+    "record --format json": ["record", "--store", "quickstart.sqlite", "--format", "json"],
+    "record anova --format json": ["record", "--store", "datamill.sqlite", "--format", "json"],
+    "record few --format json": ["record", "--store", "few.sqlite", "--format", "json"],
+    "record --format methods": ["record", "--store", "ab-layout.sqlite", "--format", "methods"],
+    "report": ["report", "quickstart.sqlite", "-o", "quickstart.html"],
+    "report ab": ["report", "ab-layout.sqlite", "-o", "ab-layout.html"],
+    "order": ["order", "order-free.sqlite"],
+    "order --json": ["order", "order-free.sqlite", "--json"],
+    "size --json": ["size", "--percentile", "95", "--confidence", "95", "--json"],
+    "profile --json": ["profile", "condition.csv", "--period", "15m", "--json"],
+    "stopping-eval --json": ["stopping-eval", "stream.csv", "--json"],
+    "simulate-aa --json": [
+        *("simulate-aa", "--hosts", "2", "--requests", "8", "--repetitions", "2"),
+        *("--components", "request=1,host=0.1,host_batch=0.1,residual=0.5"),
+        *("--experiments", "20", "--replicates", "50", "--json"),
+    ],
+    "advise --json": [
+        *("advise", "ab-layout.bench", "--pilot", "ab-layout.sqlite"),
+        *("--budget", "1000", "--json"),
+    ],
+    "plugins --json": ["plugins", "--json"],
+    "plugins --describe --json": ["plugins", "--describe", "anova", "--json"],
+    "diff": ["diff", "hooks.sqlite", "hooks.sqlite"],
+    "diff --format json": ["diff", "hooks.sqlite", "hooks.sqlite", "--format", "json"],
+    "hosts list --json": ["hosts", "list", "quickstart.sqlite", "--json"],
+    "bundle": ["bundle", "few.sqlite", "-o", "few.tar.gz"],
+    "import": ["import", "hyperfine.json", "--store", "hyperfine.sqlite"],
+}
+LATER: dict[str, list[str]] = {
+    "replicate --analyze-only": ["replicate", "few.tar.gz", "--analyze-only"],
+    "analyze import --json": ["analyze", "--store", "hyperfine.sqlite", "--json"],
+    "analyze import": ["analyze", "--store", "hyperfine.sqlite"],
+}
+"""Calls that read what a call of CALLS wrote."""
+
+
+@pytest.fixture(scope="module")
+def outputs(work) -> dict[str, tuple]:
+    """Every call of CALLS, then LATER, two at a time (the machine has few cores)."""
+    done: dict[str, tuple] = {}
+    for table in (CALLS, LATER):
+        names = list(table)
+        for i in range(0, len(names), 2):
+            done |= finish({n: strict(table[n], work) for n in names[i : i + 2]})
+    return done
+
+
+def test_every_command_is_called():
+    called = {args[0] for args in (*CALLS.values(), *LATER.values())} | {"run"}
+    assert called == set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", [*CALLS, *LATER])
+def test_no_warning_reaches_the_user(outputs, name):
+    ok(outputs[name], name)
+
+
+@pytest.mark.parametrize("name", [n for n in (*CALLS, *LATER) if "json" in n])
+def test_every_json_output_is_strict_and_versioned(outputs, name):
+    document = loads(ok(outputs[name], name))
+    assert isinstance(document, dict)
+    if name == "plan --json":
+        assert document["benchlang_plan"] >= 1  # the plan's own version (docs/cli.md)
+        return
+    assert document["schema"] >= 1
+    command = (CALLS | LATER)[name][0]
+    expected = "plugins.describe" if "--describe" in name else command
+    assert document["kind"] == f"benchlang.{expected}"
+    assert list(document)[:2] == ["schema", "kind"]
+
+
+def test_results_json_is_the_format_json_document(outputs):
+    assert outputs["results --json"][1] == outputs["results --format json"][1]
+    document = loads(outputs["results --json"][1])
+    assert document["kind"] == "benchlang.results" and len(document["trials"]) == 75
+
+
+def test_undefined_numbers_are_null_with_a_reason(outputs):
+    """Three values bound no median at 95%: the KPI and its coverage are null, and why."""
+    (kpi,) = loads(outputs["analyze --data few --json"][1])["kpis"]
+    (series,) = kpi["series"]
+    assert series["value"] is None and series["achieved_confidence"] is None
+    assert "too few" in series["null_reasons"]["value"]
+    independence = series["independence"]
+    assert independence["trend_p"] is None and "too few" in independence["null_reasons"]["trend_p"]
+
+
+def test_a_configuration_without_kpis_has_null_numbers_with_reasons(outputs):
+    document = loads(outputs["analyze few --json"][1])
+    (headline,) = document["headline"]
+    few = next(c for c in headline["configurations"] if c["label"] == "b[k=1]")
+    assert few["kpi"] is None and few["series_kpis"] == [None] * 5
+    assert few["null_reasons"]["kpi"].startswith("no KPI: too few converged trials")
+    kpis = next(k for k in document["kpis"] if k["configuration"] == "b[k=1]")
+    assert kpis["descriptive_only"] and kpis["variability"]["lower"] is None
+    assert "too few series" in kpis["variability"]["null_reasons"]["lower"]
+
+
+def test_strict_parser_refuses_nan():
+    for text in ('{"a": NaN}', '{"a": Infinity}', "[-Infinity]"):
+        with pytest.raises(ValueError, match="not strict JSON"):
+            loads(text)
+
+
+def test_aliased_anova_term_is_named_not_warned(outputs):
+    """host is determined by cpu (one host per CPU model): dropped by name, no row of its own."""
+    text = outputs["analyze anova"][1]
+    assert "host is determined by cpu: its term is dropped" in text
+    (comparison,) = loads(outputs["analyze anova --json"][1])["comparisons"]
+    table = comparison["mixed_effects"]
+    terms = [row["term"] for row in table["rows"]]
+    assert terms == ["cpu", "n", "cpu:n", "Residual"]
+    assert table["dropped"] == ["host is determined by cpu: its term is dropped"]
+    sums = [row["sum_sq"] for row in table["rows"]]
+    assert len(set(sums)) == len(sums)
