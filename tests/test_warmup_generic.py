@@ -238,6 +238,11 @@ def test_warmups_run_are_stored_left_out_of_analysis_and_resumed(tmp_path, run_c
     assert document["left_out"] == 8
     assert {t["phase"] for t in document["trials"]} == {"measured"}
     assert max(t["measures"]["v"] for t in document["trials"]) == 10.0
+    status, out, err = run_cli(
+        ["record", "w.bench", "--store", store, "--format", "methods"], cwd=tmp_path
+    )
+    assert status == 0, err
+    assert "8 warm-up trials (before the first measured trial of each configuration" in out
 
 
 STOPPING = """benchlang 1

@@ -115,6 +115,12 @@ def _design(inputs: ReportInputs, cite: list[str]) -> list[str]:
             + "."
         )
         cite.append("jacob2021triscale")
+        if data.left_out:
+            out.append(
+                f"{_plural(data.left_out, 'warm-up trial')} (before the first measured trial of "
+                "each configuration in each series on each host) ran but were left out of the "
+                "analysis."
+            )
         if d.redundancy > 1:
             cite += ["deoliveira2013datamill", "kruskal1952ranks", "holm1979simple"]
             out.append(
