@@ -91,14 +91,16 @@ def test_rusage_builtins(session):
     assert burn.rusage["cpu_time"] == pytest.approx(
         burn.rusage["user_time"] + burn.rusage["sys_time"]
     )
-    assert burn.rusage["max_rss"] > 1000  # KiB
+    if session._launcher.path is None:  # no build: unavailable, with why (docs/measures.md)
+        assert "max_rss" in burn.unavailable
+    else:
+        assert burn.rusage["max_rss"] > 1000  # KiB
     assert burn.rusage["minor_faults"] > 0
     assert set(burn.rusage) >= {
         "wall_time",
         "user_time",
         "sys_time",
         "cpu_time",
-        "max_rss",
         "minor_faults",
         "major_faults",
     }
