@@ -20,6 +20,7 @@ from benchlang.stats.registry import statistics_methods
 
 BUILT_INS = {
     "thompson": "kpi",
+    "kpi_bootstrap": "kpi",
     "variability": "variability",
     "bootstrap": "comparison",
     "mixed_effects": "comparison",
@@ -164,7 +165,7 @@ def test_plugins_describe_prints_parameters(run_cli):
     assert re.search(r"margin \(required\)\s+percent\s+-", out)
     assert "Schuirmann" in out
     code, out, _ = run_cli(["plugins", "--describe", "equivalence", "--json"])
-    described = json.loads(out)
+    described = json.loads(out)["method"]
     assert described["kind"] == "comparison" and described["package"] == "benchlang"
     code, _, err = run_cli(["plugins", "--describe", "bootstrp"])
     assert code == 2 and "did you mean 'bootstrap'?" in err
@@ -255,7 +256,7 @@ def test_a_kpi_method_from_a_plugin_is_sized_run_and_recorded(tmp_path, monkeypa
     for scaled, thompson in zip(got, plain, strict=True):
         s, t = scaled.analysis.series[0].kpi, thompson.analysis.series[0].kpi
         assert s.value == pytest.approx(2 * t.value) and s.rank == t.rank
-    assert methods_used(exp)[0].startswith("scaled_kpi (benchlang ")
+    assert methods_used(exp)[0].startswith("scaled_kpi { scale 2 } (benchlang ")
     [(_, _, message, hint)] = errors(
         "kpi x with scaled_kpi { percentile 50 confidence 75% }\n  stop when kpi x width < 5%"
     )

@@ -32,23 +32,28 @@ class ConfigurationAnalysis:
         return {
             "configuration": self.configuration,
             "metric": self.metric,
+            "kpi_method": self.kpi.method,
+            "kpi_settings": dict(self.kpi.options),
             "trials": self.trials,
             "not_converged": self.not_converged,
             **self.analysis.to_dict(),
         }
 
 
-def _through_registry(k: model.Kpi) -> dict[str, Any]:
+def _through_registry(k: model.Kpi, seed: int = 0) -> dict[str, Any]:
     """The KPI's and the variability score's implementations from the statistics registry
     (``thompson`` and ``variability`` unless the spec names others), as analyze_metric takes
-    them."""
+    them; a kpi method declaring ``seed`` draws from the experiment's unless the spec sets one."""
     from benchlang.stats.registry import statistics_methods
 
     methods = statistics_methods()
+    options = dict(k.options)
+    if methods[k.method].parameter("seed") is not None and options.get("seed") is None:
+        options["seed"] = seed
     return {
         "kpi_method": methods[k.method].load(),
         "variability_method": methods["variability"].load(),
-        "options": dict(k.options),
+        "options": options,
     }
 
 
@@ -60,7 +65,7 @@ def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
     for k in exp.kpis:
         mv = data.metrics[k.metric]
         var = exp.variability(k.metric)
-        methods = _through_registry(k)
+        methods = _through_registry(k, data.plan.seed)
         for index, label, _bench, _levels in data.configurations():
             mask = (table.configuration == index) & table.ok
             values = mv.values[mask]
@@ -110,6 +115,23 @@ def analyze_values(
     return ConfigurationAnalysis("data", name, kpi, variability, result, int(np.size(values)), 0)
 
 
+def _kpi_confidence_cell(k: Any) -> str:
+    """Thompson's rank and exact confidence, or the other method's interval and level."""
+    if k.rank is not None:
+        return f"x({k.rank}) {k.achieved_confidence:.3g}%"
+    return f"{k.details.get('interval', k.method)} {k.confidence:g}%"
+
+
+def _kpi_title(results: list[ConfigurationAnalysis]) -> str:
+    """The table's title names the KPI methods with their settings (beyond Thompson's)."""
+    from benchlang.stats.registry import kpi_method_text
+
+    others = sorted({kpi_method_text(r.kpi) for r in results if r.kpi.method != "thompson"})
+    if not others:
+        return "KPIs (TriScale §4.2, Thompson order statistics)"
+    return f"KPIs (TriScale §4.2; {', '.join(others)})"
+
+
 def _fmt(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
@@ -134,14 +156,14 @@ def render_analysis(
                     s.trials,
                     f"p{k.percentile:g} {k.bound}" if k.enough else f"needs n>={k.min_n}",
                     format_quantity(_fmt(k.value), unit),
-                    f"x({k.rank}) {k.achieved_confidence:.3g}%" if k.enough else "-",
+                    _kpi_confidence_cell(k) if k.enough else "-",
                     "pass" if k.independent else "FAIL",
                 ]
             )
     render_table(
         ["configuration", "metric", "series", "n", "KPI", "value", "confidence", "independent"],
         rows,
-        title="KPIs (TriScale §4.2, Thompson order statistics)",
+        title=_kpi_title(results),
         stream=stream,
         align=["left", "left", "right", "right", "left", "right", "right", "left"],
     )
@@ -195,6 +217,8 @@ def render_analysis(
 
 
 def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> Record:
+    from benchlang.stats.registry import kpi_method_text
+
     exp = data.experiment
     metrics = []
     for r in results:
@@ -237,6 +261,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 kpi_summary=summary,
                 variability_lower=_fmt(var.lower) if var_ok and several else None,
                 variability_upper=_fmt(var.upper) if var_ok and several else None,
+                kpi_method=kpi_method_text(r.kpi),
             )
         )
     from benchlang.report.exports import host_lines, host_warnings

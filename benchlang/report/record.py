@@ -74,6 +74,8 @@ class MetricRecord:
     configuration the KPI and variability values belong to, when there are several.
     ``kpi_summary`` says how ``kpi_value`` summarises several series' KPIs ("median of 5
     series KPIs"); ``variability_lower``/``upper`` are the variability interval's ends.
+    ``kpi_method`` names the KPI's statistics method with its settings (``thompson`` when
+    None); a method other than Thompson's is named after the KPI confidence.
     """
 
     name: str
@@ -96,6 +98,7 @@ class MetricRecord:
     kpi_summary: str | None = None
     variability_lower: float | None = None
     variability_upper: float | None = None
+    kpi_method: str | None = None
 
     def label(self) -> str:
         return self.name if self.configuration is None else f"{self.name} [{self.configuration}]"
@@ -109,7 +112,7 @@ class MetricRecord:
             ("Convergence confidence", _pct(self.convergence_confidence) if conv else "-"),
             ("Convergence tolerance", _pct(self.convergence_tolerance) if conv else "-"),
             ("KPI percentile", f"{self.kpi_percentile:g}"),
-            ("KPI confidence", _pct(self.kpi_confidence)),
+            ("KPI confidence", _pct(self.kpi_confidence) + self._kpi_method_text()),
             ("Variability percentile", _fmt(self.variability_percentile)),
             ("Variability confidence", _pct(self.variability_confidence)),
             ("Runs (per series)", str(self.runs)),
@@ -127,6 +130,10 @@ class MetricRecord:
         from benchlang.report.table import format_quantity
 
         return format_quantity(value, self.unit)
+
+    def _kpi_method_text(self) -> str:
+        method = (self.kpi_method or "thompson").split(" {")[0]
+        return "" if method == "thompson" else f" ({method})"
 
     def _kpi_text(self) -> str:
         return self._quantity(self.kpi_value)

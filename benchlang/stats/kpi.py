@@ -6,11 +6,13 @@ Source: Jacob et al., JSys 1(1) 2021, §4.2 and §4.5, Eq. 1-3 (Thompson's order
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 
+from benchlang.jsonout import undefined
 from benchlang.stats._orderstat import check_percent, min_samples, order_statistic_bounds
 from benchlang.stats.independence import Independence, independence_rows
 
@@ -21,6 +23,11 @@ class KPI:
 
     ``value`` is the ``rank``-th smallest value (1-based), nan when ``n < min_n``;
     ``achieved_confidence`` is the exact binomial coverage of that rank (a percent).
+    ``method`` names the statistics method that computed it (``thompson`` here; a kpi method
+    of the registry fills in its own name, rank None and nan achieved confidence when its
+    bound is no order statistic of known coverage). ``refusal`` says, in words with the fix,
+    why the method gives no bound on these values (then ``value`` is nan); ``details`` holds
+    the method's own numbers (docs/plugins.md, "What a KPI method receives and returns").
     """
 
     value: float
@@ -32,6 +39,9 @@ class KPI:
     achieved_confidence: float
     bound: str
     independence: Independence
+    method: str = "thompson"
+    refusal: str | None = None
+    details: Mapping[str, Any] = attrs.field(factory=dict, eq=False)
 
     @property
     def independent(self) -> bool:
@@ -39,10 +49,18 @@ class KPI:
 
     @property
     def enough(self) -> bool:
-        return self.rank is not None
+        """A bound was computed (enough values, and the method did not refuse)."""
+        return self.refusal is None and math.isfinite(self.value)
 
     def to_dict(self) -> dict:
+        """JSON-ready; a bound not computed is null, with the reason."""
+        few = f"too few values for this bound ({self.n} < {self.min_n} needed)"
+        why = self.refusal or (few if self.n < self.min_n else "not defined for these values")
+        return undefined(self._fields(), {"*": why})
+
+    def _fields(self) -> dict:
         return {
+            "method": self.method,
             "value": self.value,
             "rank": self.rank,
             "n": self.n,
@@ -51,6 +69,8 @@ class KPI:
             "confidence": self.confidence,
             "achieved_confidence": self.achieved_confidence,
             "bound": self.bound,
+            "refusal": self.refusal,
+            "details": dict(self.details),
             "independent": self.independent,
             "independence": self.independence.to_dict(),
         }

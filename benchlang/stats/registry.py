@@ -83,11 +83,26 @@ def statistics_methods() -> MethodCatalogue:
     return MethodCatalogue(entry_points_of(GROUP))
 
 
+def kpi_method_text(k: model.Kpi) -> str:
+    """The KPI's method with its settings beyond percentile, confidence and bound, as a spec
+    writes them ("kpi_bootstrap { interval bca replicates 2000 }"; "thompson" alone): what
+    ``analyze``, ``--json`` and the record say computed a KPI."""
+    if not k.options:
+        return k.method
+    return f"{k.method} {{ {' '.join(f'{name} {_setting(v)}' for name, v in k.options)} }}"
+
+
+def _setting(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def methods_used(experiment: model.Experiment) -> tuple[str, ...]:
     """Every statistics method the experiment's analysis uses, as ``name (package version)``,
-    for the reproducibility record (a result names the code that computed it)."""
+    for the reproducibility record (a result names the code that computed it); a KPI method
+    given settings carries them (``kpi_method_text``)."""
     names: list[str] = []
     names.extend(k.method for k in experiment.kpis)
+    settings = {k.method: kpi_method_text(k) for k in experiment.kpis if k.options}
     if experiment.variabilities:
         names.append("variability")
     names.extend(c.method for c in experiment.comparisons)
@@ -102,5 +117,5 @@ def methods_used(experiment: model.Experiment) -> tuple[str, ...]:
             out.append(f"{name} (not installed)")
             continue
         package, version = catalogue.distribution(name)
-        out.append(f"{name} ({package} {version})")
+        out.append(f"{settings.get(name, name)} ({package} {version})")
     return tuple(out)

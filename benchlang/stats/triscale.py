@@ -103,7 +103,8 @@ def analyze_metric(
         if bad:
             reasons.append(f"series {label}: {bad} of {sv.size} trials did not converge")
         if not k.enough:
-            reasons.append(f"series {label}: {k.n} converged trials, the KPI needs {k.min_n}")
+            why = k.refusal or f"{k.n} converged trials, the KPI needs {k.min_n}"
+            reasons.append(f"series {label}: {why}")
         if not k.independent:
             reasons.append(f"series {label}: metric values {k.independence.reason}")
     var = None

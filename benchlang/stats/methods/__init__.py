@@ -4,6 +4,9 @@ Each declaration names its implementation, imported when results are computed.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from benchlang.stats.contract import Method, Parameter
 from benchlang.stats.methods.comparisons import (
     BOOTSTRAP,
@@ -40,6 +43,57 @@ THOMPSON = Method(
         ),
     ),
     min_samples=1,
+)
+
+
+def _bootstrap_need(settings: Mapping[str, Any]) -> int:
+    """The n from which the bootstrap bound's simulated coverage reaches the nominal level
+    (``runs auto`` sizes to it); Thompson's sizing where no simulated n does (it then refuses)."""
+    from benchlang.stats._kpi_bootstrap_table import needed_n
+    from benchlang.stats._orderstat import min_samples
+
+    p, c = settings["percentile"], settings["confidence"]
+    bound = settings.get("bound", "upper")
+    need, _ = needed_n(p, c, bound, settings.get("interval", "bca"))
+    return need if need is not None else min_samples(p / 100, c / 100, bound)
+
+
+KPI_BOOTSTRAP = Method(
+    "kpi_bootstrap",
+    "kpi",
+    "bootstrap confidence bound of a percentile (the KPI): BCa or percentile interval",
+    "Efron, JASA 82, 1987 (BCa); Efron & Tibshirani, An Introduction to the Bootstrap, 1993, "
+    "Eq. 13.5, 14.9-14.15; DiCiccio & Efron, Stat. Sci. 11, 1996; refuses below the n of "
+    "nominal simulated coverage (benchmarks/sim_kpi_bootstrap_coverage.py)",
+    "benchlang.stats.kpi_bootstrap:kpi_bootstrap",
+    (
+        P("percentile", "percentile", "the percentile bounded, e.g. 50 or 95", required=True),
+        P("confidence", "percent", "confidence of the bound", required=True),
+        P(
+            "bound",
+            "choice",
+            "which side is bounded (default: the worse side of `better`)",
+            choices=("upper", "lower"),
+        ),
+        P(
+            "interval",
+            "choice",
+            "bias-corrected and accelerated (Efron 1987) or plain percentile interval",
+            default="bca",
+            choices=("bca", "percentile"),
+        ),
+        P(
+            "replicates",
+            "count",
+            "bootstrap replicates (the coverage table used 2000)",
+            default=2000,
+            minimum=1000,
+            maximum=100000,
+        ),
+        P("seed", "count", "seed of the resamples (default: the experiment's seed)"),
+    ),
+    min_samples=10,
+    min_samples_for=_bootstrap_need,
 )
 
 VARIABILITY = Method(
@@ -237,6 +291,7 @@ __all__ = [
     "ANOVA",
     "BOOTSTRAP",
     "EQUIVALENCE",
+    "KPI_BOOTSTRAP",
     "KPI_WIDTH",
     "MANN_WHITNEY",
     "MEDIAN_RATIO",
