@@ -22,7 +22,7 @@ SPECS = Path(__file__).resolve().parents[1] / "specs"
 # spec -> (plan hash, number of trials, seeds of the first three trials)
 GOLDEN = {
     "ab-layout.bench": (
-        "sha256:a42ec6dc56855fb012fa33ecb62c2fdbe3ce06101d26d1d98c1e3e3e01043d51",
+        "sha256:fe9282c3dfcd3137de62ddb959c784710fdf85f3dd1dc75f028747b55234660e",
         132,
         [1254797967, 1509045905, 1052909794],
     ),
