@@ -40,7 +40,7 @@ SECRET = "hunter2-never-in-a-bundle"
 def cli(args, cwd, **env):
     done = subprocess.run(
         [sys.executable, "-m", "benchlang", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=900,
+        cwd=cwd, capture_output=True, text=True, timeout=900, start_new_session=True,
         env={**os.environ, "SECRET_TOKEN": SECRET, **env},
     )  # fmt: skip
     return done.returncode, done.stdout, done.stderr
@@ -86,16 +86,16 @@ def test_the_bundle_is_deterministic_complete_and_free_of_secrets(published):
 
 
 def test_a_rerun_of_the_same_program_agrees(published, tmp_path):
-    status, out, err = cli(["replicate", str(published / "a.tar.gz"), "--workdir", str(tmp_path)],
-                           tmp_path, SALT="2")  # fmt: skip
+    status, out, err = cli(["replicate", str(published / "a.tar.gz"), "--workdir", str(tmp_path),
+                            "--yes"], tmp_path, SALT="2")  # fmt: skip
     assert status == 0, out + err
     assert "replication: AGREE" in out
     assert out.count("agree: ") == 2 and "new KPIs inside the published score" in out
 
 
 def test_a_slowed_down_configuration_disagrees_and_is_named(published, tmp_path):
-    status, out, err = cli(["replicate", str(published / "a.tar.gz"), "--workdir", str(tmp_path)],
-                           tmp_path, SALT="3", EFFECT_slow="1.3")  # fmt: skip
+    status, out, err = cli(["replicate", str(published / "a.tar.gz"), "--workdir", str(tmp_path),
+                            "--yes"], tmp_path, SALT="3", EFFECT_slow="1.3")  # fmt: skip
     assert status == 1, out + err
     assert "replication: DISAGREE (v work[tool=slow])" in out
     fast = next(line for line in out.splitlines() if line.startswith("v  work[tool=fast]"))
@@ -133,7 +133,7 @@ def test_a_tampered_bundle_is_refused(published, tmp_path):
 def test_hosts_replaces_the_published_hosts_and_matches_by_label(published, tmp_path):
     status, out, err = cli(
         ["replicate", str(published / "a.tar.gz"), "--workdir", str(tmp_path),
-         "--hosts", "local { slots 2 }"],
+         "--hosts", "local { slots 2 }", "--yes"],
         tmp_path, SALT="2",
     )  # fmt: skip
     assert status == 0, out + err

@@ -20,7 +20,7 @@ import attrs
 
 from benchlang import model
 from benchlang.app.bundle_archive import shown
-from benchlang.app.plan import plan_offline
+from benchlang.app.plan import plan_offline, resolve_span
 from benchlang.app.spec import load_spec, open_backend
 from benchlang.errors import UserError
 from benchlang.plan.plan import Plan
@@ -73,9 +73,11 @@ def _texts(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def _compile(spec: Path, seed: int, hosts: tuple[str, ...], inventory: Any) -> Checked:
+def _experiment(spec: Path, seed: int) -> model.Experiment:
     experiment = attrs.evolve(load_spec(spec).experiment, seed=seed)
-    return Checked(experiment, plan_offline(experiment, spec, hosts, inventory))
+    if experiment.design.span == "auto":
+        experiment = resolve_span(experiment)  # reads the profiles' data files; runs nothing
+    return experiment
 
 
 def check_plan(spec: Path, plan_json: Path, stated: str, expected: str | None) -> Checked:
@@ -91,7 +93,9 @@ def check_plan(spec: Path, plan_json: Path, stated: str, expected: str | None) -
                 f"--plan-hash {shown(expected, 80)}: give the plan hash the paper publishes, "
                 f"sha256: and at least {MIN_PREFIX} of its 64 hex digits"
             )
-    checked = _compile(spec, document["seed"], hosts, inventory and inventory.get("facts"))
+    experiment = _experiment(spec, document["seed"])
+    facts = inventory and inventory.get("facts")
+    checked = Checked(experiment, plan_offline(experiment, spec, hosts, facts))
     got = checked.plan.hash
     if got != stated:
         raise UserError(
@@ -113,7 +117,7 @@ def preview(spec: Path, published: Checked, store: Path, replaced_hosts: bool) -
     checked = published
     backend = None
     if replaced_hosts:
-        experiment = attrs.evolve(load_spec(spec).experiment, seed=published.experiment.seed)
+        experiment = _experiment(spec, published.experiment.seed)
         backend = open_backend(experiment, spec)
         checked = Checked(experiment, plan_offline(experiment, spec, backend.hosts()))
     else:

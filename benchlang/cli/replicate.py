@@ -13,6 +13,7 @@ from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.lang.rewrite import replace_hosts
 
+SHOWN_PROBLEMS = 10
 EXIT = {"agree": 0, "disagree": 1, "could not compare": 3}
 
 
@@ -145,8 +146,10 @@ def run(args: argparse.Namespace) -> int:
     for note in opened.version_notes:
         print(f"note: {note}")
     if opened.problems:
-        for problem in opened.problems:
+        for problem in opened.problems[:SHOWN_PROBLEMS]:
             print(f"problem: {problem}")
+        if len(opened.problems) > SHOWN_PROBLEMS:
+            print(f"problem: ... and {len(opened.problems) - SHOWN_PROBLEMS} more")
         raise UserError(f"{bundle} does not match its manifest: it cannot be trusted")
     published = check_plan(opened.spec, opened.root / "plan.json", opened.plan_hash, args.plan_hash)
     print(
