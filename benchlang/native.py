@@ -125,7 +125,10 @@ def ship(directory: Path, cc: str = "cc", root: Path | None = None) -> dict[str,
     done = {}
     for program in PROGRAMS:
         name = program.file_name(root)
-        done[program.name] = compile_to(program, directory / name, cc, root)
+        try:
+            done[program.name] = compile_to(program, directory / name, cc, root)
+        except OSError as err:
+            done[program.name] = f"cannot write {directory}: {err.strerror or err}"
         for old in directory.glob(f"{program.name}-*"):
             if old.name != name and not done[program.name]:
                 old.unlink()

@@ -167,6 +167,8 @@ def test_a_missing_compiler_at_install_builds_nothing_and_says_why(tmp_path):
     assert set(done) == {"launcher", "kernels"}
     assert all("no-such-cc" in why for why in done.values())
     assert list(tmp_path.iterdir()) == []
+    (tmp_path / "file").write_text("")  # a directory that cannot be made: said, not raised
+    assert all("cannot write" in why for why in native.ship(tmp_path / "file" / "x").values())
 
 
 @needs_cc
