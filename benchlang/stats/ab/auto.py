@@ -96,6 +96,8 @@ class HostFix:
     def _size(self, half: float | None) -> str:
         if half is None or not math.isfinite(half):
             return ""
+        if self.scale == "ratio" and half > 0.2:  # far from symmetric as a percent
+            return f" of about ×/÷{math.exp(half):.3g}"
         if self.scale == "ratio":
             return f" of about ±{100 * math.expm1(half):.2g}%"
         return f" of about ±{half:.3g}"

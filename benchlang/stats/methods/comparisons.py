@@ -17,14 +17,16 @@ BOOTSTRAP = Method(
     "comparison",
     "ratio (or difference) of means by a clustered reweighting bootstrap, k >= 2 levels",
     "Bakshy & Frachtenberg, WWW 2015, §5 (Eq. 5-6); Owen & Eckles, Ann. Appl. Stat. 6(3) 2012; "
-    "Cameron, Gelbach & Miller, Rev. Econ. Stat. 90(3) 2008 (few clusters)",
+    "Cameron, Gelbach & Miller, Rev. Econ. Stat. 90(3) 2008 (few clusters); Donald & Lang, "
+    "Rev. Econ. Stat. 89(2) 2007 (cluster-level t from 3 clusters)",
     "benchlang.stats.methods.bootstrap_impl:bootstrap",
     (
         P(
             "cluster",
             "choice",
-            "resampled unit (default: the coarsest of host, series, round "
-            "with at least 5 clusters per level)",
+            "resampled unit (default auto: in a layout host clusters, Perflab §5.2-5.3; "
+            "elsewhere the coarsest of host, series, round with at least 5 clusters per level, "
+            "or 3 for the cluster-level t)",
             choices=("none", "iid", "request", "host", "host_block", "series", "round", "auto"),
         ),
         P("replicates", "count", "bootstrap replicates", default=10_000, minimum=10),
