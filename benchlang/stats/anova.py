@@ -19,7 +19,7 @@ orders them) has no degrees of freedom of its own, as when each host has one CPU
 ``host`` is determined by ``cpu``. Such a term (or one only partly estimable, an interaction
 with unmeasured combinations) is dropped and named in ``dropped``; fitting it would make the
 design matrix singular, give it another term's sum of squares and a library warning
-(Montgomery §5.3 and §14.1 on confounded and missing cells; R's ``aov`` likewise drops
+(Montgomery §14.1 on nested factors, §15.2 on empty cells; R's ``aov`` likewise drops
 aliased terms, ``alias()``).
 """
 
