@@ -30,7 +30,7 @@ CELLS = [
     (noise, n, p, 1.0)
     for noise in NOISE
     for p in (50.0, 90.0)
-    for n in (5, 10, 20, 50, 100)
+    for n in ((5, 10, 20, 50, 100) if p == 50.0 else (5, 10, 20, 25, 50, 100))
     if not (p == 90.0 and noise == "lognormal sd 0.5")
 ] + [("lognormal sd 0.1", n, 50.0, 1.03) for n in (20, 100)]
 

@@ -186,3 +186,41 @@ def test_a_one_host_random_order_run_gets_a_paired_interval_and_says_its_check(t
     assert f"k=1.0 is {c['ratio']:.2f}× faster than k=1.3 [{c['lower']:.2f}, {c['upper']:.2f}]" in (
         flat
     )
+
+
+def test_rank_blocks_orients_refuses_and_names_its_scheme():
+    from benchlang.stats.block_ranking import min_units, rank_blocks
+
+    assert [min_units(p) for p in (50, 75, 90, 95, 99)] == [5, 10, 25, 50, 250]
+    rng = np.random.default_rng(3)
+    config = np.repeat([0, 1], 30)
+    clusters = np.stack([np.zeros(60), np.zeros(60), config], axis=1)  # one round per block
+    values = np.where(config == 0, 150.0, 100.0) * rng.lognormal(0, 0.02, 60)
+    r = rank_blocks(values, config, clusters, better="higher", seed=2)
+    assert r.scheme == "blocks" and r.order == (0, 1) and r.levels == ("trial",)
+    (c,) = r.comparisons
+    assert c.lower < 1.5 < c.upper and c.clear and r.units == (30,)
+    p95 = rank_blocks(values, config, clusters, percentile=95, seed=2)
+    assert p95.descriptive_only and math.isnan(p95.comparisons[0].lower)
+    assert (
+        "30 trial units in its block: too few for a bootstrap interval of the p95"
+        in (p95.reasons[0])
+    )
+    assert p95.to_dict()["comparisons"][0]["lower"] is None
+
+
+def test_slow_start_rule():
+    from benchlang.stats.slow_start import slow_start
+
+    rng = np.random.default_rng(1)
+    warm = rng.lognormal(0, 0.05, 20)
+    assert not slow_start(warm).flagged
+    cold = np.concatenate([[2.0, 1.9], warm])
+    s = slow_start(cold)
+    assert s.leading == 2 and s.first == 2.0 and s.score > 5
+    outlier_later = np.concatenate([[2.0], warm[:10], [2.1], warm[10:]])
+    assert not slow_start(outlier_later).flagged, "a later trial as slow: not apart"
+    assert slow_start(warm[:4]) is None
+    ties = np.array([2.0, 1, 1, 1, 1, 1, 1, 1])  # MAD 0: the mean absolute deviation scales
+    assert slow_start(ties).leading == 1
+    assert slow_start(np.ones(8)).to_dict()["score"] is None

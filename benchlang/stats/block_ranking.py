@@ -31,11 +31,12 @@ from benchlang.stats.two_sample import ratio_of_percentiles
 
 
 def min_units(percentile: float, min_clusters: int = MIN_CLUSTERS) -> int:
-    """The fewest units a block needs for an interval: ``min_clusters``, and two on each side
-    of the percentile (20 for p90), below which the simulated coverage of p90 fell under the
-    95% asked (92.9% at 5 trials, 94.3% at 10; 95.8% at 20: benchmarks/sim_block_ratio.py)."""
+    """The fewest units a block needs for an interval: ``min_clusters``, and 2.5 expected values
+    beyond the percentile on its rarer side (25 for p90, 50 for p95). Below that the simulated
+    coverage of a p90 fell under the 95% asked (benchmarks/sim_block_ratio.py: 92.2-94.3% at 5
+    and 10 trials, 94.7% at 20 with exponential noise; 97.1% at 25; docs/statistics.md)."""
     q = percentile / 100.0
-    return max(min_clusters, math.ceil(2.0 / min(q, 1.0 - q) - 1e-9))
+    return max(min_clusters, math.ceil(2.5 / min(q, 1.0 - q) - 1e-9))
 
 
 def rank_blocks(
@@ -54,8 +55,8 @@ def rank_blocks(
     """:func:`benchlang.stats.headline.rank` for configurations measured in separate blocks.
 
     ``values``, ``config`` and ``clusters`` are as for ``rank``; inside a configuration's block
-    its varying levels (its rounds, for pyperf's worker processes) are resampled, else its
-    trials. Each configuration is compared with the best through the stratified bootstrap of
+    its varying levels are resampled (pyperf's worker processes: its rounds, each kept whole),
+    else its trials. Each configuration is compared with the best through the stratified bootstrap of
     the two blocks. Descriptive only (ratios without intervals) when a block has fewer units
     than ``min_units(percentile, min_clusters)`` or a configuration has no positive value.
     """
