@@ -107,7 +107,29 @@ def check_plan(spec: Path, plan_json: Path, stated: str, expected: str | None) -
             f"the bundle's plan is {got[:23]}, not the {shown(expected, 30)} given with "
             "--plan-hash: refused before running anything"
         )
+    if plan_json.read_bytes() != checked.plan.json_text().encode():
+        raise UserError(f"{plan_json} is not the plan its spec compiles to: refused")
     return checked
+
+
+def check_store(store: Path, plan: Plan) -> None:
+    """Refuse a published store that SQLite finds corrupt or that does not hold ``plan``
+    as compiled (the trials are then another plan's)."""
+    try:
+        connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            (verdict,) = connection.execute("PRAGMA integrity_check(1)").fetchone()
+            row = connection.execute(
+                "SELECT plan_json FROM plans WHERE plan_hash = ?", (plan.hash,)
+            ).fetchone()
+        finally:
+            connection.close()
+    except (sqlite3.Error, UnicodeError, ValueError) as err:
+        raise UserError(f"the bundle's store {store} cannot be read: {shown(err, 80)}") from None
+    if verdict != "ok":
+        raise UserError(f"the bundle's store {store} is corrupt: {shown(verdict, 80)}")
+    if row is None or row[0] != plan.json_text():
+        raise UserError(f"the bundle's store {store} does not hold the bundle's plan: refused")
 
 
 def preview(spec: Path, published: Checked, store: Path, replaced_hosts: bool) -> Preview:

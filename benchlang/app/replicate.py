@@ -16,6 +16,7 @@ every case, and so are the host facts that differ.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from benchlang.app.bundle import plugin_versions
 from benchlang.app.bundle_archive import extract, shown
 from benchlang.app.sandbox import sandboxed
 from benchlang.app.stores import load_store
+from benchlang.errors import UserError
 from benchlang.report.diff import diff
 
 FACTS_COMPARED = ("cpu_model", "cores", "kernel", "governor", "platform", "isolation")
@@ -150,11 +152,18 @@ def judge(published: str | Path, replication: str | Path) -> Replication:
     """The verdict of a replication store against the published store (read-only)."""
     from benchlang.report.analysis import analyze
 
-    old, new = load_store(published), load_store(replication)
+    try:
+        old = load_store(published)
+        old_kpis = {(a.metric, a.configuration): a for a in analyze(old)}
+    except (sqlite3.Error, ValueError, TypeError, KeyError, IndexError) as err:
+        raise UserError(
+            f"the bundle's store {published} cannot be analysed "
+            f"({type(err).__name__}: {shown(err, 80)}): a malformed bundle"
+        ) from None
+    new = load_store(replication)
     notes = []
     if old.plan.plan_hash != new.plan.plan_hash:
         notes.append("the replication's plan differs from the published one: matched by label")
-    old_kpis = {(a.metric, a.configuration): a for a in analyze(old)}
     new_kpis = {(a.metric, a.configuration): a for a in analyze(new)}
     shifts = diff(old, new, ("published", "replication"))
     verdicts = []

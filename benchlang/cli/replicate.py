@@ -129,7 +129,7 @@ def _consent(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlang.app.consent import check_plan, preview
+    from benchlang.app.consent import check_plan, check_store, preview
     from benchlang.app.signing import signer_of
 
     bundle = Path(args.bundle)
@@ -152,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"problem: ... and {len(opened.problems) - SHOWN_PROBLEMS} more")
         raise UserError(f"{bundle} does not match its manifest: it cannot be trusted")
     published = check_plan(opened.spec, opened.root / "plan.json", opened.plan_hash, args.plan_hash)
+    check_store(opened.store, published.plan)
     print(
         "plan hash: the bundled spec compiles to the plan its manifest states"
         + (" and to the one given with --plan-hash" if args.plan_hash else "")
