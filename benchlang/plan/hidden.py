@@ -57,10 +57,12 @@ def hidden_levels(
         dealt = deal(group, seed, per, np.asarray(stratum, dtype=np.int64))
         for h in group:
             index = dealt[h.name][unit_of_trial]
+            levels = np.empty(len(h.levels), dtype=object)
+            levels[:] = h.levels
             if h.kind == "link_order":
-                out[h.name] = [tuple(h.levels[i] for i in row) for row in index.tolist()]
+                out[h.name] = list(map(tuple, levels[index].tolist()))
             else:
-                out[h.name] = [h.levels[i] for i in index.tolist()]
+                out[h.name] = levels[index].tolist()
     return out
 
 
@@ -128,7 +130,8 @@ def _link_orders(h: model.Hidden, seed: int, code: np.ndarray, units: np.ndarray
 
 def _ranks(group: np.ndarray, key: np.ndarray) -> np.ndarray:
     """Each element's rank by ``key`` among the elements of its ``group``."""
-    order = np.lexsort((key, group))
+    order = np.argsort(key, kind="stable")
+    order = order[np.argsort(group[order], kind="stable")]
     ordered = group[order]
     rank = np.empty(group.size, dtype=np.int64)
     rank[order] = np.arange(group.size) - np.searchsorted(ordered, ordered, side="left")
