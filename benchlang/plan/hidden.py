@@ -63,7 +63,7 @@ def hidden_levels(
                 out[h.name] = list(map(tuple, levels[index].tolist()))
             else:
                 out[h.name] = levels[index].tolist()
-    return out
+    return {h.name: out[h.name] for h in hidden}
 
 
 def deal(
