@@ -63,7 +63,8 @@ def write_bundle(path: Path, members: dict[str, bytes], *, rehash: bool = True) 
 
 
 def consistent(members: dict[str, bytes], spec_text: str, where: Path) -> dict[str, bytes]:
-    """A fully consistent tampered bundle: spec, plan, manifest and hashes all rewritten."""
+    """A fully consistent tampered bundle: spec, plan, the store's plan, manifest and hashes
+    all rewritten."""
     from benchlang.app.plan import plan_offline
     from benchlang.app.spec import load_spec
 
@@ -75,6 +76,18 @@ def consistent(members: dict[str, bytes], spec_text: str, where: Path) -> dict[s
     out["probe/spec/probe.bench"] = spec_text.encode()
     out["probe/plan.json"] = plan.json_text().encode()
     manifest = json.loads(out["probe/manifest.json"])
+    store = where / "store.sqlite"
+    store.write_bytes(out["probe/data/store.sqlite"])
+    with sqlite3.connect(store) as db:
+        for (table,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        ).fetchall():
+            columns = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+            if "plan_hash" in columns:
+                db.execute(f"UPDATE {table} SET plan_hash = ?", (plan.hash,))
+        db.execute("UPDATE plans SET plan_json = ?, spec_text = ?", (plan.json_text(), spec_text))
+    db.close()
+    out["probe/data/store.sqlite"] = store.read_bytes()
     manifest["plan_hash"] = plan.hash
     out["probe/manifest.json"] = json.dumps(manifest).encode()
     out.pop("probe/manifest.json.sig", None)
