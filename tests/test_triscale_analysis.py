@@ -36,11 +36,14 @@ def test_analyze_metric_flags_what_failed():
     values = np.concatenate([np.arange(10.0), np.full(10, 5.0)])
     values[12] = np.nan
     series = np.repeat([0, 1], 10)
-    res = analyze_metric(values, series, 95, 95, "upper", 25, 75)
+    res = analyze_metric(values, series, 95, 95, "upper", 25, 75, per_series_independence=True)
     text = " | ".join(res.reasons)
-    assert res.descriptive_only
+    assert res.descriptive_only and res.per_series_decides
     assert "series 0: metric values not independent" in text
     assert "series 1: 1 of 10 trials did not converge" in text
+    default = analyze_metric(values, series, 95, 95, "upper", 25, 75)
+    assert "not independent" not in " | ".join(default.reasons)  # the run-level verdict decides
+    assert default.per_series_flags() == (1, 2) and not res.series[0].kpi.independent
     assert "the KPI needs 59" in text and "the score needs 5" in text
     assert math.isnan(res.series[0].kpi.value) and res.series[1].not_converged == 1
 

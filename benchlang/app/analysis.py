@@ -43,9 +43,11 @@ def analyze_store(
     store_path: str | Path,
     plan_hash: str | None = None,
     experiment: model.Experiment | None = None,
+    per_series_independence: bool = False,
 ) -> StoreAnalysis:
     """KPIs, the headline, comparisons and (for A/B layouts) warm-up advice of a stored
-    plan."""
+    plan; ``per_series_independence`` lets TriScale's per-series independence tests decide
+    too (``report.analysis.analyze``)."""
     data = load_store(store_path, plan_hash, experiment=experiment, every_measure=False)
     experiment = data.experiment
     every_phase = (
@@ -67,7 +69,7 @@ def analyze_store(
             "the spec declares no kpi and no order_dependence analysis",
             "add e.g.: kpi time { percentile 50 confidence 95% }",
         )
-    kpis, headlines = kpis_and_headline(data)
+    kpis, headlines = kpis_and_headline(data, per_series_independence)
     if experiment.kpis and not kpis:
         raise UserError(
             no_values(data),
@@ -89,12 +91,14 @@ def analyze_store(
     return StoreAnalysis(data, kpis, comparisons, warmup, equal_hosts, headlines)
 
 
-def kpis_and_headline(data: ExperimentData) -> tuple[list, list]:
+def kpis_and_headline(
+    data: ExperimentData, per_series_independence: bool = False
+) -> tuple[list, list]:
     """TriScale's KPIs of every configuration and the headline built on them."""
     from benchlang.report.analysis import analyze
     from benchlang.report.headline import headline
 
-    kpis = analyze(data)
+    kpis = analyze(data, per_series_independence)
     return kpis, headline(data, kpis) if kpis else []
 
 
@@ -121,7 +125,7 @@ def analyze_csv(
     ``kpi`` and ``variability`` hold ``percentile``, ``confidence`` (and ``exclude``);
     ``series_column`` names the column that assigns each row to a series.
     """
-    from benchlang.report.analysis import analyze_values
+    from benchlang.report.analysis import analyze_values, joint_verdict
 
     table = read_table(path, header=True)
     series = None
@@ -145,7 +149,7 @@ def analyze_csv(
         results.append(analyze_values(table.numbers(column), series, column, k, v))
     if not results:
         raise UserError(f"{path} has no numeric column")
-    return results
+    return joint_verdict(results)
 
 
 def order_of(data: ExperimentData, metric: str | None, alpha: float) -> OrderReport:

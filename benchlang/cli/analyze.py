@@ -41,6 +41,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         default="lower",
         help="with --data: which direction is better (sets the KPI bound)",
     )
+    p.add_argument(
+        "--per-series-independence",
+        action="store_true",
+        help="let TriScale's per-series independence tests (each series at 5%%) make a "
+        "configuration descriptive only, as well as the run-level verdict",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -71,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     target = analysis_target(args.store, args.spec, args.plan)
     if target.note:
         print(f"note: {target.note}", file=sys.stderr)
-    found = analyze_store(args.store, target.plan_hash, target.experiment)
+    found = analyze_store(
+        args.store, target.plan_hash, target.experiment, args.per_series_independence
+    )
     if args.json:
         _print_json(found.kpis, found.comparisons, found.warmup, found.headlines, found.equal_hosts)
         return 0

@@ -1,6 +1,7 @@
-"""The default analysis (TriScale): per metric and configuration, the KPI of each series
-with its independence verdict and the variability score across series; plus the
-reproducibility record. Results whose assumptions failed are marked descriptive only."""
+"""The default analysis (TriScale): per metric and configuration, the KPI of each series and
+the variability score across series, with one run-level independence verdict
+(``stats.run_independence``); plus the reproducibility record. Results whose assumptions
+failed are marked descriptive only."""
 
 from __future__ import annotations
 
@@ -15,7 +16,16 @@ from benchlang import __version__, model
 from benchlang.report.data import ExperimentData
 from benchlang.report.record import MetricRecord, Record
 from benchlang.report.table import render_table
-from benchlang.stats.triscale import MetricAnalysis, analyze_metric
+from benchlang.stats.run_independence import (
+    RUN_ALPHA,
+    IndependenceTest,
+    RunIndependence,
+    kpi_trend_test,
+    metric_tests,
+    per_series_note,
+    run_verdict,
+)
+from benchlang.stats.triscale import MetricAnalysis, analyze_metric, with_run_verdict
 
 
 @attrs.frozen
@@ -57,11 +67,19 @@ def _through_registry(k: model.Kpi, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
-    """Run the spec's KPIs and variability scores over every configuration."""
+def analyze(
+    data: ExperimentData, per_series_independence: bool = False
+) -> list[ConfigurationAnalysis]:
+    """Run the spec's KPIs and variability scores over every configuration, and judge
+    independence once for the run (every metric's tests in one Holm family).
+
+    ``per_series_independence`` also lets TriScale's per-series tests make a configuration
+    descriptive only (§4.5 as the paper applies it; the family is then not controlled)."""
     exp = data.experiment
     table = data.table
     out = []
+    tests: list[IndependenceTest] = []
+    tested: set[str] = set()
     for k in exp.kpis:
         mv = data.metrics[k.metric]
         var = exp.variability(k.metric)
@@ -83,6 +101,7 @@ def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
                 var.confidence if var else None,
                 k.exclude,
                 **methods,
+                per_series_independence=per_series_independence,
             )
             not_converged = int((~mv.converged[mask]).sum()) if mv.converged is not None else 0
             out.append(
@@ -90,7 +109,61 @@ def analyze(data: ExperimentData) -> list[ConfigurationAnalysis]:
                     label, k.metric, k, var, result, int(mask.sum()), not_converged
                 )
             )
-    return out
+        if k.metric not in tested and any(r.metric == k.metric for r in out):
+            tested.add(k.metric)
+            tests += _metric_family(data, k.metric, [r for r in out if r.metric == k.metric])
+    return _with_verdict(out, run_verdict(tests))
+
+
+def _metric_family(
+    data: ExperimentData, metric: str, results: list[ConfigurationAnalysis]
+) -> list[IndependenceTest]:
+    """The run-level tests of one metric: trend over the run and autocorrelation within
+    series; with a ``span`` (series apart in time, TriScale §4.6) the trend is tested within
+    series and the KPIs' trend across series joins the family."""
+    table = data.table
+    values = data.metrics[metric].values
+    ok = table.ok & np.isfinite(values)
+    span = bool(data.experiment.design.span)
+    seed = data.plan.seed or 0
+    tests = metric_tests(
+        metric,
+        values[ok],
+        table.configuration[ok],
+        table.series[ok],
+        table.trial[ok],
+        span=span,
+        seed=seed,
+    )
+    if span and any(r.analysis.variability is not None for r in results):
+        kpis = [
+            (i, s.series, s.kpi.value) for i, r in enumerate(results) for s in r.analysis.series
+        ]
+        if kpis:
+            c, s, v = (np.array(x) for x in zip(*kpis, strict=True))
+            tests.append(kpi_trend_test(metric, v, c, s, seed=seed))
+    return tests
+
+
+def _with_verdict(
+    results: list[ConfigurationAnalysis], verdict: RunIndependence
+) -> list[ConfigurationAnalysis]:
+    return [
+        attrs.evolve(r, analysis=with_run_verdict(r.analysis, verdict.for_metric(r.metric)))
+        for r in results
+    ]
+
+
+def run_independence_of(results: list[ConfigurationAnalysis]) -> RunIndependence | None:
+    """The run-level verdict the results carry (every metric's tests), None without one."""
+    seen: dict[tuple, IndependenceTest] = {}
+    verdicts = [r.analysis.independence for r in results if r.analysis.independence is not None]
+    for v in verdicts:
+        for t in v.tests:
+            seen.setdefault((t.metric, t.name), t)
+    if not verdicts:
+        return None
+    return RunIndependence(verdicts[0].alpha, tuple(seen.values()), verdicts[0].family_size)
 
 
 def analyze_values(
@@ -100,7 +173,9 @@ def analyze_values(
     kpi: model.Kpi,
     variability: model.Variability | None,
 ) -> ConfigurationAnalysis:
-    """The same analysis for data from elsewhere (``benchlang analyze --data``)."""
+    """The same analysis for data from elsewhere (``benchlang analyze --data``): rows in time
+    order, one configuration; its run-level tests in a family of their own until
+    :func:`joint_verdict` puts several columns' in one."""
     result = analyze_metric(
         values,
         series,
@@ -112,7 +187,32 @@ def analyze_values(
         kpi.exclude,
         **_through_registry(kpi),
     )
+    v = np.asarray(values, dtype=float).ravel()
+    s = np.zeros(v.size, np.int64) if series is None else np.asarray(series).ravel()
+    tests = metric_tests(name, v, np.zeros(v.size, np.int64), s, np.arange(v.size))
+    result = with_run_verdict(result, run_verdict(tests))
     return ConfigurationAnalysis("data", name, kpi, variability, result, int(np.size(values)), 0)
+
+
+def joint_verdict(results: list[ConfigurationAnalysis]) -> list[ConfigurationAnalysis]:
+    """``results`` with one run-level family over all their tests (several metrics)."""
+    bare = [
+        attrs.evolve(t, level=float("nan"), rejected=False)
+        for r in results
+        if r.analysis.independence is not None
+        for t in r.analysis.independence.tests
+    ]
+    verdict = run_verdict(bare)
+    out = []
+    for r in results:
+        plain = attrs.evolve(
+            r.analysis,
+            independence=None,
+            reasons=r.analysis.configuration_reasons,
+            descriptive_only=bool(r.analysis.configuration_reasons),
+        )
+        out.append(attrs.evolve(r, analysis=with_run_verdict(plain, verdict.for_metric(r.metric))))
+    return out
 
 
 def _kpi_confidence_cell(k: Any) -> str:
@@ -157,11 +257,20 @@ def render_analysis(
                     f"p{k.percentile:g} {k.bound}" if k.enough else f"needs n>={k.min_n}",
                     format_quantity(_fmt(k.value), unit),
                     _kpi_confidence_cell(k) if k.enough else "-",
-                    "pass" if k.independent else "FAIL",
+                    _per_series_cell(k.independence),
                 ]
             )
     render_table(
-        ["configuration", "metric", "series", "n", "KPI", "value", "confidence", "independent"],
+        [
+            "configuration",
+            "metric",
+            "series",
+            "n",
+            "KPI",
+            "value",
+            "confidence",
+            "per-series test (trend p, LB p)",
+        ],
         rows,
         title=_kpi_title(results),
         stream=stream,
@@ -183,7 +292,7 @@ def render_analysis(
                 format_quantity(_fmt(v.score), unit) if v.enough else "-",
                 f"{100 * v.relative:.3g}%" if v.enough and math.isfinite(v.relative) else "-",
                 f"{v.joint_confidence:.4g}%" + (" (exact)" if v.joint_exact else ""),
-                "pass" if v.independent else "FAIL",
+                _per_series_cell(v.independence),
             ]
         )
     if var_rows:
@@ -197,7 +306,7 @@ def render_analysis(
                 "score",
                 "relative",
                 "joint",
-                "independent",
+                "KPIs' test (trend p, LB p)",
             ],
             var_rows,
             title="variability scores (TriScale §4.3)",
@@ -207,13 +316,46 @@ def render_analysis(
     import sys
 
     out = stream or sys.stdout
+    for line in independence_lines(results):
+        out.write(line + "\n")
     for r in results:
-        if r.analysis.descriptive_only:
+        mine = r.analysis.configuration_reasons
+        if mine:
             out.write(
-                f"{r.configuration} / {r.metric}: DESCRIPTIVE ONLY: "
-                + "; ".join(r.analysis.reasons)
-                + "\n"
+                f"{r.configuration} / {r.metric}: DESCRIPTIVE ONLY: " + "; ".join(mine) + "\n"
             )
+
+
+def _per_series_cell(test) -> str:
+    """TriScale's per-series test as shown (not a verdict unless asked for): its p-values."""
+    if test.n < 4:
+        return "too few"
+    word = "pass" if test.passed else "flag"
+    return f"{word} ({test.trend_p:.2g}, {test.ljung_box_p:.2g})"
+
+
+def independence_lines(results: list[ConfigurationAnalysis]) -> list[str]:
+    """Per metric: the per-series tests counted against chance, then the run-level verdict
+    ("independence (run-level, 2 tests at 2.5% each, Holm): passed (...)")."""
+    lines = []
+    for metric in dict.fromkeys(r.metric for r in results):
+        mine = [r for r in results if r.metric == metric]
+        flagged = tested = 0
+        for r in mine:
+            f, t = r.analysis.per_series_flags()
+            flagged, tested = flagged + f, tested + t
+        if tested:
+            decides = mine[0].analysis.per_series_decides
+            what = "each decides, on request" if decides else "shown, not a verdict"
+            lines.append(
+                f"{metric}: TriScale's per-series tests (§4.5, {what}): "
+                + per_series_note(flagged, tested, RUN_ALPHA)
+            )
+        verdict = mine[0].analysis.independence
+        if verdict is not None:
+            head = "" if verdict.passed else "DESCRIPTIVE ONLY: "
+            lines.append(f"{metric}: {head}{verdict.summary()}")
+    return lines
 
 
 def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> Record:
@@ -264,6 +406,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 kpi_method=kpi_method_text(r.kpi),
             )
         )
+    from benchlang.report.compare import record_lines
     from benchlang.report.exports import host_lines, host_warnings
     from benchlang.stats.registry import methods_used
 
@@ -276,6 +419,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         tuple(metrics),
         tuple(host_lines(data) + list(data.leases) + host_warnings(data)),
         methods_used(exp),
+        record_lines(data),
     )
 
 

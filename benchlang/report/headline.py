@@ -98,6 +98,8 @@ class MetricHeadline:
     variability_bounds: tuple[int, int, float, float] | None
     slow_starts: tuple[SlowStartNote, ...] = ()
     """Configurations whose first trials ran far slower than the rest."""
+    independence: Any = None
+    """The run-level independence verdict of the metric (``stats.run_independence``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +115,7 @@ class MetricHeadline:
             "configurations": [c.to_dict() for c in self.configurations],
             "rankings": [g.to_dict() for g in self.groups],
             "slow_starts": [n.to_dict() for n in self.slow_starts],
+            "independence": None if self.independence is None else self.independence.to_dict(),
         }
 
 
@@ -235,7 +238,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                     v.lower if enough else None,
                     v.upper if enough else None,
                     v.relative if enough and math.isfinite(v.relative) else None,
-                    tuple(r.analysis.reasons) if r.analysis.descriptive_only else (),
+                    tuple(r.analysis.configuration_reasons),
                 )
             )
         var = exp.variability(k.metric)
@@ -258,6 +261,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                 variability_confidence=var.confidence if var else None,
                 variability_bounds=var_bounds,
                 slow_starts=slow_starts(data.table, mv.values, mv.metric.better),
+                independence=mine[0].analysis.independence,
             )
         )
     return out
@@ -346,6 +350,9 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     for c in h.configurations:
         if c.reasons:
             lines += _wrap(f"  DESCRIPTIVE ONLY {c.label}: " + "; ".join(c.reasons))
+    if h.independence is not None:
+        verdict = h.independence
+        lines += _wrap(("  " if verdict.passed else "  DESCRIPTIVE ONLY: ") + verdict.summary())
     benchmarks = {lb.split("[", 1)[0] for c in h.configurations for lb in [c.label]}
     for g in h.groups:
         rk = g.ranking
