@@ -95,15 +95,17 @@ class SlowStartNote:
 
     label: str
     check: SlowStart
+    host: str | None = None
+    """The host, when the trials ran on several."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"configuration": self.label, **self.check.to_dict()}
+        return {"configuration": self.label, "host": self.host, **self.check.to_dict()}
 
     def sentence(self, number) -> str:
         c = self.check
         first = "first trial" if c.leading == 1 else f"first {c.leading} trials"
         return (
-            f"Note: {self.label}: the {first} ran far worse than the rest ({number(c.first)} "
+            f"Note: {self.label}{f' on {self.host}' if self.host else ''}: the {first} ran far worse than the rest ({number(c.first)} "
             f"against a median of {number(c.median)}; more than {c.threshold:g} robust standard "
             f"deviations of the logs): a cold start? `warmup {c.leading}` in the design (hyperfine: "
             f"`--warmup {c.leading}`) runs such trials first and leaves them out of the analysis"
@@ -119,19 +121,20 @@ def slow_starts(
     if better == "higher":
         with np.errstate(divide="ignore"):
             values = 1.0 / values
-    ok = table.ok & np.isfinite(values) & (values > 0)
+    ok = np.flatnonzero(table.ok & np.isfinite(values) & (values > 0))
+    hosts, host = np.unique(table.host[ok], return_inverse=True)
+    host = host.ravel()
+    config = table.configuration[ok]
+    # each (host, configuration) in turn, its trials in the order they ran
+    order = np.lexsort((table.position[ok], table.round[ok], table.series[ok], config, host))
+    key = host[order] * (int(config.max(initial=0)) + 1) + config[order]
+    starts = np.flatnonzero(np.diff(key, prepend=-1))
     notes = []
-    time_order = np.lexsort((table.position, table.round, table.series))
-    for host in np.unique(table.host[ok]).tolist():
-        for config in np.unique(table.configuration[ok]).tolist():
-            mine = time_order[
-                ok[time_order]
-                & (table.host[time_order] == host)
-                & (table.configuration[time_order] == config)
-            ]
-            check = slow_start(values[mine]) if mine.size else None
-            if check is not None and check.flagged:
-                if better == "higher":
-                    check = attrs.evolve(check, first=1 / check.first, median=1 / check.median)
-                notes.append(SlowStartNote(str(table.label[mine[0]]), check))
+    for mine in np.split(ok[order], starts[1:]) if ok.size else []:
+        check = slow_start(values[mine])
+        if check is not None and check.flagged:
+            if better == "higher":
+                check = attrs.evolve(check, first=1 / check.first, median=1 / check.median)
+            where = str(table.host[mine[0]]) if hosts.size > 1 else None
+            notes.append(SlowStartNote(str(table.label[mine[0]]), check, where))
     return tuple(notes)
