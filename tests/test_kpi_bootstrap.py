@@ -195,3 +195,35 @@ def test_run_and_analyze_name_the_kpi_method_and_its_settings(tmp_path, capsys, 
     assert "12 runs are too few for kpi v (percentile 5, confidence 95%): it needs at least 59" in (
         capsys.readouterr().err
     )
+
+
+def test_check_refuses_a_kpi_the_bootstrap_never_answers():
+    """Upper bounds of p95 under-cover at every simulated n: the spec is refused at the
+    method's name, with the way out; a lower bound of p5 is accepted and sized by runs auto."""
+    from benchlang.lang.check import compile_source
+    from benchlang.lang.diagnostics import SpecError
+    from benchlang.lang.syntax import decode
+
+    def spec(kpi: str, better: str = "lower") -> str:
+        return (
+            "benchlang 1\nexperiment t {\n"
+            '  benchmark b { run "echo 1" measure x from stdout regex "([0-9]+)" }\n'
+            f"  metric x {{ measure mean better {better} }}\n  {kpi}\n"
+            "  design { runs auto }\n}\n"
+        )
+
+    with pytest.raises(SpecError) as info:
+        compile_source(decode("t.bench", spec(LATENCY).encode()))
+    (d,) = info.value.diagnostics
+    assert (d.span.line, d.span.column) == (5, 14)
+    assert d.message == (
+        "kpi x: the bca bootstrap bound (upper) of p95 at 95% under-covers at every simulated n "
+        "(up to 2000; docs/statistics.md)"
+    )
+    assert d.hint.startswith("use thompson (exact at any n)")
+    exp = compile_source(decode("t.bench", spec(THROUGHPUT, "higher").encode()))
+    assert exp.kpis[0].bound == "lower" and exp.design.runs == MIN_N[("bca", "lower", 5.0, 95.0)]
+
+
+LATENCY = "kpi x with kpi_bootstrap { percentile 95 confidence 95% }"
+THROUGHPUT = "kpi x with kpi_bootstrap { percentile 5 confidence 95% }"

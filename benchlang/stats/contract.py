@@ -81,7 +81,9 @@ class Method:
     """A statistics method's declaration, the object an entry point of ``benchlang.statistics``
     names. ``implementation`` is ``"module:function"``, loaded by :meth:`load` on first use.
     ``min_samples`` is the fewest successful trials per compared level (per series for a KPI)
-    the method needs; ``min_samples_for(settings)`` may refine it (``runs auto`` asks it)."""
+    the method needs; ``min_samples_for(settings)`` may refine it (``runs auto`` asks it).
+    ``refuses(settings)`` says, in words, why the method never answers with these settings
+    (``check`` reports it at the spec's block), None when it may."""
 
     name: str
     kind: str
@@ -91,6 +93,7 @@ class Method:
     parameters: tuple[Parameter, ...] = ()
     min_samples: int = 2
     min_samples_for: Callable[[Mapping[str, Any]], int] | None = attrs.field(default=None, eq=False)
+    refuses: Callable[[Mapping[str, Any]], str | None] | None = attrs.field(default=None, eq=False)
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -109,6 +112,10 @@ class Method:
         if self.min_samples_for is not None:
             return int(self.min_samples_for(settings))
         return self.min_samples
+
+    def refusal(self, settings: Mapping[str, Any]) -> str | None:
+        """Why the method never answers with these settings; None when it may."""
+        return None if self.refuses is None else self.refuses(settings)
 
     def load(self) -> Callable[..., Any]:
         """The implementation (imported now, not when the declaration was read)."""

@@ -187,6 +187,14 @@ def check_kpis(
         if metric is None or not {"percentile", "confidence"} <= v.keys():
             continue
         default_bound = "upper" if metric.better == "lower" else "lower"
+        refusal = method.refusal({"bound": default_bound, **v})
+        if refusal is not None:
+            ctx.error(
+                f"kpi {block.name}: {refusal}",
+                block.method_span or block.span,
+                "use thompson (exact at any n): kpi without 'with', or see "
+                f"benchlang plugins --describe {method.name}",
+            )
         out.append(
             model.Kpi(
                 metric.name,

@@ -58,6 +58,16 @@ def _bootstrap_need(settings: Mapping[str, Any]) -> int:
     return need if need is not None else min_samples(p / 100, c / 100, bound)
 
 
+def _bootstrap_refuses(settings: Mapping[str, Any]) -> str | None:
+    """Why the bootstrap bound is never offered at these settings (no simulated n reached)."""
+    from benchlang.stats._kpi_bootstrap_table import needed_n
+
+    bound = settings.get("bound", "upper")
+    interval = settings.get("interval", "bca")
+    need, why = needed_n(settings["percentile"], settings["confidence"], bound, interval)
+    return None if need is not None else f"the {interval} bootstrap bound {why}"
+
+
 KPI_BOOTSTRAP = Method(
     "kpi_bootstrap",
     "kpi",
@@ -94,6 +104,7 @@ KPI_BOOTSTRAP = Method(
     ),
     min_samples=10,
     min_samples_for=_bootstrap_need,
+    refuses=_bootstrap_refuses,
 )
 
 VARIABILITY = Method(
