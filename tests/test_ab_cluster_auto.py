@@ -133,3 +133,42 @@ def test_request_clusters_by_the_spec_say_what_they_assume(tmp_path, run_cli, se
     assert status == 0, out + err
     assert "assumes no host or host x batch effect" in out
     assert "far too liberal in the fully balanced layout" in out
+
+
+ROUNDS = """benchlang 1
+experiment three_rounds {
+  seed 11
+  factor tool in ["1.00", "1.30"]
+  benchmark b {
+    run "awk -v version={tool} -v request=1000000 -f value.awk"
+    measure v from stdout regex "v=([0-9.e+-]+)"
+  }
+  metric v { unit "s" better lower }
+  kpi v { percentile 50 confidence 75% }
+  design { runs 3 series 1 }
+  analysis { compare v by tool with bootstrap { replicates 2000 } }
+}
+"""
+
+
+def test_three_rounds_on_one_host_give_the_cluster_level_t_and_the_record_says_so(
+    tmp_path, run_cli
+):
+    """Below 5 clusters per level the cluster-level t gives the interval (3 rounds here); the
+    record names the scheme and the method."""
+    (tmp_path / "r.bench").write_text(ROUNDS)
+    (tmp_path / "value.awk").write_text(VALUE_AWK)
+    status, out, err = run_cli(["run", "r.bench", "--store", "r.sqlite"], cwd=tmp_path)
+    assert status == 0, out + err
+    assert "cluster-level t with 2 df" in out
+    status, js, err = run_cli(
+        ["record", "r.bench", "--store", "r.sqlite", "--format", "json"], cwd=tmp_path
+    )
+    assert status == 0, err
+    (line,) = _strict(js)["comparisons"]
+    assert line == "v by tool: cluster round (auto), cluster_t, 3/3 per level"
+    status, md, err = run_cli(["record", "r.bench", "--store", "r.sqlite"], cwd=tmp_path)
+    assert (
+        status == 0
+        and "comparison: v by tool: cluster round (auto), cluster_t, 3/3 per level" in md
+    ), md

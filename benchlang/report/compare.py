@@ -224,6 +224,35 @@ def compare(
     return attrs.evolve(base, outcome=outcome, problem=outcome.descriptive_only, notes=tuple(notes))
 
 
+def record_lines(data: ExperimentData) -> tuple[str, ...]:
+    """One line per bootstrap comparison for the reproducibility record: the interval's method,
+    its cluster scheme and why, and what it assumes (or why it is descriptive only)."""
+    lines = []
+    for comparison in data.experiment.comparisons:
+        if comparison.method != "bootstrap":
+            continue
+        r = compare(data, comparison)
+        head = f"{comparison.metric} by {comparison.by}: "
+        choice = r._detail("cluster_choice")
+        lv = r.levels
+        setting = comparison.settings.get("cluster", "auto")
+        if choice is not None:
+            text = f"cluster auto, {choice.method}, {choice.scheme or 'no'} clusters ({choice.why})"
+            if choice.assumption:
+                text += f"; CONDITIONAL: {choice.assumption}"
+        elif lv is not None:
+            text = (
+                f"cluster {lv.cluster} ({'auto' if setting == 'auto' else 'the spec'}), "
+                f"{lv.method}, {'/'.join(map(str, lv.clusters_per_level))} per level"
+            )
+        else:
+            text = "no interval"
+        if r.problem:
+            text += f"; descriptive only: {r.problem}"
+        lines.append(head + text)
+    return tuple(lines)
+
+
 def _package(catalogue: Mapping[str, Method], name: str) -> str:
     where = getattr(catalogue, "distribution", None)
     if where is None:

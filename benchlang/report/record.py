@@ -173,11 +173,15 @@ class Record:
     """One line per host that ran trials (CPU, cores, governor, kernel), then any warning."""
     methods: tuple[str, ...] = ()
     """The statistics methods used, each as ``name (package version)``."""
+    comparisons: tuple[str, ...] = ()
+    """One line per bootstrap comparison: its interval's method, cluster scheme, why, and
+    assumption (report.compare.record_lines)."""
 
     def to_json(self) -> dict:
         return {
             "hosts": list(self.hosts),
             "statistics_methods": list(self.methods),
+            "comparisons": list(self.comparisons),
             "experiment": self.experiment,
             "spec_hash": self.spec_hash,
             "plan_hash": self.plan_hash,
@@ -206,6 +210,7 @@ class Record:
             *self._summary_note(),
             *(_md(h) for h in self.hosts),
             *([f"statistics: {_md(', '.join(self.methods))}"] if self.methods else []),
+            *(f"comparison: {_md(c)}" for c in self.comparisons),
             "",
             "| " + " | ".join(_md(h) for h in headers) + " |",
             "| --- |" + " ---: |" * (len(headers) - 1),
@@ -235,6 +240,8 @@ class Record:
         note = " ".join(self._summary_note())
         if self.methods:
             note = (note + " " if note else "") + f"Statistics: {', '.join(self.methods)}."
+        if self.comparisons:
+            note = (note + " " if note else "") + " ".join(f"{c}." for c in self.comparisons)
         if note:
             caption += " " + _tex(note)
         return "\n".join(
