@@ -8,9 +8,10 @@ effects (§3, two levels) and ANOVA (DataMill).
 For an experiment without an A/B layout the roles map as follows: the version is the
 compared factor's level (first = control, or the reference); the request is the rest of
 the configuration (benchmark and the other factors' levels); the host is the trial's host;
-the batch is the round. The bootstrap's cluster is the spec's, or by default the coarsest of
-host, series, round (host, round in a layout) with at least ``min_clusters`` (5) clusters per
-level; with none, nothing is claimed (Cameron, Gelbach & Miller 2008).
+the batch is the round. The bootstrap's cluster is the spec's, or by default (``auto``) in a
+layout Perflab's host clusters (benchlang.stats.ab.auto), elsewhere the coarsest of host,
+series, round with at least ``min_clusters`` (5) clusters per level, or 3 for the cluster-level t
+(Donald & Lang 2007); with none, nothing is claimed (Cameron, Gelbach & Miller 2008).
 """
 
 from __future__ import annotations
