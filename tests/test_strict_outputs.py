@@ -317,3 +317,31 @@ def test_aliased_anova_term_is_named_not_warned(outputs):
     assert table["dropped"] == ["host is determined by cpu: its term is dropped"]
     sums = [row["sum_sq"] for row in table["rows"]]
     assert len(set(sums)) == len(sums)
+
+
+def test_an_unexplained_nan_stops_the_writer_at_its_place():
+    """A regression (a to_dict that leaves a nan) fails loudly, saying where, for people."""
+    from benchlang.errors import UserError
+    from benchlang.jsonout import document, dumps
+
+    with pytest.raises(UserError, match=r"undefined number \(nan\) at \$\.kpis\[1\]\.value"):
+        dumps(document("analyze", 1, {"kpis": [{"value": 1.0}, {"value": float("nan")}]}))
+    text = dumps(document("size", 1, {"n": np.int64(59), "share": np.float64(0.25)}))
+    assert loads(text) == {"schema": 1, "kind": "benchlang.size", "n": 59, "share": 0.25}
+    with pytest.raises(ValueError, match="schema or kind"):
+        document("size", 1, {"kind": "mine"})
+
+
+def test_undefined_names_every_nulled_field():
+    from benchlang.jsonout import undefined
+
+    fields = {"value": float("nan"), "n": 3, "kpis": [1.0, float("inf")], "p": 0.5}
+    out = undefined(fields, {"value": "too few values", "*": "no test"})
+    assert out == {
+        "value": None,
+        "n": 3,
+        "kpis": [1.0, None],
+        "p": 0.5,
+        "null_reasons": {"value": "too few values", "kpis": "no test"},
+    }
+    assert "null_reasons" not in undefined({"p": 0.5}, {})
