@@ -1,6 +1,6 @@
 """Hostile and broken bundles (issue 40 item 3): a seeded corpus of a few hundred, made from a
 real published bundle by truncation, flipped bytes, links, devices, FIFOs, traversal, two
-top directories, a compression bomb, huge declared sizes, duplicate and missing members,
+top directories, compression bombs (in a member, in a PAX header), huge declared sizes, duplicate and missing members,
 wrong JSON types in the manifest, plan.json and versions.json, escaping manifest paths, a
 broken spec and a corrupt store (these last with the manifest's hashes recomputed, so the
 checks after the manifest's are reached). Each goes through ``benchlang replicate`` in one
@@ -80,7 +80,7 @@ def hostile(members: dict[str, bytes], honest: bytes, rng: random.Random) -> tup
     kind = rng.choice(
         ["truncate", "flip", "garbage", "link", "device", "traversal", "tops", "missing",
          "manifest", "spec_path", "plan", "versions", "spec", "store", "duplicate", "huge",
-         "not_json", "size", "bomb"]
+         "not_json", "size", "bomb", "pax_bomb"]
     )  # fmt: skip
     m = dict(members)
     if kind == "truncate":
@@ -128,6 +128,10 @@ def hostile(members: dict[str, bytes], honest: bytes, rng: random.Random) -> tup
     if kind == "bomb":
         zeros = bytes(rng.choice([8, 16]) << 20)
         return kind, gzip.compress(_tar([(_info("probe/zeros", size=len(zeros)), zeros)]))
+    if kind == "pax_bomb":  # tarfile reads a PAX header whole before anyone sees its size
+        pax = _info("probe/@PaxHeader", tarfile.XHDTYPE, size=rng.choice([8, 16]) << 20)
+        body = pax.tobuf(tarfile.USTAR_FORMAT) + bytes(pax.size) + _info("probe/x").tobuf()
+        return kind, gzip.compress(body)
     if kind == "huge":
         header = _info("probe/big", size=rng.choice([5 << 30, 10**11]))
         return kind, gzip.compress(header.tobuf(tarfile.GNU_FORMAT) + b"\0" * 1024)

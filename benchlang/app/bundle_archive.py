@@ -12,6 +12,7 @@ members are extracted, each compared with its SHA-256 as it is written.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -72,6 +73,42 @@ def safe_relative(name: object) -> PurePosixPath | None:
     return path
 
 
+class _Bounded:
+    """The decompressed stream, refusing to be read past the limits: tarfile reads some
+    headers whole (a PAX header of any declared size) before ``_headers`` sees them."""
+
+    def __init__(self, raw: gzip.GzipFile, bundle: Path, limits: Limits) -> None:
+        self.raw, self.bundle, self.limits = raw, bundle, limits
+        self.packed = max(bundle.stat().st_size, 1)
+        self.most = limits.total_bytes + 1536 * limits.members
+
+    def _allow(self, end: int) -> None:
+        if end > self.most:
+            raise UserError(f"{self.bundle} expands past {self.most:,} bytes: refused")
+        if end > RATIO_FLOOR and end / self.packed > self.limits.ratio:
+            raise UserError(
+                f"{self.bundle} expands {end / self.packed:,.0f} times ({self.packed:,} bytes "
+                f"to {end:,} so far), more than {self.limits.ratio:g}: refused as a "
+                "compression bomb"
+            )
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            size = self.most + 1 - self.raw.tell()
+        self._allow(self.raw.tell() + size)
+        return self.raw.read(size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        target = offset if whence == 0 else self.raw.tell() + offset if whence == 1 else None
+        if target is None:
+            raise UserError(f"{self.bundle}: cannot be read from its end")
+        self._allow(target)
+        return self.raw.seek(target)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+
 def _headers(tar: tarfile.TarFile, bundle: Path, limits: Limits) -> list[tarfile.TarInfo]:
     """Every member header, refusing as soon as a limit is passed (before its data is read)."""
     packed = max(bundle.stat().st_size, 1)
@@ -88,7 +125,7 @@ def _headers(tar: tarfile.TarFile, bundle: Path, limits: Limits) -> list[tarfile
         if total > limits.total_bytes:
             raise UserError(
                 f"{bundle} declares more than {limits.total_bytes:,} bytes ({total:,} so far, "
-                f"{len(members):,} members): refused"
+                f"{len(members):,} member{'s' if len(members) > 1 else ''}): refused"
             )
         if total > RATIO_FLOOR and total / packed > limits.ratio:
             raise UserError(
@@ -172,7 +209,10 @@ def extract(
     then write its listed members under ``workdir`` (nothing is written before that)."""
     bundle, workdir = Path(bundle), Path(workdir)
     try:
-        with tarfile.open(bundle, "r:gz") as tar:
+        with (
+            gzip.open(bundle, "rb") as raw,
+            tarfile.open(fileobj=_Bounded(raw, bundle, limits), mode="r:") as tar,
+        ):
             members = _headers(tar, bundle, limits)
             placed = [(_check_member(m, bundle), m) for m in members]
             tops = {top for (top, _), _ in placed}
