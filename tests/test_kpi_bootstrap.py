@@ -154,14 +154,14 @@ experiment kb {{
   }}
   metric v {{ better higher }}
   kpi v with kpi_bootstrap {{ percentile {p} confidence 95% }}
-  design {{ runs 12 }}
+  design {{ runs 12 series 2 }}
 }}
 """
 
 
 def test_run_and_analyze_name_the_kpi_method_and_its_settings(tmp_path, capsys, monkeypatch):
-    """A real run (local backend, store) of 12 trials; ``analyze --json`` gives the bound
-    kpi_bootstrap computes on the stored values with the plan's seed, and names the method;
+    """A real run (local backend, store) of 2 series of 12 trials; ``analyze --json`` gives the
+    bounds kpi_bootstrap computes on the stored values with the plan's seed, and names the method;
     the table and the record name it with its settings; a p5 bound needs 59 (`check` says so)."""
     from benchlang.app.analysis import analyze_store
     from benchlang.cli import main
@@ -176,15 +176,17 @@ def test_run_and_analyze_name_the_kpi_method_and_its_settings(tmp_path, capsys, 
     (got,) = json.loads(capsys.readouterr().out)["kpis"]
     assert got["kpi_method"] == "kpi_bootstrap"
     assert got["kpi_settings"] == {"interval": "bca", "replicates": 2000}
-    (series,) = got["series"]
     data = analyze_store(store).data
-    values = data.metrics["v"].values[data.table.ok]
-    want = kpi_bootstrap(values, 50, 95, "lower", seed=21)
-    assert series["method"] == "kpi_bootstrap" and series["refusal"] is None
-    assert series["value"] == pytest.approx(want.value, rel=1e-12)
+    assert len(got["series"]) == 2
+    for series in got["series"]:
+        values = data.metrics["v"].values[data.table.ok & (data.table.series == series["series"])]
+        want = kpi_bootstrap(values, 50, 95, "lower", seed=21)
+        assert series["method"] == "kpi_bootstrap" and series["refusal"] is None
+        assert series["value"] == pytest.approx(want.value, rel=1e-12)
     assert main(["analyze", str(spec), "--store", str(store)]) == 0
     text = capsys.readouterr().out
     assert "KPIs (TriScale §4.2; kpi_bootstrap { interval bca replicates 2000 })" in text
+    assert "Headline: v, higher is better" in text  # no order-statistic line for a bootstrap
     assert main(["record", "--store", str(store)]) == 0
     record = capsys.readouterr().out
     assert "kpi_bootstrap { interval bca replicates 2000 } (benchlang" in record

@@ -217,7 +217,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
         for r in mine:
             series = [s.kpi.value for s in r.analysis.series]
             for s in r.analysis.series:
-                if s.kpi.enough:
+                if s.kpi.enough and s.kpi.rank is not None:  # an order statistic (thompson)
                     runs.append(s.kpi.n)
                     ranks.append(s.kpi.rank)
                     achieved.append(s.kpi.achieved_confidence)
