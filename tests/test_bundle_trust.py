@@ -249,7 +249,7 @@ def test_a_signed_bundle_verifies(pub, tmp_path):
         assert status in (0, 3), out + err
         assert f"signature: good, by {pub['fingerprint']}" in out
     status, out, err = replicate(pub, pub["root"] / "s.tar.gz", tmp_path, "--analyze-only")
-    assert "not verified (pass --signer" in out
+    assert "not verified (pass --signer or --allowed-signers to verify)" in out
 
 
 def test_limits_refuse_with_their_numbers(pub, tmp_path):

@@ -94,6 +94,10 @@ def verify(
 ) -> Signer:
     """Refuse (one line) unless ``signature`` is a valid ``benchlang-bundle`` signature of
     ``data`` by a key of ``allowed_signers`` or with ``fingerprint``."""
+    if allowed_signers is not None and not Path(allowed_signers).is_file():
+        raise UserError(f"--allowed-signers {allowed_signers}: no such file")
+    if fingerprint is not None and not fingerprint.startswith("SHA256:"):
+        fingerprint = f"SHA256:{fingerprint}"
     if signature is None:
         raise UserError("the bundle is not signed (no manifest.json.sig): refused")
     signer = signer_of(signature)

@@ -140,9 +140,11 @@ def run(args: argparse.Namespace) -> int:
     for line in said:
         print(line)
     if not said and opened.signature is not None:
-        signer = signer_of(opened.signature)
-        print(f"note: signed by {signer.fingerprint}, not verified (pass --signer or "
-              "--allowed-signers)")  # fmt: skip
+        try:
+            claimed = f"signed by {signer_of(opened.signature).fingerprint}, not verified"
+        except UserError as err:
+            claimed = err.message
+        print(f"note: {claimed} (pass --signer or --allowed-signers to verify)")
     for note in opened.version_notes:
         print(f"note: {note}")
     if opened.problems:
