@@ -1,4 +1,4 @@
-"""Reading a big store: `results --json` and `analyze` on 1,000,000 trials, side by side with
+"""Reading and filling a big store: `results --json` and `analyze` on 1,000,000 trials, side by side with
 the same query done with plain sqlite3 + numpy (the floor: per configuration the median of the
 metric), on the rows and on the store's columnar blocks. Target (issue 13): both commands within
 3 s and 400 MB. Also the per-trial JSON export (``results --format json``, a 460 MB document
@@ -10,6 +10,13 @@ The store is made quickly and for real: the plan of a spec (10 configurations x 
 into the store's measure blocks as a run does it every few thousand measures.
 
     python benchmarks/bench_store_scale.py [--trials 1000000] [--keep DIR] [--repeat 3]
+        [--import-only | --no-import]
+
+Filling: `benchlang import` of a 1,000,000-row per-trial CSV (OrderSage's columns) and of a
+hyperfine JSON of the same size, side by side with their floor: numpy reading the file
+(``np.loadtxt`` / ``json.load``) plus plain ``sqlite3.executemany`` writing the same trial
+rows (every column the store's ``trials`` row has) and measure rows into tables without
+indexes. Target (issue 28): within 3x the floor and 400 MB.
 
 Each command runs ``--repeat`` times (the median is printed, with the range), after a
 ``prepare`` step that gives the checkout what an installed benchlang has (bytecode, the
@@ -153,6 +160,114 @@ def store_in(keep: str | None, trials: int, prefix: str) -> tuple[Path, Path]:
     return root, store
 
 
+FLOOR_WRITE = """
+import itertools, sqlite3, numpy as np
+def write(db_path, label, order, rounds, positions, values):
+    n = label.size
+    db = sqlite3.connect(db_path)
+    db.execute("CREATE TABLE trials (plan_hash, trial, series, round, position, host, "
+               "configuration, label, benchmark, levels, order_kind, status, reason, exit_status, "
+               "timed_out, started, ended, attempts, stdout_tail, stderr_tail, phase)")
+    db.execute("CREATE TABLE measures (plan_hash, trial, name, value)")
+    names, config = np.unique(label, return_inverse=True)
+    levels = ['{"configuration": "%s"}' % x for x in names.tolist()]
+    r = itertools.repeat
+    with db:
+        db.executemany("INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", zip(
+            r("sha256:" + "0" * 64), range(n), r(0), rounds.tolist(), positions.tolist(),
+            r("imported"), config.tolist(), label.tolist(), r("imported"),
+            [levels[c] for c in config.tolist()], order.tolist(), r("ok"), r(None), r(0), r(0),
+            r(1.0), r(1.0), r(1), r(b""), r(b""), r("measured")))
+        db.executemany("INSERT INTO measures VALUES (?,?,?,?)",
+                       zip(r("sha256:" + "0" * 64), range(n), r("time"), values.tolist()))
+"""
+
+FLOOR_CSV = (
+    FLOOR_WRITE
+    + """
+import sys
+cells = np.loadtxt(sys.argv[1], delimiter=",", skiprows=1, dtype=str)
+write(sys.argv[2], cells[:, 0], cells[:, 1], cells[:, 2].astype(np.int64),
+      cells[:, 3].astype(np.int64), cells[:, 4].astype(float))
+"""
+)
+
+FLOOR_HYPERFINE = (
+    FLOOR_WRITE
+    + """
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+times = [np.asarray(r["times"], float) for r in results]
+write(sys.argv[2], np.concatenate([np.full(t.size, r["command"], object) for t, r in zip(times, results)]),
+      np.full(sum(t.size for t in times), "fixed", object),
+      np.concatenate([np.full(t.size, i) for i, t in enumerate(times)]),
+      np.concatenate([np.arange(t.size) for t in times]), np.concatenate(times))
+"""
+)
+
+
+def make_import_files(root: Path, rows: int) -> tuple[Path, Path]:
+    """A per-trial CSV (10 configurations, rounds of 10 in random order) and a hyperfine
+    JSON of two commands, ``rows`` trials each file, seeded log-normal values."""
+    rng = np.random.default_rng(28)
+    csv_path, json_path = root / "trials.csv", root / "hyperfine.json"
+    if not csv_path.exists():
+        config = np.argsort(rng.random((rows // 10 + 1, 10)), axis=1).ravel()[:rows]
+        values = rng.lognormal(-3, 0.1, rows)
+        with csv_path.open("w") as f:
+            f.write("test,order,run_seq,position,value\n")
+            f.writelines(
+                f"t{c},random,{i // 10},{i % 10},{v:.6g}\n"
+                for i, (c, v) in enumerate(zip(config.tolist(), values.tolist(), strict=True))
+            )
+    if not json_path.exists():
+        half = rows // 2
+        results = [
+            {
+                "command": f"sleep 0.0{k + 1}",
+                "times": rng.lognormal(-3 + k, 0.1, half).tolist(),
+                "exit_codes": [0] * half,
+            }
+            for k in range(2)
+        ]
+        json_path.write_text(json.dumps({"results": results}))
+    return csv_path, json_path
+
+
+def import_cases(root: Path, rows: int, repeat: int) -> None:
+    """``benchlang import`` of each file into a fresh store, beside its floor."""
+    files = make_import_files(root, rows)
+    print(f"\n{'import of ' + str(rows) + ' rows':34} {'median s':>8} {'range s':>11} "
+          f"{'peak MiB':>9} {'x floor':>8}")  # fmt: skip
+    for path, floor_code in zip(files, (FLOOR_CSV, FLOOR_HYPERFINE), strict=True):
+        lines = {}
+        for name, argv in (
+            (f"floor: numpy + executemany ({path.suffix[1:]})", [sys.executable, "-c", floor_code, str(path)]),
+            (f"benchlang import ({path.suffix[1:]})", [sys.executable, "-m", "benchlang", "import", str(path), "--store"]),
+        ):  # fmt: skip
+            runs = []
+            for _ in range(repeat):
+                target = root / "import.sqlite"
+                for leftover in root.glob("import.sqlite*"):
+                    leftover.unlink()
+                runs.append(timed([*argv, str(target)]))
+            lines[name] = runs
+        base = None
+        for name, runs in lines.items():
+            seconds = float(np.median([r[0] for r in runs]))
+            kib = max(r[1] for r in runs)
+            spread = f"{min(r[0] for r in runs):.2f}-{max(r[0] for r in runs):.2f}"
+            base = base or seconds
+            verdict = ""
+            if name.startswith("benchlang"):
+                ok = seconds <= 3 * base and kib <= 400 * 1024
+                verdict = "  ok" if ok else "  misses 3x floor / 400 MB"
+            print(f"{name:34} {seconds:8.2f} {spread:>11} {kib / 1024:9.0f} "
+                  f"{seconds / base:8.2f}{verdict}")  # fmt: skip
+    for leftover in root.glob("import.sqlite*"):
+        leftover.unlink()
+
+
 def prepare() -> None:
     """What an installed benchlang has before its first timed command: its modules' bytecode
     (pip compiles it on install; an editable checkout run with PYTHONDONTWRITEBYTECODE=1 would
@@ -171,7 +286,17 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--keep", help="directory to keep the store in (made if missing)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command (median)")
+    parser.add_argument("--import-only", action="store_true", help="only the import cases")
+    parser.add_argument("--no-import", action="store_true", help="skip the import cases")
     args = parser.parse_args()
+    if args.import_only:
+        root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-import-"))
+        root.mkdir(parents=True, exist_ok=True)
+        prepare()
+        import_cases(root, args.trials, args.repeat)
+        if not args.keep:
+            shutil.rmtree(root)
+        return 0
     root, store = store_in(args.keep, args.trials, "benchlang-scale-")
     prepare()
     cases = {
@@ -201,6 +326,8 @@ def main() -> int:
             f"{name:34} {seconds:8.2f} {spread:>11} {kib / 1024:9.0f} {seconds / base:8.2f}{verdict}"
         )
     (root / "trials.json").unlink(missing_ok=True)
+    if not args.no_import:
+        import_cases(root, args.trials, args.repeat)
     if not args.keep:
         shutil.rmtree(root)
     return 0

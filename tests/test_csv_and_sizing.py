@@ -125,7 +125,7 @@ def test_rows_and_picked_cells(tmp_path):
 
 
 def test_import_reads_values_through_the_shared_reader(tmp_path, capsys):
-    """A missing value is a failed trial (as 'nan' was); a non-number names file and column."""
+    """A missing value is a failed trial (as 'nan' was); a non-number names file, line and column."""
     from benchlang.cli import main
 
     good = write(
@@ -143,4 +143,4 @@ def test_import_reads_values_through_the_shared_reader(tmp_path, capsys):
     assert rows["a"]["metrics"]["value"]["median"] == 1.5
     bad = write(tmp_path, "bad.csv", "test,order,run_seq,position,value\na,fixed,0,0,fast\n")
     assert main(["import", str(bad), "--store", str(tmp_path / "t.sqlite")]) == 2
-    assert "bad.csv: column 'value': not a number: 'fast'" in capsys.readouterr().err
+    assert "bad.csv:2: column 'value': not a number: 'fast'" in capsys.readouterr().err

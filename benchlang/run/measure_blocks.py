@@ -15,7 +15,7 @@ one below the watermark, so a block never outlives the rows it copies.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -69,6 +69,30 @@ def watermark(db: sqlite3.Connection, key: str = "measures_folded") -> int:
     return int(row[0]) if row else 0
 
 
+def insert_block(
+    db: sqlite3.Connection,
+    plan_hash: str,
+    name: str,
+    first_row: int,
+    last_row: int,
+    trials: Sequence[int] | np.ndarray,
+    values: Sequence[float] | np.ndarray,
+) -> None:
+    """Store one measure's values as the block of the ``measures`` rows ``first_row`` to
+    ``last_row`` (NaN for a NULL value)."""
+    db.execute(
+        "INSERT INTO measure_blocks VALUES (?,?,?,?,?,?)",
+        (
+            plan_hash,
+            name,
+            first_row,
+            last_row,
+            np.asarray(trials, dtype="<i8").tobytes(),
+            np.asarray(values, dtype="<f8").tobytes(),
+        ),
+    )
+
+
 def fold(db: sqlite3.Connection) -> int:
     """Copy every ``measures`` row above the watermark into blocks (one per plan and measure,
     at most ``MAX_BLOCK`` values each) and move the watermark; inside the caller's
@@ -90,17 +114,7 @@ def fold(db: sqlite3.Connection) -> int:
             )
         for (plan_hash, name), items in groups.items():
             rowid, trial, value = zip(*items, strict=True)
-            db.execute(
-                "INSERT INTO measure_blocks VALUES (?,?,?,?,?,?)",
-                (
-                    plan_hash,
-                    name,
-                    rowid[0],
-                    rowid[-1],
-                    np.asarray(trial, dtype="<i8").tobytes(),
-                    np.asarray(value, dtype="<f8").tobytes(),
-                ),
-            )
+            insert_block(db, plan_hash, name, rowid[0], rowid[-1], trial, value)
         last = rows[-1][0]
     if last != start:
         db.execute("UPDATE meta SET value = ? WHERE key = 'measures_folded'", (str(last),))

@@ -26,7 +26,8 @@ import attrs
 import numpy as np
 
 from benchlang.errors import UserError
-from benchlang.run import measure_blocks, trial_blocks
+from benchlang.run import bulk_trials, measure_blocks, trial_blocks
+from benchlang.run.bulk_trials import TrialColumns
 from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
 
 SCHEMA_VERSION = 5
@@ -722,6 +723,17 @@ class Store(LeaseRows):
             self._unfolded += 1
             if self._unfolded >= measure_blocks.FOLD_ROWS:
                 self._fold(db)
+
+    def record_trial_columns(self, plan_hash: str, trials: TrialColumns) -> None:
+        """Write many finished trials (an import) in transactions of ``BULK_TRIALS`` each,
+        with their measures and blocks (run/bulk_trials.py): Python's copies of one part's
+        rows, not of the whole import, are in memory at once."""
+        step = bulk_trials.BULK_TRIALS
+        for start in range(0, len(trials), step):
+            with self._transaction() as db:
+                bulk_trials.write(
+                    db, plan_hash, trials.part(slice(start, start + step)), self._fold
+                )
 
     def record_round(
         self,

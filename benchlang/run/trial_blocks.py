@@ -64,6 +64,23 @@ def encode(rows: Sequence[Sequence]) -> Part:
     return Part(numbers, np.array(codes, dtype=np.int32).reshape(5, len(rows)), tuple(dictionary))
 
 
+def insert_block(
+    db: sqlite3.Connection, plan_hash: str, first_row: int, last_row: int, part: Part
+) -> None:
+    """Store ``part`` as the block of the ``trials`` rows ``first_row`` to ``last_row``."""
+    db.execute(
+        "INSERT INTO trial_blocks VALUES (?,?,?,?,?,?)",
+        (
+            plan_hash,
+            first_row,
+            last_row,
+            part.numbers.astype("<i8").tobytes(),
+            part.codes.astype("<i4").tobytes(),
+            json.dumps(part.dictionary),
+        ),
+    )
+
+
 def fold(db: sqlite3.Connection) -> None:
     """Copy every ``trials`` row above the watermark into blocks (one per plan, at most
     ``MAX_BLOCK`` rows each) and move the watermark; inside the caller's transaction (of a
@@ -81,18 +98,7 @@ def fold(db: sqlite3.Connection) -> None:
         for row in rows:
             plans.setdefault(row[1], []).append(row)
         for plan_hash, mine in plans.items():
-            part = encode([row[2:] for row in mine])
-            db.execute(
-                "INSERT INTO trial_blocks VALUES (?,?,?,?,?,?)",
-                (
-                    plan_hash,
-                    mine[0][0],
-                    mine[-1][0],
-                    part.numbers.astype("<i8").tobytes(),
-                    part.codes.astype("<i4").tobytes(),
-                    json.dumps(part.dictionary),
-                ),
-            )
+            insert_block(db, plan_hash, mine[0][0], mine[-1][0], encode([row[2:] for row in mine]))
         last = rows[-1][0]
     if last != start:
         db.execute("UPDATE meta SET value = ? WHERE key = 'trials_folded'", (str(last),))

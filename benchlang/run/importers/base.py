@@ -39,11 +39,21 @@ def _as_array(dtype: type) -> Any:
     return lambda values: np.asarray(values, dtype=dtype)
 
 
+def _as_text_array(values: Any) -> np.ndarray:
+    """An array of str as given, else the strings as objects: a label repeated a million
+    times stays one string, not a million fixed-width copies."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "UO":
+        return values
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
 @attrs.frozen
 class ImportedTrials:
     """One row per trial, in the order the tool ran them.
 
-    ``labels`` names each trial's configuration (hyperfine's parameters are in its command);
+    ``labels`` names each trial's configuration (any sequence of str; kept as an array) (hyperfine's parameters are in its command);
     ``rounds`` and
     ``positions`` place a trial in the design (a round is a block the tool ran together);
     ``orders`` says whether a round's order was fixed or random. ``measures`` holds one array
@@ -53,25 +63,25 @@ class ImportedTrials:
 
     tool: str
     source: str
-    labels: tuple[str, ...]
+    labels: np.ndarray = attrs.field(converter=_as_text_array)
     measures: Mapping[str, np.ndarray]
     metrics: tuple[ImportedMetric, ...]
     rounds: np.ndarray = attrs.field(converter=_as_array(np.int64))
     positions: np.ndarray = attrs.field(converter=_as_array(np.int64))
     series: np.ndarray = attrs.field(converter=_as_array(np.int64))
-    orders: tuple[str, ...]
+    orders: np.ndarray = attrs.field(converter=_as_text_array)
     exit_statuses: np.ndarray = attrs.field(converter=_as_array(np.int64))
     host: str = "imported"
     facts: Mapping[str, str] = attrs.field(factory=dict)
     notes: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
-        n = len(self.labels)
+        n = self.labels.size
         sizes = {
             "rounds": self.rounds.size,
             "positions": self.positions.size,
             "series": self.series.size,
-            "orders": len(self.orders),
+            "orders": self.orders.size,
             "exit_statuses": self.exit_statuses.size,
             **{f"measure {k}": np.asarray(v).size for k, v in self.measures.items()},
         }
@@ -80,9 +90,10 @@ class ImportedTrials:
             raise ValueError(f"{n} trials but {wrong}")
         if n == 0:
             raise ImportFileError(f"{self.source} holds no trials")
-        if not set(self.orders) <= {"fixed", "random"}:
+        orders = set(np.unique(self.orders).tolist())
+        if not orders <= {"fixed", "random"}:
             raise ImportFileError(
-                f"{self.source}: orders {sorted(set(self.orders) - {'fixed', 'random'})}; "
+                f"{self.source}: orders {sorted(orders - {'fixed', 'random'})}; "
                 "expected fixed or random"
             )
         missing = [m.name for m in self.metrics if m.name not in self.measures]

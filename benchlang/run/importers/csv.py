@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from benchlang.csvrows import numbers_of, read_rows
+from benchlang.csvrows import read_columns, read_header
 from benchlang.run.importers.base import ImportedMetric, ImportedTrials, ImportFileError
 
 ROLES = ("configuration", "order", "round", "position", "value", "series")
@@ -41,36 +41,43 @@ class CsvImporter:
         metric = str(options.get("metric") or "value")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", metric):
             raise ImportFileError(f"metric name {metric!r} is not a name")
-        rows = read_rows(path)
-        header = rows[0].keys()
-        for role, column in columns.items():
-            if column is not None and column not in header:
+        numeric = [columns[r] for r in ("value", "round", "position", "series") if columns[r]]
+        text = [columns[r] for r in ("configuration", "order") if columns[r]]
+        header = read_header(path)
+        for role, name in columns.items():
+            if name is not None and name not in header:
                 raise ImportFileError(
-                    f"{path} has no column {column!r} (for the {role})",
+                    f"{path} has no column {name!r} (for the {role})",
                     f"columns: {', '.join(header)}; map them with --{role}-column",
                 )
+        _, cells = read_columns(path, numeric, text)
+        n = next(iter(cells.values())).size
 
-        def column(role: str, default: str) -> list[str]:
-            key = columns.get(role)
-            return [r[key] for r in rows] if key else [default] * len(rows)
+        def whole(role: str) -> np.ndarray:
+            name = columns[role]
+            if name is None:
+                return np.zeros(n, dtype=np.int64)
+            v = cells[name]
+            if not np.all(np.isfinite(v) & (v == np.round(v))):
+                bad = v[~(np.isfinite(v) & (v == np.round(v)))][0]
+                raise ImportFileError(
+                    f"{path}: column {name!r} ({role}): not a whole number: {bad}"
+                )
+            return v.astype(np.int64)
 
-        try:
-            values = numbers_of(column("value", "nan"), f"{path}: column {columns['value']!r}")
-            rounds = [int(v) for v in column("round", "0")]
-            positions = [int(v) for v in column("position", "0")]
-            series = [int(v) for v in column("series", "0")]
-        except ValueError as err:
-            raise ImportFileError(f"{path}: {err}") from None
-        labels = tuple(column("configuration", "all"))
+        def labels(role: str, default: str) -> np.ndarray:
+            name = columns[role]
+            return cells[name] if name else np.full(n, default)
+
         return ImportedTrials(
             tool="csv",
             source=path.name,
-            labels=labels,
-            measures={metric: values},
+            labels=labels("configuration", "all"),
+            measures={metric: cells[columns["value"]] if columns["value"] else np.full(n, np.nan)},
             metrics=(ImportedMetric(metric, None, str(options.get("better") or "lower")),),
-            rounds=rounds,
-            positions=positions,
-            series=series,
-            orders=tuple(column("order", "random")),
-            exit_statuses=np.zeros(len(rows), dtype=np.int64),
+            rounds=whole("round"),
+            positions=whole("position"),
+            series=whole("series"),
+            orders=labels("order", "random"),
+            exit_statuses=np.zeros(n, dtype=np.int64),
         )

@@ -43,44 +43,40 @@ class HyperfineImporter:
     @classmethod
     def read(cls, path: Path, options: Mapping[str, Any]) -> ImportedTrials:
         results = _load(path)["results"]
-        labels: list[str] = []
-        times: list[float] = []
-        codes: list[int] = []
-        memory: list[float] = []
-        rounds: list[int] = []
-        positions: list[int] = []
+        labels, times, codes, memory, rounds, positions = [], [], [], [], [], []
         for block, result in enumerate(results):
             try:
                 command = str(result["command"])
-                runs = [float(t) for t in result["times"]]
+                runs = np.asarray(result["times"], dtype=float).ravel()
             except (KeyError, TypeError, ValueError):
                 raise ImportFileError(
                     f"{path}: result {block + 1} has no 'command' or 'times' list",
                     "export with hyperfine --export-json (hyperfine 1.11 or later)",
                 ) from None
-            exits = result.get("exit_codes") or [0] * len(runs)
-            rss = result.get("memory_usage_byte")
-            for i, seconds in enumerate(runs):
-                labels.append(command)
-                times.append(seconds)
-                code = exits[i] if i < len(exits) else None
-                codes.append(0 if code is None else int(code))
-                memory.append(rss[i] / 1024.0 if rss and i < len(rss) else np.nan)
-                rounds.append(block)
-                positions.append(i)
-        measures = {"time": np.array(times)}
-        if not np.all(np.isnan(memory)):
-            measures["max_rss"] = np.array(memory)
+            n = runs.size
+            exits = [0 if c is None else int(c) for c in (result.get("exit_codes") or [])[:n]]
+            rss = np.asarray(result.get("memory_usage_byte") or [], dtype=float)[:n] / 1024.0
+            labels.append(np.full(n, command, dtype=object))
+            times.append(runs)
+            codes.append(np.pad(np.asarray(exits, dtype=np.int64), (0, n - len(exits))))
+            memory.append(np.pad(rss, (0, n - rss.size), constant_values=np.nan))
+            rounds.append(np.full(n, block, dtype=np.int64))
+            positions.append(np.arange(n, dtype=np.int64))
+        label = np.concatenate(labels) if labels else np.empty(0, dtype=object)
+        measures = {"time": np.concatenate(times) if times else np.empty(0)}
+        rss_all = np.concatenate(memory) if memory else np.empty(0)
+        if not np.all(np.isnan(rss_all)):
+            measures["max_rss"] = rss_all
         return ImportedTrials(
             tool="hyperfine",
             source=path.name,
-            labels=tuple(labels),
+            labels=label,
             measures=measures,
             metrics=(ImportedMetric("time", "s", "lower"),),
-            rounds=rounds,
-            positions=positions,
-            series=np.zeros(len(labels)),
-            orders=("fixed",) * len(labels),
-            exit_statuses=codes,
+            rounds=np.concatenate(rounds) if rounds else np.empty(0, dtype=np.int64),
+            positions=np.concatenate(positions) if positions else np.empty(0, dtype=np.int64),
+            series=np.zeros(label.size),
+            orders=np.full(label.size, "fixed", dtype=object),
+            exit_statuses=np.concatenate(codes) if codes else np.empty(0, dtype=np.int64),
             notes=("user and system time are per-command means in hyperfine's file: not imported",),
         )

@@ -17,8 +17,9 @@ import attrs
 import numpy as np
 
 from benchlang.plan.plan import Configuration, Derived, Plan
+from benchlang.run.bulk_trials import TrialColumns, first_seen
 from benchlang.run.importers.base import ImportedTrials
-from benchlang.run.store import Store, TrialRecord
+from benchlang.run.store import Store
 from benchlang.stats.sizing import sizing
 
 
@@ -43,7 +44,7 @@ def spec_text(table: ImportedTrials, name: str, labels: list[str], rounds: int) 
     The first metric gets a median KPI at 95% when every configuration has the runs it
     needs (TriScale's sizing: 5), so `analyze` works on the import as on a run.
     """
-    orders = set(table.orders)
+    orders = set(np.unique(table.orders).tolist())
     order = "fixed_vs_random" if orders == {"fixed", "random"} else next(iter(orders))
     levels = ", ".join(json.dumps(x) for x in labels)
     lines = [
@@ -79,13 +80,11 @@ def experiment_name(table: ImportedTrials, name: str | None, stem: str) -> str:
 
 def write_trials(table: ImportedTrials, store: Store, name: str) -> Imported:
     """Store the table as an experiment named ``name``; trials already stored are skipped."""
-    labels = list(dict.fromkeys(table.labels))
-    index = {label: i for i, label in enumerate(labels)}
-    config_index = np.array([index[x] for x in table.labels], dtype=np.int64)
+    labels, config_index = first_seen(table.labels)
     execution = np.lexsort((table.positions, table.rounds))
     round_ids, trial_round = np.unique(table.rounds[execution], return_inverse=True)
     first = np.searchsorted(trial_round, np.arange(round_ids.size))
-    orders = np.array(table.orders)
+    orders = table.orders
     round_order = np.array([0 if o == "fixed" else 1 for o in orders[execution][first]], np.int8)
     runs = int(np.bincount(config_index).min())
     text = spec_text(table, name, labels, runs)
@@ -111,7 +110,7 @@ def write_trials(table: ImportedTrials, store: Store, name: str) -> Imported:
         trial_round=trial_round.astype(np.int32),
         trial_position=table.positions[execution].astype(np.int32),
         trial_configuration=config_index[execution].astype(np.int32),
-        trial_seed=np.zeros(len(table.labels), dtype=np.int64),
+        trial_seed=np.zeros(table.labels.size, dtype=np.int64),
         derived=(
             Derived("source", table.source, f"imported with benchlang import ({table.tool})"),
         ),
@@ -121,49 +120,44 @@ def write_trials(table: ImportedTrials, store: Store, name: str) -> Imported:
     )
     if table.facts:
         store.record_host(plan.hash, table.host, table.facts)
-    done = store.finished_trials(plan.hash)
+    done = np.array(sorted(store.finished_trials(plan.hash)), dtype=np.int64)
+    code = table.exit_statuses[execution]
+    measures = {m: np.asarray(v, dtype=float)[execution] for m, v in table.measures.items()}
+    has_metrics = np.ones(execution.size, dtype=bool)
+    for metric in table.metrics:
+        has_metrics &= np.isfinite(measures[metric.name]) if metric.name in measures else False
+    ok = (code == 0) & has_metrics
+    reason = np.full(execution.size, None, dtype=object)
+    reason[~has_metrics] = "no value in the imported file"
+    reason[code != 0] = [f"exit status {c}" for c in code[code != 0].tolist()]
+    levels = tuple(json.dumps({"configuration": x}, sort_keys=True) for x in labels)
     now = time.time()
-    failed = 0
-    for t, row in enumerate(execution.tolist()):
-        measures = {m: float(v[row]) for m, v in table.measures.items() if np.isfinite(v[row])}
-        code = int(table.exit_statuses[row])
-        ok = code == 0 and all(m.name in measures for m in table.metrics)
-        failed += not ok
-        if t in done:
-            continue
-        label = table.labels[row]
-        store.record_trial(
-            plan.hash,
-            TrialRecord(
-                trial=t,
-                series=int(table.series[row]),
-                round=int(trial_round[t]),
-                position=int(table.positions[row]),
-                host=table.host,
-                configuration=int(config_index[row]),
-                label=label,
-                benchmark="imported",
-                levels={"configuration": label},
-                order_kind=str(orders[row]),
-                status="ok" if ok else "failed",
-                reason=None
-                if ok
-                else (f"exit status {code}" if code else "no value in the imported file"),
-                exit_status=code,
-                timed_out=False,
-                started=now,
-                ended=now,
-                attempts=1,
-                stdout_tail=b"",
-                stderr_tail=b"",
-                measures=measures,
-                series_values={},
-            ),
-        )
+    trials = TrialColumns(
+        trial=np.arange(execution.size, dtype=np.int64),
+        series=table.series[execution],
+        round=trial_round.astype(np.int64),
+        position=table.positions[execution],
+        configuration=config_index[execution],
+        order_kind=orders[execution],
+        status=np.where(ok, "ok", "failed"),
+        reason=reason,
+        exit_status=code,
+        measures=measures,
+        host=table.host,
+        benchmark="imported",
+        labels=tuple(labels),
+        levels=levels,
+        started=now,
+        ended=now,
+    )
+    if done.size:
+        trials = trials.part(~np.isin(trials.trial, done))
+    store.record_trial_columns(plan.hash, trials)
+    failed = int((~ok).sum())
     return Imported(
         plan.hash,
         name,
-        len(table.labels),
+        table.labels.size,
         len(labels),
         int(round_ids.size),
         table.tool,

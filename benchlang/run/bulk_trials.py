@@ -1,0 +1,203 @@
+"""Many trials written at once (an import of another tool's results): one ``executemany``
+per table, and their columnar blocks encoded from the columns in hand instead of read back
+from the rows (docs/store.md). A run writes trial by trial (``Store.record_trial``); an import
+of a million rows would spend minutes in a million transactions and in reading its own rows
+back to fold them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+from itertools import repeat
+
+import attrs
+import numpy as np
+
+from benchlang.run import measure_blocks, trial_blocks
+
+BULK_TRIALS = 1 << 16
+"""Trials written in one transaction (and one block) by ``Store.record_trial_columns``."""
+
+
+@attrs.frozen
+class TrialColumns:
+    """Finished trials of one host and benchmark as columns, in the store's terms: one array
+    per ``trials`` column; ``labels`` and ``levels`` (JSON) per configuration index;
+    ``measures`` one float array each, NaN where a trial has none."""
+
+    trial: np.ndarray
+    series: np.ndarray
+    round: np.ndarray
+    position: np.ndarray
+    configuration: np.ndarray
+    order_kind: np.ndarray
+    status: np.ndarray
+    reason: np.ndarray
+    exit_status: np.ndarray
+    measures: Mapping[str, np.ndarray]
+    host: str
+    benchmark: str
+    labels: tuple[str, ...]
+    levels: tuple[str, ...]
+    started: float
+    ended: float
+    phase: str = "measured"
+
+    def __len__(self) -> int:
+        return int(self.trial.size)
+
+    def part(self, rows: slice | np.ndarray) -> TrialColumns:
+        """The same trials' subset (a slice or a boolean mask)."""
+        return attrs.evolve(
+            self,
+            **{
+                name: getattr(self, name)[rows]
+                for name in (
+                    "trial",
+                    "series",
+                    "round",
+                    "position",
+                    "configuration",
+                    "order_kind",
+                    "status",
+                    "reason",
+                    "exit_status",
+                )
+            },
+            measures={k: v[rows] for k, v in self.measures.items()},
+        )
+
+
+def first_seen(values: np.ndarray) -> tuple[list, np.ndarray]:
+    """Distinct values in order of first appearance, and each value's code (as the fold's
+    dictionary coding numbers them)."""
+    distinct, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return distinct[order].tolist(), rank[inverse.ravel()]
+
+
+@contextlib.contextmanager
+def _insert_checks_suspended(db: sqlite3.Connection) -> Iterator[None]:
+    """Without the triggers that watch for rows inserted below the blocks' watermarks, which
+    cost a subquery per row: inside the writer's transaction no other program can insert,
+    and the rows written here are above the watermarks. Dropped and made again in the same
+    transaction, so no reader ever sees the store without them (a rollback restores them)."""
+    found = db.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
+        ("trials_inserted_below", "measures_inserted_below"),
+    ).fetchall()
+    for name, _ in found:
+        db.execute(f"DROP TRIGGER {name}")
+    yield
+    for _, sql in found:
+        db.execute(sql)
+
+
+def _rowids(db: sqlite3.Connection, table: str) -> int:
+    return int(db.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0])
+
+
+def write(
+    db: sqlite3.Connection,
+    plan_hash: str,
+    trials: TrialColumns,
+    fold: Callable[[sqlite3.Connection], None],
+) -> None:
+    """Insert ``trials`` (at most ``MAX_BLOCK``) with their measures and blocks, inside the
+    caller's transaction. ``fold`` first folds what earlier writes left, so the new rows are
+    the only ones above the watermarks; should SQLite number them other than densely, the
+    new rows are folded by reading them back instead."""
+    n = len(trials)
+    if n == 0:
+        return
+    if n > measure_blocks.MAX_BLOCK:
+        raise ValueError(f"{n} trials in one write (at most {measure_blocks.MAX_BLOCK})")
+    fold(db)
+    with _insert_checks_suspended(db):
+        first = _rowids(db, "trials") + 1
+        configuration = trials.configuration.tolist()
+        db.executemany(
+            "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            zip(
+                repeat(plan_hash),
+                trials.trial.tolist(),
+                trials.series.tolist(),
+                trials.round.tolist(),
+                trials.position.tolist(),
+                repeat(trials.host),
+                configuration,
+                [trials.labels[c] for c in configuration],
+                repeat(trials.benchmark),
+                [trials.levels[c] for c in configuration],
+                trials.order_kind.tolist(),
+                trials.status.tolist(),
+                trials.reason.tolist(),
+                trials.exit_status.tolist(),
+                repeat(0),
+                repeat(trials.started),
+                repeat(trials.ended),
+                repeat(1),
+                repeat(b""),
+                repeat(b""),
+                repeat(trials.phase),
+            ),
+        )
+        last = _rowids(db, "trials")
+        measure_rows: dict[str, tuple[int, int, np.ndarray, np.ndarray]] = {}
+        for name, values in trials.measures.items():
+            has = np.isfinite(values)
+            start = _rowids(db, "measures") + 1
+            db.executemany(
+                "INSERT INTO measures VALUES (?,?,?,?)",
+                zip(
+                    repeat(plan_hash),
+                    trials.trial[has].tolist(),
+                    repeat(name),
+                    values[has].tolist(),
+                ),
+            )
+            measure_rows[name] = (start, _rowids(db, "measures"), trials.trial[has], values[has])
+    dense = last - first + 1 == n and all(
+        end - start + 1 == t.size for start, end, t, _ in measure_rows.values()
+    )
+    if not dense:
+        fold(db)
+        return
+    _insert_trial_block(db, plan_hash, trials, first, last)
+    for name, (start, end, trial, values) in measure_rows.items():
+        if trial.size:
+            measure_blocks.insert_block(db, plan_hash, name, start, end, trial, values)
+    measures_last = max((end for _, end, _, _ in measure_rows.values()), default=None)
+    db.execute("UPDATE meta SET value = ? WHERE key = 'trials_folded'", (str(last),))
+    if measures_last is not None:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'measures_folded'", (str(measures_last),))
+
+
+def _insert_trial_block(
+    db: sqlite3.Connection, plan_hash: str, trials: TrialColumns, first: int, last: int
+) -> None:
+    """The trials' block: numbers and codes as ``trial_blocks.fold`` would make them."""
+    n = len(trials)
+    configs, config_codes = first_seen(trials.configuration)
+    coded = [
+        ([trials.host], np.zeros(n, dtype=np.int64)),
+        first_seen(trials.order_kind),
+        first_seen(trials.status),
+        ([trials.phase], np.zeros(n, dtype=np.int64)),
+        (
+            [[c, trials.labels[c], trials.benchmark, trials.levels[c]] for c in configs],
+            config_codes,
+        ),
+    ]
+    part = trial_blocks.Part(
+        np.stack(
+            [trials.trial, trials.series, trials.round, trials.position, trials.configuration]
+        ),
+        np.stack([codes for _, codes in coded]).astype(np.int32),
+        tuple(dictionary for dictionary, _ in coded),
+    )
+    trial_blocks.insert_block(db, plan_hash, first, last, part)
