@@ -81,11 +81,15 @@ def test_the_jackknife_shortcut_and_the_row_quantiles_equal_numpy():
     assert all(sample_rank(n, p) == math.ceil(p * n) for n in (10, 59, 100) for p in (0.5, 0.95))
 
 
-def test_the_same_seed_gives_the_same_bound_and_another_seed_another():
+def test_the_same_seed_gives_the_same_bound_and_another_seed_another(monkeypatch):
+    import benchlang.stats.kpi_bootstrap as module
+
     x = np.random.default_rng(4).normal(10.0, 1.0, 200)
     a = kpi_bootstrap(x, 50, 95, "lower", seed=1)
     assert a.value == kpi_bootstrap(x.copy(), 50, 95, "lower", seed=1).value
     assert a.value != kpi_bootstrap(x, 50, 95, "lower", seed=2).value
+    monkeypatch.setattr(module, "_BLOCK", 7 * 200 + 3)  # replicates drawn 7 at a time
+    assert kpi_bootstrap(x, 50, 95, "lower", seed=1).value == a.value
 
 
 def test_refuses_below_its_simulated_n_and_says_what_to_do():

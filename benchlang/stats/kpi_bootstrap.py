@@ -36,14 +36,31 @@ def sample_rank(n: int, p: float) -> int:
     return int(np.quantile(np.arange(1, n + 1), p, method="inverted_cdf"))
 
 
-def resample_indices(values: np.ndarray, replicates: int, seed: int) -> np.ndarray:
-    """(replicates x n) indices drawn with replacement from the seed's ``kpi_bootstrap``
-    stream, keyed by the values' bytes (different series draw independently)."""
+_BLOCK = 1 << 22
+"""Resampled values held at once (32 MiB): replicates are drawn in blocks of rows."""
+
+
+def resample_indices(values: np.ndarray, rows: range, seed: int) -> np.ndarray:
+    """Indices drawn with replacement for the replicates ``rows`` (len(rows) x n), from the
+    seed's ``kpi_bootstrap`` stream keyed by the values' bytes (different series draw
+    independently; a replicate's draws do not depend on the block it is drawn in)."""
     x = np.ascontiguousarray(values, dtype=np.float64)
     key = hashlib.sha256(x.tobytes()).hexdigest()[:16]
     n = x.size
-    u = uniforms(seed, f"kpi_bootstrap:{key}", np.arange(replicates)[:, None], np.arange(n))
+    counters = np.arange(rows.start, rows.stop)[:, None]
+    u = uniforms(seed, f"kpi_bootstrap:{key}", counters, np.arange(n))
     return np.minimum((u * n).astype(np.int64), n - 1)
+
+
+def replicates_of(values: np.ndarray, k: int, replicates: int, seed: int) -> np.ndarray:
+    """The ``replicates`` bootstrap replicates of x_(k), in blocks of bounded memory."""
+    step = max(1, _BLOCK // max(1, values.size))
+    out = np.empty(replicates)
+    for start in range(0, replicates, step):
+        rows = range(start, min(start + step, replicates))
+        idx = resample_indices(values, rows, seed)
+        out[rows.start : rows.stop] = np.partition(values[idx], k - 1, axis=1)[:, k - 1]
+    return out
 
 
 def jackknife_percentiles(sorted_rows: np.ndarray, p: float) -> np.ndarray:
@@ -150,9 +167,8 @@ def kpi_bootstrap(
         )
     value = math.nan
     if refusal is None:
-        idx = resample_indices(x, replicates, seed)
         k = sample_rank(n, p)
-        reps = np.partition(x[idx], k - 1, axis=1)[:, k - 1]
+        reps = replicates_of(x, k, replicates, seed)
         ordered = np.sort(x)
         estimate = ordered[k - 1]
         jack = jackknife_percentiles(ordered[None, :], p)
