@@ -103,6 +103,11 @@ def test_refuses_below_its_simulated_n_and_says_what_to_do():
     # upper bounds of p95 under-cover at every simulated n (docs/statistics.md): never offered
     upper = kpi_bootstrap(x, 95, 95, "upper")
     assert not upper.enough and "under-covers at every simulated n" in upper.refusal
+    # BCa is undefined when no replicate lies below the estimate (constant values)
+    flat = kpi_bootstrap(np.full(100, 3.0), 50, 95, "lower")
+    assert not flat.enough and flat.refusal.startswith("BCa is undefined here")
+    assert flat.to_dict()["value"] is None
+    assert kpi_bootstrap(np.full(100, 3.0), 50, 95, "lower", interval="percentile").value == 3.0
     # a request beyond the simulated cells is refused too, not extrapolated
     assert needed_n(99.5, 95, "upper", "bca")[0] is None
     assert needed_n(50, 99.9, "lower", "bca")[0] is None
