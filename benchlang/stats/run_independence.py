@@ -45,7 +45,7 @@ import numpy as np
 RUN_ALPHA = 0.05
 PERMUTATIONS = 4999
 MONTE_CARLO_MAX = 100
-SUBSAMPLE_ABOVE = 1 << 17
+SUBSAMPLE_ABOVE = 1 << 16
 _CHUNK = 1024  # longest piece of one series the subsample keeps whole
 
 TREND = "trend over the run"
@@ -202,6 +202,15 @@ def _ranks_within(v: np.ndarray, strata: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def _labels(labels, n: int) -> np.ndarray:
+    """``labels`` as non-negative integers: as they are when they already are (and not too
+    sparse for ``bincount``), else their index among the distinct labels."""
+    a = np.asarray(labels).ravel()
+    if a.dtype.kind in "iub" and (a.size == 0 or (a.min() >= 0 and a.max() < 4 * n + 1024)):
+        return a.astype(np.int64, copy=False)
+    return np.unique(a, return_inverse=True)[1].ravel().astype(np.int64)
+
+
 def _runs(labels: np.ndarray) -> np.ndarray:
     """0, 1, ... numbering the runs of equal consecutive ``labels`` (contiguous groups)."""
     if labels.size == 0:
@@ -293,10 +302,11 @@ def _subsample(blocks: np.ndarray, time: np.ndarray) -> np.ndarray:
     k-th piece, so that about ``SUBSAMPLE_ABOVE`` values remain; chosen without the values."""
     n = blocks.size
     k = math.ceil(n / SUBSAMPLE_ABOVE)
-    _, block = np.unique(blocks, return_inverse=True)
+    block = blocks
     sizes = np.bincount(block)
-    if sizes.max(initial=0) <= _CHUNK and sizes.size >= 4 * k:
-        return np.flatnonzero(block % k == 0)
+    if sizes.max(initial=0) <= _CHUNK and np.count_nonzero(sizes) >= 4 * k:
+        used = np.cumsum(sizes > 0) - 1  # the block's number among those with values
+        return np.flatnonzero(((used % k == 0) & (sizes > 0))[block])
     order = np.lexsort((time, block))
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     rank_in_block = np.empty(n, np.int64)
@@ -324,8 +334,7 @@ def independence_tests(
     many rows are what a simulation tests, with the same code."""
     v = np.atleast_2d(np.asarray(values, dtype=float))
     n = v.shape[1]
-    s_ids = np.unique(np.asarray(strata), return_inverse=True)[1].ravel()
-    b_ids = np.unique(np.asarray(blocks), return_inverse=True)[1].ravel()
+    s_ids, b_ids = _labels(strata, n), _labels(blocks, n)
     t = np.asarray(time, dtype=float).ravel()
     note = ""
     if n > SUBSAMPLE_ABOVE:
@@ -380,7 +389,8 @@ def metric_tests(
     s = np.asarray(series).ravel()
     t = np.asarray(time, dtype=float).ravel()
     ok = np.isfinite(v)
-    v, c, s, t = v[ok], c[ok], s[ok], t[ok]
+    if not ok.all():
+        v, c, s, t = v[ok], c[ok], s[ok], t[ok]
     blocks = c.astype(np.int64) * (int(s.max(initial=0)) + 1) + s.astype(np.int64)
     if v.size == 0:
         return [
@@ -388,7 +398,7 @@ def metric_tests(
             for name in (TREND, AUTOCORRELATION)
         ]
     res = independence_tests(v[None, :], blocks if span else c, blocks, t, seed=seed)
-    configs = len(np.unique(c))
+    configs = int(np.count_nonzero(np.bincount(_labels(c, c.size))))
     strata_words = (
         f"{res['strata']} series of {configs} configuration{'s' if configs != 1 else ''}"
         if span
