@@ -113,6 +113,7 @@ def test_one_local_host_with_too_few_rounds_claims_nothing():
     )
     assert res.bootstrap is None and res.levels is None
     assert "at least 5 clusters per level, nor 3 for the cluster-level t" in res.problem
+    assert "1 more round per level (3 in all) gives a cluster-level t interval" in res.problem
     text = rendered([res])
     assert "not compared" in text and "yes" not in text
 

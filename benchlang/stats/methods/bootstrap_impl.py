@@ -87,9 +87,18 @@ def choose_cluster(
             )
         return n, cluster_codes_for(n, trials), notes
     counts = "; ".join(f"{n}: {min(counted[n])}" for n in candidates)
+    need = min(MIN_CLUSTERS_T.values())
+    rounds = min(counted["round"])
+    fix = (
+        f"; {need - rounds} more round{'s' if need - rounds > 1 else ''} per level ({need} in "
+        f"all) give{'' if need - rounds > 1 else 's'} a cluster-level t interval, {floor} a "
+        "bootstrap one"
+        if 0 < rounds < need
+        else ""
+    )
     notes.append(
         f"no clustering of these trials has at least {floor} clusters per level, nor "
-        f"{min(MIN_CLUSTERS_T.values())} for the cluster-level t (fewest per level: {counts})"
+        f"{need} for the cluster-level t (fewest per level: {counts}){fix}"
     )
     return None, None, notes
 
