@@ -179,6 +179,7 @@ CALLS: dict[str, list[str]] = {
     "record --format methods": ["record", "--store", "ab-layout.sqlite", "--format", "methods"],
     "report": ["report", "quickstart.sqlite", "-o", "quickstart.html"],
     "report ab": ["report", "ab-layout.sqlite", "-o", "ab-layout.html"],
+    "report anova": ["report", "datamill.sqlite", "-o", "datamill.html"],
     "order": ["order", "order-free.sqlite"],
     "order --json": ["order", "order-free.sqlite", "--json"],
     "size --json": ["size", "--percentile", "95", "--confidence", "95", "--json"],
@@ -306,10 +307,12 @@ def test_strict_parser_refuses_nan():
             loads(text)
 
 
-def test_aliased_anova_term_is_named_not_warned(outputs):
+def test_aliased_anova_term_is_named_not_warned(outputs, work):
     """host is determined by cpu (one host per CPU model): dropped by name, no row of its own."""
     text = outputs["analyze anova"][1]
-    assert "host is determined by cpu: its term is dropped" in text
+    assert "note: t: host is determined by cpu: its term is dropped" in text
+    page = (work / "datamill.html").read_text()
+    assert "<p class='note'>host is determined by cpu: its term is dropped</p>" in page
     (comparison,) = loads(outputs["analyze anova --json"][1])["comparisons"]
     table = comparison["mixed_effects"]
     terms = [row["term"] for row in table["rows"]]

@@ -251,6 +251,7 @@ def _comparison(r) -> list[str]:
                 caption=f"ANOVA (DataMill §5): {a.formula}, n = {a.n}",
             )
         )
+        out += [f"<p class='note'>{esc(note)}</p>" for note in a.dropped]
         if not a.assumptions_hold:
             out.append(
                 warning(
