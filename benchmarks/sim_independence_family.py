@@ -16,7 +16,7 @@ random``), the trial's index in the plan its time. Values are lognormal (sigma 0
 configuration's KPIs across series fail their test at 5%). Seeded; prints the table that
 docs/statistics.md shows. Monte Carlo standard error of a rate p over R runs: sqrt(p(1-p)/R).
 
-    python benchmarks/sim_independence_family.py [--runs 1000]
+    python benchmarks/sim_independence_family.py [--runs 1000] [--only 10x10x25] [--no-before]
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000, help="simulated runs per cell")
     parser.add_argument("--no-before", action="store_true", help="skip the per-series rule")
+    parser.add_argument("--only", help="one shape, e.g. 10x10x25 (all scenarios)")
     args = parser.parse_args()
     reps = args.runs
     print(f"{reps} runs per cell; run-level family at {100 * RUN_ALPHA:g}% (Holm over 2 tests)")
@@ -121,6 +122,8 @@ def main() -> None:
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     started = time.perf_counter()
     for k, shape in enumerate(SHAPES):
+        if args.only and args.only != "x".join(map(str, shape)):
+            continue
         for j, scenario in enumerate(SCENARIOS):
             if scenario == "AR(1) 0.5" and shape[2] < 25:
                 continue
