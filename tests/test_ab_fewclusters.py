@@ -141,3 +141,38 @@ def test_host_fix_sizes_shrink_with_more_hosts():
     ub = host_fix("unbalanced", 2, 20, 3, None, "ratio")
     assert (ub.hosts, ub.clusters, ub.half_width) == (6, 3, None)
     assert ub.words().startswith("4 more hosts (6 in all) give a valid host-clustered interval")
+
+
+def test_conditional_answer_names_its_assumption_where_the_table_allowed_it(monkeypatch):
+    """The conditional branch as it would run if the simulation had allowed it (CONDITIONAL is
+    data from benchmarks/sim_cluster_auto.py): no host x batch effect, so the check passes."""
+    monkeypatch.setitem(CONDITIONAL, "fully_balanced", True)
+    design = ABDesign.from_schedule(layout_schedule("fully_balanced", 2, 16, 2, seed=2))
+    calm = VarianceComponents(request=1.0, request_batch=0.01, residual=0.01)
+    y = simulate_outcomes(design, calm, 1, np.random.default_rng(8))[0]
+    choice = choose_layout_cluster(y, design, scale="ratio", seed=1)
+    assert (choice.method, choice.scheme) == ("conditional", "request")
+    assert choice.check.passed and choice.check.type1 <= 0.075
+    assert choice.assumption.startswith("assumes no host x batch effect")
+    assert "simulated Type I error" in choice.check.words()
+    assert choice.to_dict()["check"]["passed"] is True
+    from benchlang.stats.contract import ComparisonSample
+    from benchlang.stats.methods.bootstrap_impl import bootstrap
+
+    sample = ComparisonSample(
+        y=np.exp(y),
+        level=np.asarray(design.version, dtype=np.int64),
+        names=("old", "new"),
+        reference=0,
+        request=design.request,
+        host=design.host,
+        series=np.zeros(design.size, dtype=np.int64),
+        round=design.batch,
+        batch=design.batch,
+        seed=1,
+        layout=True,
+    )
+    out = bootstrap(sample, {"replicates": 500})
+    assert out.details["levels"].cluster == "request" and out.descriptive_only is None
+    assert any(n.startswith("CONDITIONAL: assumes no host x batch effect") for n in out.notes)
+    assert any(n.startswith("without the assumption: 1 more host") for n in out.notes)
