@@ -348,3 +348,18 @@ def test_undefined_names_every_nulled_field():
         "null_reasons": {"value": "too few values", "kpis": "no test"},
     }
     assert "null_reasons" not in undefined({"p": 0.5}, {})
+
+
+def test_an_order_test_not_made_is_null_with_its_reason():
+    """One random-order trial of b: b is not compared (OrderSage needs two per side)."""
+    from benchlang.jsonout import dumps
+    from benchlang.stats.order_dependence import order_dependence
+
+    rng = np.random.default_rng(3)
+    configuration = ["a"] * 12 + ["b"] * 7
+    order = (["fixed"] * 6 + ["random"] * 6) + (["fixed"] * 6 + ["random"])
+    result = order_dependence(rng.normal(10, 1, 19), configuration, order)
+    b = loads(dumps(result.to_dict()))["configurations"][1]
+    assert b["configuration"] == "b" and not b["compared"]
+    assert b["p_value"] is None
+    assert b["null_reasons"]["p_value"] == "not compared: 6 fixed-order and 1 random-order trials"

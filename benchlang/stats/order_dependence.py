@@ -15,6 +15,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike
 
+from benchlang.jsonout import undefined
 from benchlang.stats.rank_exact import kruskal_exact_p
 
 Better = Literal["higher", "lower"]
@@ -145,16 +146,25 @@ class ConfigurationOrder:
     ci_case: int | None
 
     def to_dict(self) -> dict[str, object]:
-        """Plain JSON-ready values (NaN becomes None)."""
-        out: dict[str, object] = {}
-        for field in attrs.fields(type(self)):
-            value = getattr(self, field.name)
-            if isinstance(value, tuple):
-                value = list(value)
-            elif isinstance(value, float) and not np.isfinite(value):
-                value = None
-            out[field.name] = value
-        return out
+        """Plain JSON-ready values; an undefined number is None, with why in ``null_reasons``."""
+        out = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+        counts = f"{self.n_fixed} fixed-order and {self.n_random} random-order trials"
+        test = "not compared" if not self.compared else "undefined"
+        return undefined(
+            out,
+            {
+                "*": f"too few trials for this interval ({counts})",
+                "h_statistic": f"{test}: {counts}",
+                "p_value": f"{test}: {counts}",
+                "eta_squared": f"{test}: {counts}",
+                "delta_percent": self.delta_meaning,
+                "mean_fixed": "no fixed-order trial",
+                "mean_random": "no random-order trial",
+                "median_fixed": "no fixed-order trial",
+                "median_random": "no random-order trial",
+            },
+        )
 
 
 @attrs.frozen
