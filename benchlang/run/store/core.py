@@ -1,0 +1,211 @@
+"""The store object: opening a file read-only or as its one writer, checking and upgrading
+its schema, closing it (docs/store.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import urllib.parse
+from pathlib import Path
+
+from benchlang.errors import UserError
+from benchlang.run import measure_blocks, trial_blocks
+from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
+from benchlang.run.store.locks import StoreWriteError, WriterLock, describe_os
+from benchlang.run.store.reading import StoreReading
+from benchlang.run.store.schema import SCHEMA, SCHEMA_VERSION
+from benchlang.run.store.writing import StoreWriting
+
+
+class Store(StoreReading, StoreWriting, LeaseRows):
+    """A benchlang results file. Use as a context manager.
+
+    ``Store(path)`` opens an existing store **read-only** (``mode=ro``; ``immutable=1`` on
+    read-only media): it never changes the file, creates no table, switches no journal mode
+    and upgrades nothing. ``Store(path, create=True)`` opens it for writing, creating it (mode
+    0600) when missing; ``write=True`` opens an existing store for writing. A writer holds an
+    exclusive lock on ``<path>.lock`` until it is closed: one writer per store.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = False, write: bool = False) -> None:
+        self.path = Path(path)
+        self.writable = create or write
+        self._lock: WriterLock | None = None
+        self.db: sqlite3.Connection | None = None
+        self._schema = SCHEMA_VERSION
+        self._unfolded = 0
+        if self.path.is_dir():
+            raise UserError(f"{self.path} is not a benchlang store: it is a directory")
+        if not create and not self.path.exists():
+            raise UserError(
+                f"no store at {self.path}",
+                "run an experiment first: benchlang run SPEC --store PATH",
+            )
+        if create and not self.path.parent.is_dir():
+            raise UserError(f"cannot create the store {self.path}: no directory {self.path.parent}")
+        self._created = False
+        try:
+            if self.writable:
+                self._open_writer(create)
+            else:
+                self._open_reader()
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Opening failed: close, and leave no empty file or lock behind that this call made."""
+        if self.db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+            self.db = None
+        if self._created:
+            with contextlib.suppress(OSError):
+                if self.path.stat().st_size == 0:
+                    self.path.unlink()
+        if self._lock is not None:
+            self._lock.release(discard=True)
+            self._lock = None
+
+    def _not_a_store(self, why: str) -> UserError:
+        return UserError(f"{self.path} is not a benchlang store: {why}")
+
+    def _inspect(self, db: sqlite3.Connection) -> int | None:
+        """The file's schema version; None for an empty database. Reads only."""
+        try:
+            tables = {
+                name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if not tables:
+                return None
+            row = None
+            if "meta" in tables:
+                row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as err:
+            if getattr(err, "sqlite_errorname", "") == "SQLITE_CANTOPEN":
+                raise
+            raise self._not_a_store(str(err)) from None
+        if row is None:
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise self._not_a_store(f"it holds other tables ({shown})")
+        try:
+            version = int(row[0])
+        except ValueError:
+            raise self._not_a_store(f"unreadable schema version {row[0]!r}") from None
+        if version not in (1, 2, 3, 4, SCHEMA_VERSION):
+            raise UserError(
+                f"{self.path} has store schema {version}; this benchlang reads schema {SCHEMA_VERSION}"
+            )
+        return version
+
+    def _open_reader(self) -> None:
+        if self.path.stat().st_size == 0:
+            raise self._not_a_store("the file is empty")
+        base = "file:" + urllib.parse.quote(str(self.path.resolve()))
+        try:
+            self.db = sqlite3.connect(
+                f"{base}?mode=ro", uri=True, isolation_level=None, timeout=30.0
+            )
+            version = self._inspect(self.db)
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+                raise self._not_a_store(str(err)) from None
+            # Read-only media: a WAL file cannot get its shared-memory index; nothing can
+            # change the file there, so it is read as immutable.
+            if self.db is not None:
+                self.db.close()
+            self.db = sqlite3.connect(f"{base}?mode=ro&immutable=1", uri=True, isolation_level=None)
+            try:
+                version = self._inspect(self.db)
+            except sqlite3.DatabaseError as err2:
+                raise self._not_a_store(str(err2)) from None
+        if version is None:
+            raise self._not_a_store("it holds no table")
+        self._schema = version
+
+    def _open_writer(self, create: bool) -> None:
+        self._lock = WriterLock(self.path)
+        created = False
+        if not self.path.exists():
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except OSError as err:
+                raise StoreWriteError(
+                    f"cannot create the store {self.path}: {describe_os(err)}"
+                ) from None
+            created = self._created = True
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            version = self._inspect(self.db)
+        except sqlite3.DatabaseError as err:
+            raise self._not_a_store(str(err)) from None
+        if version is None and not (create or created):
+            raise self._not_a_store(
+                "the file is empty" if self.path.stat().st_size == 0 else "it holds no table"
+            )
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.OperationalError as err:
+            raise self._write_error(err) from None
+        if version is None:
+            with self._transaction() as db:
+                for statement in [*SCHEMA.split(";"), LEASES_SCHEMA]:
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+                for statement in [*measure_blocks.BLOCKS_SCHEMA, *trial_blocks.SCHEMA]:
+                    db.execute(statement)
+        elif version < SCHEMA_VERSION:
+            self._upgrade(version)
+        self._index_exceptions()
+        self._schema = SCHEMA_VERSION
+        self._unfolded = self._count_unfolded()
+
+    def _index_exceptions(self) -> None:
+        """Partial indexes of the few failed trials and trials with a reason, so that reading
+        them does not scan a million rows (stores made before them get them on first write)."""
+        try:
+            with self._transaction() as db:
+                for statement in SCHEMA.split(";"):
+                    if "CREATE INDEX" in statement:
+                        db.execute(statement)
+        except sqlite3.Error as err:
+            raise self._write_error(err) from None
+
+    def _upgrade(self, version: int) -> None:
+        """In place, in one transaction: schema 1 had no trial phase (every trial was
+        measured), schemas 1 and 2 no leases (runs before backend protocol 2 allocated
+        nothing), schemas 1 to 3 no measure blocks and 1 to 4 no trial blocks (filled by the
+        first fold that follows)."""
+        with self._transaction() as db:
+            if version == 1:
+                db.execute(
+                    "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
+                )
+            db.execute(LEASES_SCHEMA)
+            for statement in [*measure_blocks.BLOCKS_SCHEMA, *trial_blocks.SCHEMA]:
+                db.execute(statement)
+            db.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+            self.db = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

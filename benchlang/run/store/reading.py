@@ -1,0 +1,294 @@
+"""Reading a store: plans, a plan's trials as columns (from the columnar blocks and the rows
+above their watermarks, in one snapshot), stops, events and host facts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from benchlang.errors import UserError
+from benchlang.run import measure_blocks, trial_blocks
+from benchlang.run.store.records import StoredPlan, TrialTable
+
+
+class StoreReading:
+    """The reading methods of ``Store`` (mixed in; ``Store`` opens the connection)."""
+
+    path: Path
+    writable: bool
+    db: sqlite3.Connection | None
+    _schema: int
+    _unfolded: int
+
+    def has_plan(self, plan_hash: str) -> bool:
+        """Whether a run of this plan was ever started in this store."""
+        row = self.db.execute("SELECT 1 FROM plans WHERE plan_hash = ?", (plan_hash,)).fetchone()
+        return row is not None
+
+    def plans(self) -> list[StoredPlan]:
+        rows = self.db.execute(
+            "SELECT plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, run_started FROM plans ORDER BY created"
+        ).fetchall()
+        return [StoredPlan(*row) for row in rows]
+
+    def plan(self, plan_hash: str | None = None) -> StoredPlan:
+        """The named plan, or the only/latest one when none is named."""
+        plans = self.plans()
+        if not plans:
+            raise UserError(f"{self.path} holds no experiment yet")
+        if plan_hash is None:
+            return plans[-1]
+        for p in plans:
+            if p.plan_hash.removeprefix("sha256:").startswith(plan_hash.removeprefix("sha256:")):
+                return p
+        raise UserError(
+            f"{self.path} holds no plan {plan_hash}",
+            f"plans here: {', '.join(p.plan_hash[:19] for p in plans)}; if the spec or its seed changed since the run, omit SPEC (latest plan) or pass --plan",
+        )
+
+    def finished_trials(self, plan_hash: str) -> set[int]:
+        return {
+            row[0]
+            for row in self.db.execute("SELECT trial FROM trials WHERE plan_hash = ?", (plan_hash,))
+        }
+
+    def count_failed(self, plan_hash: str) -> int:
+        """How many trials of the plan failed (every phase)."""
+        return int(
+            self.db.execute(
+                "SELECT count(*) FROM trials WHERE plan_hash = ? AND status = 'failed'",
+                (plan_hash,),
+            ).fetchone()[0]
+        )
+
+    def stops(self, plan_hash: str) -> list[tuple[int, int, int, str, str, str | None, str]]:
+        """(series, configuration, after_trials, action, rule, detected_class, reason) per stop."""
+        return self.db.execute(
+            "SELECT series, configuration, after_trials, action, rule, detected_class, reason FROM stops WHERE plan_hash = ? ORDER BY series, configuration",
+            (plan_hash,),
+        ).fetchall()
+
+    def events(self, plan_hash: str) -> list[tuple[float, str | None, str, str]]:
+        return self.db.execute(
+            "SELECT at, host, kind, message FROM events WHERE plan_hash = ? ORDER BY at",
+            (plan_hash,),
+        ).fetchall()
+
+    def host_facts(self, plan_hash: str) -> dict[str, dict[str, str]]:
+        rows = self.db.execute("SELECT host, facts FROM hosts WHERE plan_hash = ?", (plan_hash,))
+        return {host: json.loads(facts) for host, facts in rows}
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction around several queries, so that they see one state of a
+        store another process may be writing (WAL)."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
+    def trial_table(self, plan_hash: str, measures: Collection[str] | None = None) -> TrialTable:
+        """A plan's trials column by column, in trial order; every measure, or only those
+        named in ``measures`` (each then a column, all nan where no trial has it); read in
+        one snapshot of the store."""
+        with self._snapshot():
+            return self._trial_table(plan_hash, measures)
+
+    def _trial_table(self, plan_hash: str, measures: Collection[str] | None) -> TrialTable:
+        """The columns of ``trial_table``.
+
+        Columnar, in two scans of the plan's rows: the distinct configurations (label,
+        benchmark, levels) with the few-valued text columns (host, order, status, phase), then
+        every integer column and those columns' codes as one ``group_concat`` string each,
+        parsed by numpy; measures from their float64 blocks (``measure_blocks``; row by row
+        in stores before schema 4); reasons through a partial index.
+        """
+        if self._schema >= 5:
+            return self._trial_table_from_blocks(plan_hash, measures)
+        coded = ("host", "order_kind", "status", "phase" if self._schema >= 2 else "'measured'")
+        combos = self.db.execute(
+            "SELECT DISTINCT configuration, label, benchmark, levels, "
+            f"{', '.join(coded)} FROM trials WHERE plan_hash = ?",
+            (plan_hash,),
+        ).fetchall()
+        configs = sorted({row[:4] for row in combos})
+        if not configs or len({c[0] for c in configs}) != len(configs):
+            return self._trial_table_by_rows(plan_hash, measures)
+        distinct = [sorted({row[4 + i] for row in combos}) for i in range(len(coded))]
+        cases, params = [], []
+        for column, values in zip(coded, distinct, strict=True):
+            cases.append(
+                f"CASE {column}" + "".join(f" WHEN ? THEN {i}" for i in range(len(values))) + " END"
+            )
+            params += values
+        numbers = ("trial", "series", "round", "position", "configuration", *cases)
+        inner = ", ".join(f"{expr} AS c{i}" for i, expr in enumerate(numbers))
+        outer = ", ".join(f"group_concat(c{i})" for i in range(len(numbers)))
+        texts = self.db.execute(
+            f"SELECT {outer} FROM (SELECT {inner} FROM trials WHERE plan_hash = ? ORDER BY trial)",
+            (*params, plan_hash),
+        ).fetchone()
+        trial, series, round_, position, configuration, *codes = (
+            np.fromstring(text, dtype=np.int64, sep=",") for text in texts
+        )
+        if any(column.size != trial.size for column in (series, *codes)):
+            return self._trial_table_by_rows(plan_hash, measures)
+        host, order_kind, status, phase = (
+            np.asarray(values, dtype=object)[code]
+            for values, code in zip(distinct, codes, strict=True)
+        )
+        which = np.searchsorted(np.array([c[0] for c in configs], dtype=np.int64), configuration)
+        return self._decoded(
+            plan_hash,
+            measures,
+            (trial, series, round_, position, configuration),
+            (host, order_kind, status, phase),
+            (configs, which),
+        )
+
+    def _trial_table_from_blocks(
+        self, plan_hash: str, measures: Collection[str] | None
+    ) -> TrialTable:
+        """``trial_table`` from the trial and measure blocks (schema 5) and the rows no block
+        holds yet."""
+        numbers, codes, dictionary = trial_blocks.merge(trial_blocks.read_parts(self.db, plan_hash))
+        texts = tuple(np.asarray(dictionary[c], dtype=object)[codes[c]] for c in range(4))
+        return self._decoded(plan_hash, measures, numbers, texts, (dictionary[4], codes[4]))
+
+    def _decoded(
+        self,
+        plan_hash: str,
+        measures: Collection[str] | None,
+        numbers: Sequence[np.ndarray],
+        texts: Sequence[np.ndarray],
+        configurations: tuple[Sequence[Sequence], np.ndarray],
+    ) -> TrialTable:
+        """A trial table from its integer columns (trial, series, round, position,
+        configuration), its text columns (host, order, status, phase) and each trial's index
+        into the distinct (configuration, label, benchmark, levels JSON) tuples."""
+        trial, series, round_, position, configuration = numbers
+        host, order_kind, status, phase = texts
+        configs, which = configurations
+        level_dicts = np.empty(len(configs), dtype=object)
+        level_dicts[:] = [json.loads(c[3]) for c in configs]
+        return TrialTable(
+            trial=trial,
+            series=series,
+            round=round_,
+            position=position,
+            host=host,
+            configuration=configuration,
+            label=np.asarray([c[1] for c in configs], dtype=object)[which],
+            benchmark=np.asarray([c[2] for c in configs], dtype=object)[which],
+            levels=tuple(level_dicts[which].tolist()),
+            order_kind=order_kind,
+            ok=status == "ok",
+            reason=self._reasons(plan_hash, trial),
+            measures=self._measure_columns(plan_hash, trial, measures),
+            phase=phase,
+        )
+
+    def _reasons(self, plan_hash: str, trial: np.ndarray) -> np.ndarray:
+        reason = np.full(trial.size, None, dtype=object)
+        for t, text in self.db.execute(
+            "SELECT trial, reason FROM trials WHERE plan_hash = ? AND reason IS NOT NULL",
+            (plan_hash,),
+        ):
+            reason[np.searchsorted(trial, t)] = text
+        return reason
+
+    def _measure_columns(
+        self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Each measure (or each ``wanted`` one) as a float column aligned with ``trial`` (nan
+        where a trial has none): from the measure blocks, or in stores before schema 4 in one
+        scan of the rows. Values travel as floats, never as text (SQLite's text form of a
+        REAL does not round-trip), so that they stay exact."""
+        if self._schema >= 4:
+            return measure_blocks.read_columns(self.db, plan_hash, trial, wanted)
+        return self._measure_rows(plan_hash, trial, wanted)
+
+    def _measure_rows(
+        self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """``_measure_columns`` from the ``measures`` rows alone (the reference form)."""
+        if wanted is None:
+            names = sorted(
+                r[0]
+                for r in self.db.execute(
+                    "SELECT DISTINCT name FROM measures WHERE plan_hash = ?", (plan_hash,)
+                )
+            )
+        else:
+            names = sorted(set(wanted))
+        if not names or trial.size == 0:
+            return {name: np.full(trial.size, np.nan) for name in names}
+        code = "CASE name" + "".join(f" WHEN ? THEN {i}" for i in range(len(names))) + " END"
+        chosen = "" if wanted is None else f" AND name IN ({', '.join('?' * len(names))})"
+        rows = self.db.execute(
+            f"SELECT trial, {code}, value FROM measures "
+            f"WHERE plan_hash = ? AND value IS NOT NULL{chosen}",
+            (*names, plan_hash, *(() if wanted is None else names)),
+        )
+        found = np.fromiter(
+            rows, dtype=[("trial", np.int64), ("name", np.int64), ("value", np.float64)]
+        )
+        at = np.searchsorted(trial, found["trial"])
+        known = (at < trial.size) & (trial[np.minimum(at, trial.size - 1)] == found["trial"])
+        columns = np.full((len(names), trial.size), np.nan)
+        columns[found["name"][known], at[known]] = found["value"][known]
+        return dict(zip(names, columns, strict=True))
+
+    def _trial_table_by_rows(
+        self, plan_hash: str, measures: Collection[str] | None = None
+    ) -> TrialTable:
+        """The same table read a row at a time: for empty plans, and for stores where a
+        configuration index names several labels (not written by benchlang's executor)."""
+        rows = self.db.execute(
+            "SELECT trial, series, round, position, host, configuration, label, benchmark, levels, order_kind, status, reason, "
+            + ("phase" if self._schema >= 2 else "'measured'")
+            + " FROM trials WHERE plan_hash = ? ORDER BY trial",
+            (plan_hash,),
+        ).fetchall()
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 13
+        trial = np.asarray(columns[0], dtype=np.int64)
+        return TrialTable(
+            trial=trial,
+            series=np.asarray(columns[1], dtype=np.int64),
+            round=np.asarray(columns[2], dtype=np.int64),
+            position=np.asarray(columns[3], dtype=np.int64),
+            host=np.asarray(columns[4], dtype=object),
+            configuration=np.asarray(columns[5], dtype=np.int64),
+            label=np.asarray(columns[6], dtype=object),
+            benchmark=np.asarray(columns[7], dtype=object),
+            levels=tuple(json.loads(x) for x in columns[8]),
+            order_kind=np.asarray(columns[9], dtype=object),
+            ok=np.asarray([s == "ok" for s in columns[10]], dtype=bool),
+            reason=np.asarray(columns[11], dtype=object),
+            measures=self._measure_columns(plan_hash, trial, measures),
+            phase=np.asarray(columns[12], dtype=object),
+        )
+
+    def series_values(self, plan_hash: str, name: str) -> dict[int, np.ndarray]:
+        rows = self.db.execute(
+            "SELECT trial, data FROM series_values WHERE plan_hash = ? AND name = ?",
+            (plan_hash, name),
+        )
+        return {t: np.frombuffer(data, dtype="<f8") for t, data in rows}
+
+    def failed_trials(
+        self, plan_hash: str
+    ) -> Iterator[tuple[int, str, str, int | None, bytes, bytes]]:
+        yield from self.db.execute(
+            "SELECT trial, label, reason, exit_status, stdout_tail, stderr_tail FROM trials WHERE plan_hash = ? AND status = 'failed' ORDER BY trial",
+            (plan_hash,),
+        )

@@ -1,0 +1,106 @@
+"""What the store takes and gives: a trial as written, a plan and a stop as stored, a plan's
+trials as columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+
+from benchlang.run.store.schema import TAIL_BYTES
+
+
+@attrs.frozen
+class TrialRecord:
+    """One finished trial as it goes into the store."""
+
+    trial: int
+    series: int
+    round: int
+    position: int
+    host: str
+    configuration: int
+    label: str
+    benchmark: str
+    levels: Mapping[str, Any]
+    order_kind: str
+    status: str
+    reason: str | None
+    exit_status: int | None
+    timed_out: bool
+    started: float
+    ended: float
+    attempts: int
+    stdout_tail: bytes
+    stderr_tail: bytes
+    measures: Mapping[str, float]
+    series_values: Mapping[str, np.ndarray]
+    phase: str = "measured"
+
+
+@attrs.frozen
+class StoredPlan:
+    plan_hash: str
+    experiment: str
+    spec_hash: str
+    spec_path: str | None
+    spec_text: str | None
+    seed: int
+    plan_json: str
+    run_started: float | None
+
+
+@attrs.frozen
+class StopRecord:
+    """A stopping rule ended a configuration's trials in a series (docs/stopping.md)."""
+
+    series: int
+    configuration: int
+    after_trials: int
+    action: str
+    rule: str
+    detected_class: str | None
+    reason: str
+
+
+@attrs.frozen
+class TrialTable:
+    """Trials of one plan, column-wise, with scalar measures as float arrays (nan = missing)."""
+
+    trial: np.ndarray
+    series: np.ndarray
+    round: np.ndarray
+    position: np.ndarray
+    host: np.ndarray
+    configuration: np.ndarray
+    label: np.ndarray
+    benchmark: np.ndarray
+    levels: tuple[dict[str, Any], ...]
+    order_kind: np.ndarray
+    ok: np.ndarray
+    reason: np.ndarray
+    measures: dict[str, np.ndarray]
+    phase: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.trial.size)
+
+    @property
+    def measured(self) -> np.ndarray:
+        """Trials that count in analyses (not an A/B layout's warm-up or cool-down)."""
+        return self.phase == "measured"
+
+    def select(self, mask: np.ndarray) -> TrialTable:
+        """The trials where ``mask`` is true, every column alike."""
+        picked = np.flatnonzero(mask)
+        columns = {f.name: getattr(self, f.name) for f in attrs.fields(TrialTable)}
+        out = {k: v[picked] for k, v in columns.items() if isinstance(v, np.ndarray)}
+        out["levels"] = tuple(self.levels[i] for i in picked.tolist())
+        out["measures"] = {k: v[picked] for k, v in self.measures.items()}
+        return TrialTable(**out)
+
+
+def tail(data: bytes, limit: int = TAIL_BYTES) -> bytes:
+    return data[-limit:] if len(data) > limit else data

@@ -1,0 +1,234 @@
+"""Writing a store: one ``BEGIN IMMEDIATE`` transaction per trial, committed before the next
+trial starts (docs/store.md), and the folding of rows into columnar blocks."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from benchlang.errors import UserError
+from benchlang.run import bulk_trials, measure_blocks, trial_blocks
+from benchlang.run.bulk_trials import TrialColumns
+from benchlang.run.store.locks import StoreWriteError, describe_sqlite
+from benchlang.run.store.records import StopRecord, TrialRecord, tail
+
+
+class StoreWriting:
+    """The writing methods of ``Store`` (mixed in; ``Store`` opens the connection)."""
+
+    path: Path
+    writable: bool
+    db: sqlite3.Connection | None
+    _schema: int
+    _unfolded: int
+
+    def _count_unfolded(self) -> int:
+        """About how many measures or trials rows no block holds yet (rowids are dense: rows
+        are only ever inserted)."""
+        return max(
+            0,
+            *(
+                int(self.db.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0])
+                - measure_blocks.watermark(self.db, key)
+                for table, key in (("measures", "measures_folded"), ("trials", "trials_folded"))
+            ),
+        )
+
+    def _fold(self, db: sqlite3.Connection) -> None:
+        measure_blocks.fold(db)
+        trial_blocks.fold(db)
+        self._unfolded = 0
+
+    def fold_blocks(self) -> None:
+        """Copy every trials and measures row no block holds yet into the blocks now (a
+        writer otherwise does it with the trial that brings them to ``FOLD_ROWS``; also after
+        rows were inserted by another program)."""
+        with self._transaction() as db:
+            self._fold(db)
+
+    def _write_error(self, err: sqlite3.Error) -> StoreWriteError:
+        return StoreWriteError(
+            f"cannot write to the store {self.path}: {describe_sqlite(err)}",
+            "every trial committed before is intact",
+        )
+
+    def _rollback(self) -> None:
+        if self.db is not None and self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT``; a write failure rolls back (when SQLite has
+        not already) and becomes a StoreWriteError."""
+        if not self.writable or self.db is None:
+            raise UserError(f"{self.path} was opened read-only")
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            yield db
+            db.execute("COMMIT")
+        except sqlite3.IntegrityError:
+            self._rollback()
+            raise
+        except sqlite3.Error as err:
+            self._rollback()
+            raise self._write_error(err) from None
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
+        with self._transaction() as db:
+            db.execute(sql, tuple(params))
+
+    def add_plan(
+        self,
+        plan_hash: str,
+        experiment: str,
+        spec_hash: str,
+        seed: int,
+        plan_json: str,
+        spec_path: str | None = None,
+        spec_text: str | None = None,
+    ) -> None:
+        if not -(2**63) <= seed < 2**63:
+            raise UserError(
+                f"the seed {seed} does not fit the store (a 64-bit integer)",
+                "use a seed below 2**63",
+            )
+        self._write(
+            "INSERT OR IGNORE INTO plans(plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, created) VALUES (?,?,?,?,?,?,?,?)",
+            (plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, time.time()),
+        )
+
+    def mark_run_started(self, plan_hash: str) -> float:
+        """The wall-clock origin of a run (kept across resumes, for series spread over a span)."""
+        self._write(
+            "UPDATE plans SET run_started = ? WHERE plan_hash = ? AND run_started IS NULL",
+            (time.time(), plan_hash),
+        )
+        return float(
+            self.db.execute(
+                "SELECT run_started FROM plans WHERE plan_hash = ?", (plan_hash,)
+            ).fetchone()[0]
+        )
+
+    def record_trial(
+        self, plan_hash: str, record: TrialRecord, stop: StopRecord | None = None
+    ) -> None:
+        """Write one trial with its measures and series, and the stopping decision it led to
+        (if any), in a single committed transaction."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    plan_hash,
+                    record.trial,
+                    record.series,
+                    record.round,
+                    record.position,
+                    record.host,
+                    record.configuration,
+                    record.label,
+                    record.benchmark,
+                    json.dumps(dict(record.levels), sort_keys=True),
+                    record.order_kind,
+                    record.status,
+                    record.reason,
+                    record.exit_status,
+                    int(record.timed_out),
+                    record.started,
+                    record.ended,
+                    record.attempts,
+                    tail(record.stdout_tail),
+                    tail(record.stderr_tail),
+                    record.phase,
+                ),
+            )
+            if record.measures:
+                db.executemany(
+                    "INSERT INTO measures VALUES (?,?,?,?)",
+                    [(plan_hash, record.trial, k, float(v)) for k, v in record.measures.items()],
+                )
+                self._unfolded += len(record.measures)
+            if record.series_values:
+                db.executemany(
+                    "INSERT INTO series_values VALUES (?,?,?,?)",
+                    [
+                        (plan_hash, record.trial, k, np.asarray(v, dtype="<f8").tobytes())
+                        for k, v in record.series_values.items()
+                    ],
+                )
+            if stop is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
+                    (plan_hash, *attrs.astuple(stop), time.time()),
+                )
+            self._unfolded += 1
+            if self._unfolded >= measure_blocks.FOLD_ROWS:
+                self._fold(db)
+
+    def record_trial_columns(self, plan_hash: str, trials: TrialColumns) -> None:
+        """Write many finished trials (an import) in transactions of ``BULK_TRIALS`` each,
+        with their measures and blocks (run/bulk_trials.py): Python's copies of one part's
+        rows, not of the whole import, are in memory at once."""
+        step = bulk_trials.BULK_TRIALS
+        for start in range(0, len(trials), step):
+            with self._transaction() as db:
+                bulk_trials.write(
+                    db, plan_hash, trials.part(slice(start, start + step)), self._fold
+                )
+
+    def record_round(
+        self,
+        plan_hash: str,
+        round_index: int,
+        host: str,
+        order_kind: str,
+        permutation: Iterable[int],
+        started: float,
+        ended: float | None,
+        reset_status: str,
+    ) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)",
+            (
+                plan_hash,
+                round_index,
+                host,
+                order_kind,
+                json.dumps(list(permutation)),
+                started,
+                ended,
+                reset_status,
+            ),
+        )
+
+    def record_host(self, plan_hash: str, host: str, facts: Mapping[str, str]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO hosts VALUES (?,?,?,?)",
+            (plan_hash, host, json.dumps(dict(facts), sort_keys=True), time.time()),
+        )
+
+    def record_event(
+        self, plan_hash: str, kind: str, message: str, host: str | None = None
+    ) -> None:
+        self._write(
+            "INSERT INTO events VALUES (?,?,?,?,?)", (plan_hash, time.time(), host, kind, message)
+        )
+
+    def record_stop(self, plan_hash: str, stop: StopRecord) -> None:
+        """A stopping rule's decision on its own (a run commits it with its trial instead)."""
+        self._write(
+            "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
+            (plan_hash, *attrs.astuple(stop), time.time()),
+        )
