@@ -13,6 +13,7 @@ import numpy as np
 from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
 from benchlang.report.table import format_quantity, scale_for
+from benchlang.stats.contract import to_plain
 from benchlang.stats.equivalence import Equivalence, equivalence, tost_confidence
 from benchlang.stats.two_sample import RatioInterval, ratio_of_percentiles
 
@@ -56,17 +57,10 @@ class StoreDiff:
         ]
 
     def to_dict(self) -> dict:
-        return {"schema": 1, "kind": "benchlang.diff", **_plain(attrs.asdict(self))}
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+        """JSON-ready (schema 1); the intervals and verdicts through their own ``to_dict``, so
+        an interval not computed is null with its reasons in ``null_reasons``."""
+        fields = {f.name: getattr(self, f.name) for f in attrs.fields(StoreDiff)}
+        return {"schema": 1, "kind": "benchlang.diff", **to_plain(fields)}
 
 
 def _clusters(data: ExperimentData) -> np.ndarray:

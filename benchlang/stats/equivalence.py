@@ -17,6 +17,8 @@ import math
 
 import attrs
 
+from benchlang.jsonout import undefined
+
 VERDICTS = ("equivalent", "worse", "better", "inconclusive")
 
 
@@ -37,7 +39,8 @@ class Equivalence:
     verdict: str
 
     def to_dict(self) -> dict:
-        return attrs.asdict(self)
+        """JSON-ready; the bounds of a ratio without an interval are null, with why."""
+        return undefined(attrs.asdict(self), {"*": "the ratio has no interval (descriptive only)"})
 
 
 def tost_confidence(alpha: float) -> float:

@@ -17,6 +17,7 @@ import math
 import attrs
 import numpy as np
 
+from benchlang.jsonout import undefined
 from benchlang.stats._multistage import multistage_weights
 from benchlang.stats._weighted import weighted_percentile
 from benchlang.stats.headline import MIN_CLUSTERS, expansion
@@ -40,7 +41,9 @@ class RatioInterval:
     reasons: tuple[str, ...]
 
     def to_dict(self) -> dict:
-        return attrs.asdict(self)
+        """JSON-ready; a bound (or ratio) not computed is null, with the reasons."""
+        why = "; ".join(self.reasons) or "descriptive only"
+        return undefined(attrs.asdict(self), {"*": why})
 
 
 def _units(clusters: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, str]:
