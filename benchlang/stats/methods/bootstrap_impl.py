@@ -182,7 +182,7 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
         min_clusters=floor,
     )
     first = levels.pairs[0]
-    if levels.method == "cluster_t":
+    if levels.method == "cluster_t" and choice is None:
         notes.append(
             f"{first.clusters} {name} clusters: cluster-level t interval with {first.df:.3g} df "
             "(Donald & Lang 2007; too few clusters for the bootstrap)"
