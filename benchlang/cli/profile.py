@@ -24,7 +24,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _period(text: str) -> float:
-    from benchlang.lang.syntax import parse_duration
+    from benchlang.lang.to_ast import parse_duration
 
     try:
         seconds = parse_duration(text.strip())
