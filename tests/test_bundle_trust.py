@@ -191,8 +191,8 @@ def test_consent_is_asked_on_the_terminal(pub, tmp_path):
     status, seen = _pty_replicate(pub, tmp_path, "n")
     assert status == 2 and "not confirmed: nothing was run" in seen and not pub["mark"].exists()
     status, seen = _pty_replicate(pub, tmp_path, "y")
-    assert "rerunning the plan" in seen and pub["mark"].exists(), seen
-    assert (tmp_path / "w" / "replication.sqlite").exists()
+    ran = pub["mark"].exists() and (tmp_path / "w" / "replication.sqlite").exists()
+    assert ran and status in (0, 3), (status, seen)  # the terminal's last output may be lost
 
 
 def test_a_changed_setup_with_recomputed_hashes_is_refused_by_the_plan_hash(pub, tmp_path):

@@ -6,12 +6,16 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchlang.app.bundle_archive import shown
 from benchlang.app.replicate import judge, open_bundle, rerun
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.lang.rewrite import replace_hosts
+
+if TYPE_CHECKING:
+    from benchlang.app.consent import Preview
 
 SHOWN_PROBLEMS = 10
 EXIT = {"agree": 0, "disagree": 1, "could not compare": 3}
@@ -90,30 +94,37 @@ def _verifier(args: argparse.Namespace, said: list[str]):
     return check
 
 
-def _show(preview, sandbox: bool) -> None:
-    print(f"plan {preview.plan_hash}: compare it with the paper's")
-    print(
-        f"it would run {preview.trials} trials on {preview.hosts_kind} hosts "
-        f"{', '.join(preview.hosts)}, {preview.estimate}, these commands:"
-    )
+def _shown(preview: Preview, sandbox: bool) -> str:
     width = max(len(what) for what, _ in preview.commands)
-    for what, command in preview.commands:
-        print(f"  {what:<{width}}  {command}")
+    lines = [
+        f"plan {preview.plan_hash}: compare it with the paper's",
+        f"it would run {preview.trials} trials on {preview.hosts_kind} hosts "
+        f"{', '.join(preview.hosts)}, {preview.estimate}, these commands:",
+        *(f"  {what:<{width}}  {command}" for what, command in preview.commands),
+    ]
     if sandbox:
         network = "kept (remote hosts)" if preview.network else "cut"
-        print(f"sandbox: bubblewrap, read-only but the bundle's directory, network {network}")
+        lines.append(
+            f"sandbox: bubblewrap, read-only but the bundle's directory, network {network}"
+        )
+    return "\n".join(lines)
 
 
-def _consent(args: argparse.Namespace) -> None:
-    """Return on an interactive yes (or --yes); refuse otherwise, with one line."""
+def _consent(args: argparse.Namespace, shown_text: str) -> None:
+    """Return on an interactive yes (or --yes); refuse otherwise, with one line. The question
+    goes where the answer comes from: stdin and stdout when both are the terminal, else the
+    controlling terminal (``/dev/tty``), which is shown the commands first when stdout is
+    not the terminal (redirected to a log)."""
     if args.yes:
         return
     question = "run these commands on this machine? [y/N] "
     try:
-        if sys.stdin.isatty():
+        if sys.stdin.isatty() and sys.stdout.isatty():
             answer = input(question)
         else:
             with open("/dev/tty", "r+", encoding="utf-8") as tty:
+                if not sys.stdout.isatty():
+                    tty.write(shown_text + "\n")
                 tty.write(question)
                 tty.flush()
                 answer = tty.readline()
@@ -174,8 +185,9 @@ def run(args: argparse.Namespace) -> int:
             from benchlang.app.sandbox import bwrap
 
             bwrap()  # refuses before asking when no sandbox can be made here
-        _show(shown_preview, args.sandbox)
-        _consent(args)
+        text = _shown(shown_preview, args.sandbox)
+        print(text, flush=True)
+        _consent(args, text)
         status = rerun(
             spec,
             replication,
