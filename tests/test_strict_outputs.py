@@ -363,3 +363,18 @@ def test_an_order_test_not_made_is_null_with_its_reason():
     assert b["configuration"] == "b" and not b["compared"]
     assert b["p_value"] is None
     assert b["null_reasons"]["p_value"] == "not compared: 6 fixed-order and 1 random-order trials"
+
+
+def test_warmup_advice_on_constant_values_warns_nothing():
+    """A layout whose metric never changes (an output size): no autocorrelation to measure,
+    and no numpy 'invalid value' warning (it was a 0/0)."""
+    import warnings
+
+    from benchlang.stats.ab.warmup import suggest_warmup
+
+    request = np.tile(np.repeat(np.arange(5), 2), 4)
+    batch, position = np.repeat(np.arange(4), 10), np.tile(np.arange(10), 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = suggest_warmup(np.full(40, 7.0), request, batch, position)
+    assert (found.warmup, found.cooldown, found.autocorrelation) == (0, 0, 0.0)

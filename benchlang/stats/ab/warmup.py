@@ -92,7 +92,8 @@ def suggest_warmup(
     back_mean, back_se = profile(back)
     limit = max(1, int(max_fraction * L))
     r, same = resid[order], run[order][1:] == run[order][:-1]
-    lag1 = float(np.sum(r[1:][same] * r[:-1][same]) / np.sum(r**2)) if same.any() else 0.0
+    total = float(np.sum(r**2))  # 0 when the values are constant: no autocorrelation to see
+    lag1 = float(np.sum(r[1:][same] * r[:-1][same]) / total) if same.any() and total else 0.0
     return WarmupSuggestion(
         warmup=_flagged_prefix(mean, se, z, limit),
         cooldown=_flagged_prefix(back_mean, back_se, z, limit),
