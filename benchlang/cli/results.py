@@ -29,8 +29,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     fmt.add_argument(
         "--json",
         action="store_true",
-        help="the same document as --format json (docs/exports.md; before schema 1 of every "
-        "command, --json printed the per-configuration summaries alone: its 'configurations')",
+        help="the same document as --format json (its 'configurations' are the summaries "
+        "--json printed alone before; docs/exports.md)",
     )
     fmt.add_argument(
         "--csv", action="store_true", help="per-configuration summaries (benchlang 0.1's format)"
