@@ -194,3 +194,6 @@ def test_an_independent_run_passes(tmp_path, run_cli):
         "independence (run-level, 2 tests at 2.5% each, Holm): passed (trend over the run p" in text
     )
     assert "not independent" not in text
+    status, out, err = run_cli(["record", "--store", "s.sqlite", "--format", "json"], cwd=tmp_path)
+    assert status == 0, err
+    assert json.loads(out)["independence"][0].startswith("v: independence (run-level, 2 tests")

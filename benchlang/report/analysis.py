@@ -420,7 +420,17 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         tuple(host_lines(data) + list(data.leases) + host_warnings(data)),
         methods_used(exp),
         record_lines(data),
+        tuple(_record_independence(results)),
     )
+
+
+def _record_independence(results: list[ConfigurationAnalysis]) -> list[str]:
+    """The record's lines: "time: independence (run-level, 2 tests at 2.5% each, Holm): ..."."""
+    verdict = run_independence_of(results)
+    if verdict is None:
+        return []
+    metrics = dict.fromkeys(t.metric for t in verdict.tests)
+    return [f"{m}: {verdict.for_metric(m).summary()}" for m in metrics]
 
 
 def _planned_span(data: ExperimentData) -> float | None:

@@ -176,12 +176,15 @@ class Record:
     comparisons: tuple[str, ...] = ()
     """One line per bootstrap comparison: its interval's method, cluster scheme, why, and
     assumption (report.compare.record_lines)."""
+    independence: tuple[str, ...] = ()
+    """The run-level independence verdict, one line per metric (stats.run_independence)."""
 
     def to_json(self) -> dict:
         return {
             "hosts": list(self.hosts),
             "statistics_methods": list(self.methods),
             "comparisons": list(self.comparisons),
+            "independence": list(self.independence),
             "experiment": self.experiment,
             "spec_hash": self.spec_hash,
             "plan_hash": self.plan_hash,
@@ -211,6 +214,7 @@ class Record:
             *(_md(h) for h in self.hosts),
             *([f"statistics: {_md(', '.join(self.methods))}"] if self.methods else []),
             *(f"comparison: {_md(c)}" for c in self.comparisons),
+            *(_md(line) for line in self.independence),
             "",
             "| " + " | ".join(_md(h) for h in headers) + " |",
             "| --- |" + " ---: |" * (len(headers) - 1),
