@@ -197,3 +197,31 @@ def test_an_independent_run_passes(tmp_path, run_cli):
     status, out, err = run_cli(["record", "--store", "s.sqlite", "--format", "json"], cwd=tmp_path)
     assert status == 0, err
     assert json.loads(out)["independence"][0].startswith("v: independence (run-level, 2 tests")
+
+
+def test_with_a_span_the_trend_is_within_series_and_the_kpis_join():
+    """A level shift between series is the variability score's business with a span, not a
+    trend; the KPIs' trend across series is then its own test."""
+    rng = np.random.default_rng(6)
+    c, s, t = plan(3, 6, 8, rng)
+    x = rng.lognormal(0, 0.1, size=t.size) * (1 + 0.5 * s)  # series differ, no trend inside
+    within = metric_tests("m", x, c, s, t, span=True)
+    assert within[0].p > 0.01 and within[0].note == "18 series of 3 configurations"
+    assert metric_tests("m", x, c, s, t)[0].p < 1e-4  # without a span it is a drift
+    kpis = np.array([np.median(x[(c == k) & (s == j)]) for k in range(3) for j in range(6)])
+    kc, ks = np.repeat(np.arange(3), 6), np.tile(np.arange(6), 3)
+    across = ri.kpi_trend_test("m", kpis, kc, ks)
+    assert across.name == ri.KPI_TREND and across.p < 0.01
+    assert run_verdict([*within, across]).family() == "run-level, 3 tests at 1.67% each, Holm"
+
+
+def test_csv_columns_share_one_family(tmp_path):
+    from benchlang.app.analysis import analyze_csv
+
+    rng = np.random.default_rng(9)
+    rows = [f"{a:.6f},{b:.6f}" for a, b in rng.lognormal(size=(40, 2))]
+    path = tmp_path / "v.csv"
+    path.write_text("a,b\n" + "\n".join(rows) + "\n")
+    results = analyze_csv(path, {"percentile": 50, "confidence": 95}, None, None, "lower")
+    families = {r.analysis.independence.family() for r in results}
+    assert families == {"run-level, 4 tests at 1.25% each, Holm"}
