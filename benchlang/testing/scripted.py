@@ -2,7 +2,7 @@
 says instead of running commands.
 
 This is test support shipped with benchlang (``benchlang.testing``): no benchlang run uses it.
-It lets tests drive the real executor (benchlang/run/executor.py), the real store and the real
+It lets tests drive the real executor (benchlang/run/executor/), the real store and the real
 CLI through failure paths that are slow, racy or impossible to provoke with real hosts: a host
 that goes down at trial k, a connection that drops and comes back, a reset or setup that loses
 the host, trials that time out, slow hosts, chosen exit statuses and outputs. Everything is

@@ -1,0 +1,99 @@
+"""One round on one host: wait for its start (rounds spread over the span), reboot or reset
+the host, run its trials in the plan's order, and record the round."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import attrs
+
+from benchlang.backends.base import HostSession
+from benchlang.plan.plan import ORDER_KINDS
+from benchlang.run.executor.failures import HostStopped, describe_failure, stderr_line
+from benchlang.run.hidden import reboots
+
+
+class Rounds:
+    """A round's life on its host (a mixin of ``Executor``)."""
+
+    async def _round(self, session: HostSession, r: int) -> None:
+        plan = self.plan
+        series = int(plan.round_series[r])
+        start = plan.series_start[series] if plan.round_start is None else plan.round_start[r]
+        wait = self.run_started + float(start) - time.time()
+        if wait > 0:
+            self.progress.note(
+                f"round {r} (series {series}) starts in {wait:.0f}s (spread over the span)"
+            )
+            await asyncio.sleep(wait)
+        bounds = plan.round_bounds
+        trials = range(int(bounds[r]), int(bounds[r + 1]))
+        order_kind = ORDER_KINDS[int(plan.round_order[r])]
+        stopping = self.stopping.active
+        if stopping:
+            trials = [t for t in trials if t in self.finished or not self._skipped(t)]
+            if not any(t not in self.finished for t in trials):
+                return
+        permutation = plan.trial_configuration[list(trials)].tolist()
+        started = time.time()
+        if reboots(self.hidden, plan.plan_levels(int(bounds[r]))):
+            await self._reboot(session, r)
+        reset_status = "none"
+        if self.experiment.reset is not None:
+            failed = await self._reset(session, int(bounds[r]))
+            if failed is not None:
+                self.store.record_round(
+                    self.plan_hash,
+                    r,
+                    session.host,
+                    order_kind,
+                    permutation,
+                    started,
+                    time.time(),
+                    "failed",
+                )
+                raise HostStopped(
+                    session.host,
+                    f"reset before round {r} failed: "
+                    + describe_failure(failed, "reset")
+                    + stderr_line(failed),
+                )
+            reset_status = "ok"
+        warm_before = 0
+        for position, t in enumerate(trials):
+            warm_before += plan.phase(t) == "warmup"
+            if t in self.finished:
+                continue
+            if stopping and self._skipped(t):
+                continue
+            record = await self._trial(session, t, series, r, order_kind)
+            self._check_halt()
+            stop = None
+            if stopping and record.phase == "measured":
+                record = attrs.evolve(record, position=position - warm_before)
+                stop = self._decide(record, series)
+            self._store_trial(record, stop)
+            if stop is not None:
+                self._announce_stop(record, stop)
+            await asyncio.sleep(0)
+            if record.timed_out:
+                self._timeouts_in_a_row[session.host] = n = (
+                    self._timeouts_in_a_row.get(session.host, 0) + 1
+                )
+                if n >= self.max_consecutive_timeouts:
+                    self._timeouts_in_a_row[session.host] = 0
+                    raise HostStopped(session.host, f"{n} trials in a row timed out")
+            else:
+                self._timeouts_in_a_row[session.host] = 0
+        self._check_halt()
+        self.store.record_round(
+            self.plan_hash,
+            r,
+            session.host,
+            order_kind,
+            permutation,
+            started,
+            time.time(),
+            reset_status,
+        )

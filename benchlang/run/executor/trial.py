@@ -1,0 +1,190 @@
+"""A trial's life: its command built from the configuration and the hidden factors, its hooks,
+the command run, its measures read, retried when the connection drops (at most ``retries``
+times, with exponential backoff), and committed to the store before the next one starts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from benchlang import model
+from benchlang.backends.base import Command, Execution, HostDown, HostSession
+from benchlang.lang.shell import parse_template, text_of
+from benchlang.plan.configurations import substitute
+from benchlang.run.counters import perf_command, read_counters
+from benchlang.run.executor.failures import describe_failure, stderr_line
+from benchlang.run.hidden import aslr_of, drop_caches_command, hidden_environment
+from benchlang.run.measures import MeasureError, extract, extract_output
+from benchlang.run.store import StopRecord, TrialRecord
+
+
+class TrialLife:
+    """One trial, from its command to its committed record (a mixin of ``Executor``)."""
+
+    async def _trial(
+        self, session: HostSession, t: int, series: int, r: int, order_kind: str
+    ) -> TrialRecord:
+        plan = self.plan
+        config = plan.configurations[int(plan.trial_configuration[t])]
+        bench = self.benchmarks[config.benchmark]
+        values = self._values(config.levels)
+        drawn = plan.plan_levels(t)
+        values.update((k, v) for k, v in drawn.items() if k in self.hidden)
+        bench_env = {
+            k: v.format_map({k2: text_of(v2) for k2, v2 in values.items()}) for k, v in bench.env
+        }
+        env = self._env(
+            {
+                **bench_env,
+                **hidden_environment(self.hidden, drawn),
+                "BENCHLANG_TRIAL": str(t),
+                "BENCHLANG_SEED": str(int(plan.trial_seed[t])),
+                "BENCHLANG_CONFIGURATION": config.label,
+                "BENCHLANG_HOST": session.host,
+            }
+        )
+        cwd = self._cwd(bench)
+        timeout = bench.timeout or self.experiment.timeout
+        exp_before = self.experiment.before and self._experiment_command(self.experiment.before)
+        exp_after = self.experiment.after and self._experiment_command(self.experiment.after)
+        hooks_before = [
+            h
+            for h in (
+                drop_caches_command(self.hidden, drawn),
+                exp_before,
+                bench.before and substitute(bench.before, values),
+            )
+            if h
+        ]
+        command = config.command
+        if bench.hidden:
+            command = parse_template(bench.command).render(values)
+        if bench.counters:
+            command = perf_command(command, bench.counters)
+        hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                status, reason, execution, measures, series_values = await self._attempt(
+                    session,
+                    Command(command, env, cwd, timeout, aslr=aslr_of(self.hidden, drawn)),
+                    hooks_before,
+                    hooks_after,
+                    bench,
+                )
+                if execution.left_running:
+                    self.store.record_event(
+                        self.plan_hash,
+                        "left_running",
+                        f"trial {t}: {execution.left_running} processes the command left "
+                        "running were killed when it ended",
+                        session.host,
+                    )
+                break
+            except HostDown as err:
+                if attempts > self.retries:
+                    raise
+                text = f"trial {t} attempt {attempts}: {err.message}"
+                self.store.record_event(self.plan_hash, "retry", text, session.host)
+                self.progress.note(f"host {session.host}: {text}; trying again")
+                await asyncio.sleep(self.backoff * 2 ** (attempts - 1))
+                await session.reconnect(self.reconnect_timeout)
+        return TrialRecord(
+            trial=t,
+            series=series,
+            round=r,
+            position=int(plan.trial_position[t]),
+            host=session.host,
+            configuration=config.index,
+            label=config.label,
+            benchmark=config.benchmark,
+            levels={**dict(config.levels), **drawn},
+            order_kind=order_kind,
+            status=status,
+            reason=reason,
+            exit_status=execution.exit_status,
+            timed_out=execution.timed_out,
+            started=execution.started,
+            ended=execution.ended,
+            attempts=attempts,
+            stdout_tail=execution.stdout,
+            stderr_tail=execution.stderr,
+            measures=measures,
+            series_values=series_values,
+            phase=plan.phase(t),
+        )
+
+    async def _attempt(self, session, trial: Command, hooks_before, hooks_after, bench):
+        env, cwd, timeout = trial.env, trial.cwd, trial.timeout
+        for hook in hooks_before:
+            execution = await self._exec(session, Command(hook, env, cwd, timeout))
+            if not execution.ok:
+                return (
+                    "failed",
+                    describe_failure(execution, "before hook") + stderr_line(execution),
+                    execution,
+                    {},
+                    {},
+                )
+        execution = await self._exec(session, trial)
+        measures = {k: float(v) for k, v in execution.rusage.items()}
+        if bench.counters:
+            execution, measures, uncounted = read_counters(execution, bench.counters)
+            if uncounted is not None and execution.ok:
+                return "failed", f"measure: {uncounted}", execution, measures, {}
+        if not execution.ok:
+            return "failed", describe_failure(execution, "the command"), execution, measures, {}
+        series_values: dict[str, np.ndarray] = {}
+        try:
+            for measure in bench.measures:
+                if measure.builtin in model.COUNTERS:
+                    continue  # read with the execution (run.counters)
+                value = await self._read_measure(session, measure, execution, cwd)
+                if isinstance(value, np.ndarray):
+                    series_values[measure.name] = value
+                else:
+                    measures[measure.name] = value
+        except MeasureError as err:
+            return "failed", f"measure: {err}", execution, measures, series_values
+        for hook in hooks_after:
+            after = await self._exec(session, Command(hook, env, cwd, timeout))
+            if not after.ok:
+                return (
+                    "failed",
+                    describe_failure(after, "after hook") + stderr_line(after),
+                    execution,
+                    measures,
+                    series_values,
+                )
+        return "ok", None, execution, measures, series_values
+
+    async def _read_measure(
+        self, session: HostSession, measure: model.Measure, execution: Execution, cwd: str | None
+    ) -> float | np.ndarray:
+        if measure.source == "builtin":
+            if measure.builtin not in execution.rusage:
+                why = execution.unavailable.get(measure.builtin, "the backend does not report it")
+                raise MeasureError(f"{measure.name}: {measure.builtin} is not available: {why}")
+            return float(execution.rusage[measure.builtin])
+        if measure.source in ("stdout", "stderr"):
+            stream = measure.source
+            kept, size, path = (
+                getattr(execution, stream + suffix) for suffix in ("", "_size", "_path")
+            )
+            return extract_output(measure, kept, size, path, stream)
+        try:
+            data = await session.read_file(measure.path, cwd)
+        except OSError as err:
+            raise MeasureError(
+                f"{measure.name}: cannot read {measure.path}: {err.strerror or err}"
+            ) from None
+        return extract(measure, data.decode(errors="replace"), measure.path)
+
+    def _store_trial(self, record: TrialRecord, stop: StopRecord | None = None) -> None:
+        self.store.record_trial(self.plan_hash, record, stop)
+        self.finished.add(record.trial)
+        self.ran += 1
+        self.failed += record.status != "ok"
+        self.progress.advance(record.status != "ok")
