@@ -8,7 +8,7 @@ from benchlang.app.analysis import order_of_store
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
-from benchlang.report.order import order_json
+from benchlang.report.order import order_json, order_tally_json
 from benchlang.report.order_analysis import render_order_report
 
 
@@ -30,7 +30,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         if report.dependence is None:
             raise UserError(report.note or "no fixed-vs-random comparison possible")
-        print(dumps(document("order", 1, {"configurations": order_json(report.dependence)})))
+        body = {
+            "configurations": order_json(report.dependence),
+            "tally": order_tally_json(report.dependence),
+        }
+        print(dumps(document("order", 1, body)))
     else:
         render_order_report(report)
     return 0

@@ -39,6 +39,24 @@ def order_json(result: OrderDependence) -> list[dict[str, object]]:
     return rows
 
 
+def order_tally_json(result: OrderDependence) -> dict[str, object]:
+    """k of m significant and the count per CI case (OrderSage Table 2, Fig. 6), with the
+    sentence the text report prints."""
+    tally = result.tally
+    return {**tally.to_dict(), "summary": tally.sentence()}
+
+
+def render_order_tally(result: OrderDependence, stream: TextIO | None = None) -> None:
+    """OrderSage's tallies: "k of m configurations significant (x%)" (Table 2) and how many
+    compared configurations fall in each CI-overlap case (Fig. 6)."""
+    stream = stream or sys.stdout
+    tally = result.tally
+    stream.write(f"{tally.sentence()}: Kruskal–Wallis p < α/m (OrderSage Table 2)\n")
+    if tally.compared:
+        counts = ", ".join(f"case {case}: {count}" for case, count in tally.cases)
+        stream.write(f"configurations per CI case (OrderSage Fig. 6): {counts}\n")
+
+
 def render_order_table(result: OrderDependence, stream: TextIO | None = None) -> None:
     """The paper-style table, then the verdict, the Δ% sign and the case legend."""
     stream = stream or sys.stdout
@@ -90,6 +108,7 @@ def render_order_table(result: OrderDependence, stream: TextIO | None = None) ->
         write(f"verdict: order matters: Kruskal–Wallis p < α/m for {names}\n")
     else:
         write("verdict: no configuration shows an order effect (every p >= α/m)\n")
+    render_order_tally(result, stream)
     skipped = [c.configuration for c in result.configurations if not c.compared]
     if skipped:
         write(f"not compared (fewer than 2 trials on a side): {', '.join(skipped)}\n")

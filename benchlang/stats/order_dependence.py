@@ -168,6 +168,47 @@ class ConfigurationOrder:
 
 
 @attrs.frozen
+class OrderTally:
+    """How many configurations order affects: OrderSage's "significant tests (% of total)"
+    (Duplyakin et al., ATC 2023, Table 2) and the number in each CI-overlap case (Fig. 6).
+
+    ``compared`` is m (configurations with 2 or more trials on each side), ``significant``
+    k of them with Kruskal-Wallis p below alpha/m; ``cases`` counts the compared
+    configurations per case 1, 2, 3; ``not_compared`` the configurations left out."""
+
+    compared: int
+    significant: int
+    cases: tuple[tuple[int, int], ...]
+    not_compared: int
+
+    @property
+    def percent(self) -> float:
+        """k / m x 100; nan when nothing was compared."""
+        return 100.0 * self.significant / self.compared if self.compared else float("nan")
+
+    def sentence(self) -> str:
+        """ "k of m configurations significant (x%)", as Table 2 counts them."""
+        if not self.compared:
+            return "0 configurations compared (none has 2 or more trials on each side)"
+        return (
+            f"{self.significant} of {self.compared} configurations significant "
+            f"({self.percent:.3g}%)"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return undefined(
+            {
+                "compared": self.compared,
+                "significant": self.significant,
+                "percent_significant": self.percent,
+                "cases": {str(case): count for case, count in self.cases},
+                "not_compared": self.not_compared,
+            },
+            {"percent_significant": "no configuration compared"},
+        )
+
+
+@attrs.frozen
 class OrderDependence:
     """Experiment-level result: order matters if any configuration's p is below alpha/m."""
 
@@ -182,6 +223,17 @@ class OrderDependence:
     def significant(self) -> tuple[str, ...]:
         return tuple(c.configuration for c in self.configurations if c.significant)
 
+    @property
+    def tally(self) -> OrderTally:
+        """k of m significant and the count per CI case (OrderSage Table 2, Fig. 6)."""
+        compared = [c for c in self.configurations if c.compared]
+        return OrderTally(
+            compared=len(compared),
+            significant=sum(c.significant for c in compared),
+            cases=tuple((case, sum(c.ci_case == case for c in compared)) for case in (1, 2, 3)),
+            not_compared=len(self.configurations) - len(compared),
+        )
+
     def to_dict(self) -> dict[str, object]:
         return {
             "alpha": self.alpha,
@@ -190,6 +242,7 @@ class OrderDependence:
             "ci_level": self.ci_level,
             "order_matters": self.order_matters,
             "configurations": [c.to_dict() for c in self.configurations],
+            "tally": self.tally.to_dict(),
         }
 
 
