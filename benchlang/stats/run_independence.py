@@ -42,6 +42,8 @@ import math
 import attrs
 import numpy as np
 
+from benchlang.stats._stratified import arrange, labels, ranks_within, runs, serial, trend
+
 RUN_ALPHA = 0.05
 PERMUTATIONS = 4999
 MONTE_CARLO_MAX = 100
@@ -176,127 +178,6 @@ def holm(p: np.ndarray, alpha: float = RUN_ALPHA) -> tuple[np.ndarray, np.ndarra
     return rejected, levels
 
 
-def _arrange(strata: np.ndarray, blocks: np.ndarray, time: np.ndarray) -> np.ndarray:
-    """The order that makes strata, then blocks inside them, contiguous, each in time order."""
-    return np.lexsort((time, blocks, strata))
-
-
-def _ranks_within(v: np.ndarray, strata: np.ndarray) -> np.ndarray:
-    """Midranks of each row of ``v`` (R x N) within contiguous ``strata`` (non-decreasing)."""
-    r, n = v.shape
-    by_value = np.argsort(v, axis=1)
-    order = np.take_along_axis(
-        by_value, np.argsort(strata[by_value], axis=1, kind="stable"), axis=1
-    )
-    sv = np.take_along_axis(v, order, axis=1)
-    ss = strata[order]
-    new = np.ones((r, n), bool)
-    new[:, 1:] = (sv[:, 1:] != sv[:, :-1]) | (ss[:, 1:] != ss[:, :-1])
-    group = np.cumsum(new, axis=1) - 1 + (np.arange(r) * n)[:, None]
-    start = np.searchsorted(strata, strata, side="left")  # first index of each value's stratum
-    position = np.broadcast_to(np.arange(1, n + 1, dtype=float), (r, n)) - start[order]
-    average = np.bincount(group.ravel(), weights=position.ravel(), minlength=r * n)
-    counts = np.bincount(group.ravel(), minlength=r * n)
-    ranks = np.empty((r, n))
-    np.put_along_axis(ranks, order, average[group] / np.maximum(counts[group], 1), axis=1)
-    return ranks
-
-
-def _labels(labels, n: int) -> np.ndarray:
-    """``labels`` as non-negative integers: as they are when they already are (and not too
-    sparse for ``bincount``), else their index among the distinct labels."""
-    a = np.asarray(labels).ravel()
-    if a.dtype.kind in "iub" and (a.size == 0 or (a.min() >= 0 and a.max() < 4 * n + 1024)):
-        return a.astype(np.int64, copy=False)
-    return np.unique(a, return_inverse=True)[1].ravel().astype(np.int64)
-
-
-def _runs(labels: np.ndarray) -> np.ndarray:
-    """0, 1, ... numbering the runs of equal consecutive ``labels`` (contiguous groups)."""
-    if labels.size == 0:
-        return labels.astype(np.int64)
-    return np.concatenate([[0], np.cumsum(labels[1:] != labels[:-1])]).astype(np.int64)
-
-
-def _group_sums(x: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
-    """Sums of each row's entries per label 0..k-1 (R x k)."""
-    r = x.shape[0]
-    idx = (labels[None, :] + k * np.arange(r)[:, None]).ravel()
-    return np.bincount(idx, weights=x.ravel(), minlength=r * k).reshape(r, k)
-
-
-def _within_permutations(groups: np.ndarray, b: int, rng: np.random.Generator) -> np.ndarray:
-    """``b`` random permutations (b x N) that move positions only within contiguous
-    ``groups``."""
-    keys = groups[None, :].astype(float) + rng.random((b, groups.size))
-    return np.argsort(keys, axis=1)
-
-
-def _two_sided_mc(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
-    """Phipson & Smyth's p = (b + 1)/(B + 1), b = #{|permuted| >= |observed|} per row."""
-    tol = 1e-9 * np.maximum(1.0, np.abs(observed))[:, None]
-    b = (np.abs(permuted) >= np.abs(observed)[:, None] - tol).sum(axis=1)
-    return (b + 1.0) / (permuted.shape[1] + 1.0)
-
-
-def _normal_p(z: np.ndarray) -> np.ndarray:
-    return np.array([math.erfc(abs(float(x)) / math.sqrt(2.0)) for x in np.ravel(z)])
-
-
-def _trend(u: np.ndarray, strata: np.ndarray, time: np.ndarray, k: int, mc, rng):
-    """Stratified rank-trend statistic of scores ``u`` (R x N, centred in strata) against
-    ``time``: z and two-sided p per row, and the number of strata with two or more values."""
-    counts = np.bincount(strata, minlength=k).astype(float)
-    tmean = np.bincount(strata, weights=time, minlength=k) / np.maximum(counts, 1)
-    tc = time - tmean[strata]
-    s = u @ tc
-    ss_u = _group_sums(u * u, strata, k)
-    ss_t = np.bincount(strata, weights=tc * tc, minlength=k)
-    usable = counts >= 2
-    var = (ss_u[:, usable] * ss_t[usable] / (counts[usable] - 1)).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(var > 0, s / np.sqrt(var), 0.0)
-    if mc:
-        perm = _within_permutations(strata, PERMUTATIONS, rng)
-        p = _two_sided_mc(s, u @ tc[perm].T)
-    else:
-        p = _normal_p(z)
-    return z, np.where(var > 0, p, 1.0), int(usable.sum())
-
-
-def _serial(u: np.ndarray, blocks: np.ndarray, k: int, mc, rng):
-    """Pooled lag-1 serial covariance of ``u`` (R x N) demeaned within contiguous ``blocks``,
-    against its permutation distribution within blocks. Exact permutation moments of
-    S = sum_i d_i d_(i+1) over a block's n scores d (sum d = 0, P_r = sum d^r):
-    E S = -P2/n, E S^2 = (P2^2 - P4)/n + (P2^2 - 2 P4)/(n(n - 1)) (derivation in
-    docs/statistics.md)."""
-    counts = np.bincount(blocks, minlength=k).astype(float)
-    d = u - (_group_sums(u, blocks, k) / np.maximum(counts, 1))[:, blocks]
-    link = blocks[1:] == blocks[:-1]
-    s = (d[:, 1:] * d[:, :-1]) @ link
-    p2 = _group_sums(d * d, blocks, k)
-    p4 = _group_sums(d**4, blocks, k)
-    usable = counts >= 3
-    n = counts[usable]
-    p2, p4 = p2[:, usable], p4[:, usable]
-    mean = (-p2 / n).sum(axis=1)
-    var = ((p2**2 - p4) / n + (p2**2 - 2 * p4) / (n * (n - 1)) - (p2 / n) ** 2).sum(axis=1)
-    var = np.maximum(var, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(var > 1e-300, (s - mean) / np.sqrt(var), 0.0)
-    if mc:
-        perm = _within_permutations(blocks, PERMUTATIONS, rng)
-        permuted = np.empty((d.shape[0], PERMUTATIONS))
-        step = max(1, 4_000_000 // max(1, PERMUTATIONS * d.shape[1]))
-        for i in range(0, d.shape[0], step):
-            dp = d[i : i + step][:, perm]
-            permuted[i : i + step] = (dp[..., 1:] * dp[..., :-1]) @ link
-        p = _two_sided_mc(s - mean, permuted - mean[:, None])
-    else:
-        p = _normal_p(z)
-    return z, np.where(var > 1e-300, p, 1.0), int(usable.sum())
-
-
 def _subsample(blocks: np.ndarray, time: np.ndarray) -> np.ndarray:
     """Indices of whole pieces of series (at most ``_CHUNK`` consecutive values each), every
     k-th piece, so that about ``SUBSAMPLE_ABOVE`` values remain; chosen without the values."""
@@ -334,7 +215,7 @@ def independence_tests(
     many rows are what a simulation tests, with the same code."""
     v = np.atleast_2d(np.asarray(values, dtype=float))
     n = v.shape[1]
-    s_ids, b_ids = _labels(strata, n), _labels(blocks, n)
+    s_ids, b_ids = labels(strata, n), labels(blocks, n)
     t = np.asarray(time, dtype=float).ravel()
     note = ""
     if n > SUBSAMPLE_ABOVE:
@@ -342,20 +223,20 @@ def independence_tests(
         note = f", on {keep.size} of {n} values (whole series, evenly chosen)"
         v, s_ids, b_ids, t = v[:, keep], s_ids[keep], b_ids[keep], t[keep]
         n = keep.size
-    order = _arrange(s_ids, b_ids, t)
+    order = arrange(s_ids, b_ids, t)
     v, t = v[:, order], t[order]
     s_ids, b_ids = (
-        _runs(s_ids[order]),
-        _runs(b_ids[order] * (s_ids.max(initial=0) + 1) + s_ids[order]),
+        runs(s_ids[order]),
+        runs(b_ids[order] * (s_ids.max(initial=0) + 1) + s_ids[order]),
     )
     ks, kb = int(s_ids.max(initial=-1)) + 1, int(b_ids.max(initial=-1)) + 1
     # rank scores scaled by 1/(n_s + 1) and centred (van Elteren); block ids follow strata order
     counts = np.bincount(s_ids, minlength=ks).astype(float)
-    u = _ranks_within(v, s_ids) / (counts[s_ids] + 1.0) - 0.5
+    u = ranks_within(v, s_ids) / (counts[s_ids] + 1.0) - 0.5
     mc = n <= MONTE_CARLO_MAX
     rng = np.random.default_rng(seed)
-    tz, tp, t_strata = _trend(u, s_ids, t, ks, mc, rng)
-    sz, sp, s_blocks = _serial(u, b_ids, kb, mc, rng)
+    tz, tp, t_strata = trend(u, s_ids, t, ks, PERMUTATIONS if mc else 0, rng)
+    sz, sp, s_blocks = serial(u, b_ids, kb, PERMUTATIONS if mc else 0, rng)
     method = (
         f"Monte Carlo permutation ({PERMUTATIONS} permutations)"
         if mc
@@ -398,7 +279,7 @@ def metric_tests(
             for name in (TREND, AUTOCORRELATION)
         ]
     res = independence_tests(v[None, :], blocks if span else c, blocks, t, seed=seed)
-    configs = int(np.count_nonzero(np.bincount(_labels(c, c.size))))
+    configs = int(np.count_nonzero(np.bincount(labels(c, c.size))))
     strata_words = (
         f"{res['strata']} series of {configs} configuration{'s' if configs != 1 else ''}"
         if span
