@@ -1,7 +1,10 @@
 """hosts cloudlab against a local portal (conftest.py: XML-RPC over TLS, the portal's calls,
-loopback sshd nodes): settings, the certificate checks both ways, the conformance kit, extend,
-and a spec run end to end (start -> ready -> manifests -> trials over SSH with a portal
-reboot between rounds -> terminate), SIGINT and SIGKILL + benchlang hosts release."""
+loopback sshd nodes; each of its rules cites the real client or server it imitates): settings,
+the certificate checks both ways, both answer shapes (JSON in ``value`` or in ``output``), the
+portal's failure codes (in ``value``), statuses that end in failure or are busy, the
+conformance kit, extend (granted and refused), and a spec run end to end (start -> ready ->
+manifests -> trials over SSH with a portal reboot between rounds -> terminate), SIGINT and
+SIGKILL + benchlang hosts release."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import sys
 import pytest
 from benchlang_cloudlab import CloudLabBackend, manifest_nodes
 from benchlang_cloudlab.local_portal import PASSPHRASE, Pki
+from benchlang_cloudlab.portal import Answer, PortalError
 
 from benchlang.backends.base import HostDown, Secret, SettingError
 from benchlang.testing import conformance, sshd
@@ -70,7 +74,17 @@ def test_a_wrong_passphrase_says_so(portal, tmp_path):
         asyncio.run(backend.acquire(None))
 
 
-def test_acquire_starts_the_profile_and_maps_the_manifest_nodes(portal, tmp_path):
+@pytest.fixture(params=["output", "value"])
+def shaped(portal, request):
+    """The portal answering JSON in ``output`` (emulabserver.py.in) or in ``value``
+    (portal-tools API.md, fabfed): the plugin must read both."""
+    portal.shape = request.param
+    yield portal
+    portal.shape = "output"
+
+
+def test_acquire_starts_the_profile_and_maps_the_manifest_nodes(shaped, tmp_path):
+    portal = shaped
     given = settings(portal, refspec="refs/heads/main", site="urn:publicid:IDN+utah+authority+cm")
     backend = CloudLabBackend.from_settings({**given, "duration": 7200.0}, tmp_path)
     lease = asyncio.run(backend.acquire(None))
@@ -125,6 +139,76 @@ def test_power_cycle_and_reimage_go_through_the_portal_and_the_node_comes_back(p
         ]
     finally:
         asyncio.run(backend.release(lease))
+
+
+def test_an_experiment_that_fails_says_why_and_is_terminated(portal, tmp_path):
+    backend = CloudLabBackend.from_settings(settings(portal, count=3), tmp_path)
+    with pytest.raises(HostDown, match=r"is failed: Insufficient resources: 3 nodes wanted"):
+        asyncio.run(backend.acquire(None))
+    assert portal.experiments == {}, "the failed experiment was terminated"
+    statuses = [c for c in portal.calls if c[0] == "experimentStatus"]
+    assert statuses and all(c[1].get("asjson") == 1 for c in statuses)
+
+
+def test_a_busy_portal_is_asked_again(portal, tmp_path):
+    portal.busy = 2
+    backend = CloudLabBackend.from_settings(settings(portal), tmp_path)
+    lease = asyncio.run(backend.acquire(None))
+    asyncio.run(backend.release(lease))
+    assert portal.busy == 0 and portal.experiments == {}
+
+
+def test_failure_codes_come_from_the_answer_value(portal, tmp_path):
+    backend = CloudLabBackend.from_settings(settings(portal), tmp_path)
+    with pytest.raises(PortalError) as err:
+        backend.portal.call("terminateExperiment", experiment="bench,nosuch")
+    assert err.value.code == 12 and "No such instance bench,nosuch" in err.value.message
+    assert "***" not in err.value.message
+    with pytest.raises(PortalError) as err:
+        backend.portal.call("experimentStatus")
+    assert err.value.code == 1 and "Must supply 'experiment'" in err.value.message
+
+
+def test_answers_hold_json_in_value_or_output():
+    assert Answer(0, '{"status": "ready"}', "").json() == {"status": "ready"}
+    assert Answer(0, 0, '{"status": "ready"}').json() == {"status": "ready"}
+    assert Answer(0, {"status": "ready"}, "").json() == {"status": "ready"}
+    with pytest.raises(PortalError, match="holds no JSON"):
+        Answer(0, 0, "Status: ready\n").json("experimentStatus")
+
+
+def test_an_extension_the_portal_refuses_says_so(portal, tmp_path):
+    backend = CloudLabBackend.from_settings(settings(portal), tmp_path)
+    lease = asyncio.run(backend.acquire(None))
+    portal.max_extension = 0
+    try:
+        with pytest.raises(HostDown, match=r"refused to extend .* administrator must approve"):
+            asyncio.run(backend.extend(lease, lease.expires + 1800))
+    finally:
+        portal.max_extension = 24 * 7
+        asyncio.run(backend.release(lease))
+
+
+def test_reimage_on_a_portal_without_reload_says_so(portal, tmp_path):
+    backend = CloudLabBackend.from_settings(settings(portal), tmp_path)
+    lease = asyncio.run(backend.acquire(None))
+    portal.methods.discard("reload")
+    try:
+        with pytest.raises(HostDown, match="no reload method, so reset reimage cannot run"):
+            asyncio.run(backend.power("node0", "reimage"))
+    finally:
+        portal.methods.add("reload")
+        asyncio.run(backend.release(lease))
+
+
+def test_the_login_of_the_given_user_is_taken():
+    rspec = (
+        '<rspec xmlns="http://www.geni.net/resources/rspec/3"><node client_id="node0"><services>'
+        '<login hostname="h" port="22" username="alice"/>'
+        '<login hostname="h" port="22" username="bob"/></services></node></rspec>'
+    )
+    assert manifest_nodes({"urn": rspec})[0]["username"] == "alice"
+    assert manifest_nodes({"urn": rspec}, "bob")[0]["username"] == "bob"
 
 
 def test_manifest_nodes_come_in_client_id_order():

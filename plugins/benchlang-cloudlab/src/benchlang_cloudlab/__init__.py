@@ -7,9 +7,10 @@ count, the site, the duration), polls ``experimentStatus`` until the experiment 
 and reads the nodes from ``experimentManifests`` (each node's login host and port); the
 logical hosts ``node0`` ... map to them in the manifest's ``client_id`` order. ``extend``
 calls ``extendExperiment``; ``release`` calls ``terminateExperiment`` (an experiment the
-portal no longer knows is already released); ``power(host, action)`` calls ``reboot`` (with
-``power 1`` for ``power_cycle``) or ``reload`` (``reimage``) for ``reset reboot|power_cycle|
-reimage`` between rounds. Portal client: portal.py; docs/cloud.md says what is verified how.
+portal no longer knows, code 12, is already released); ``power(host, action)`` calls
+``reboot`` (with ``power 1`` for ``power_cycle``) or ``reload`` (``reimage``) for ``reset
+reboot|power_cycle|reimage`` between rounds. Portal client: portal.py; each rule's source is
+cited there, in local_portal.py and in docs/cloud.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from typing import Any, ClassVar
 
 from benchlang.backends.base import PROTOCOL_VERSION, HostDown, Lease, Secret, SettingError
 from benchlang.backends.ssh import Node, SshBackend, SshSession
-from benchlang_cloudlab.portal import DEFAULT_URL, SEARCH_FAILED, Portal, PortalError
+from benchlang_cloudlab.portal import (
+    DEFAULT_URL,
+    RESPONSE_REFUSED,
+    SEARCH_FAILED,
+    TRANSIENT,
+    Portal,
+    PortalError,
+)
 
 __all__ = ["CloudLabBackend"]
 
@@ -66,7 +74,17 @@ POWER: dict[str, tuple[str, dict[str, int]]] = {
     "power_cycle": ("reboot", {"power": 1}),
     "reimage": ("reload", {}),
 }
-"""A reset's provider action -> the portal method and its extra arguments."""
+"""A reset's provider action -> the portal method and its extra arguments: ``reboot`` with
+``experiment``, ``nodes`` (client ids joined by commas) and ``power 1`` to power-cycle, as
+portal-tools' ``experimentReboot`` calls it (``emulab_sslxmlrpc/client/api.py``); ``reload``
+is manage_instance's action of that name (apt/manage_instance.in), its XML-RPC method seen in
+no client (docs/cloud.md)."""
+
+READY = "ready"
+FINAL = frozenset({"failed", "imaging-failed", "canceled", "terminating", "terminated"})
+"""Statuses an experiment never leaves for ``ready`` (manage_instance ``DoStatus``; the portal
+page's status.js); every other status (created, provisioning, stitching, provisioned, pending,
+scheduled, unknown, ...) is waited out."""
 
 
 def _path(value: Any) -> Any:
@@ -80,19 +98,28 @@ def _bindings(value: Any) -> dict[str, str]:
     return dict(t.split("=", 1) for t in items)
 
 
-def _epoch(text: str | None) -> float | None:
-    if not text:
+def _epoch(text: Any) -> float | None:
+    """``expires`` of experimentStatus (manage_instance's ``TBDateStringGMT``, ISO 8601 in
+    UTC); None when absent or in another form (the lease then has no known expiry)."""
+    if not isinstance(text, str) or not text:
         return None
-    return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    for form in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return float(calendar.timegm(time.strptime(text.strip(), form)))
+        except ValueError:
+            continue
+    return None
 
 
 def _natural(text: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
 
 
-def manifest_nodes(manifests: Mapping[str, str]) -> list[dict[str, str]]:
-    """Every node of an experiment's manifests (RSpec v3): client_id, login host, port, user,
-    hardware type, image, site; in client_id order."""
+def manifest_nodes(manifests: Mapping[str, str], user: str | None = None) -> list[dict[str, str]]:
+    """Every node of an experiment's manifests (one RSpec v3 per aggregate, keyed by its URN,
+    portal-tools API.md): client_id, login host, port, user, hardware type, image, site; in
+    client_id order. A node has one ``services/login`` per user (geni-lib's
+    ``ManifestNode.logins``): ``user``'s is taken when given, else the first."""
     nodes = []
     for xml in manifests.values():
         for node in ET.fromstring(xml).iter():
@@ -104,7 +131,8 @@ def manifest_nodes(manifests: Mapping[str, str]) -> list[dict[str, str]]:
             }
             for child in node.iter():
                 tag = child.tag.rsplit("}", 1)[-1]
-                if tag == "login" and "hostname" not in found:
+                mine = user is not None and child.get("username") == user
+                if tag == "login" and ("hostname" not in found or mine):
                     found["hostname"] = child.get("hostname", "")
                     found["port"] = child.get("port", "22")
                     if child.get("username"):
@@ -243,6 +271,15 @@ class CloudLabBackend:
             raise
         return self.lease
 
+    def _status(self, experiment: str) -> dict[str, Any]:
+        """Blocking: experimentStatus with ``asjson`` (portal-tools API.md: the status,
+        ``expires``, ``uuid``, and ``failure_message`` once failed)."""
+        answer = self.portal.call("experimentStatus", experiment=experiment, asjson=1)
+        status = answer.json("experimentStatus")
+        if not isinstance(status, dict):
+            raise PortalError("experimentStatus", f"the status is not a JSON object: {status!r}")
+        return status
+
     def _start(self, name: str, experiment: str, started: list[bool]) -> Lease:
         """Blocking (a worker thread): start the experiment and wait until it is ready."""
         self.portal.call("startExperiment", **self._start_args(name))
@@ -250,19 +287,35 @@ class CloudLabBackend:
         wait = float(self.settings.get("wait", 1800))
         poll = float(self.settings.get("poll", 10))
         end = time.monotonic() + wait
+        status: dict[str, Any] = {}
         while True:
-            status = self.portal.call("experimentStatus", experiment=experiment, asjson=1).json()
-            if status.get("status") == "ready":
+            try:
+                status = self._status(experiment)
+            except PortalError as err:
+                if err.code not in TRANSIENT or time.monotonic() > end:
+                    raise
+                status = {"status": f"unanswered ({err.message})"}
+            state = str(status.get("status", "unknown"))
+            if state == READY:
                 break
-            if status.get("status") in ("failed", "terminated", "canceled"):
-                raise HostDown("cloudlab", f"experiment {experiment} {status.get('status')}")
+            if state in FINAL:
+                why = status.get("failure_message") or status.get("failure_code")
+                raise HostDown(
+                    "cloudlab",
+                    f"experiment {experiment} is {state}" + (f": {why}" if why else ""),
+                )
             if time.monotonic() > end:
                 raise HostDown(
-                    "cloudlab", f"experiment {experiment} not ready after {wait:g}s; terminated"
+                    "cloudlab",
+                    f"experiment {experiment} not ready after {wait:g}s (last status {state}); "
+                    "terminated",
                 )
             time.sleep(poll)
         manifests = self.portal.call("experimentManifests", experiment=experiment, asjson=1)
-        nodes = manifest_nodes(manifests.json())
+        document = manifests.json("experimentManifests")
+        if not isinstance(document, dict):
+            raise PortalError("experimentManifests", "the manifests are not a JSON object")
+        nodes = manifest_nodes(document, self.settings.get("user"))
         if len(nodes) != self.count:
             raise HostDown(
                 "cloudlab",
@@ -297,11 +350,8 @@ class CloudLabBackend:
 
     async def attach(self, lease: Lease) -> None:
         experiment = lease.handle["experiment"]
-        answer = await asyncio.to_thread(
-            self.portal.call, "experimentStatus", experiment=experiment, asjson=1
-        )
-        status = answer.json().get("status")
-        if status != "ready":
+        status = (await asyncio.to_thread(self._status, experiment)).get("status")
+        if status != READY:
             raise HostDown("cloudlab", f"experiment {experiment} is {status}, not ready")
         self.lease = lease
 
@@ -313,18 +363,25 @@ class CloudLabBackend:
     async def extend(self, lease: Lease, until: float) -> Lease:
         experiment = lease.handle["experiment"]
         hours = max(1, math.ceil((until - (lease.expires or time.time())) / 3600.0))
-        await asyncio.to_thread(
-            self.portal.call,
-            "extendExperiment",
-            experiment=experiment,
-            wanted=hours,
-            reason="benchlang: the run's remaining rounds need more time",
-        )
-        answer = await asyncio.to_thread(
-            self.portal.call, "experimentStatus", experiment=experiment, asjson=1
-        )
+        try:
+            await asyncio.to_thread(
+                self.portal.call,
+                "extendExperiment",
+                experiment=experiment,
+                wanted=hours,
+                reason="benchlang: the run's remaining rounds need more time",
+            )
+        except PortalError as err:
+            if err.code != RESPONSE_REFUSED:
+                raise
+            raise HostDown(
+                "cloudlab",
+                f"the portal refused to extend {experiment} by {hours} h ({err.message}); "
+                "an administrator must approve a longer extension (portal-tools API.md)",
+            ) from None
+        status = await asyncio.to_thread(self._status, experiment)
         fields = json.loads(lease.to_json())
-        fields["expires"] = _epoch(answer.json().get("expires")) or until
+        fields["expires"] = _epoch(status.get("expires")) or until
         self.lease = Lease.from_json(json.dumps(fields))
         return self.lease
 
@@ -346,17 +403,26 @@ class CloudLabBackend:
 
     async def power(self, host: str, action: str) -> None:
         """The portal reboots (``reboot``), power-cycles (``reboot`` with ``power 1``) or
-        reloads the node's disk image (``reload``); the session then reconnects. The
-        arguments follow Emulab's XML-RPC ``reboot``/``reload`` (docs/cloud.md)."""
+        reloads the node's disk image (``reload``); the session then reconnects (POWER
+        says where each call comes from)."""
         if action not in POWER or self.lease is None:
             raise SettingError("reset", f"hosts cloudlab cannot {action}")
         method, extra = POWER[action]
         index = list(self.lease.hosts).index(host)
         client_id = self.lease.resources[index].get("client_id", host)
-        await asyncio.to_thread(
-            self.portal.call,
-            method,
-            experiment=self.lease.handle["experiment"],
-            nodes=client_id,
-            **extra,
-        )
+        try:
+            await asyncio.to_thread(
+                self.portal.call,
+                method,
+                experiment=self.lease.handle["experiment"],
+                nodes=client_id,
+                **extra,
+            )
+        except PortalError as err:
+            if action != "reimage" or "has no method" not in err.message:
+                raise
+            raise HostDown(
+                host,
+                "this portal has no reload method, so reset reimage cannot run here "
+                "(docs/cloud.md: reload is seen in no portal client); use reset reboot",
+            ) from None
