@@ -84,6 +84,8 @@ def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
             values[item.key] = {"file": str(ctx.base_dir / item.file.value)}
         elif item.env is not None:
             values[item.key] = {"env": str(item.env.value)}
+        elif item.block is not None and item.value is None:
+            values[item.key] = _nested(ctx, hosts.kind, item)
         elif item.block is not None:
             ctx.error(f"'{item.key}' in hosts {hosts.kind} takes a value, not a block", item.span)
         else:
@@ -100,6 +102,20 @@ def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
         )
         ctx.error(f"hosts {hosts.kind}: {err.message}", span, err.hint)
     return model.Hosts(hosts.kind, values)
+
+
+def _nested(ctx: Context, kind: str, item: ast.Setting) -> dict[str, Any]:
+    """``key { name value ... }`` (e.g. libcloud's ``driver { host ... }``) as a dict of
+    literals; the backend's check_settings judges the names."""
+    out: dict[str, Any] = {}
+    for sub in item.block.items if item.block else ():
+        if sub.value is None or sub.block is not None:
+            ctx.error(f"'{item.key} {{ {sub.key} }}' in hosts {kind} takes a value", sub.span)
+        elif sub.key in out:
+            ctx.error(f"'{sub.key}' is set twice in {item.key} {{ }}", sub.span)
+        else:
+            out[sub.key] = s.literal(sub.value)
+    return out
 
 
 def _env_name(kind: str, key: str) -> str:

@@ -13,6 +13,13 @@ own; a changed key is still refused), docs/cloud.md.
 
 A ``budget`` refuses, before anything is created, a run whose estimated cost (the size's
 hourly price x count x ``duration``) exceeds it, when the provider publishes prices.
+
+``driver { ... }`` holds the driver constructor's options besides the credentials: ``host``,
+``port``, ``secure`` (an EC2-compatible endpoint, a private cloud), ``region``, and the
+provider's own, e.g. OpenStack's ``ex_force_auth_url``, ``ex_force_auth_version``,
+``ex_tenant_name``, ``ex_domain_name``, ``ex_force_service_region`` (Chameleon) or GCE's
+``project`` and ``datacenter``; a name the driver's constructor does not take is refused.
+``key`` and ``secret`` stay the only credentials, from the environment (docs/cloud.md).
 """
 
 from __future__ import annotations
@@ -33,55 +40,24 @@ from benchlang.backends.base import (
     SettingError,
 )
 from benchlang.backends.ssh import Node, SshBackend, SshSession
+from benchlang_libcloud.settings import (
+    KEYS,
+    SSH_KEYS,
+    TAG,
+    constructor_names,
+    driver_options,
+    tag_pairs,
+    text_setting,
+)
 
 __all__ = ["LibcloudBackend"]
 
-SSH_KEYS = (
-    "user",
-    "port",
-    "identity",
-    "known_hosts",
-    "insecure_accept_new_host_keys",
-    "workdir",
-    "python",
-    "connect_timeout",
-)
-KEYS = (
-    "provider",
-    "key",
-    "secret",
-    "region",
-    "size",
-    "image",
-    "location",
-    "count",
-    "key_pair",
-    "tags",
-    "name",
-    "duration",
-    "budget",
-    "wait",
-    *SSH_KEYS,
-)
-TAG = "benchlang-lease"
 
+def _gone(node: Any) -> bool:
+    """A terminated node: providers list them for a while after (EC2 for about an hour)."""
+    from libcloud.compute.types import NodeState
 
-def _text(settings: Mapping[str, Any], key: str, required: bool = False) -> str | None:
-    value = settings.get(key)
-    if value is None:
-        if required:
-            raise SettingError(None, f"hosts libcloud needs '{key}'")
-        return None
-    if not isinstance(value, str) or not value:
-        raise SettingError(key, f"{key} takes a non-empty string in double quotes")
-    return value
-
-
-def _tags(value: Any) -> dict[str, str]:
-    items = (value,) if isinstance(value, str) else value
-    if not isinstance(items, tuple) or not all(isinstance(t, str) and "=" in t for t in items):
-        raise SettingError("tags", 'tags takes a list of "key=value" strings')
-    return dict(t.split("=", 1) for t in items)
+    return node.state == NodeState.TERMINATED
 
 
 class LibcloudBackend:
@@ -102,9 +78,9 @@ class LibcloudBackend:
                     f"hosts libcloud accepts: {', '.join(KEYS)}, and ex_* provider options",
                 )
         for key in ("provider", "size", "image"):
-            _text(settings, key, required=True)
+            text_setting(settings, key, required=True)
         for key in ("region", "location", "key_pair", "name"):
-            _text(settings, key)
+            text_setting(settings, key)
         count = settings.get("count", 1)
         if type(count) is not int or not 1 <= count <= 1000:
             raise SettingError("count", f"count takes a whole number of nodes, got {count!r}")
@@ -121,7 +97,9 @@ class LibcloudBackend:
                 "add duration 2h (the lease's length: the run stops before it)",
             )
         if "tags" in settings:
-            _tags(settings["tags"])
+            tag_pairs(settings["tags"])
+        if "driver" in settings:
+            driver_options(settings["driver"])
         ssh = {k: v for k, v in settings.items() if k in SSH_KEYS}
         SshBackend.check_settings({**ssh, "nodes": ("placeholder",)})
 
@@ -134,6 +112,7 @@ class LibcloudBackend:
         provider = settings["provider"]
         credentials = [settings[k] for k in ("key", "secret") if k in settings]
         options = {"region": settings["region"]} if "region" in settings else {}
+        options.update(driver_options(settings["driver"]) if "driver" in settings else {})
 
         from libcloud.compute.providers import get_driver
 
@@ -145,6 +124,14 @@ class LibcloudBackend:
                 f"Libcloud has no compute provider '{provider}'",
                 "see libcloud.compute.types.Provider for the names (ec2, gce, openstack, ...)",
             ) from None
+        accepted = constructor_names(driver_class)
+        unknown = sorted(set(options) - accepted) if accepted is not None else []
+        if unknown:
+            raise SettingError(
+                "region" if unknown == ["region"] else "driver",
+                f"the {provider} driver's constructor takes no {', '.join(unknown)}",
+                f"it takes: {', '.join(sorted(accepted - {'key', 'secret'}))}",
+            )
 
         def connect() -> Any:
             return driver_class(*(c.reveal() for c in credentials), **options)
@@ -202,6 +189,14 @@ class LibcloudBackend:
         names = ", ".join(sorted({str(getattr(i, "name", i.id)) for i in items})[:12])
         raise SettingError(what, f"the provider has no {what} '{wanted}'", f"it offers: {names}")
 
+    def _image(self, wanted: str) -> Any:
+        """The image by id through ``get_image`` (one request: EC2's full listing is every
+        public AMI), else by id or name in ``list_images``."""
+        try:
+            return self.driver.get_image(wanted)
+        except Exception:  # not an id, or the driver has no get_image: the listing decides
+            return self._find("image", self.driver.list_images(), wanted)
+
     def _create(self, lease_id: str, created: list[Any]) -> list[tuple[Any, str]]:
         """Blocking (a worker thread): create the nodes and wait until each has an address."""
         from libcloud.common.types import LibcloudError
@@ -209,7 +204,7 @@ class LibcloudBackend:
         s, driver = self.settings, self.driver
         try:
             size = self._find("size", driver.list_sizes(), s["size"])
-            image = self._find("image", driver.list_images(), s["image"])
+            image = self._image(s["image"])
             location = (
                 self._find("location", driver.list_locations(), s["location"])
                 if "location" in s
@@ -246,7 +241,7 @@ class LibcloudBackend:
             options["ex_keyname"] = s["key_pair"]
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
         if "tags" in s or "ex_metadata" in accepted:  # the lease tag: what sweep finds
-            options["ex_metadata"] = {**_tags(s.get("tags", ())), TAG: lease_id}
+            options["ex_metadata"] = {**tag_pairs(s.get("tags", ())), TAG: lease_id}
         for key in options:
             if not takes_any and key not in accepted:
                 raise SettingError(
@@ -297,7 +292,7 @@ class LibcloudBackend:
     def _destroy(self, node_ids: list[Any]) -> None:
         wanted = {str(i) for i in node_ids}
         for node in list(self.driver.list_nodes()):  # a copy: destroying edits the listing
-            if str(node.id) in wanted:
+            if str(node.id) in wanted and not _gone(node):
                 self.driver.destroy_node(node)
 
     async def sweep(self, keep: frozenset[str], destroy: bool = True) -> list[str]:
@@ -310,7 +305,7 @@ class LibcloudBackend:
                 extra = node.extra or {}
                 tags = extra.get("tags") or extra.get("metadata") or {}
                 lease = tags.get(TAG) if isinstance(tags, Mapping) else None
-                if lease is None or lease in keep:
+                if lease is None or lease in keep or _gone(node):
                     continue
                 if destroy:
                     self.driver.destroy_node(node)
@@ -321,7 +316,8 @@ class LibcloudBackend:
 
     async def attach(self, lease: Lease) -> None:
         wanted = set(lease.handle.get("node_ids", "").split(","))
-        present = {str(n.id) for n in await asyncio.to_thread(self.driver.list_nodes)}
+        nodes = await asyncio.to_thread(self.driver.list_nodes)
+        present = {str(n.id) for n in nodes if not _gone(n)}
         missing = sorted(wanted - present)
         if missing:
             raise HostDown("libcloud", f"nodes {', '.join(missing)} of lease {lease.id} are gone")
@@ -338,9 +334,14 @@ class LibcloudBackend:
     async def open(self, host: str) -> SshSession:
         if self.lease is None or host not in self.lease.hosts:
             raise HostDown(host, "cannot connect: no node of the lease is this host")
-        node = Node(host, self.lease.hosts[host], None, None)
-        session = SshSession(self.ssh, node)
-        await session.connect()
+        address = self.lease.hosts[host]
+        session = SshSession(self.ssh, Node(host, address, None, None))
+        try:
+            await session.connect()
+        except HostDown as err:
+            raise HostDown(
+                host, f"cannot reach {host} over SSH at {address}: {err.message}"
+            ) from None
         return session
 
     async def power(self, host: str, action: str) -> None:
