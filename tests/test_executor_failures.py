@@ -336,3 +336,63 @@ def test_pinned_layout_batches_are_left_unrun_then_resumed(tmp_path, scripted_ki
     assert sorted(after) == list(range(n))
     assert {t: after[t] for t in first} == first, "finished trials untouched"
     assert all(after[t] == "h1" for t in h1_trials), "a layout's batches stay on their host"
+
+
+FAILING = """
+  seed 3
+  teardown "cleanup"
+  factor n in [1, 2, 3]
+  benchmark b { run "work {n}" measure v from stdout regex "v=([0-9.]+)" }
+  design { runs 12 series 1 }
+"""  # as BASIC, with a teardown: 12 rounds of 3 trials on h0, h1, h2 in turn
+
+
+def failing(*trials: int) -> HostScript:
+    return HostScript(trials={t: Trial(stderr="boom\n", exit_status=3) for t in trials})
+
+
+def test_a_first_round_that_fails_throughout_stops_every_host(tmp_path):
+    everything = range(36)
+    ran = execute(tmp_path, FAILING, {h: failing(*everything) for h in HOSTS}, fail_fast=True)
+    failed = ran.summary.first_round_failed
+    assert failed is not None and failed.trials == 3
+    assert ran.rows[failed.first.trial][1] == "failed"
+    assert (failed.first.exit_status, failed.first.stderr_tail) == (3, b"boom\n")
+    assert "status 3" in failed.first.reason
+    # Only first rounds ran (one per host, the others cut after their current trial), and
+    # every trial that ran is stored with its failure.
+    assert set(ran.rows) <= {t for r in range(3) for t in ran.trials_of_round(r)}
+    assert len(ran.rows) < ran.plan.n_trials
+    assert all(status == "failed" for _, status, _, _ in ran.rows.values())
+    assert ran.kinds()["failed_fast"] == 1 and ran.summary.hosts_down == ()
+    cleanups = {c.host for c in ran.backend.calls if c.kind == "execute" and c.text == "cleanup"}
+    assert cleanups == set(HOSTS), "each host's teardown ran: a failing command is not a halt"
+
+
+def test_only_one_configuration_failing_runs_to_the_end(tmp_path):
+    spec = tmp_path / "plan.bench"
+    spec.write_text(spec_text(FAILING))
+    plan = compile_plan(load(spec, backends={"scripted": ScriptedBackend}), HOSTS)
+    labels = [plan.configurations[int(c)].label for c in plan.trial_configuration]
+    n2 = [t for t, label in enumerate(labels) if label.endswith("n=2]")]
+    ran = execute(tmp_path, FAILING, {h: failing(*n2) for h in HOSTS}, fail_fast=True)
+    assert ran.summary.first_round_failed is None
+    assert_each_trial_once(ran)
+    assert ran.summary.failed == len(n2) == 12
+
+
+def test_timeouts_throughout_the_first_round_stop_the_run(tmp_path):
+    body = FAILING.replace("factor n in [1, 2, 3]", "factor n in [1, 2, 3, 4]")
+    scripts = {h: HostScript(timeout_trials=range(48)) for h in HOSTS}
+    ran = execute(tmp_path, body, scripts, fail_fast=True, max_consecutive_timeouts=3)
+    failed = ran.summary.first_round_failed
+    assert failed is not None and failed.first.timed_out and failed.trials == 3
+    assert ran.summary.hosts_down == ()  # stopped as a failing first round, not as dead hosts
+    assert all(timed_out for _, _, timed_out, _ in ran.rows.values())
+
+
+def test_without_fail_fast_every_failing_trial_runs(tmp_path):
+    ran = execute(tmp_path, FAILING, {h: failing(*range(36)) for h in HOSTS})
+    assert ran.summary.first_round_failed is None
+    assert_each_trial_once(ran)
+    assert ran.summary.failed == 36

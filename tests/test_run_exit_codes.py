@@ -28,7 +28,7 @@ def write(where, command: str) -> None:
     ("command", "extra", "status"),
     [
         ("true", [], 0),
-        ("exit 3", [], 1),
+        ("exit 3", ["--keep-going"], 1),
         ("exit 3", ["--ignore-failure"], 0),
         ("exit 3", ["-i"], 0),
         ("test $BENCHLANG_TRIAL = 0", [], 1),
@@ -44,6 +44,13 @@ def test_run_exits_non_zero_when_trials_failed(tmp_path, run_cli, command, extra
         assert "failed (exit status 1); accept failed trials with --ignore-failure (-i)" in err
     if command != "true":
         assert "trials failed:" in out  # reported either way
+
+
+def test_run_exits_1_when_its_first_round_failed_throughout(tmp_path, run_cli):
+    write(tmp_path, "exit 3")  # tests/test_run_fail_fast.py: what it shows
+    code, out, err = run_cli(["run", "c.bench", "-q"], cwd=tmp_path)
+    assert code == 1, out + err
+    assert "stopped after the first round" in err and "Traceback" not in err
 
 
 def test_failure_output_reaches_the_terminal_escaped(tmp_path, run_cli):

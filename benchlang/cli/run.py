@@ -45,7 +45,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--ignore-failure",
         "-i",
         action="store_true",
-        help="exit 0 even when trials failed (failed trials are stored and reported either way)",
+        help="exit 0 even when trials failed, and go on when every trial of the first round fails (as --keep-going); failed trials are stored and reported either way",
+    )
+    p.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run every trial even when all trials of the first round fail (by default the run then stops after that round, shows the first failure and exits 1)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     for form, what in (
@@ -262,6 +267,7 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         progress,
         reap=True,
         spec_dir=str(Path(args.spec).resolve().parent),
+        fail_fast=not (getattr(args, "keep_going", False) or args.ignore_failure),
     )
     signals.executor = executor
     try:
@@ -278,6 +284,9 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         return 128 + summary.interrupted
     signals.executor = None
     signals.restore()
+    if summary.first_round_failed is not None:
+        _report_failed_first_round(args, summary.first_round_failed, store_path)
+        return 1
     missing = plan.n_trials - len(store.finished_trials(plan.hash)) - summary.not_needed
     if missing:
         print(
@@ -336,3 +345,27 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         )
         return 1
     return 0
+
+
+def _report_failed_first_round(args, failed, store_path: Path) -> None:
+    """Every trial of the first round failed and the run stopped (issue 29 item 4): say so in
+    a few lines with the first failure's reason, exit status and stderr tail, as hyperfine
+    does when a command fails."""
+    from benchlang.run.progress import printable
+
+    first = failed.first
+    lines = [
+        f"stopped after the first round: all {failed.trials} of its trials failed",
+        f"first failure: trial {first.trial} ({first.label}) on {failed.host}: {first.reason}",
+        f"  exit status: {first.exit_status}" + (" (timed out)" if first.timed_out else ""),
+    ]
+    err = [x for x in first.stderr_tail.decode(errors="replace").splitlines() if x.strip()]
+    lines += ["  stderr (last lines):", *(f"    {x[:200]}" for x in err[-5:])] if err else []
+    lines += ["  stderr: (empty)"] if not err else []
+    lines.append(
+        f"the failed trials are in {store_path} (benchlang results {store_path} --format json);"
+        f" fix the command and continue with: {resume_command(args, store_path)}"
+    )
+    lines.append("or run every trial anyway with --keep-going")
+    for line in lines:
+        print(printable(line), file=sys.stderr)

@@ -159,6 +159,12 @@ class MetricRecord:
         return attrs.asdict(self)
 
 
+NO_SUCCESSFUL_TRIAL = (
+    "no trial succeeded: nothing to record (the failed trials, with their reasons, are in the "
+    "store: benchlang results STORE --format json)"
+)
+
+
 @attrs.frozen
 class Record:
     """A whole experiment's record: identity plus one MetricRecord per metric."""
@@ -203,6 +209,8 @@ class Record:
         return headers, rows
 
     def to_markdown(self) -> str:
+        if not self.metrics:
+            return f"**Reproducibility record: {self.experiment}**: {NO_SUCCESSFUL_TRIAL}\n"
         headers, rows = self._grid()
         one_metric = len({m.name for m in self.metrics}) == 1 and self.metrics[0].configuration
         lines = [
@@ -233,6 +241,8 @@ class Record:
         ]
 
     def to_latex(self) -> str:
+        if not self.metrics:
+            return f"% {self.experiment}: {NO_SUCCESSFUL_TRIAL}\n"
         headers, rows = self._grid()
         body = [" & ".join(_tex(c) for c in row) + r" \\" for row in rows]
         results = len(body) - 2

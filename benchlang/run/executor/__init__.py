@@ -9,7 +9,7 @@ from benchlang.run.executor.core import (
     Executor,
     RunSummary,
 )
-from benchlang.run.executor.failures import HostStopped
+from benchlang.run.executor.failures import FirstRoundFailed, HostStopped
 from benchlang.run.executor.reaping import kill_descendants
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "RETRY_BACKOFF",
     "TRANSIENT_RETRIES",
     "Executor",
+    "FirstRoundFailed",
     "HostStopped",
     "RunSummary",
     "kill_descendants",

@@ -15,6 +15,7 @@ import attrs
 from benchlang import model
 from benchlang.backends.base import Backend
 from benchlang.plan.plan import Plan
+from benchlang.run.executor.failures import FirstRoundFailed
 from benchlang.run.executor.halting import Halting
 from benchlang.run.executor.hooks import Hooks
 from benchlang.run.executor.rounds import Rounds
@@ -44,6 +45,8 @@ class RunSummary:
     not_needed: int = 0
     interrupted: int | None = None
     """The signal (SIGINT, SIGTERM) that stopped the run early, if any."""
+    first_round_failed: FirstRoundFailed | None = None
+    """Set when the run stopped because every trial of its first round failed (``fail_fast``)."""
 
 
 class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
@@ -56,7 +59,9 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
     a redundant one. A host alone in its group (A/B layouts, whose host batches belong to their
     host; hardware factors; ``pin_hosts``) leaves them unrun, for ``--resume`` to run on the same
     host once it is back. A trial whose connection drops is retried with exponential backoff,
-    at most ``retries`` times; the attempts are stored with it.
+    at most ``retries`` times; the attempts are stored with it. With ``fail_fast`` (``benchlang
+    run`` without ``--keep-going``), a first round whose trials all failed stops the run
+    (halting.py).
     """
 
     def __init__(
@@ -74,6 +79,7 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
         max_consecutive_timeouts: int = MAX_CONSECUTIVE_TIMEOUTS,
         reap: bool = False,
         spec_dir: str | None = None,
+        fail_fast: bool = False,
     ) -> None:
         self.experiment = experiment
         self.plan = plan
@@ -103,6 +109,9 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
         self.reap = reap
         self.interrupted: int | None = None
         self._halting = False
+        self.fail_fast = fail_fast
+        self.first_round_failed: FirstRoundFailed | None = None
+        self._first_round_judged = False
         self._error: BaseException | None = None
         self._tasks: list[asyncio.Task] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -134,6 +143,7 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
             time.monotonic() - t0,
             self._count_not_needed(),
             self.interrupted,
+            self.first_round_failed,
         )
 
     async def _take_lease(self) -> bool:

@@ -1,5 +1,6 @@
-"""Halting a run: a signal, a failed store write or a first round that failed throughout ends
-every host's task. Every command goes through ``_exec``, so none starts once the run halts.
+"""Halting a run: a signal or a failed store write ends every host's task at once; a first
+round whose trials all failed (failing fast) ends each after its current trial. Every command
+goes through ``_exec``, so none starts once the run halts.
 
 A signal or a failed store write cancels every host task, and the backend's execute kills its
 command's process group on cancellation (the HostSession contract, docs/plugins.md); with
@@ -12,7 +13,9 @@ from __future__ import annotations
 import asyncio
 
 from benchlang.backends.base import Command, Execution, HostSession
+from benchlang.run.executor.failures import FirstRoundFailed
 from benchlang.run.executor.reaping import kill_descendants
+from benchlang.run.store import TrialRecord
 
 
 class Halting:
@@ -64,3 +67,25 @@ class Halting:
         execution = await session.execute(command)
         self._check_halt()
         return execution
+
+    def _first_round_ended(
+        self, r: int, host: str, ran: int, first_failure: TrialRecord | None
+    ) -> bool:
+        """Judge the first round this run ran trials of (``ran`` of them; ``first_failure``
+        is its first failed trial when none succeeded, else None). True when the run stops
+        there (``fail_fast``): the other hosts end after their current trial, run their
+        teardown, and leave their rounds for ``--resume`` or ``--keep-going``."""
+        if not self.fail_fast or self._first_round_judged or not ran:
+            return False
+        self._first_round_judged = True
+        if first_failure is None:
+            return False
+        self.first_round_failed = FirstRoundFailed(r, host, ran, first_failure)
+        self.store.record_event(
+            self.plan_hash,
+            "failed_fast",
+            f"all {ran} trials of the first round (round {r}) failed: the run stopped",
+            host,
+        )
+        self._wake.set()
+        return True

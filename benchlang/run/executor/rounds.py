@@ -1,5 +1,6 @@
 """One round on one host: wait for its start (rounds spread over the span), reboot or reset
-the host, run its trials in the plan's order, and record the round."""
+the host, run its trials in the plan's order, and record the round. The first round that runs
+trials is judged: when all of them failed, the run fails fast (halting.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from benchlang.backends.base import HostSession
 from benchlang.plan.plan import ORDER_KINDS
 from benchlang.run.executor.failures import HostStopped, describe_failure, stderr_line
 from benchlang.run.hidden import reboots
+from benchlang.run.store import TrialRecord
 
 
 class Rounds:
     """A round's life on its host (a mixin of ``Executor``)."""
 
     async def _round(self, session: HostSession, r: int) -> None:
+        if self.first_round_failed is not None:
+            return
         plan = self.plan
         series = int(plan.round_series[r])
         start = plan.series_start[series] if plan.round_start is None else plan.round_start[r]
@@ -60,15 +64,24 @@ class Rounds:
                     + stderr_line(failed),
                 )
             reset_status = "ok"
-        warm_before = 0
+        warm_before = ran = 0
+        first_failure: TrialRecord | None = None
+        all_failed = True
         for position, t in enumerate(trials):
             warm_before += plan.phase(t) == "warmup"
             if t in self.finished:
                 continue
             if stopping and self._skipped(t):
                 continue
+            if self.first_round_failed is not None:
+                return  # another host's first round failed throughout: its rest is left unrun
             record = await self._trial(session, t, series, r, order_kind)
             self._check_halt()
+            ran += 1
+            if record.status == "ok":
+                all_failed = False
+            elif first_failure is None:
+                first_failure = record
             stop = None
             if stopping and record.phase == "measured":
                 record = attrs.evolve(record, position=position - warm_before)
@@ -83,6 +96,11 @@ class Rounds:
                 )
                 if n >= self.max_consecutive_timeouts:
                     self._timeouts_in_a_row[session.host] = 0
+                    self._first_round_ended(
+                        r, session.host, ran, first_failure if all_failed else None
+                    )
+                    if self.first_round_failed is not None:
+                        return  # the run is failing fast: this host is not at fault
                     raise HostStopped(session.host, f"{n} trials in a row timed out")
             else:
                 self._timeouts_in_a_row[session.host] = 0
@@ -97,3 +115,4 @@ class Rounds:
             time.time(),
             reset_status,
         )
+        self._first_round_ended(r, session.host, ran, first_failure if all_failed else None)

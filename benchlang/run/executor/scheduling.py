@@ -38,7 +38,7 @@ class Scheduling:
         session: HostSession | None = None
         current: int | None = None
         try:
-            while True:
+            while self.first_round_failed is None:
                 current = queue.pop() if queue else await self._adopt(host)
                 if current is None:
                     break
