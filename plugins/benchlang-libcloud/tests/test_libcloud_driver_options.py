@@ -89,3 +89,21 @@ experiment e {
     err = bad.stderr.decode() + bad.stdout.decode()
     assert bad.returncode != 0 and "'driver { ex_force_auth_token }'" in err
     assert ":6:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"tags": {"benchlang-lease": "L1", "Name": "n"}},  # EC2
+        {"metadata": {"benchlang-lease": "L1"}},  # OpenStack
+        {"metadata": {"items": [{"key": "benchlang-lease", "value": "L1"}], "fingerprint": "f"}},
+    ],
+    ids=["ec2", "openstack", "gce"],
+)
+def test_the_lease_tag_is_read_as_each_provider_lists_it(extra):
+    from types import SimpleNamespace
+
+    from benchlang_libcloud import _lease_tag
+
+    assert _lease_tag(SimpleNamespace(extra=extra)) == "L1"
+    assert _lease_tag(SimpleNamespace(extra={"metadata": {"items": []}})) is None

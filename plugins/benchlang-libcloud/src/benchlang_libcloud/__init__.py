@@ -60,6 +60,17 @@ def _gone(node: Any) -> bool:
     return node.state == NodeState.TERMINATED
 
 
+def _lease_tag(node: Any) -> str | None:
+    """The benchlang lease tag of a node: EC2 lists tags as ``extra["tags"]``, OpenStack its
+    metadata as ``extra["metadata"]``, GCE as ``extra["metadata"]["items"]`` (key/value
+    pairs)."""
+    extra = node.extra or {}
+    tags = extra.get("tags") or extra.get("metadata") or {}
+    if isinstance(tags, Mapping) and isinstance(tags.get("items"), list):
+        tags = {i.get("key"): i.get("value") for i in tags["items"] if isinstance(i, Mapping)}
+    return tags.get(TAG) if isinstance(tags, Mapping) else None
+
+
 class LibcloudBackend:
     """Nodes of a Libcloud compute provider, one per logical host."""
 
@@ -302,9 +313,7 @@ class LibcloudBackend:
         def work() -> list[str]:
             found = []
             for node in list(self.driver.list_nodes()):
-                extra = node.extra or {}
-                tags = extra.get("tags") or extra.get("metadata") or {}
-                lease = tags.get(TAG) if isinstance(tags, Mapping) else None
+                lease = _lease_tag(node)
                 if lease is None or lease in keep or _gone(node):
                     continue
                 if destroy:
