@@ -14,7 +14,7 @@ import numpy as np
 
 from benchlang import __version__, model
 from benchlang.report.data import ExperimentData
-from benchlang.report.record import MetricRecord, Record
+from benchlang.report.record import MetricRecord, Record, two_sided_record
 from benchlang.report.table import render_table
 from benchlang.stats.run_independence import (
     RUN_ALPHA,
@@ -216,10 +216,22 @@ def joint_verdict(results: list[ConfigurationAnalysis]) -> list[ConfigurationAna
 
 
 def _kpi_confidence_cell(k: Any) -> str:
-    """Thompson's rank and exact confidence, or the other method's interval and level."""
+    """Thompson's rank (two-sided: both ranks) and exact confidence, or the other method's
+    interval and level."""
+    if getattr(k, "ranks", None) is not None:
+        return f"x({k.ranks[0]})..x({k.ranks[1]}) {k.achieved_confidence:.3g}%"
     if k.rank is not None:
         return f"x({k.rank}) {k.achieved_confidence:.3g}%"
     return f"{k.details.get('interval', k.method)} {k.confidence:g}%"
+
+
+def _kpi_value_cell(k: Any, unit: str | None) -> str:
+    """The bound, or with ``bound both`` the interval [lower, upper]."""
+    from benchlang.report.table import format_quantity
+
+    if k.bound == "both" and k.enough:
+        return f"[{format_quantity(k.lower, unit)}, {format_quantity(k.upper, unit)}]"
+    return format_quantity(_fmt(k.value), unit)
 
 
 def _kpi_title(results: list[ConfigurationAnalysis]) -> str:
@@ -255,7 +267,7 @@ def render_analysis(
                     s.series,
                     s.trials,
                     f"p{k.percentile:g} {k.bound}" if k.enough else f"needs n>={k.min_n}",
-                    format_quantity(_fmt(k.value), unit),
+                    _kpi_value_cell(k, unit),
                     _kpi_confidence_cell(k) if k.enough else "-",
                     _per_series_cell(k.independence),
                 ]
@@ -404,10 +416,11 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 variability_lower=_fmt(var.lower) if var_ok and several else None,
                 variability_upper=_fmt(var.upper) if var_ok and several else None,
                 kpi_method=kpi_method_text(r.kpi),
+                **two_sided_record([s.kpi for s in r.analysis.series]),
             )
         )
     from benchlang.report.compare import record_lines
-    from benchlang.report.exports import host_lines, host_warnings
+    from benchlang.report.hosts import host_lines, host_warnings
     from benchlang.stats.registry import methods_used
 
     return Record(

@@ -46,11 +46,17 @@ class ConfigurationKPI:
     relative: float | None
     reasons: tuple[str, ...] = ()
     """Why this configuration's KPIs are descriptive only (empty: they are not)."""
+    series_intervals: tuple[tuple[float, float], ...] = ()
+    """With ``bound both``: each series' [lower, upper] (the equal-tailed interval)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; a series without a KPI, or no KPI at all, is null with the reasons."""
         why = "no KPI: too few converged trials" + (" (see reasons)" if self.reasons else "")
-        return undefined(attrs.asdict(self), {"*": why})
+        fields = attrs.asdict(self)
+        fields["series_intervals"] = [
+            [None if not math.isfinite(x) else x for x in pair] for pair in self.series_intervals
+        ]
+        return undefined(fields, {"*": why})
 
 
 @attrs.frozen
@@ -239,6 +245,9 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                     v.upper if enough else None,
                     v.relative if enough and math.isfinite(v.relative) else None,
                     tuple(r.analysis.configuration_reasons),
+                    tuple(
+                        (s.kpi.lower, s.kpi.upper) for s in r.analysis.series if k.bound == "both"
+                    ),
                 )
             )
         var = exp.variability(k.metric)
@@ -319,9 +328,15 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     def num(x: float | None) -> str:
         return format_quantity(x, None, scale=(None, factor))
 
+    what = f"{h.kpi_confidence:g}% {h.bound} bound on the {stat}"
+    if h.bound == "both":
+        what = (
+            f"{h.kpi_confidence:g}% two-sided interval [lower, upper] of the {stat} "
+            "(equal-tailed order statistics, Thompson 1936)"
+        )
     lines = _wrap(
-        f"Headline: {h.metric}{unit}, {h.better} is better; KPI: median over series of the "
-        f"{h.kpi_confidence:g}% {h.bound} bound on the {stat}"
+        f"Headline: {h.metric}{unit}, {h.better} is better; KPI: "
+        + (what if h.series == 1 and h.bound == "both" else f"median over series of the {what}")
     )
     width = 3 + max([len("configuration")] + [len(c.label) for c in h.configurations])
     vp = h.variability_percentile
@@ -333,6 +348,11 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     )
     for c in h.configurations:
         values = [num(x) for x in c.series_kpis]
+        kpi_cell = num(c.kpi)
+        if c.series_intervals:
+            values = [f"[{num(lo)}, {num(hi)}]" for lo, hi in c.series_intervals]
+            if len(values) == 1:
+                kpi_cell, values = values[0], [f"sample {stat} {num(c.kpi)}"]
         text = (
             " ".join(values)
             if len(values) <= 5
@@ -345,7 +365,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         elif vp is not None:
             var = f"more series needed than {len(c.series_kpis)}"
         lines.append(
-            f"  {c.label:<{width}}  {c.trials:>3}  {num(c.kpi):>7}  {text:<30}  {var}".rstrip()
+            f"  {c.label:<{width}}  {c.trials:>3}  {kpi_cell:>7}  {text:<30}  {var}".rstrip()
         )
     for c in h.configurations:
         if c.reasons:
@@ -425,23 +445,3 @@ def render_headline(headlines: list[MetricHeadline], stream: TextIO | None = Non
     out = stream or sys.stdout
     for line in headline_lines(headlines):
         out.write(line + "\n")
-
-
-def render_run_end(data: ExperimentData, analysis: list | None, args, store: str) -> None:
-    """What ``benchlang run`` prints after the record: the headline (when the spec has KPIs)
-    and the files asked for with ``--export-json/--export-csv/--export-markdown``."""
-    from pathlib import Path
-
-    from benchlang.report.exports import write_export
-
-    if analysis is not None:
-        headlines = headline(data, analysis)
-        if headlines:
-            render_headline(headlines)
-            print(f"Per-series KPIs and independence tests: benchlang analyze --store {store}")
-    for form in ("json", "csv", "markdown"):
-        target = getattr(args, f"export_{form}", None)
-        if target:
-            with Path(target).open("w", encoding="utf-8") as out:
-                write_export(data, form, out, analysis)
-            print(f"wrote {form} to {target}")

@@ -197,10 +197,13 @@ def _statistics(inputs: ReportInputs, cite: list[str]) -> list[str]:
     for k in exp.kpis:
         m = exp.metric(k.metric)
         side = "upper" if k.bound == "upper" else "lower"
+        what = f"a one-sided {k.confidence:g}% {side} confidence bound on"
+        if k.bound == "both":
+            what = f"the equal-tailed two-sided {k.confidence:g}% confidence interval of"
         text = (
             f"For {k.metric} ({m.aggregate if isinstance(m.aggregate, str) else f'percentile {m.aggregate:g}'}"
             f" per trial{', in ' + m.unit if m.unit else ''}, {m.better} is better), the KPI of "
-            f"each series is a one-sided {k.confidence:g}% {side} confidence bound on its "
+            f"each series is {what} its "
             f"{k.percentile:g}th percentile "
             + (
                 "from order statistics [thompson1936; jacob2021triscale]"

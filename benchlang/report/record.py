@@ -8,6 +8,7 @@ as rows, metrics as columns).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 
@@ -99,6 +100,11 @@ class MetricRecord:
     variability_lower: float | None = None
     variability_upper: float | None = None
     kpi_method: str | None = None
+    kpi_bound: str | None = None
+    """``both``: the KPI is the two-sided interval [``kpi_lower``, ``kpi_upper``] (one series;
+    with several, ``kpi_value`` is the median of their sample percentiles)."""
+    kpi_lower: float | None = None
+    kpi_upper: float | None = None
 
     def label(self) -> str:
         return self.name if self.configuration is None else f"{self.name} [{self.configuration}]"
@@ -112,7 +118,12 @@ class MetricRecord:
             ("Convergence confidence", _pct(self.convergence_confidence) if conv else "-"),
             ("Convergence tolerance", _pct(self.convergence_tolerance) if conv else "-"),
             ("KPI percentile", f"{self.kpi_percentile:g}"),
-            ("KPI confidence", _pct(self.kpi_confidence) + self._kpi_method_text()),
+            (
+                "KPI confidence",
+                _pct(self.kpi_confidence)
+                + (" two-sided" if self.kpi_bound == "both" else "")
+                + self._kpi_method_text(),
+            ),
             ("Variability percentile", _fmt(self.variability_percentile)),
             ("Variability confidence", _pct(self.variability_confidence)),
             ("Runs (per series)", str(self.runs)),
@@ -136,6 +147,10 @@ class MetricRecord:
         return "" if method == "thompson" else f" ({method})"
 
     def _kpi_text(self) -> str:
+        if self.kpi_lower is not None and self.kpi_upper is not None:
+            return f"[{self._quantity(self.kpi_lower)}, {self._quantity(self.kpi_upper)}]"
+        if self.kpi_bound == "both" and self.kpi_summary and self.kpi_value is not None:
+            return f"{self._quantity(self.kpi_value)} (median of the series' sample percentiles)"
         return self._quantity(self.kpi_value)
 
     def _variability_text(self) -> str:
@@ -157,6 +172,19 @@ class MetricRecord:
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
+
+
+def two_sided_record(series_kpis: list[Any]) -> dict[str, Any]:
+    """A ``MetricRecord``'s interval of a ``bound both`` KPI: [lower, upper] with one series
+    (with several, ``kpi_value`` stays the median of their sample percentiles)."""
+    if not series_kpis or series_kpis[0].bound != "both":
+        return {}
+    one = series_kpis[0] if len(series_kpis) == 1 and series_kpis[0].enough else None
+    return {
+        "kpi_bound": "both",
+        "kpi_lower": one.lower if one else None,
+        "kpi_upper": one.upper if one else None,
+    }
 
 
 NO_SUCCESSFUL_TRIAL = (

@@ -130,6 +130,13 @@ def order_statistic_bounds(n: int, p: float, c: float, bound: str) -> tuple[int 
     raise ValueError(f"bound must be 'upper' or 'lower', got {bound!r}")
 
 
+def two_sided_level(c: float) -> float:
+    """The level of each side of an equal-tailed two-sided interval at ``c``: (1 + c) / 2, so
+    each side misses x_p with probability at most (1 - c) / 2 (Hahn & Meeker, Statistical
+    Intervals, 1991, §5.2)."""
+    return (1.0 + c) / 2.0
+
+
 def two_sided_ranks(n: int, p: float, c: float) -> tuple[int | None, int | None, float]:
     """Ranks (l, u) of a two-sided interval [X_(l), X_(u)] for x_p with coverage >= c.
 
@@ -137,7 +144,7 @@ def two_sided_ranks(n: int, p: float, c: float) -> tuple[int | None, int | None,
     P(l <= Bin(N, p) <= u - 1) = F(u - 1) - F(l - 1). At p = 0.5 this is the classic
     distribution-free median CI (Le Boudec §2.2.1, Thompson 1936).
     """
-    side = (1.0 + c) / 2.0
+    side = two_sided_level(c)
     lo, _ = lower_rank(n, p, side)
     hi, _ = upper_rank(n, p, side)
     if lo is None or hi is None:
@@ -151,8 +158,13 @@ def min_samples(p: float, c: float, bound: str | None = None, exclude: int = 0) 
 
     ``bound`` None means either side (the binding side q = max(p, 1 - p)); with ``exclude``
     = r, the bound is X_(N-r) (upper) or X_(r+1) (lower), reached when
-    P(Bin(N, q) <= N - r - 1) >= c with q = p (upper) or 1 - p (lower).
+    P(Bin(N, q) <= N - r - 1) >= c with q = p (upper) or 1 - p (lower). ``bound`` "both"
+    is the equal-tailed two-sided interval (:func:`two_sided_ranks`): both sides at
+    (1 + c) / 2, so N >= log((1 - c) / 2) / log(max(p, 1 - p)) (6 for the median at 95%,
+    72 for p95: TriScale's ``min_number_samples`` two-sided).
     """
+    if bound == "both":
+        return min_samples(p, two_sided_level(c), None, exclude)
     if bound is None:
         q = max(p, 1.0 - p)
     elif bound == "upper":
@@ -160,7 +172,7 @@ def min_samples(p: float, c: float, bound: str | None = None, exclude: int = 0) 
     elif bound == "lower":
         q = 1.0 - p
     else:
-        raise ValueError(f"bound must be 'upper', 'lower' or None, got {bound!r}")
+        raise ValueError(f"bound must be 'upper', 'lower', 'both' or None, got {bound!r}")
     r = int(exclude)
     if r < 0:
         raise ValueError(f"exclude must be a non-negative integer, got {exclude!r}")

@@ -63,8 +63,10 @@ def _fraction(name: str, value: float) -> float:
     return v / 100.0
 
 
-def sizing(percentile: float, confidence: float, exclude: int = 0) -> int:
-    """Smallest N for which a one-sided C-level bound of the p-th percentile exists.
+def sizing(percentile: float, confidence: float, exclude: int = 0, two_sided: bool = False) -> int:
+    """Smallest N for which a one-sided C-level bound of the p-th percentile exists; with
+    ``two_sided``, the equal-tailed two-sided interval (both sides at (1 + C) / 2, Hahn &
+    Meeker, Statistical Intervals, §5.2): 6 for the median at 95%, 72 for p95.
 
     The bound is the order statistic X_(N-r) (upper bound) or X_(r+1) (lower bound)
     after excluding ``exclude`` = r extreme samples. With q = max(p, 1-p) (the binding
@@ -74,6 +76,8 @@ def sizing(percentile: float, confidence: float, exclude: int = 0) -> int:
     """
     p = _fraction("percentile", percentile)
     c = _fraction("confidence", confidence)
+    if two_sided:
+        c = (1.0 + c) / 2.0
     if isinstance(exclude, bool) or int(exclude) != exclude or exclude < 0:
         raise ValueError(f"exclude must be a non-negative integer, got {exclude!r}")
     r = int(exclude)

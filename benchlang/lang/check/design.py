@@ -35,12 +35,17 @@ _DESIGN_SCHEMA = {
 NOT_YET_DESIGN: tuple[str, ...] = ()
 
 
-def bounded_sizing(percentile: float, confidence: float, exclude: int = 0) -> int:
-    """Thompson sizing, or a cheap lower estimate when that is beyond MAX_TRIALS anyway
-    (the exact search with excluded samples costs time and memory linear in N)."""
-    first = sizing(percentile, confidence)
+def bounded_sizing(
+    percentile: float, confidence: float, exclude: int = 0, two_sided: bool = False
+) -> int:
+    """Thompson sizing (one-sided, or the equal-tailed two-sided interval), or a cheap lower
+    estimate when that is beyond MAX_TRIALS anyway (the exact search with excluded samples
+    costs time and memory linear in N)."""
+    first = sizing(percentile, confidence, two_sided=two_sided)
     estimate = first + exclude / (1.0 - max(percentile, 100.0 - percentile) / 100.0)
-    return math.ceil(estimate) if estimate > MAX_TRIALS else sizing(percentile, confidence, exclude)
+    if estimate > MAX_TRIALS:
+        return math.ceil(estimate)
+    return sizing(percentile, confidence, exclude, two_sided)
 
 
 def check_plan_size(
@@ -70,7 +75,7 @@ def kpi_need(ctx: Context, k: model.Kpi) -> int:
     """The trials per series a KPI needs: Thompson's sizing (bounded), or what its kpi method
     declares (``Method.needs``)."""
     if k.method == "thompson":
-        return bounded_sizing(k.percentile, k.confidence, k.exclude)
+        return bounded_sizing(k.percentile, k.confidence, k.exclude, k.bound == "both")
     from benchlang.stats.registry import statistics_methods
 
     methods = ctx.methods if ctx.methods is not None else statistics_methods()
@@ -138,7 +143,10 @@ def check_design(
                 f"minimal N for kpi {kpi.metric} (percentile {kpi.percentile:g}, confidence {kpi.confidence:g}%"
                 + (f", {kpi.exclude} excluded" if kpi.exclude else "")
                 + (
-                    ") by Thompson's order statistics (TriScale Eq. 4)"
+                    ", two-sided) by Thompson's order statistics, both sides at (1 + C)/2 "
+                    "(TriScale Eq. 4; Hahn & Meeker §5.2)"
+                    if kpi.method == "thompson" and kpi.bound == "both"
+                    else ") by Thompson's order statistics (TriScale Eq. 4)"
                     if kpi.method == "thompson"
                     else f"), the minimal sample its method {kpi.method} declares"
                 )

@@ -173,6 +173,8 @@ def check_kpis(
         )
         if method is None:
             continue
+        if _one_sided_only(ctx, block, method):
+            continue
         if not {"percentile", "confidence"} <= {p.name for p in method.parameters}:
             ctx.error(
                 f"kpi method '{method.name}' does not declare the parameters percentile and "
@@ -207,6 +209,27 @@ def check_kpis(
             )
         )
     return out
+
+
+def _one_sided_only(ctx: Context, block: ast.Block, method: Any) -> bool:
+    """``bound both`` with a kpi method that declares one-sided bounds only: refused with the
+    reason (its coverage is not known two-sided) and the method that gives the interval."""
+    both = [
+        item
+        for item in block.settings.items
+        if item.key == "bound" and item.value is not None and item.value.value == "both"
+    ]
+    parameter = method.parameter("bound")
+    if not both or (parameter is not None and "both" in parameter.choices):
+        return False
+    ctx.error(
+        f"kpi {block.name}: {method.name} gives one-sided bounds only; its two-sided coverage "
+        "is not established",
+        both[0].span,
+        "bound both is Thompson's equal-tailed interval (exact at any n from its minimum): "
+        "kpi without 'with'",
+    )
+    return True
 
 
 def check_variabilities(

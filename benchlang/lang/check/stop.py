@@ -127,6 +127,14 @@ def _kpi_width(
             "use stop adaptive { ... }, or stop after N",
         )
         return None
+    if kpi.bound == "both":
+        ctx.error(
+            f"stop when kpi {kpi.metric}: the width rule watches a one-sided bound, and this "
+            "kpi is two-sided (bound both)",
+            span,
+            "give the kpi an upper or lower bound, or use stop adaptive { ... }",
+        )
+        return None
     need = bounded_sizing(kpi.percentile, kpi.confidence, kpi.exclude)
     if max_n < need:
         ctx.error(

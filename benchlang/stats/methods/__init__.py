@@ -21,8 +21,10 @@ P = Parameter
 THOMPSON = Method(
     "thompson",
     "kpi",
-    "one-sided non-parametric confidence bound of a percentile (the KPI)",
-    "Jacob et al., TriScale, JSys 1(1) 2021, §4.2, Eq. 1-3; Thompson, Ann. Math. Stat. 7, 1936",
+    "non-parametric confidence bound of a percentile (the KPI): one-sided, or with bound both "
+    "the equal-tailed two-sided interval",
+    "Jacob et al., TriScale, JSys 1(1) 2021, §4.2, Eq. 1-3; Thompson, Ann. Math. Stat. 7, 1936; "
+    "two-sided: Hahn & Meeker, Statistical Intervals, 1991, §5.2",
     "benchlang.stats.kpi:kpi",
     (
         P("percentile", "percentile", "the percentile bounded, e.g. 50 or 95", required=True),
@@ -30,8 +32,9 @@ THOMPSON = Method(
         P(
             "bound",
             "choice",
-            "which side is bounded (default: the worse side of `better`)",
-            choices=("upper", "lower"),
+            "which side is bounded (default: the worse side of `better`); both: the "
+            "equal-tailed two-sided interval [X_(l), X_(u)]",
+            choices=("upper", "lower", "both"),
         ),
         P(
             "exclude",
