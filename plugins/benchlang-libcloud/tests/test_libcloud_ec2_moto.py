@@ -165,6 +165,7 @@ def test_the_lease_lifecycle_on_moto_ec2(ec2, tmp_path):
     ((lease, released),) = leases(store)
     made = {i: v for i, v in instances(ec2).items() if i not in before}
     log.append(f"run exit {done.returncode}; lease {lease['id']} hosts {lease['hosts']}")
+    log += [f"  {line.strip()}" for line in out.splitlines() if "cannot reach" in line][:2]
     log += [f"  instance {i}: {state}, tags {tags}" for i, (state, tags) in made.items()]
     assert done.returncode != 0
     assert "cannot reach node0 over SSH" in out, out

@@ -311,7 +311,7 @@ class CloudLabBackend:
                     "terminated",
                 )
             time.sleep(poll)
-        manifests = self.portal.call("experimentManifests", experiment=experiment, asjson=1)
+        manifests = self.portal.call("experimentManifests", experiment=experiment)
         document = manifests.json("experimentManifests")
         if not isinstance(document, dict):
             raise PortalError("experimentManifests", "the manifests are not a JSON object")
