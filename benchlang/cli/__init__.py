@@ -33,6 +33,9 @@ COMMANDS: dict[str, Command] = {
     "record": Command("benchlang.cli.record", "the reproducibility record of a run"),
     "report": Command("benchlang.cli.report", "one self-contained HTML page of a run, with plots"),
     "order": Command("benchlang.cli.order", "test whether trial order changed the results"),
+    "figure": Command(
+        "benchlang.cli.figure", "the papers' figures of a run: list, or export SVG/PDF/PNG"
+    ),
     "import": Command(
         "benchlang.cli.import_data", "import results of hyperfine, pyperf or a per-trial CSV"
     ),

@@ -15,6 +15,7 @@ SECTIONS = (
     "comparisons",
     "stopping",
     "profile",
+    "figures",
     "hosts",
     "failures",
 )
@@ -26,6 +27,7 @@ def render_report(inputs: ReportInputs) -> str:
     from benchlang.report.html.comparisons import ab_section, order_section
     from benchlang.report.html.conditions import profile_section, stopping_section
     from benchlang.report.html.page import document
+    from benchlang.report.html.paper_figures import figures_section
     from benchlang.report.html.summary import failures_section, hosts_section, summary_section
     from benchlang.report.html.timescales import timescales_section
 
@@ -36,6 +38,7 @@ def render_report(inputs: ReportInputs) -> str:
         "comparisons": (ab_section, "A/B comparisons"),
         "stopping": (stopping_section, "Stopping"),
         "profile": (profile_section, "Profile"),
+        "figures": (figures_section, "Figures of the papers"),
         "hosts": (hosts_section, "Hosts"),
         "failures": (failures_section, "Failed trials"),
     }

@@ -99,10 +99,12 @@ def figure(
     rows: Sequence[Sequence[object]],
     *,
     note: str | None = None,
+    ident: str | None = None,
 ) -> str:
     """A plot with its text alternative (the SVG's accessible name and the caption) and the
     data drawn in it as a table inside ``<details>``, so the page works without images.
-    A table of more than ``MAX_ROWS`` rows shows that many, evenly spaced, and says so."""
+    A table of more than ``MAX_ROWS`` rows shows that many, evenly spaced, and says so.
+    ``ident`` is the figure's id (``fig-NAME`` for the papers' figures, docs/figures.md)."""
     from benchlang.report.html.plots import thin
 
     labelled = svg.replace("<svg ", f"<svg role='img' aria-label='{esc(alt)}' ", 1)
@@ -114,8 +116,9 @@ def figure(
         else f"{keep.size:,} of {len(rows):,} rows, evenly spaced"
     )
     data = table(headers, rows if thinned is None else [rows[i] for i in keep.tolist()])
+    attr = f' id="{esc(ident)}"' if ident else ""
     return (
-        f"<figure class='plot'>{labelled}<figcaption>{caption}</figcaption>"
+        f"<figure class='plot'{attr}>{labelled}<figcaption>{caption}</figcaption>"
         f"<details><summary>data behind this plot ({shown})</summary>{data}</details>"
         "</figure>"
     )

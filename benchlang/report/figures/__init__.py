@@ -1,0 +1,119 @@
+"""The papers' figures (docs/figures.md): a registry of named figures, each a builder of its
+numbers (a ``stats`` function's ``FigureData``, from what the report already computed) and one
+drawing function (``render.draw`` calls it with matplotlib), shared by the HTML report and
+``benchlang figure``.
+
+A paper's figures are one module here with a ``FIGURES`` tuple, listed in ``MODULES``; a
+builder raises ``NotApplicable`` with the reason when the store cannot show its figure.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+
+from benchlang.errors import UserError
+from benchlang.stats.figure_data import FigureData
+
+Inputs = Any
+"""What a builder reads: ``report.html.inputs.ReportInputs`` (not imported: the report's page
+imports this package, and siblings of ``report`` may not import each other both ways)."""
+
+MODULES = ("benchlang.report.figures.triscale", "benchlang.report.figures.ordersage")
+
+
+class NotApplicable(UserError):
+    """This figure cannot be drawn from this store; the message says why."""
+
+
+@attrs.frozen
+class FigureKind:
+    """A named figure: its one-line description, its numbers and its drawing."""
+
+    name: str
+    line: str
+    build: Callable[[Inputs, str | None], FigureData]
+    draw: Callable[[Any, FigureData, Any, bool], None]
+
+
+def registry() -> dict[str, FigureKind]:
+    """Every figure by name, in the order the report shows them."""
+    out: dict[str, FigureKind] = {}
+    for module in MODULES:
+        for kind in importlib.import_module(module).FIGURES:
+            out[kind.name] = kind
+    return out
+
+
+def kind_of(name: str) -> FigureKind:
+    kinds = registry()
+    if name not in kinds:
+        raise UserError(
+            f"no figure named {name!r}", hint="figures: " + ", ".join(kinds) + " (see --list)"
+        )
+    return kinds[name]
+
+
+def applicable(
+    inputs: Inputs, metric: str | None = None
+) -> list[tuple[FigureKind, FigureData | None, str | None]]:
+    """Each figure with its numbers, or None and the reason it does not apply."""
+    out = []
+    for kind in registry().values():
+        try:
+            out.append((kind, kind.build(inputs, metric), None))
+        except NotApplicable as err:
+            out.append((kind, None, err.message))
+    return out
+
+
+def labels(inputs: Inputs) -> list[str]:
+    """The store's configurations in plan order: the palette's order in every figure."""
+    return [label for _i, label, _b, _l in inputs.data.configurations()]
+
+
+@attrs.frozen
+class MetricView:
+    """One metric's per-configuration analyses and values, in plan order."""
+
+    metric: str
+    unit: str
+    labels: list[str]
+    analyses: list[Any]
+    values: list[np.ndarray]
+    series: list[np.ndarray]
+    indices: list[int]
+
+
+def metric_view(inputs: Inputs, metric: str | None, figure: str) -> MetricView:
+    """The analyses of ``metric`` (default: the first metric with a KPI) per configuration."""
+    names = list(dict.fromkeys(r.metric for r in inputs.kpis))
+    if not names:
+        raise NotApplicable(
+            f"{figure} draws TriScale KPIs and the spec asks for none",
+            hint="add `kpi METRIC { percentile P confidence C }` to the spec",
+        )
+    name = metric or names[0]
+    if name not in names:
+        raise NotApplicable(
+            f"{figure}: no KPI of {name!r}", hint="metrics with a KPI: " + ", ".join(names)
+        )
+    data = inputs.data
+    by_label = {r.configuration: r for r in inputs.kpis if r.metric == name}
+    t = data.table
+    values = data.metrics[name].values
+    view = MetricView(name, data.experiment.metric(name).unit or "", [], [], [], [], [])
+    for index, label, _b, _l in data.configurations():
+        if label not in by_label:
+            continue
+        mask = (t.configuration == index) & t.ok
+        view.labels.append(label)
+        view.analyses.append(by_label[label].analysis)
+        view.values.append(values[mask])
+        view.series.append(t.series[mask])
+        view.indices.append(index)
+    return view

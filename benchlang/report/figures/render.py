@@ -1,0 +1,208 @@
+"""Drawing a figure with matplotlib: the one drawing path of the papers' figures, shared by the
+HTML report (inline SVG) and ``benchlang figure`` (SVG, PDF, PNG); docs/figures.md says why.
+
+matplotlib is imported only inside these functions (it costs about 0.3 s), so every other
+command starts at once and the report works without it (it then says how to get the figures).
+PDFs embed their fonts as TrueType (Type 42): ACM and IEEE checks reject Type 3, matplotlib's
+default.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchlang.errors import UserError
+from benchlang.stats.figure_data import FigureData
+
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
+"""Okabe & Ito's colour-blind-safe palette (2008), the yellow last: it is faint on white."""
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+DASHES = ("-", "--", ":", "-.")
+FORMATS = ("svg", "pdf", "png")
+PAPER_WIDTH = 3.3
+"""Inches: one column of a two-column paper (ACM, IEEE)."""
+
+BASE_RC: dict[str, Any] = {
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "svg.fonttype": "none",
+    "font.family": "DejaVu Sans",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
+}
+STYLES: dict[str, dict[str, Any]] = {
+    "report": {"font.size": 9, "figure.figsize": (7.0, 4.0)},
+    "paper": {
+        "font.size": 8,
+        "axes.titlesize": 8,
+        "axes.labelsize": 8,
+        "xtick.labelsize": 7,
+        "ytick.labelsize": 7,
+        "legend.fontsize": 7,
+        "figure.figsize": (PAPER_WIDTH, 2.4),
+        "lines.linewidth": 1.0,
+        "lines.markersize": 4,
+    },
+}
+
+
+class Palette:
+    """One colour, marker and dash per configuration of a store, the same in every figure.
+
+    Colours repeat after eight; the marker then changes too (and the dash after eight more),
+    so no two of the first 32 configurations share both colour and marker.
+    """
+
+    def __init__(self, labels: Sequence[str]) -> None:
+        self.index = {label: i for i, label in enumerate(labels)}
+
+    def colour(self, label: str) -> str:
+        return OKABE_ITO[self.index.get(label, 0) % len(OKABE_ITO)]
+
+    def marker(self, label: str) -> str:
+        i = self.index.get(label, 0)
+        return MARKERS[(i + i // len(OKABE_ITO)) % len(MARKERS)]
+
+    def dash(self, label: str) -> str:
+        return DASHES[(self.index.get(label, 0) // len(OKABE_ITO)) % len(DASHES)]
+
+
+def _rc(style: str | None) -> tuple[dict[str, Any], str | None]:
+    """rcParams of a named style, or the path of the user's .mplstyle applied over them."""
+    if style is None or style in STYLES:
+        return {**BASE_RC, **STYLES[style or "report"]}, None
+    path = Path(style)
+    if not path.is_file():
+        raise UserError(
+            f"no style {style!r}: not 'paper' and no such file",
+            hint="--style paper, or --style FILE.mplstyle (matplotlib's style format)",
+        )
+    return {**BASE_RC, **STYLES["report"]}, str(path)
+
+
+def matplotlib_or_error() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError(
+            "figures are drawn with matplotlib, which is not installed",
+            hint="pip install 'benchlang[figures]'",
+        ) from None
+    return matplotlib
+
+
+def draw(
+    data: FigureData,
+    drawer: Callable[[Any, FigureData, Palette, bool], None],
+    palette: Palette,
+    fmt: str,
+    style: str | None = None,
+) -> bytes:
+    """The figure as ``fmt`` ("svg", "pdf" or "png") bytes; the notes are printed under it."""
+    mpl = matplotlib_or_error()
+    from matplotlib.figure import Figure
+
+    rc, user_style = _rc(style)
+    rc["svg.hashsalt"] = data.name  # ids unique across the figures of one page, and stable
+    with mpl.rc_context(rc):
+        if user_style is not None:
+            _use_style(user_style)
+        fig = Figure(layout="constrained")
+        paper = style == "paper"
+        drawer(fig, data, palette, paper)
+        _notes(fig, data.notes, paper)
+        out = io.BytesIO()
+        fig.savefig(out, format=fmt, metadata=_metadata(fmt))
+    return out.getvalue()
+
+
+def _use_style(path: str) -> None:
+    """Apply the user's .mplstyle; a line matplotlib rejects (it would log or warn) is an
+    error naming it."""
+    import logging
+    import warnings
+
+    from matplotlib import style
+
+    problems: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines = [line for line in record.getMessage().splitlines() if line.strip()]
+            problems.append(lines[0] if lines else "rejected by matplotlib")
+
+    log = logging.getLogger("matplotlib")
+    keep, propagate = Keep(logging.WARNING), log.propagate
+    log.addHandler(keep)
+    log.propagate = False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            style.use(path)
+    except (OSError, ValueError, KeyError, Warning) as err:
+        problems.append(str(err))
+    finally:
+        log.removeHandler(keep)
+        log.propagate = propagate
+    if problems:
+        raise UserError(
+            f"cannot use style {path}: {problems[0]}",
+            hint="a matplotlib style file: `key: value` lines with matplotlib's rcParams keys",
+        )
+
+
+def _metadata(fmt: str) -> dict[str, Any]:
+    if fmt == "png":
+        return {"Software": None}
+    return {"Creator": None, "Date": None} if fmt in ("svg", "pdf") else {}
+
+
+def _notes(fig: Any, notes: Sequence[str], paper: bool) -> None:
+    """What the figure leaves out or cannot claim, printed under it (at most 4 lines; the
+    count of the rest, which the caption and the data list)."""
+    if not notes:
+        return
+    width = 70 if paper else 130
+    shown = [textwrap.shorten(n, width) for n in notes[:4]]
+    if len(notes) > 4:
+        shown.append(f"... and {len(notes) - 4} more notes in the caption and the data")
+    fig.supxlabel("Note: " + "\n".join(shown), fontsize="x-small", ha="left", x=0.01)
+
+
+def panels(fig: Any, n: int, paper: bool) -> list[Any]:
+    """A grid of ``n`` small panels (one per configuration), the figure grown to fit them."""
+    cols = min(n, 2 if paper else 4)
+    rows = -(-n // cols)
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(w, max(h, rows * (1.5 if paper else 2.2) + 0.6))
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return list(axes[:n])
+
+
+def legend_below(fig: Any, handles: Sequence[Any], paper: bool) -> None:
+    """Every configuration in the legend, under the plots (never cut to fit)."""
+    cols = 2 if paper else 4
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(cols, len(handles)))
+
+
+def inline_svg(svg: bytes, prefix: str) -> str:
+    """matplotlib's SVG for an HTML page: no XML prolog, metadata or page-wide style, and every
+    id (matplotlib numbers them "figure_1", "axes_1" in each file) prefixed to stay unique."""
+    text = svg.decode("utf-8")
+    text = text[text.index("<svg") :]
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    text = re.sub(r"<style[^>]*>.*?</style>", "", text, flags=re.S)
+    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
+    text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", text)
+    return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', text)

@@ -1,0 +1,85 @@
+"""The numbers behind a figure: one frozen table per figure, the same for the HTML report,
+``benchlang figure`` (its drawing and its ``--data`` CSV) and ``--json``.
+
+Each of the papers' figures (docs/figures.md) is two halves: this table, built by the pure
+functions of ``stats.figure_triscale`` and ``stats.figure_ordersage`` from results the
+statistics already computed, and one drawing function in ``report.figures``. Rows are long
+format (one row per drawn element: a point, a bound, a bar), so the CSV holds exactly what
+is drawn; ``notes`` says what a figure leaves out and why, or what it cannot claim (a
+descriptive-only result), and the drawing says it too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe cell: numpy scalars as Python numbers, NaN and infinities as None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@attrs.frozen
+class FigureData:
+    """The rows one figure draws, with the caption that states what they are.
+
+    ``caption`` says what is drawn, the statistic and its confidence and cites the paper's
+    figure; ``meta`` holds the scalars the drawing needs (units, a threshold line).
+    """
+
+    name: str
+    paper: str
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple, ...] = attrs.field(converter=lambda rows: tuple(map(tuple, rows)))
+    notes: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def column(self, name: str, part: str | None = None) -> np.ndarray:
+        """One column as an array, only the rows whose ``part`` is ``part`` when given."""
+        i = self.columns.index(name)
+        if part is None:
+            return np.array([r[i] for r in self.rows], dtype=object)
+        j = self.columns.index("part")
+        return np.array([r[i] for r in self.rows if r[j] == part], dtype=object)
+
+    def where(self, **equal: Any) -> list[dict[str, Any]]:
+        """Rows as dicts, those whose named columns equal the given values."""
+        out = []
+        for row in self.rows:
+            d = dict(zip(self.columns, row, strict=True))
+            if all(d[k] == v for k, v in equal.items()):
+                out.append(d)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "paper": self.paper,
+            "caption": self.caption,
+            "columns": list(self.columns),
+            "rows": [[_plain(v) for v in row] for row in self.rows],
+            "notes": list(self.notes),
+            "meta": {k: _plain(v) for k, v in self.meta.items()},
+        }
+
+
+def ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The finite values sorted, and the fraction of values at or below each."""
+    x = np.sort(np.asarray(values, dtype=float).ravel())
+    x = x[np.isfinite(x)]
+    return x, np.arange(1, x.size + 1) / max(1, x.size)
+
+
+def labelled(labels: Sequence[str], parts: Sequence[Sequence[tuple]]) -> list[tuple]:
+    """Prefix each configuration's rows with its label (long-format rows of many groups)."""
+    return [(label, *row) for label, rows in zip(labels, parts, strict=True) for row in rows]

@@ -1,0 +1,282 @@
+"""``benchlang figure`` and the report's papers' figures (docs/figures.md), on stores of seeded
+synthetic values written for real plans (benchlang.testing.synthetic): what ``--list`` offers
+per store, every figure exported as SVG (valid XML), PDF (TrueType fonts, no Type 3) and PNG,
+``--data`` equal to what ``analyze`` and ``order`` print, all 14 configurations of a
+14-configuration store drawn in every figure, and a figure that does not apply refused."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchlang.cli import main
+from benchlang.testing.synthetic import lognormal, synthetic_store
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+FIGURES = (
+    "kpi-scatter",
+    "convergence",
+    "series-kpis",
+    "variability",
+    "cdf",
+    "cdf-overlay",
+    "profile",
+    "order-pvalues",
+    "order-delta",
+    "order-ci",
+    "order-cases",
+)
+LEVELS = range(1, 15)
+MANY = """benchlang 1
+
+experiment many {
+  seed 3
+  factor n in [LEVELS]
+
+  benchmark job {
+    run "true {n}"
+    measure time = wall_time
+    measure cpu = cpu_time
+  }
+
+  metric time { measure mean unit "s" better lower }
+  metric cpu { measure mean unit "s" better lower }
+  kpi time { percentile 50 confidence 95% }
+  kpi cpu { percentile 50 confidence 95% }
+  variability time { percentile 25 confidence 75% }
+
+  design { runs 6 series 5 order fixed_vs_random }
+  analysis { profile load from file "load.csv" period 1h }
+}
+""".replace("LEVELS", ", ".join(map(str, LEVELS)))
+
+
+def many_value(plan, t):
+    """n x 10 ms; n = 3 pays 50% in random order (an ordering trap); cpu is 80% of time."""
+    n = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["n"]
+    trap = 1.5 if n == 3 and plan.round_order[int(plan.trial_round[t])] else 1.0
+    time = 0.01 * n * trap * lognormal(plan, t)
+    return {"time": time, "cpu": 0.8 * time * lognormal(plan, t, 0.01)}
+
+
+def latency(plan, t):
+    payload = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["payload"]
+    rng = np.random.default_rng(int(plan.trial_seed[t]))
+    return {"latency": np.exp(rng.normal(np.log(5 + payload / 1000), 0.2, 3000))}
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("figures")
+    spec = root / "many.bench"
+    spec.write_text(MANY, encoding="utf-8")
+    hours = np.arange(24 * 14)
+    rng = np.random.default_rng(5)
+    load = 10 + 3 * np.sin(2 * np.pi * hours / 24) + rng.normal(0, 0.5, hours.size)
+    (root / "load.csv").write_text(
+        "load\n" + "\n".join(f"{v:.4f}" for v in load) + "\n", encoding="utf-8"
+    )
+    out = {"many": root / "many.sqlite", "latency": root / "latency.sqlite"}
+    synthetic_store(spec, out["many"], many_value)
+    synthetic_store(SPECS / "latency-series.bench", out["latency"], latency)
+    return out
+
+
+def store_of(name: str) -> str:
+    return "latency" if name == "convergence" else "many"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_names_what_applies_per_store(stores, capsys):
+    code, out, _ = run_cli(capsys, "figure", str(stores["many"]), "--list", "--json")
+    assert code == 0
+    listed = {f["name"]: f for f in json.loads(out)["figures"]}
+    assert list(listed) == list(FIGURES)
+    applies = {name for name, f in listed.items() if f["applies"]}
+    assert applies == set(FIGURES) - {"convergence"}
+    assert "one number per trial" in listed["convergence"]["reason"]
+    code, out, _ = run_cli(capsys, "figure", str(stores["latency"]), "--list")
+    assert code == 0
+    shown, _, refused = out.partition("not applicable to this store:")
+    names = {line.split()[0] for line in shown.splitlines() if line.strip()}
+    assert names == {"convergence", "series-kpis", "cdf", "cdf-overlay"}
+    assert "kpi-scatter" in refused and "only latency has a KPI" in refused
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_every_figure_exports_svg_pdf_png(stores, capsys, tmp_path, name):
+    store = str(stores[store_of(name)])
+    svg, pdf, png = (tmp_path / f"{name}.{ext}" for ext in ("svg", "pdf", "png"))
+    for path in (svg, pdf, png):
+        code, out, err = run_cli(capsys, "figure", store, name, "-o", str(path))
+        assert code == 0, err
+        assert out.startswith(f"wrote {path}")
+    root = ET.fromstring(svg.read_bytes())
+    assert root.tag.endswith("svg") and len(root.findall(".//{*}path")) > 5
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and b"/FontFile2" in data and b"/Type3" not in data
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def _texts(svg: Path) -> set[str]:
+    """Every text drawn in an SVG written with text as text (``svg.fonttype none``)."""
+    root = ET.fromstring(svg.read_bytes())
+    return {"".join(t.itertext()).strip() for t in root.iter("{http://www.w3.org/2000/svg}text")}
+
+
+@pytest.mark.parametrize("name", [n for n in FIGURES if n not in ("convergence", "profile")])
+def test_all_14_configurations_are_drawn(stores, capsys, tmp_path, name):
+    svg, data = tmp_path / f"{name}.svg", tmp_path / f"{name}.csv"
+    code, _, err = run_cli(
+        capsys, "figure", str(stores["many"]), name, "-o", str(svg), "--data", str(data)
+    )
+    assert code == 0, err
+    labels = {f"job[n={n}]" for n in LEVELS}
+    with data.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if name == "order-cases":
+        assert sum(int(r["configurations"]) for r in rows) == len(labels)
+        drawn = {label for r in rows for label in r["names"].split("; ") if r["names"]}
+        assert drawn == labels
+        return
+    assert {r["configuration"] for r in rows} == labels
+    assert labels <= _texts(svg), labels - _texts(svg)
+
+
+def test_data_csv_is_what_analyze_and_order_print(stores, capsys, tmp_path):
+    store = str(stores["many"])
+    code, out, _ = run_cli(capsys, "order", store, "--json")
+    assert code == 0
+    order = {c["configuration"]: c for c in json.loads(out)["configurations"]}
+    path = tmp_path / "delta.csv"
+    assert (
+        run_cli(
+            capsys,
+            "figure",
+            store,
+            "order-delta",
+            "-o",
+            str(tmp_path / "d.svg"),
+            "--data",
+            str(path),
+        )[0]
+        == 0
+    )
+    with path.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    deltas = [float(r["delta_percent"]) for r in rows]
+    assert deltas == sorted(deltas)
+    for r in rows:
+        assert float(r["delta_percent"]) == pytest.approx(
+            order[r["configuration"]]["delta_percent"]
+        )
+    trap = next(r for r in rows if r["configuration"] == "job[n=3]")
+    assert trap["significant"] == "True" and float(trap["delta_percent"]) < -30
+
+    code, out, _ = run_cli(capsys, "figure", store, "variability", "--json")
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    code, out, _ = run_cli(capsys, "analyze", "--store", store, "--json")
+    assert code == 0
+    analysed = {
+        k["configuration"]: k["variability"]
+        for k in json.loads(out)["kpis"]
+        if k["metric"] == "time"
+    }
+    intervals = {r[0]: r[3:] for r in rows if r[1] == "variability"}
+    assert set(intervals) == set(analysed)
+    for label, (score, low, high) in intervals.items():
+        v = analysed[label]
+        assert (score, low, high) == pytest.approx((v["score"], v["lower"], v["upper"]))
+        kpis = [r[3] for r in rows if r[0] == label and r[1] == "series KPI"]
+        assert min(kpis) <= low <= high <= max(kpis)
+
+
+def test_a_figure_that_does_not_apply_exits_2_with_the_reason(stores, capsys, tmp_path):
+    code, out, err = run_cli(
+        capsys, "figure", str(stores["latency"]), "order-ci", "-o", str(tmp_path / "x.pdf")
+    )
+    assert code == 2 and not out
+    assert err.startswith("benchlang: error: order-ci compares fixed-order and random-order")
+    assert "hint:" in err and "Traceback" not in err
+    assert not (tmp_path / "x.pdf").exists()
+    code, _, err = run_cli(capsys, "figure", str(stores["many"]), "cdf", "-o", "cdf.jpeg")
+    assert code == 2 and "name it .svg, .pdf or .png" in err
+    code, _, err = run_cli(capsys, "figure", str(stores["many"]), "no-such", "-o", "x.svg")
+    assert code == 2 and "no figure named 'no-such'" in err
+
+
+def test_paper_style_and_a_style_of_ones_own(stores, capsys, tmp_path):
+    store = str(stores["many"])
+    pdf = tmp_path / "cdf-overlay.pdf"
+    assert (
+        run_cli(capsys, "figure", store, "cdf-overlay", "-o", str(pdf), "--style", "paper")[0] == 0
+    )
+    box = re.search(rb"/MediaBox \[\s*0 0 ([0-9.]+) ([0-9.]+)\s*\]", pdf.read_bytes())
+    assert box and float(box.group(1)) == pytest.approx(3.3 * 72)
+    style = tmp_path / "mine.mplstyle"
+    style.write_text('axes.facecolor: "#abcdef"\n', encoding="utf-8")
+    svg = tmp_path / "mine.svg"
+    assert (
+        run_cli(capsys, "figure", store, "cdf-overlay", "-o", str(svg), "--style", str(style))[0]
+        == 0
+    )
+    assert "#abcdef" in svg.read_text(encoding="utf-8")
+    code, _, err = run_cli(capsys, "figure", store, "cdf", "--style", str(tmp_path / "none"))
+    assert code == 2 and "no style" in err
+    style.write_text("axes.nosuch: 3\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "figure", store, "cdf", "-o", str(svg), "--style", str(style))
+    assert code == 2 and not out
+    assert err.splitlines()[0].endswith(
+        "Bad key axes.nosuch in file " + f"{style}, line 1 ('axes.nosuch: 3')"
+    )
+
+
+def test_profile_lags_in_the_units_profile_prints(stores, capsys):
+    code, out, _ = run_cli(capsys, "figure", str(stores["many"]), "profile", "--json")
+    assert code == 0
+    body = json.loads(out)
+    periods = [r for r in body["rows"] if r[6]]
+    assert [r[1] for r in periods] == ["1d"]
+    assert "every 1h" in body["caption"] and "1d" in body["caption"]
+
+
+def test_json_is_strict(stores, capsys):
+    def refuse(name):
+        raise AssertionError(f"{name} in --json")
+
+    for name in ("cdf", "order-pvalues", "kpi-scatter"):
+        code, out, _ = run_cli(capsys, "figure", str(stores["many"]), name, "--json")
+        assert code == 0
+        body = json.loads(out, parse_constant=refuse)
+        assert body["caption"] and body["paper"] and body["rows"]
+
+
+def test_quickstart_report_shows_the_figures(tmp_path):
+    from benchlang.app.report import write_report
+
+    def quickstart(plan, t):
+        tool = int(plan.trial_configuration[t])
+        return {"time": 0.05 * (1.0, 1.2, 1.4)[tool] * lognormal(plan, t)}
+
+    store, page = tmp_path / "q.sqlite", tmp_path / "q.html"
+    synthetic_store(SPECS / "quickstart.bench", store, quickstart)
+    write_report(store, page)
+    text = page.read_text(encoding="utf-8")
+    ids = set(re.findall(r'<figure class=\'plot\' id="(fig-[a-z-]+)"', text))
+    assert ids == {"fig-series-kpis", "fig-variability", "fig-cdf", "fig-cdf-overlay"}
+    assert "TriScale (Jacob et al., JSys 2021) Fig. 10" in text
+    found = re.findall(r'\bid="([^"]+)"', text)
+    assert len(found) == len(set(found))
