@@ -319,6 +319,14 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 or word.endswith("s") else f"{n} {word}s"
 
 
+def _interval(c: ConfigurationKPI, num: Any) -> str:
+    """A one-series two-sided KPI as [lower, upper]."""
+    if len(c.series_intervals) != 1:
+        return num(c.kpi)
+    lo, hi = c.series_intervals[0]
+    return f"[{num(lo)}, {num(hi)}]"
+
+
 def _metric_lines(h: MetricHeadline) -> list[str]:
     stat = _statistic_name(h.kpi_percentile)
     kpis = [x for c in h.configurations for x in c.series_kpis if math.isfinite(x)]
@@ -343,8 +351,10 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     var_head = ""
     if vp is not None:
         var_head = f"variability p{min(vp, 100 - vp):g}–p{max(vp, 100 - vp):g}"
+    one = h.series == 1 and h.bound == "both"
+    cell = 7 if not one else max([7] + [len(_interval(c, num)) for c in h.configurations])
     lines.append(
-        f"  {'configuration':<{width}}  {'n':>3}  {'KPI':>7}  {'series KPIs':<30}  {var_head}"
+        f"  {'configuration':<{width}}  {'n':>3}  {'KPI':>{cell}}  {'series KPIs':<30}  {var_head}"
     )
     for c in h.configurations:
         values = [num(x) for x in c.series_kpis]
@@ -352,7 +362,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         if c.series_intervals:
             values = [f"[{num(lo)}, {num(hi)}]" for lo, hi in c.series_intervals]
             if len(values) == 1:
-                kpi_cell, values = values[0], [f"sample {stat} {num(c.kpi)}"]
+                kpi_cell, values = _interval(c, num), [f"sample {stat} {num(c.kpi)}"]
         text = (
             " ".join(values)
             if len(values) <= 5
@@ -365,7 +375,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         elif vp is not None:
             var = f"more series needed than {len(c.series_kpis)}"
         lines.append(
-            f"  {c.label:<{width}}  {c.trials:>3}  {kpi_cell:>7}  {text:<30}  {var}".rstrip()
+            f"  {c.label:<{width}}  {c.trials:>3}  {kpi_cell:>{cell}}  {text:<30}  {var}".rstrip()
         )
     for c in h.configurations:
         if c.reasons:
