@@ -173,7 +173,7 @@ def test_variance_components_are_never_negative_and_clipping_is_said():
     the data sets; the reported components are clipped at 0 and the clipped names listed."""
     import io
 
-    from benchlang.report.compare import render_comparisons
+    from benchlang.report.compare_text import render_comparisons
 
     zero = VarianceComponents.from_sd(
         request=1.0, host=0.3, request_batch=0.2, host_batch=0.0, residual=0.3

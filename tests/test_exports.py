@@ -15,10 +15,9 @@ import pytest
 
 from benchlang.report.analysis import analyze, build_record
 from benchlang.report.data import load_data
+from benchlang.report.export_files import export_text
 from benchlang.report.exports import (
     SCHEMA,
-    export_text,
-    host_warnings,
     results_document,
     results_json,
     results_markdown,
@@ -26,6 +25,7 @@ from benchlang.report.exports import (
     trial_rows,
 )
 from benchlang.report.headline import headline, headline_lines
+from benchlang.report.hosts import host_warnings
 from benchlang.report.results import render_results, results_rows
 from benchlang.run.store import Store, TrialRecord
 

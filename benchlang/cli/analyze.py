@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     for item in experiment.profiles:
         print_spec_profile(item)
     if found.comparisons:
-        from benchlang.report.compare import render_comparisons
+        from benchlang.report.compare_text import render_comparisons
 
         render_comparisons(found.comparisons)
     if found.warmup:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         sys.stdout.write(results_csv(data))
     elif form != "table":
-        from benchlang.report.exports import write_export
+        from benchlang.report.export_files import write_export
 
         write_export(data, form, sys.stdout)
     else:

@@ -13,7 +13,8 @@ from benchlang.cli import add_command
 from benchlang.cli.common import load_spec, print_spec_profile
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record
-from benchlang.report.compare import compare, render_comparisons
+from benchlang.report.compare import compare
+from benchlang.report.compare_text import render_comparisons
 from benchlang.report.data import load_data
 from benchlang.report.order_analysis import order_report, render_order_report
 from benchlang.report.results import failure_lines, render_run_summary
@@ -309,7 +310,7 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
     if experiment.kpis:
         print()
         print(build_record(data, analysis).to_markdown())
-    from benchlang.report.headline import render_run_end
+    from benchlang.report.run_end import render_run_end
 
     render_run_end(data, analysis if experiment.kpis else None, args, str(store_path))
     if args.report:

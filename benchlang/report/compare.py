@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 import attrs
 import numpy as np
@@ -97,7 +97,7 @@ _TOP_LEVEL = {
 }
 """Detail tables whose JSON keeps its historical top-level key."""
 _LEGACY = set(_TOP_LEVEL)
-"""Details with a table of their own in ``render_comparisons``; every other outcome is
+"""Details with a table of their own in ``compare_text.render_comparisons``; every other outcome is
 rendered in the one generic table."""
 
 
@@ -287,10 +287,3 @@ def _factorial(
     details = {"anova": result, "hosts": host_breakdown(y[keep], list(t.host[keep]))}
     outcome = ComparisonOutcome(method.name, math.nan, "difference", details=details)
     return attrs.evolve(base, outcome=outcome)
-
-
-def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = None) -> None:
-    """The comparisons as text (:mod:`benchlang.report.compare_text`)."""
-    from benchlang.report.compare_text import render
-
-    render(results, stream)

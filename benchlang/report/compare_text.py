@@ -30,7 +30,7 @@ def _ratio_words(estimate: float, better: str | None) -> str:
     return f"{100 * (estimate - 1):+.3g}% ({'better' if estimate < 1 else 'worse'})"
 
 
-def render(results: list[ComparisonResult], stream: TextIO | None = None) -> None:
+def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = None) -> None:
     """Every comparison's tables and notes: the two-version bootstrap (§5), the k-level
     ratios (bootstrap or cluster-level t), the generic outcomes, mixed effects and ANOVA."""
     out = stream or sys.stdout

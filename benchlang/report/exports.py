@@ -19,12 +19,12 @@ import numpy as np
 from benchlang import __version__
 from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
+from benchlang.report.hosts import host_warnings
 from benchlang.report.table import format_quantity, scale_for
 
 SCHEMA = 1
 """Version of the JSON document; raised whenever a field changes meaning or goes away."""
 
-COMPARED_FACTS = ("cpu_model", "governor", "kernel")
 """Host facts that make numbers incomparable when they differ between hosts."""
 
 
@@ -44,40 +44,6 @@ def _deep_clean(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_deep_clean(v) for v in value]
     return _clean(value)
-
-
-def host_warnings(data: ExperimentData) -> list[str]:
-    """One warning per fact in ``COMPARED_FACTS`` that differs between hosts that ran trials."""
-    used = sorted({str(h) for h in data.table.host})
-    facts = {h: data.hosts.get(h, {}) for h in used}
-    out = []
-    for key in COMPARED_FACTS:
-        seen: dict[str, list[str]] = {}
-        for host in used:
-            if key in facts[host]:
-                seen.setdefault(str(facts[host][key]), []).append(host)
-        if len(seen) > 1:
-            parts = "; ".join(f"{v} on {', '.join(hs)}" for v, hs in sorted(seen.items()))
-            out.append(f"warning: trials ran on hosts whose {key} differs: {parts}")
-    return out
-
-
-def host_lines(data: ExperimentData) -> list[str]:
-    """One short line per host that ran trials: CPU, cores, governor, kernel."""
-    used = sorted({str(h) for h in data.table.host})
-    lines = []
-    for host in used:
-        f = data.hosts.get(host, {})
-        parts = [
-            f.get("cpu_model"),
-            f"{f['cores']} cores" if "cores" in f else None,
-            f"governor {f['governor']}" if "governor" in f else None,
-            f.get("kernel"),
-        ]
-        text = ", ".join(p for p in parts if p) or "no facts recorded"
-        where = f" ({f['address']})" if f.get("address") else ""
-        lines.append(f"host {host}{where}: {text}")
-    return lines
 
 
 def trial_rows(data: ExperimentData, failures: dict[int, dict] | None = None) -> list[dict]:
@@ -374,33 +340,3 @@ def results_markdown(data: ExperimentData) -> str:
 
 def _md(text: str) -> str:
     return str(text).replace("|", r"\|").replace("`", "'")
-
-
-def export_text(data: ExperimentData, form: str, analysis: list | None = None) -> str:
-    """``data`` as ``form`` ("json", "csv" or "markdown"), as ``write_export`` writes it."""
-    out = io.StringIO()
-    write_export(data, form, out, analysis)
-    return out.getvalue()
-
-
-def write_export(
-    data: ExperimentData, form: str, out: TextIO, analysis: list | None = None
-) -> None:
-    """Write ``data`` as ``form`` ("json", "csv" or "markdown") to ``out``; the JSON document
-    carries the headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s
-    results, computed when not given) and streams its trials."""
-    if form == "csv":
-        write_trials_csv(data, out)
-        return
-    if form == "markdown":
-        out.write(results_markdown(data))
-        return
-    if form != "json":
-        raise ValueError(f"unknown export format {form!r}")
-    headlines = None
-    if data.experiment.kpis:
-        from benchlang.report.analysis import analyze
-        from benchlang.report.headline import headline
-
-        headlines = headline(data, analyze(data) if analysis is None else analysis)
-    write_results_json(data, out, headlines=headlines)

@@ -86,7 +86,7 @@ def render_results(
     """Per configuration: trials, failures, and each metric's median and range in human
     units (one unit per metric column), then the hosts (unless ``hosts`` is False) and any
     warning that they differ."""
-    from benchlang.report.exports import host_lines, host_warnings
+    from benchlang.report.hosts import host_lines, host_warnings
 
     rows = results_rows(data)
     headers = ["configuration", "n", "failed"]

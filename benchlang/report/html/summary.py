@@ -38,7 +38,7 @@ def warnings_of(inputs: ReportInputs) -> list[str]:
 
 
 def summary_section(inputs: ReportInputs) -> str:
-    from benchlang.report.exports import host_warnings
+    from benchlang.report.hosts import host_warnings
 
     data = inputs.data
     exp, plan, t = data.experiment, data.plan, data.table

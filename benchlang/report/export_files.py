@@ -1,0 +1,40 @@
+"""A store's data written as an export (``results --format``, ``run --export-*``): the
+per-trial exports of ``exports.py`` with, in the JSON document, the headline of ``analyze``.
+Above ``exports``, ``analysis`` and ``headline``, which do not import it."""
+
+from __future__ import annotations
+
+import io
+from typing import TextIO
+
+from benchlang.report.analysis import analyze
+from benchlang.report.data import ExperimentData
+from benchlang.report.exports import results_markdown, write_results_json, write_trials_csv
+from benchlang.report.headline import headline
+
+
+def export_text(data: ExperimentData, form: str, analysis: list | None = None) -> str:
+    """``data`` as ``form`` ("json", "csv" or "markdown"), as ``write_export`` writes it."""
+    out = io.StringIO()
+    write_export(data, form, out, analysis)
+    return out.getvalue()
+
+
+def write_export(
+    data: ExperimentData, form: str, out: TextIO, analysis: list | None = None
+) -> None:
+    """Write ``data`` as ``form`` ("json", "csv" or "markdown") to ``out``; the JSON document
+    carries the headline when the spec has KPIs (``analysis``: ``report.analysis.analyze``'s
+    results, computed when not given) and streams its trials."""
+    if form == "csv":
+        write_trials_csv(data, out)
+        return
+    if form == "markdown":
+        out.write(results_markdown(data))
+        return
+    if form != "json":
+        raise ValueError(f"unknown export format {form!r}")
+    headlines = None
+    if data.experiment.kpis:
+        headlines = headline(data, analyze(data) if analysis is None else analysis)
+    write_results_json(data, out, headlines=headlines)
