@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         listed = figures.list_figures(args.store, **where)
         if args.json:
-            print(dumps(document("figures", 1, {"figures": [f.to_dict() for f in listed]})))
+            print(dumps(document("figure", 1, {"figures": [f.to_dict() for f in listed]})))
             return 0
         width = max(len(f.name) for f in listed)
         for f in (f for f in listed if f.applies):

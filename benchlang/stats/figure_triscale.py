@@ -311,7 +311,7 @@ def cdf(
 
 def profile(name: str, result: Profile, lag_text: Sequence[str]) -> FigureData:
     """Fig. 5: the autocorrelation of the condition data by lag, the significance threshold,
-    the peaks and the seasonal periods found (§5.2). ``lag_text`` names every lag as the
+    the peaks and the seasonal periods found (§4.6). ``lag_text`` names every lag as the
     ``profile`` command prints it (e.g. "1w")."""
     acf = np.asarray(result.acf, dtype=float)
     threshold = np.asarray(result.threshold, dtype=float)

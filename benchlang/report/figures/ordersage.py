@@ -97,7 +97,7 @@ def draw_delta(fig: Any, data: FigureData, palette: Palette, paper: bool) -> Non
     _tall(fig, len(rows), paper)
     ax = fig.subplots()
     y = np.arange(len(rows))
-    ax.barh(
+    bars = ax.barh(
         y,
         [r["delta_percent"] for r in rows],
         color=[palette.colour(r["configuration"]) for r in rows],
@@ -106,6 +106,8 @@ def draw_delta(fig: Any, data: FigureData, palette: Palette, paper: bool) -> Non
         lw=0.4,
     )
     ax.axvline(0, color="black", lw=0.8)
+    ax.margins(x=0.18)
+    ax.bar_label(bars, [_percent(r["delta_percent"]) for r in rows], fontsize="x-small", padding=2)
     ax.set_yticks(y, [r["configuration"] for r in rows])
     ax.set_xlabel("Δ% = (mean fixed − mean random) / mean fixed × 100")
     from matplotlib.patches import Patch
@@ -117,6 +119,11 @@ def draw_delta(fig: Any, data: FigureData, palette: Palette, paper: bool) -> Non
         loc="best",
         fontsize="x-small",
     )
+
+
+def _percent(value: float) -> str:
+    """Δ% as people read it: -1,442%, 0.43%, never 1e+03."""
+    return f"{value:,.0f}%" if abs(value) >= 100 else f"{value:.3g}%"
 
 
 def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -142,8 +149,9 @@ def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
                 ls="none",
             )
         top = max(r["high"] for r in rows if r["configuration"] == name)
+        case = next(r["case"] for r in rows if r["configuration"] == name)
         ax.annotate(
-            f"{rows[2 * i]['case']}",
+            f"case {case}",
             (i, top),
             textcoords="offset points",
             xytext=(0, 3),

@@ -287,7 +287,7 @@ def draw_profile(fig: Any, data: FigureData, palette: Palette, paper: bool) -> N
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: text.get(int(v), "")))
     ax.set_xlabel(data.meta["x_label"])
     ax.set_ylabel(data.meta["y_label"])
-    ax.legend(loc="upper right")
+    legend_below(fig, ax.get_legend_handles_labels()[0], paper)
 
 
 FIGURES = (
