@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchlang import model
 from benchlang.backends.base import Backend, Secret
@@ -72,10 +72,56 @@ def forget_secrets(experiment: model.Experiment) -> None:
             os.environ.pop(value["env"], None)
 
 
-def counts(experiment: model.Experiment) -> tuple[int, int]:
-    """(configurations, planned trials) of an experiment, without building its plan."""
-    from benchlang.design.counting import trial_count
+class Counts(NamedTuple):
+    """What ``check`` says a plan holds; ``note`` when it could not count as ``plan`` does."""
+
+    configurations: int
+    trials: int
+    note: str | None = None
+
+
+def counts(experiment: model.Experiment, spec_path: str | Path | None = None) -> Counts:
+    """Configurations and trials (warm-up included) of an experiment without building its
+    plan, by :func:`benchlang.design.counting.plan_counts`, the arithmetic of ``plan``'s
+    derived numbers. Given ``spec_path``, the hosts come from the backend, opened offline;
+    hardware factors and ``hosts where`` read facts only where that needs no network or
+    session (``hosts local``: this machine and its declared facts); elsewhere the counts are
+    per host set, and ``note`` says so."""
+    from benchlang.design.counting import plan_counts
     from benchlang.plan.configurations import configurations
 
-    n_configs = len(configurations(experiment))
-    return n_configs, trial_count(experiment.design, n_configs)
+    design = experiment.design
+    configs = configurations(experiment)
+    warm = {b.name: design.warmup if b.warmup is None else b.warmup for b in experiment.benchmarks}
+    warmups = sum(warm[c.benchmark] for c in configs)
+    n = len(configs)
+    if design.redundancy > 1 and not experiment.needs_inventory:
+        return Counts(*plan_counts(design, n, warmups, design.redundancy))
+    if spec_path is None or not (warmups or experiment.needs_inventory):
+        return Counts(*plan_counts(design, n, warmups))
+    try:
+        backend = open_backend(experiment, spec_path)
+        hosts = tuple(backend.hosts())
+    except UserError as err:
+        return Counts(*plan_counts(design, n, warmups), f"counted on one host: {err.message}")
+    if not experiment.needs_inventory:
+        return Counts(*plan_counts(design, n, warmups, max(1, len(hosts))))
+    if experiment.hosts.kind != "local":
+        return Counts(
+            *plan_counts(design, n, warmups),
+            f"per host{' and its hardware levels' if experiment.hardware else ''}: the hosts "
+            f"are chosen when planned ('benchlang plan' reads their facts from hosts "
+            f"{experiment.hosts.kind})",
+        )
+    from benchlang.app.inventory import gather_inventory
+    from benchlang.plan.inventory import select_hosts
+    from benchlang.plan.plan import PlanError
+
+    try:
+        chosen = select_hosts(experiment, hosts, gather_inventory(backend))
+    except PlanError as err:
+        return Counts(*plan_counts(design, n, warmups), f"no plan: {err.message}")
+    owners = None
+    if experiment.hardware:
+        owners = len(chosen.groups) if chosen.groups else len(chosen.hosts)
+    return Counts(*plan_counts(design, n, warmups, len(chosen.hosts), owners))

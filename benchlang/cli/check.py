@@ -30,9 +30,10 @@ def run(args: argparse.Namespace) -> int:
             continue
         for warning in span_warnings(path, experiment):
             print(warning, file=sys.stderr)
-        n_configs, trials = counts(experiment)
+        n_configs, trials, note = counts(experiment, path)
         print(
             f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials"
+            + (f" ({note})" if note else "")
         )
     return status
 
