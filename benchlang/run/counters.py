@@ -8,7 +8,9 @@ percentage, ...). perf enables its counters at the command's exec and sums its c
 counts describe the command, not perf. The trial's stderr is given back without those lines.
 
 What perf cannot count is never a 0: ``<not supported>`` (no such counter here, e.g. hardware
-events in a VM without a PMU) and ``<not counted>`` fail the measure with that reason. The
+events in a VM without a PMU) and ``<not counted>`` leave that measure missing with the reason.
+The trial's other measures stay, and it succeeds with the reason noted, unless a metric needs
+the missing counter: then it fails and says which metric needs it (issue 37). The
 launcher's rusage in such a trial is perf's and the command's together, so wall_time becomes
 perf's ``duration_time`` of the command, and the other rusage built-ins are not taken (the
 checker refuses them next to counters; task_clock and page_faults count the command's).
@@ -23,7 +25,7 @@ import attrs
 
 from benchlang.backends.base import Execution
 from benchlang.backends.local import argv_for
-from benchlang.model import COUNTERS, Measure
+from benchlang.model import COUNTERS, Experiment, Measure
 
 DURATION = "duration_time"
 RUSAGE_UNDER_PERF = ("user_time", "sys_time", "cpu_time", "max_rss", "minor_faults", "major_faults")
@@ -75,10 +77,10 @@ def parse_perf_csv(text: str, events: Sequence[str]) -> tuple[dict[str, float | 
 
 def read_counters(
     execution: Execution, measures: Sequence[Measure]
-) -> tuple[Execution, dict[str, float], str | None]:
+) -> tuple[Execution, dict[str, float], dict[str, str]]:
     """The trial's execution with perf's lines taken off its stderr; its measures (the
-    counters, and wall_time from duration_time); and what perf could not count, if anything
-    (the trial then fails with that reason)."""
+    counters perf counted, and wall_time from duration_time); and each counter it could not
+    count, by measure name, with the reason (:func:`counter_outcome` judges the trial)."""
     text = execution.stderr.decode(errors="replace")
     counts, rest = parse_perf_csv(text, events_of(measures))
     rusage = {k: float(v) for k, v in execution.rusage.items() if k not in RUSAGE_UNDER_PERF}
@@ -87,17 +89,40 @@ def read_counters(
         rusage["wall_time"] = duration / 1e9
     cleaned = attrs.evolve(execution, stderr=rest.encode(), rusage=rusage)
     values = dict(rusage)
+    missing: dict[str, str] = {}
     for m in measures:
         event = COUNTERS[m.builtin][0]
         count = counts.get(event)
         if count is None:
-            return cleaned, values, f"{m.name}: perf stat printed no count for {event}"
-        if isinstance(count, str):
+            missing[m.name] = f"perf stat printed no count for {event}"
+        elif isinstance(count, str):
             why = (
                 " (this host has no such counter: hardware events need a CPU PMU, which many VMs lack)"
                 if count == "<not supported>"
                 else ""
             )
-            return cleaned, values, f"{m.name}: perf stat reports {event} as {count}{why}"
-        values[m.name] = count
-    return cleaned, values, None
+            missing[m.name] = f"perf stat reports {event} as {count}{why}"
+        else:
+            values[m.name] = count
+    return cleaned, values, missing
+
+
+def counter_outcome(
+    missing: dict[str, str], experiment: Experiment
+) -> tuple[str | None, str | None]:
+    """(why the trial fails, why it succeeds with measures missing) for the counters perf
+    could not count: it fails only when a metric is computed from one (its measure, or a
+    derived metric's names), naming that metric; otherwise the note says what is missing and
+    why, and the trial's other measures stand."""
+    if not missing:
+        return None, None
+    for name, why in missing.items():
+        users = [
+            m.name
+            for m in experiment.metrics
+            if name in (m.expression.names() if m.expression else (m.measure,))
+        ]
+        if users:
+            return f"{name}: {why}; metric {', '.join(users)} needs it", None
+    shown = "; ".join(f"{name}: {why}" for name, why in missing.items())
+    return None, f"not counted, stored as missing (no metric needs it): {shown}"

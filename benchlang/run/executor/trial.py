@@ -12,7 +12,7 @@ from benchlang import model
 from benchlang.backends.base import Command, Execution, HostDown, HostSession
 from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import substitute
-from benchlang.run.counters import perf_command, read_counters
+from benchlang.run.counters import counter_outcome, perf_command, read_counters
 from benchlang.run.executor.failures import describe_failure, stderr_line
 from benchlang.run.hidden import aslr_of, drop_caches_command, hidden_environment
 from benchlang.run.measures import MeasureError, extract, extract_output
@@ -130,8 +130,10 @@ class TrialLife:
                 )
         execution = await self._exec(session, trial)
         measures = {k: float(v) for k, v in execution.rusage.items()}
+        note = None  # counters perf could not count and no metric needs (run.counters)
         if bench.counters:
-            execution, measures, uncounted = read_counters(execution, bench.counters)
+            execution, measures, missing = read_counters(execution, bench.counters)
+            uncounted, note = counter_outcome(missing, self.experiment)
             if uncounted is not None and execution.ok:
                 return "failed", f"measure: {uncounted}", execution, measures, {}
         if not execution.ok:
@@ -158,7 +160,7 @@ class TrialLife:
                     measures,
                     series_values,
                 )
-        return "ok", None, execution, measures, series_values
+        return "ok", note, execution, measures, series_values
 
     async def _read_measure(
         self, session: HostSession, measure: model.Measure, execution: Execution, cwd: str | None
