@@ -60,6 +60,13 @@ COMMANDS: dict[str, Command] = {
     "advise": Command("benchlang.cli.advise", "choose the A/B layout and sizes from a pilot run"),
     "plugins": Command("benchlang.cli.plugins", "list installed backends and statistics plugins"),
     "hosts": Command("benchlang.cli.hosts", "list or release the hosts a run's backend allocated"),
+    "history": Command(
+        "benchlang.cli.history", "performance per commit: add, changes, check (CI gate), report"
+    ),
+    "bisect": Command(
+        "benchlang.cli.bisect", "find the commit that made a spec slower (git bisect run)"
+    ),
+    "lsp": Command("benchlang.cli.lsp", "the language server for editors, over stdio"),
 }
 
 

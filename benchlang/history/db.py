@@ -1,0 +1,183 @@
+"""The history database: one small DB-API adapter over SQLite (the default, a file) and
+PostgreSQL (a team's shared history), so every query is written once.
+
+A history keeps, per run, each series' KPI with its interval (docs/history.md); it is fed by
+stores and never holds a trial. Writes happen in one transaction each: a failed or refused add
+leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from benchlang.errors import UserError
+
+SCHEMA_VERSION = 1
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_key TEXT PRIMARY KEY, seq BIGINT NOT NULL, experiment TEXT NOT NULL,
+        plan_hash TEXT, commit_sha TEXT, branch TEXT, date TEXT NOT NULL, source TEXT,
+        facts TEXT NOT NULL, tags TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS points (
+        run_key TEXT NOT NULL, metric TEXT NOT NULL, configuration TEXT NOT NULL,
+        host_class TEXT NOT NULL, unit TEXT, better TEXT NOT NULL, percentile DOUBLE PRECISION,
+        value DOUBLE PRECISION, lower DOUBLE PRECISION, upper DOUBLE PRECISION,
+        interval_kind TEXT, series_kpis TEXT NOT NULL, variability DOUBLE PRECISION,
+        trials BIGINT NOT NULL, independence TEXT NOT NULL, reasons TEXT NOT NULL,
+        PRIMARY KEY (run_key, metric, configuration, host_class))""",
+)
+
+
+def is_postgres(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+def _redacted(url: str) -> str:
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+class History:
+    """An open history: ``execute`` with ``?`` placeholders on either engine, ``write()`` for
+    one transaction holding the history's write lock."""
+
+    def __init__(self, target: str | Path, *, timeout: float = 30.0, create: bool = False):
+        self.target = str(target)
+        self.name = _redacted(self.target)
+        self.postgres = is_postgres(self.target)
+        self.timeout = timeout
+        self._db = self._connect_postgres() if self.postgres else self._connect_sqlite(create)
+        self._check_schema(create)
+
+    def _connect_sqlite(self, create: bool) -> Any:
+        path = Path(self.target)
+        if not path.exists() and not create:
+            raise UserError(
+                f"no history at {path}", "benchlang history add STORE creates one (--history H)"
+            )
+        try:
+            db = sqlite3.connect(path, timeout=self.timeout, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"{path} is not a benchlang history ({exc})") from None
+        return db
+
+    def _connect_postgres(self) -> Any:
+        try:
+            import psycopg
+        except ImportError:
+            raise UserError(
+                "a PostgreSQL history needs the psycopg driver",
+                'pip install "benchlang[history]"',
+            ) from None
+        try:
+            db = psycopg.connect(self.target, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UserError(
+                f"cannot reach the PostgreSQL history {self.name}: {first}",
+                "is the server running, and the URL's host, port, database and user right?",
+            ) from None
+        return db
+
+    def _check_schema(self, create: bool) -> None:
+        try:
+            row = self.query("SELECT value FROM meta WHERE key = 'schema_version'")
+        except Exception:  # no meta table: an empty database, or something else
+            row = None
+            self._rollback_quietly()
+        if row:
+            version = int(row[0][0])
+            if version > SCHEMA_VERSION:
+                raise UserError(
+                    f"history {self.name} has schema {version}; this benchlang reads schema "
+                    f"{SCHEMA_VERSION}",
+                    "upgrade benchlang (pip install -U benchlang) to read it",
+                )
+            return
+        if self._has_other_tables():
+            raise UserError(f"{self.name} is not a benchlang history (it has other tables)")
+        if not create:
+            raise UserError(f"history {self.name} is empty", "benchlang history add STORE")
+        with self.write():
+            for statement in _TABLES:
+                self.execute(statement)
+            self.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+            )
+
+    def _has_other_tables(self) -> bool:
+        if self.postgres:
+            sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        else:
+            sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        try:
+            return bool(self.query(sql))
+        except sqlite3.DatabaseError as exc:
+            raise UserError(f"{self.name} is not a benchlang history ({exc})") from None
+
+    def _rollback_quietly(self) -> None:
+        if self.postgres:
+            self._db.rollback()
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._db.execute(self._sql(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if self.postgres:
+            with self._db.cursor() as cur:
+                cur.executemany(self._sql(sql), rows)
+        else:
+            self._db.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        cur = self._db.execute(self._sql(sql), tuple(params))
+        return [tuple(r) for r in cur.fetchall()]
+
+    @contextmanager
+    def write(self) -> Iterator[History]:
+        """One transaction holding the history's write lock: committed whole or not at all.
+        A second writer waits ``timeout`` seconds, then is refused in one line."""
+        busy = UserError(
+            f"history {self.name} is being written by another benchlang; try again",
+            "two writers at once: each add is one transaction, nothing was written",
+        )
+        try:
+            if self.postgres:
+                self._db.execute("BEGIN")
+                self._db.execute(f"SET LOCAL lock_timeout = '{int(self.timeout * 1000)}ms'")
+                if self.query("SELECT to_regclass('runs')")[0][0] is not None:
+                    self._db.execute("LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE")
+            else:
+                self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            raise busy from None
+        except Exception as exc:
+            self._db.execute("ROLLBACK")
+            if type(exc).__name__ == "LockNotAvailable":
+                raise busy from None
+            raise
+        try:
+            yield self
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,131 @@
+"""The history's answers as text for a terminal, Markdown for a CI job page (GitHub's
+``$GITHUB_STEP_SUMMARY`` and GitLab's job summaries read Markdown) and strict JSON."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+
+from benchlang.history.verdicts import SeriesChanges, SeriesCheck
+from benchlang.jsonout import dumps
+from benchlang.report.table import render_table
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    out = io.StringIO()
+    render_table(headers, rows, stream=out, plain=True)
+    return out.getvalue().rstrip("\n")
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%" if math.isfinite(ratio) else "-"
+
+
+def _short(commit: str | None) -> str:
+    return commit[:10] if commit else "-"
+
+
+def list_text(listing: dict) -> str:
+    runs, series = listing["runs"], listing["series"]
+    lines = [f"history {listing['history']}: {len(runs)} run(s), {len(series)} series"]
+    if series:
+        rows = [
+            [s["metric"], s["configuration"], s["host_class"], s["points"], s["first"], s["last"]]
+            for s in series
+        ]
+        lines += _table(
+            ["metric", "configuration", "host class", "points", "first", "last"], rows
+        ).splitlines()
+    return "\n".join(lines) + "\n"
+
+
+def changes_text(found: Sequence[SeriesChanges]) -> str:
+    rows = []
+    for f in found:
+        for c in f.changes:
+            rows.append(
+                [
+                    f.series.name,
+                    f"{_short(c.commit_before)}..{_short(c.commit_after)}",
+                    _pct(c.ratio),
+                    f"[{_pct(c.ratio_low)}, {_pct(c.ratio_high)}]",
+                    f"{c.p_value:.2g}",
+                    c.kind,
+                ]
+            )
+    total = sum(len(f.changes) for f in found)
+    head = f"{total} change point(s) in {len(found)} series"
+    if not rows:
+        return head + "\n"
+    return (
+        head + "\n" + _table(["series", "commits", "change", "interval", "p", "kind"], rows) + "\n"
+    )
+
+
+def changes_json(found: Sequence[SeriesChanges]) -> str:
+    return dumps(
+        {"schema": 1, "kind": "benchlang.history.changes", "series": [f.to_dict() for f in found]}
+    )
+
+
+def _check_rows(checks: Sequence[SeriesCheck]) -> list[list[str]]:
+    return [
+        [
+            c.series.name,
+            _short(c.commit),
+            _pct(c.ratio),
+            "-" if c.gate is None else f"[{_pct(c.gate.lower)}, {_pct(c.gate.upper)}]",
+            c.verdict + (" (descriptive only)" if c.descriptive_only else ""),
+        ]
+        for c in checks
+    ]
+
+
+def _check_head(checks: Sequence[SeriesCheck], margin: float) -> str:
+    worse = sum(c.verdict == "worse" for c in checks)
+    if worse:
+        return (
+            f"REGRESSION: {worse} of {len(checks)} series worse beyond the {margin * 100:g}% margin"
+        )
+    return f"no regression beyond the {margin * 100:g}% margin in {len(checks)} series"
+
+
+def check_text(checks: Sequence[SeriesCheck], margin: float) -> str:
+    header = ["series", "commit", "vs baseline", "90% interval", "verdict"]
+    body = _table(header, _check_rows(checks))
+    notes = [f"{c.series.name}: {c.reason}" for c in checks]
+    return "\n".join([_check_head(checks, margin), body, *notes]) + "\n"
+
+
+def check_markdown(checks: Sequence[SeriesCheck], margin: float) -> str:
+    """The summary a CI job page shows."""
+    icon = ":x:" if any(c.verdict == "worse" for c in checks) else ":white_check_mark:"
+    lines = [
+        f"### {icon} benchlang history check",
+        "",
+        _check_head(checks, margin) + ".",
+        "",
+        "| series | commit | vs baseline | 90% interval | verdict |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in _check_rows(checks):
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    lines += [
+        "",
+        "Each newest point is judged against the median of its series since the last change "
+        "point (TOST, Schuirmann 1987; docs/history.md).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def check_json(checks: Sequence[SeriesCheck], margin: float) -> str:
+    return dumps(
+        {
+            "schema": 1,
+            "kind": "benchlang.history.check",
+            "margin": margin,
+            "regression": any(c.verdict == "worse" for c in checks),
+            "series": [c.to_dict() for c in checks],
+        }
+    )

@@ -1,0 +1,203 @@
+"""What a history says: each series' change points with their commit ranges, and the CI gate
+on the newest point.
+
+Change points come from ``stats.changepoints.detect_changes`` (E-divisive means with a
+t-test as Apache Otava does, Matteson & James, JASA 2014; Daly et al., ICPE 2020), which weighs
+each point by its interval. The gate judges the newest point against the current segment of
+the history before it (the points since its last change point) with the equivalence test
+``diff`` uses (TOST, Schuirmann 1987; stats.equivalence): the ratio interval is
+[new lower / baseline upper, new upper / baseline lower], where the baseline interval is the
+distribution-free interval of the segment's median (Thompson 1936) and the new point's is its
+stored interval; two 95% intervals give the ratio at least 90% coverage (Bonferroni), the
+(1 - 2 alpha) level TOST at alpha = 5% needs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import attrs
+import numpy as np
+
+from benchlang.history.series import Series
+from benchlang.jsonout import undefined
+from benchlang.stats._orderstat import two_sided_ranks
+from benchlang.stats.equivalence import Equivalence, equivalence
+
+
+@attrs.frozen
+class Change:
+    """One change point of a series, located between two commits."""
+
+    index: int
+    commit_before: str | None
+    commit_after: str | None
+    date_after: str
+    before: float
+    after: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    p_value: float
+    kind: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return undefined(attrs.asdict(self), {"*": "too few points around the change"})
+
+
+@attrs.frozen
+class SeriesChanges:
+    series: Series
+    changes: tuple[Change, ...]
+    method: str
+
+    @property
+    def regressions(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.kind == "regression")
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.series
+        return {
+            "metric": s.metric,
+            "configuration": s.configuration,
+            "host_class": s.host_class,
+            "unit": s.unit,
+            "better": s.better,
+            "points": len(s),
+            "method": self.method,
+            "changes": [c.to_dict() for c in self.changes],
+        }
+
+
+@attrs.frozen
+class SeriesCheck:
+    """The gate's verdict on a series' newest point."""
+
+    series: Series
+    commit: str | None
+    value: float
+    baseline: float
+    baseline_points: int
+    ratio: float
+    gate: Equivalence | None
+    reason: str
+    descriptive_only: bool
+
+    @property
+    def verdict(self) -> str:
+        return self.gate.verdict if self.gate is not None else "not judged"
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.series
+        fields = {
+            "metric": s.metric,
+            "configuration": s.configuration,
+            "host_class": s.host_class,
+            "unit": s.unit,
+            "better": s.better,
+            "commit": self.commit,
+            "value": self.value,
+            "baseline": self.baseline,
+            "baseline_points": self.baseline_points,
+            "ratio": self.ratio,
+            "verdict": self.verdict,
+            "interval": None if self.gate is None else [self.gate.lower, self.gate.upper],
+            "reason": self.reason,
+            "descriptive_only": self.descriptive_only,
+        }
+        return undefined(fields, {"*": self.reason})
+
+
+def _kind(ratio: float, better: str) -> str:
+    worse = ratio > 1 if better == "lower" else ratio < 1
+    return "regression" if worse else "improvement"
+
+
+def _detect(series: Series, alpha: float, confidence: float) -> Any:
+    from benchlang.stats.changepoints import detect_changes
+
+    return detect_changes(
+        series.values, series.lower, series.upper, alpha=alpha, confidence=confidence
+    )
+
+
+def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) -> SeriesChanges:
+    """Every change point of one series, each with the commits it lies between."""
+    found = _detect(series, alpha, confidence) if len(series) >= 2 else None
+    out = []
+    for cp in found.points if found is not None else ():
+        i = int(cp.index)
+        out.append(
+            Change(
+                i,
+                series.commits[i - 1] if i > 0 else None,
+                series.commits[i],
+                series.dates[i],
+                float(cp.before),
+                float(cp.after),
+                float(cp.ratio),
+                float(cp.ratio_low),
+                float(cp.ratio_high),
+                float(cp.p_value),
+                _kind(float(cp.ratio), series.better),
+            )
+        )
+    return SeriesChanges(series, tuple(out), found.method if found is not None else "none")
+
+
+def _median_interval(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple:
+    lo, hi, _ = two_sided_ranks(values.size, 0.5, 0.95)
+    if lo is not None and hi is not None:
+        ordered = np.sort(values)
+        return float(ordered[lo - 1]), float(ordered[hi - 1])
+    lows, highs = lower[np.isfinite(lower)], upper[np.isfinite(upper)]
+    if lows.size == values.size and highs.size == values.size:
+        return float(lows.min()), float(highs.max())  # too few points: their intervals' hull
+    return math.nan, math.nan
+
+
+def check(
+    series: Series, margin: float, *, alpha: float = 0.05, confidence: float = 95.0
+) -> SeriesCheck:
+    """The newest point against the current segment of the history before it."""
+    n = len(series)
+    new, commit = float(series.values[-1]), series.commits[-1]
+    descriptive = series.independence[-1] == "failed"
+    if n < 2 or not math.isfinite(new):
+        why = "no history before this point" if n < 2 else "the newest point has no value"
+        return SeriesCheck(series, commit, new, math.nan, 0, math.nan, None, why, descriptive)
+    before = series.head(n - 1)
+    start = 0
+    previous = changes(before, alpha=alpha, confidence=confidence) if n - 1 >= 2 else None
+    if previous is not None and previous.changes:
+        start = previous.changes[-1].index
+    keep = np.isfinite(before.values[start:])
+    values = before.values[start:][keep]
+    base_lo, base_hi = _median_interval(
+        values, before.lower[start:][keep], before.upper[start:][keep]
+    )
+    baseline = float(np.median(values)) if values.size else math.nan
+    lo, hi = float(series.lower[-1]), float(series.upper[-1])
+    ratio = new / baseline if baseline > 0 else math.nan
+    ok = all(math.isfinite(x) and x > 0 for x in (lo, hi, base_lo, base_hi))
+    gate = equivalence(
+        lo / base_hi if ok else math.nan,
+        hi / base_lo if ok else math.nan,
+        margin,
+        alpha=alpha,
+        better=series.better,
+    )
+    reason = (
+        f"against the median of {values.size} point(s) since "
+        + (
+            f"the change at {series.commits[start] or 'point ' + str(start)}"
+            if start
+            else "the start"
+        )
+        + ("" if ok else "; an interval is missing, so not decided")
+        + ("; the newest run's independence check failed: descriptive only" if descriptive else "")
+    )
+    return SeriesCheck(
+        series, commit, new, baseline, int(values.size), ratio, gate, reason, descriptive
+    )
