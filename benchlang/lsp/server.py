@@ -1,0 +1,258 @@
+"""``benchlang lsp``: the Language Server Protocol over stdio (pygls), a thin adapter from
+the protocol to benchlang.lsp.features. docs/lsp.md lists what it answers.
+
+Every handler is guarded: whatever text an editor sends, a failure of one answer becomes an
+empty answer and a line in the client's log, never a crashed server (issue 39, item 5).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as t
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from benchlang import __version__
+from benchlang.lang.diagnostics import SpecError
+from benchlang.lsp import features
+from benchlang.lsp.index import Index
+
+log = logging.getLogger("benchlang.lsp")
+
+_SYMBOL_KINDS = {
+    "experiment": t.SymbolKind.Namespace,
+    "factor": t.SymbolKind.Enum,
+    "benchmark": t.SymbolKind.Function,
+    "measure": t.SymbolKind.Field,
+    "metric": t.SymbolKind.Variable,
+}
+_COMPLETION_KINDS = {
+    "keyword": t.CompletionItemKind.Keyword,
+    "setting": t.CompletionItemKind.Property,
+    "factor": t.CompletionItemKind.Enum,
+    "benchmark": t.CompletionItemKind.Function,
+    "measure": t.CompletionItemKind.Field,
+    "metric": t.CompletionItemKind.Variable,
+    "method": t.CompletionItemKind.Module,
+}
+
+
+class BenchServer(LanguageServer):
+    """The server and, per open document, the last checked experiment (for ``auto`` hints
+    while the text has errors) and the index of its latest text."""
+
+    def __init__(self) -> None:
+        super().__init__("benchlang", __version__)
+        self.experiments: dict[str, Any] = {}
+        self.indexes: dict[str, tuple[str, Index]] = {}
+
+    def index(self, uri: str) -> tuple[Any, Index]:
+        document = self.workspace.get_text_document(uri)
+        text = document.source
+        cached = self.indexes.get(uri)
+        if cached is None or cached[0] != text:
+            cached = (text, Index(text))
+            self.indexes[uri] = cached
+        return document, cached[1]
+
+
+def _guard(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(handler: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(handler)
+        def guarded(ls: BenchServer, params: Any) -> Any:
+            try:
+                return handler(ls, params)
+            except Exception as err:  # one failed answer must never stop the server
+                log.exception("benchlang lsp: %s failed", handler.__name__)
+                ls.window_log_message(
+                    t.LogMessageParams(t.MessageType.Error, f"{handler.__name__}: {err!r}")
+                )
+                return default
+
+        return guarded
+
+    return wrap
+
+
+def _to_client(index: Index, codec: Any, position: tuple[int, int]) -> t.Position:
+    line, column = position
+    return t.Position(line, codec.client_num_units(index.line_text(line)[:column]))
+
+
+def _from_client(index: Index, codec: Any, position: t.Position) -> tuple[int, int]:
+    text = index.line_text(position.line)
+    units = 0
+    for column, char in enumerate(text):
+        if units >= position.character:
+            return position.line, column
+        units += codec.client_num_units(char)
+    return position.line, len(text)
+
+
+def _range(index: Index, codec: Any, r: features.Range) -> t.Range:
+    return t.Range(_to_client(index, codec, r[0]), _to_client(index, codec, r[1]))
+
+
+def _path(uri: str) -> tuple[str, Path | None]:
+    path = to_fs_path(uri)
+    return (path, Path(path).parent) if path else (uri, None)
+
+
+def publish(ls: BenchServer, uri: str) -> None:
+    """Check the document's text and send its diagnostics (errors and warnings)."""
+    document, index = ls.index(uri)
+    shown, base = _path(uri)
+    checked = features.check_text(index.text, Path(shown).name, base)
+    if checked.experiment is not None:
+        ls.experiments[uri] = checked.experiment
+    codec = document.position_codec
+    out = [
+        t.Diagnostic(
+            range=_range(index, codec, features.diagnostic_range(index, d)),
+            message=d.message + (f"\nhint: {d.hint}" if d.hint else ""),
+            severity=t.DiagnosticSeverity.Error
+            if d.severity == "error"
+            else t.DiagnosticSeverity.Warning,
+            source="benchlang",
+        )
+        for d in checked.diagnostics
+    ]
+    ls.text_document_publish_diagnostics(
+        t.PublishDiagnosticsParams(uri=uri, diagnostics=out, version=document.version)
+    )
+
+
+server = BenchServer()
+
+
+@server.feature(t.TEXT_DOCUMENT_DID_OPEN)
+@_guard(None)
+def did_open(ls: BenchServer, params: t.DidOpenTextDocumentParams) -> None:
+    publish(ls, params.text_document.uri)
+
+
+@server.feature(t.TEXT_DOCUMENT_DID_CHANGE)
+@_guard(None)
+def did_change(ls: BenchServer, params: t.DidChangeTextDocumentParams) -> None:
+    publish(ls, params.text_document.uri)
+
+
+@server.feature(t.TEXT_DOCUMENT_DID_SAVE)
+@_guard(None)
+def did_save(ls: BenchServer, params: t.DidSaveTextDocumentParams) -> None:
+    publish(ls, params.text_document.uri)
+
+
+@server.feature(t.TEXT_DOCUMENT_DID_CLOSE)
+@_guard(None)
+def did_close(ls: BenchServer, params: t.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.indexes.pop(uri, None)
+    ls.experiments.pop(uri, None)
+    ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(t.TEXT_DOCUMENT_HOVER)
+@_guard(None)
+def hover(ls: BenchServer, params: t.HoverParams) -> t.Hover | None:
+    document, index = ls.index(params.text_document.uri)
+    line, column = _from_client(index, document.position_codec, params.position)
+    text = features.hover(index, line, column, ls.experiments.get(params.text_document.uri))
+    if text is None:
+        return None
+    return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=text))
+
+
+@server.feature(t.TEXT_DOCUMENT_COMPLETION, t.CompletionOptions(trigger_characters=["{", " "]))
+@_guard(None)
+def completion(ls: BenchServer, params: t.CompletionParams) -> t.CompletionList:
+    document, index = ls.index(params.text_document.uri)
+    line, column = _from_client(index, document.position_codec, params.position)
+    items = [
+        t.CompletionItem(label=label, kind=_COMPLETION_KINDS.get(kind), detail=detail)
+        for label, kind, detail in features.completion(index, line, column)
+    ]
+    return t.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(t.TEXT_DOCUMENT_DEFINITION)
+@_guard([])
+def definition(ls: BenchServer, params: t.DefinitionParams) -> list[t.Location]:
+    document, index = ls.index(params.text_document.uri)
+    codec = document.position_codec
+    line, column = _from_client(index, codec, params.position)
+    return [
+        t.Location(params.text_document.uri, _range(index, codec, r))
+        for r in features.definition(index, line, column)
+    ]
+
+
+@server.feature(t.TEXT_DOCUMENT_REFERENCES)
+@_guard([])
+def references(ls: BenchServer, params: t.ReferenceParams) -> list[t.Location]:
+    document, index = ls.index(params.text_document.uri)
+    codec = document.position_codec
+    line, column = _from_client(index, codec, params.position)
+    found = features.references(index, line, column, params.context.include_declaration)
+    return [t.Location(params.text_document.uri, _range(index, codec, r)) for r in found]
+
+
+@server.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@_guard([])
+def document_symbols(ls: BenchServer, params: t.DocumentSymbolParams) -> list[t.DocumentSymbol]:
+    document, index = ls.index(params.text_document.uri)
+    codec = document.position_codec
+
+    def convert(s: features.Symbol) -> t.DocumentSymbol:
+        return t.DocumentSymbol(
+            name=s.name,
+            kind=_SYMBOL_KINDS.get(s.kind, t.SymbolKind.Object),
+            range=_range(index, codec, s.range),
+            selection_range=_range(index, codec, s.selection),
+            detail=s.detail or None,
+            children=[convert(c) for c in s.children],
+        )
+
+    return [convert(s) for s in features.symbols(index)]
+
+
+@server.feature(t.TEXT_DOCUMENT_INLAY_HINT)
+@_guard([])
+def inlay_hints(ls: BenchServer, params: t.InlayHintParams) -> list[t.InlayHint]:
+    uri = params.text_document.uri
+    document, index = ls.index(uri)
+    codec = document.position_codec
+    return [
+        t.InlayHint(position=_to_client(index, codec, at), label=label)
+        for at, label in features.auto_hints(index, ls.experiments.get(uri))
+    ]
+
+
+@server.feature(t.TEXT_DOCUMENT_FORMATTING)
+@_guard(None)
+def formatting(ls: BenchServer, params: t.DocumentFormattingParams) -> list[t.TextEdit] | None:
+    """The whole text as ``benchlang fmt`` writes it; nothing when it has syntax errors
+    (they are already shown as diagnostics)."""
+    document, index = ls.index(params.text_document.uri)
+    try:
+        formatted = features.format_text(index.text, _path(params.text_document.uri)[0])
+    except SpecError:
+        return None
+    except LookupError as err:
+        ls.window_show_message(t.ShowMessageParams(t.MessageType.Warning, str(err)))
+        return None
+    if formatted == index.text:
+        return []
+    end = index.position(len(index.text))
+    whole = _range(index, document.position_codec, ((0, 0), end))
+    return [t.TextEdit(range=whole, new_text=formatted)]
+
+
+def serve() -> None:
+    """Answer one client over stdin/stdout until it exits."""
+    server.start_io()
