@@ -3,6 +3,7 @@ KPIs over a CSV from elsewhere, the order-dependence report and the reproducibil
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,26 +119,37 @@ def analyze_csv(
     kpi: dict[str, float],
     variability: dict[str, float] | None,
     series_column: str | None,
-    better: str,
+    better: str | Mapping[str, str],
 ) -> list[ConfigurationAnalysis]:
     """TriScale's KPI (and variability score) of every numeric column of a CSV file.
 
     ``kpi`` and ``variability`` hold ``percentile``, ``confidence`` (and ``exclude``);
-    ``series_column`` names the column that assigns each row to a series.
+    ``series_column`` names the column that assigns each row to a series (the series keep
+    its values as names, in order of first appearance); ``better`` is one direction for every
+    column, or a mapping column -> direction (columns it omits: lower is better).
     """
     from benchlang.report.analysis import analyze_values, joint_verdict
+    from benchlang.stats.order_dependence import group_codes
 
     table = read_table(path, header=True)
-    series = None
+    series, names = None, ()
     if series_column is not None:
         index = table.index(series_column)
         labels = [row[index] if index < len(row) else "" for row in table.rows]
-        _, series = np.unique(labels, return_inverse=True)
-    bound = "upper" if better == "lower" else "lower"
+        distinct, series = group_codes(np.array(labels, dtype=str))
+        names = tuple(str(x) for x in distinct)
+    columns = [c for c in table.numeric_names() if c != series_column]
+    if isinstance(better, Mapping):
+        unknown = sorted(set(better) - set(columns))
+        if unknown:
+            raise UserError(
+                f"--better names {', '.join(unknown)}, not a numeric column of {path}",
+                f"columns: {', '.join(columns)}",
+            )
     results = []
-    for column in table.numeric_names():
-        if column == series_column:
-            continue
+    for column in columns:
+        side = better.get(column, "lower") if isinstance(better, Mapping) else better
+        bound = "upper" if side == "lower" else "lower"
         k = model.Kpi(
             column, kpi["percentile"], kpi["confidence"], bound, int(kpi.get("exclude", 0))
         )
@@ -146,7 +158,7 @@ def analyze_csv(
             if variability
             else None
         )
-        results.append(analyze_values(table.numbers(column), series, column, k, v))
+        results.append(analyze_values(table.numbers(column), series, column, k, v, names))
     if not results:
         raise UserError(f"{path} has no numeric column")
     return joint_verdict(results)

@@ -37,9 +37,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--series", help="with --data: the column that names each value's series")
     p.add_argument(
         "--better",
-        choices=("lower", "higher"),
-        default="lower",
-        help="with --data: which direction is better (sets the KPI bound)",
+        action="append",
+        metavar="[COLUMN=]lower|higher",
+        help="with --data: which direction is better (sets the KPI bound), for every column "
+        "or, as COLUMN=DIRECTION (repeatable), per column; default lower",
     )
     p.add_argument(
         "--per-series-independence",
@@ -62,11 +63,31 @@ def _settings(text: str, what: str) -> dict[str, float]:
     return values
 
 
+def _better(given: list[str] | None) -> str | dict[str, str]:
+    """``--better lower`` for every column, or ``--better COLUMN=higher`` (repeatable)."""
+    if not given:
+        return "lower"
+    plain = [g for g in given if "=" not in g]
+    per = dict(g.split("=", 1) for g in given if "=" in g)
+    for direction in [*plain, *per.values()]:
+        if direction not in ("lower", "higher"):
+            raise UserError(
+                f"--better: {direction!r} is not lower or higher",
+                "--better lower, or per column: --better time=lower --better rate=higher",
+            )
+    if (plain and per) or len(plain) > 1:
+        raise UserError(
+            "--better takes one direction for every column or COLUMN=DIRECTION per column",
+            "--better time=lower --better rate=higher",
+        )
+    return plain[0] if plain else per
+
+
 def run(args: argparse.Namespace) -> int:
     if args.data:
         kpi = _settings(args.kpi, "kpi")
         variability = _settings(args.variability, "variability") if args.variability else None
-        results = analyze_csv(args.data, kpi, variability, args.series, args.better)
+        results = analyze_csv(args.data, kpi, variability, args.series, _better(args.better))
         if args.json:
             _print_json(results, [], [])
         else:

@@ -15,7 +15,7 @@ import numpy as np
 from benchlang import __version__, model
 from benchlang.report.data import ExperimentData
 from benchlang.report.record import MetricRecord, Record, two_sided_record
-from benchlang.report.table import render_table
+from benchlang.report.table import metric_scale, render_table
 from benchlang.stats.run_independence import (
     RUN_ALPHA,
     IndependenceTest,
@@ -37,8 +37,18 @@ class ConfigurationAnalysis:
     analysis: MetricAnalysis
     trials: int
     not_converged: int
+    series_names: tuple[str, ...] = ()
+    """The series' names by index (``analyze --data --series COLUMN``: the column's values)."""
+
+    def series_label(self, index: int) -> str | int:
+        return self.series_names[index] if self.series_names else index
 
     def to_dict(self) -> dict[str, Any]:
+        out = self.analysis.to_dict()
+        if self.series_names:
+            out["series"] = [
+                {**s, "series_name": self.series_names[s["series"]]} for s in out["series"]
+            ]
         return {
             "configuration": self.configuration,
             "metric": self.metric,
@@ -46,7 +56,7 @@ class ConfigurationAnalysis:
             "kpi_settings": dict(self.kpi.options),
             "trials": self.trials,
             "not_converged": self.not_converged,
-            **self.analysis.to_dict(),
+            **out,
         }
 
 
@@ -172,10 +182,12 @@ def analyze_values(
     name: str,
     kpi: model.Kpi,
     variability: model.Variability | None,
+    series_names: tuple[str, ...] = (),
 ) -> ConfigurationAnalysis:
     """The same analysis for data from elsewhere (``benchlang analyze --data``): rows in time
     order, one configuration; its run-level tests in a family of their own until
-    :func:`joint_verdict` puts several columns' in one."""
+    :func:`joint_verdict` puts several columns' in one. ``series_names`` name the series
+    codes of ``series``."""
     result = analyze_metric(
         values,
         series,
@@ -191,7 +203,9 @@ def analyze_values(
     s = np.zeros(v.size, np.int64) if series is None else np.asarray(series).ravel()
     tests = metric_tests(name, v, np.zeros(v.size, np.int64), s, np.arange(v.size))
     result = with_run_verdict(result, run_verdict(tests))
-    return ConfigurationAnalysis("data", name, kpi, variability, result, int(np.size(values)), 0)
+    return ConfigurationAnalysis(
+        "data", name, kpi, variability, result, int(np.size(values)), 0, series_names
+    )
 
 
 def joint_verdict(results: list[ConfigurationAnalysis]) -> list[ConfigurationAnalysis]:
@@ -264,7 +278,7 @@ def render_analysis(
                 [
                     r.configuration,
                     r.metric,
-                    s.series,
+                    r.series_label(s.series),
                     s.trials,
                     f"p{k.percentile:g} {k.bound}" if k.enough else f"needs n>={k.min_n}",
                     _kpi_value_cell(k, unit),
@@ -416,6 +430,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 variability_lower=_fmt(var.lower) if var_ok and several else None,
                 variability_upper=_fmt(var.upper) if var_ok and several else None,
                 kpi_method=kpi_method_text(r.kpi),
+                display_unit=metric_scale(data.metrics[r.metric].values[data.table.ok], m.unit)[0],
                 **two_sided_record([s.kpi for s in r.analysis.series]),
             )
         )
