@@ -147,8 +147,10 @@ def add_stores(
     out = []
     with open_history(target, create=True, timeout=timeout) as h:
         for run, points in read:
-            where = Path(_spec_of(run.source) or run.source).resolve()
-            found_commit, found_branch = git_position(where)
+            found_commit = found_branch = None
+            if commit is None:
+                where = Path(_spec_of(run.source) or run.source).resolve()
+                found_commit, found_branch = git_position(where)
             run = attrs.evolve(
                 run,
                 commit=commit or found_commit,
