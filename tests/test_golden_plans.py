@@ -22,42 +22,42 @@ SPECS = Path(__file__).resolve().parents[1] / "specs"
 # spec -> (plan hash, number of trials, seeds of the first three trials)
 GOLDEN = {
     "ab-layout.bench": (
-        "sha256:fe9282c3dfcd3137de62ddb959c784710fdf85f3dd1dc75f028747b55234660e",
+        "sha256:08c9dc1d020d2252085fa9f400f78bf73484a1642319c3d22c9aa15ddae7fbb6",
         132,
         [1254797967, 1509045905, 1052909794],
     ),
     "compressors.bench": (
-        "sha256:d42a4d18a32e6d50db9b0a153b5b1838279f397af5c3b5ba72e00828193563f2",
+        "sha256:9674dafffe91895413c0cb62bc77db2e760c72a353145a8dbf4bb60e70dbaf62",
         45,
         [2001681516, 283930399, 1944242071],
     ),
     "hooks.bench": (
-        "sha256:ac7e31da8fdf8d4708928882f7b076420f32f12a7857b89164c5c7c231c02f30",
+        "sha256:bc0a3946fe61355f3f28025fc5e72bd7d6c6a345096affa326d1fef075cc15e7",
         10,
         [99246557, 2060800688, 546402259],
     ),
     "latency-series.bench": (
-        "sha256:95fef26a235edab0c650e47d9012618300fdd76552fbca62ec4a863088102919",
+        "sha256:52706c8d240f08d80718ddfcd3cb40edfb4f28be937017c18dd00c507cf0c113",
         10,
         [229318860, 585832821, 2055529996],
     ),
     "order-free.bench": (
-        "sha256:1318a9c28e0dba8d5fa2bd93a0346f8b35caedb4611b8e169c7ce91c6c920df9",
+        "sha256:56933c47ba4365a4b0577d0d34637be3350b2fed6241fbb1ae5f81ee86042b75",
         180,
         [2001681516, 283930399, 1944242071],
     ),
     "order-trap.bench": (
-        "sha256:2e7bead13d84534ba1e85d8fa40ad8f4b37e8044ae01a4f7f23bf7fa7a717782",
+        "sha256:9ef9558241dd0427e3f10dc9342903557ebfc2230520c51366f920edd450f013",
         180,
         [2001681516, 283930399, 1944242071],
     ),
     "quickstart.bench": (
-        "sha256:c09c0bd372cf03d9c8f8056edaed6f8d144a5da69248faf7b5fd4e769c52aae5",
+        "sha256:2a6032aabd99162489f763b7c9485d398505aa23790a6cc8475c26085580c811",
         75,
         [1477497676, 215420737, 158703257],
     ),
     "sorting.bench": (
-        "sha256:17f78009b52952f652e7d526fbc462d8132c58702fc01e94ef4e7e8b9a4dacd7",
+        "sha256:6bfe478e5c992720f8e3a4558eedf529438ebcfaed700af07264d9db1c131669",
         20,
         [1189940117, 1450887415, 338283486],
     ),

@@ -26,6 +26,7 @@ class Command(NamedTuple):
 
 COMMANDS: dict[str, Command] = {
     "check": Command("benchlang.cli.check", "validate .bench specs"),
+    "fmt": Command("benchlang.cli.fmt", "rewrite specs in the canonical layout, comments kept"),
     "plan": Command("benchlang.cli.plan", "show the compiled plan"),
     "run": Command("benchlang.cli.run", "run an experiment"),
     "results": Command("benchlang.cli.results", "summarise a store per configuration"),
