@@ -20,8 +20,17 @@ from benchlang.stats.triscale import MetricAnalysis
 PAPER = "TriScale (Jacob et al., JSys 2021)"
 COLUMNS = ("configuration", "part", "x", "y", "low", "high")
 MAX_POINTS = 2000
-"""Values drawn per configuration in a CDF or a raw series; beyond it, evenly spaced ranks
-(the figure and its ``notes`` say so; the statistics use every value)."""
+"""Samples of a raw series drawn per configuration; beyond it, evenly spaced (the figure and its
+``notes`` say so; the statistics use every value)."""
+CDF_POINTS = 300
+"""Values of an empirical CDF drawn per configuration, evenly spaced in rank (the step curve
+looks the same; the band and the statistics use every value)."""
+TRIAL_POINTS = 300
+"""Trials drawn per configuration in ``series-kpis``, evenly spaced in plan order (every
+series keeps its share; every series' KPI is drawn)."""
+BAND_WORK = 200_000
+"""Percentiles x values a CDF band evaluates (its cost, as in the report's timescales); beyond
+it the band is computed at every k-th percentile, and the notes say so."""
 NAN = float("nan")
 
 
@@ -182,13 +191,19 @@ def series_kpis(
 ) -> FigureData:
     """Fig. 3b: every trial's metric value per series, and each series' KPI (§4.2)."""
     rows: list[tuple] = []
+    thinned: list[str] = []
     for label, v, s, a in zip(labels, values, series, analyses, strict=True):
         v = np.asarray(v, dtype=float)
         ok = np.isfinite(v)
+        keep = spaced(int(ok.sum()), TRIAL_POINTS)
         rows += [
             (label, "trial", float(si), float(vi), NAN, NAN)
-            for si, vi in zip(np.asarray(s)[ok], v[ok], strict=True)
+            for si, vi in zip(np.asarray(s)[ok][keep], v[ok][keep], strict=True)
         ]
+        if keep.size < ok.sum():
+            thinned.append(
+                f"{label}: {keep.size:,} of {int(ok.sum()):,} trials drawn, evenly spaced"
+            )
         rows += [
             (label, "KPI", float(k.series), k.kpi.value if k.kpi.enough else NAN, NAN, NAN)
             for k in a.series
@@ -209,7 +224,7 @@ def series_kpis(
         caption,
         COLUMNS,
         rows,
-        tuple(short) + _descriptive(labels, analyses),
+        tuple(thinned) + tuple(short) + _descriptive(labels, analyses),
         {"x_label": "series", "y_label": f"{metric} ({unit})"},
     )
 
@@ -269,12 +284,15 @@ def cdf(
     left: list[str] = []
     for label, v in zip(labels, values, strict=True):
         x, p = ecdf(v)
-        keep = spaced(x.size)
+        keep = spaced(x.size, CDF_POINTS)
         if not overlay:
             rows += [(label, "trial", float(x[i]), float(p[i]), NAN, NAN) for i in keep]
             if keep.size < x.size:
                 left.append(f"{label}: {keep.size:,} of {x.size:,} values drawn, evenly spaced")
-        band = cdf_band(x, confidence=confidence)
+        step = max(1, -(-97 * x.size // BAND_WORK))
+        band = cdf_band(x, np.arange(2.0, 99.0, step), confidence=confidence)
+        if step > 1:
+            left.append(f"{label}: band at every {step}th percentile ({x.size:,} values)")
         ok = np.isfinite(band.lower) & np.isfinite(band.upper)
         rows += [
             (label, "band", NAN, float(q) / 100.0, float(lo), float(hi))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable
-from benchlang.report.figures.render import Palette, legend_below
+from benchlang.report.figures.render import Palette, legend_above
 from benchlang.stats import figure_ordersage as fo
 from benchlang.stats.figure_data import FigureData
 
@@ -167,7 +167,7 @@ def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     ax.set_ylabel(data.meta["y_label"])
     from matplotlib.lines import Line2D
 
-    legend_below(
+    legend_above(
         fig,
         [
             Line2D([], [], color="grey", marker="o", ls="none", label="fixed order (filled)"),

@@ -190,10 +190,13 @@ def panels(fig: Any, n: int, paper: bool) -> list[Any]:
     return list(axes[:n])
 
 
-def legend_below(fig: Any, handles: Sequence[Any], paper: bool) -> None:
-    """Every configuration in the legend, under the plots (never cut to fit)."""
-    cols = 2 if paper else 4
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(cols, len(handles)))
+def legend_above(fig: Any, handles: Sequence[Any], paper: bool) -> None:
+    """Every configuration in the legend, above the plots (never cut to fit; the notes take
+    the space under them)."""
+    cols = min(2 if paper else 4, max(1, len(handles)))
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(w, h + -(-len(handles) // cols) * (0.15 if paper else 0.2))
+    fig.legend(handles=handles, loc="outside upper center", ncols=cols)
 
 
 def inline_svg(svg: bytes, prefix: str) -> str:

@@ -10,7 +10,7 @@ import attrs
 import numpy as np
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable, metric_view
-from benchlang.report.figures.render import Palette, legend_below, panels
+from benchlang.report.figures.render import Palette, legend_above, panels
 from benchlang.stats import figure_triscale as ft
 from benchlang.stats.figure_data import FigureData
 
@@ -154,7 +154,7 @@ def draw_kpi_scatter(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         handles.append(h)
     ax.set_xlabel(data.meta["x_label"])
     ax.set_ylabel(data.meta["y_label"])
-    legend_below(fig, handles, paper)
+    legend_above(fig, handles, paper)
 
 
 def _err(centre: float, low: float, high: float) -> Any:
@@ -180,7 +180,7 @@ def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) 
     axes = fig.axes
     axes[0].set_ylabel(data.meta["y_label"])
     axes[-1].set_xlabel(data.meta["x_label"])
-    legend_below(fig, axes[0].get_legend_handles_labels()[0], paper)
+    legend_above(fig, axes[0].get_legend_handles_labels()[0], paper)
 
 
 def draw_series_kpis(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -254,7 +254,7 @@ def draw_cdf_overlay(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         handles.append(h)
     ax.set_xlabel(data.meta["x_label"])
     ax.set_ylabel(data.meta["y_label"])
-    legend_below(fig, handles, paper)
+    legend_above(fig, handles, paper)
 
 
 def draw_profile(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -287,7 +287,7 @@ def draw_profile(fig: Any, data: FigureData, palette: Palette, paper: bool) -> N
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: text.get(int(v), "")))
     ax.set_xlabel(data.meta["x_label"])
     ax.set_ylabel(data.meta["y_label"])
-    legend_below(fig, ax.get_legend_handles_labels()[0], paper)
+    legend_above(fig, ax.get_legend_handles_labels()[0], paper)
 
 
 FIGURES = (
