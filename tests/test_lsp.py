@@ -104,9 +104,7 @@ async def test_a_session_on_the_quickstart(client: LanguageClient):
     )
     assert sorted(r.range.start.line for r in refs) == [factor, command]
 
-    outline = await client.text_document_document_symbol_async(
-        t.DocumentSymbolParams(_doc(uri))
-    )
+    outline = await client.text_document_document_symbol_async(t.DocumentSymbolParams(_doc(uri)))
     assert [s.name for s in outline] == ["quickstart"]
     assert [(c.name, c.kind) for c in outline[0].children][:3] == [
         ("tool", t.SymbolKind.Enum),
@@ -118,15 +116,20 @@ async def test_a_session_on_the_quickstart(client: LanguageClient):
 
 @pytest.mark.asyncio
 async def test_errors_are_the_checkers_with_their_spans(client: LanguageClient, tmp_path):
-    text = QUICKSTART.read_text().replace("percentile 50", "percentile 500").replace(
-        "measure time = wall_time", "measure time = wal_time"
+    text = (
+        QUICKSTART.read_text()
+        .replace("percentile 50", "percentile 500")
+        .replace("measure time = wall_time", "measure time = wal_time")
     )
     uri = (tmp_path / "broken.bench").as_uri()
     diagnostics = await _open(client, uri, text)
     with pytest.raises(SpecError) as err:
         check_source(Source("broken.bench", text), tmp_path)
     expected = [(d.message, d.span.line - 1, d.span.column - 1) for d in err.value.diagnostics]
-    got = [(d.message.split("\nhint: ")[0], d.range.start.line, d.range.start.character) for d in diagnostics]
+    got = [
+        (d.message.split("\nhint: ")[0], d.range.start.line, d.range.start.character)
+        for d in diagnostics
+    ]
     assert got == expected and len(got) >= 2
     assert any("did you mean 'wall_time'?" in d.message for d in diagnostics)
 
