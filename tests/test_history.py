@@ -223,3 +223,25 @@ def test_not_a_history(tmp_path, capsys):
     assert "no history at" in one_error(
         capsys, "history", "list", "--history", str(tmp_path / "no")
     )
+
+
+def test_changes_and_check_on_both_engines(history, tmp_path, capsys):
+    """A step of +10% at the 16th of 22 commits: one regression between the right commits;
+    the gate passes before it and fails on it."""
+    shas = [f"{i:02d}" + "c0ffee" * 6 + "ab" for i in range(22)]
+    codes = []
+    for i, sha in enumerate(shas):
+        store = make_store(tmp_path, i, 1.10 if i >= 15 else 1.0)
+        add_stores([store], history, commit=sha, date=f"2026-02-{i + 1:02d}")
+        if i in (14, 15):
+            codes.append(cli(capsys, "history", "check", "--history", history, "--json")[0])
+    assert codes == [0, 1]
+    code, out, _ = cli(capsys, "history", "changes", "--history", history, "--json")
+    found = json.loads(out)["series"]
+    assert len(found) == 2
+    for series in found:
+        (change,) = series["changes"]
+        assert (change["index"], change["kind"]) == (15, "regression")
+        assert (change["commit_before"], change["commit_after"]) == (shas[14], shas[15])
+        assert 1.0 < change["ratio_low"] < change["ratio"] < change["ratio_high"]
+        assert change["ratio"] == pytest.approx(1.10, abs=0.02)

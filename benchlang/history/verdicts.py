@@ -190,11 +190,7 @@ def check(
     )
     reason = (
         f"against the median of {values.size} point(s) since "
-        + (
-            f"the change at {series.commits[start] or 'point ' + str(start)}"
-            if start
-            else "the start"
-        )
+        + (f"the change at {(series.commits[start] or str(start))[:12]}" if start else "the start")
         + ("" if ok else "; an interval is missing, so not decided")
         + ("; the newest run's independence check failed: descriptive only" if descriptive else "")
     )
