@@ -25,20 +25,22 @@ BLOCKS = (
 
 def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
     """Whether no round holds two of the selected trials' configurations: each configuration
-    then ran in blocks of its own (hyperfine, pyperf), and nothing pairs it with another."""
+    then ran in blocks of its own (hyperfine, pyperf), and nothing pairs it with another.
+
+    One sort of integer keys (a million trials in a fraction of a second): trials ordered by
+    round (host, series, round) and configuration, two neighbours of one round with two
+    configurations answer no."""
     if not mask.any():
         return False
-    key = np.stack(
-        [
-            np.unique(table.host[mask], return_inverse=True)[1].ravel(),
-            table.series[mask],
-            table.round[mask],
-            table.configuration[mask],
-        ],
-        axis=1,
-    )
-    rounds = np.unique(np.unique(key, axis=0)[:, :3], axis=0, return_counts=True)[1]
-    return bool(rounds.max() == 1)
+    host = table.host[mask]
+    names = np.array(sorted(set(host.tolist())))
+    host_code = np.searchsorted(names, host) if names.size > 1 else np.zeros(host.size, np.int64)
+    configuration = table.configuration[mask]
+    order = np.lexsort((configuration, table.round[mask], table.series[mask], host_code))
+    round_key = np.stack([host_code, table.series[mask], table.round[mask]])[:, order]
+    same_round = np.all(round_key[:, 1:] == round_key[:, :-1], axis=0)
+    configuration = configuration[order]
+    return not bool(np.any(same_round & (configuration[1:] != configuration[:-1])))
 
 
 def assumption(table: TrialTable, mask: np.ndarray, blocks: bool) -> str:
