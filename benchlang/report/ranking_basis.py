@@ -23,6 +23,15 @@ BLOCKS = (
 )
 
 
+def host_codes(hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct host names (sorted) and each trial's index into them: ``np.unique`` with
+    ``return_inverse`` without sorting a million strings (a run has a few hosts)."""
+    names = np.array(sorted(set(hosts.tolist())))
+    if names.size <= 1:
+        return names, np.zeros(hosts.size, dtype=np.int64)
+    return names, np.searchsorted(names, hosts)
+
+
 def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
     """Whether no round holds two of the selected trials' configurations: each configuration
     then ran in blocks of its own (hyperfine, pyperf), and nothing pairs it with another.
@@ -32,9 +41,7 @@ def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
     configurations answer no."""
     if not mask.any():
         return False
-    host = table.host[mask]
-    names = np.array(sorted(set(host.tolist())))
-    host_code = np.searchsorted(names, host) if names.size > 1 else np.zeros(host.size, np.int64)
+    _, host_code = host_codes(table.host[mask])
     configuration = table.configuration[mask]
     order = np.lexsort((configuration, table.round[mask], table.series[mask], host_code))
     round_key = np.stack([host_code, table.series[mask], table.round[mask]])[:, order]
@@ -124,8 +131,7 @@ def slow_starts(
         with np.errstate(divide="ignore"):
             values = 1.0 / values
     ok = np.flatnonzero(table.ok & np.isfinite(values) & (values > 0))
-    hosts, host = np.unique(table.host[ok], return_inverse=True)
-    host = host.ravel()
+    hosts, host = host_codes(table.host[ok])
     config = table.configuration[ok]
     # each (host, configuration) in turn, its trials in the order they ran
     order = np.lexsort((table.position[ok], table.round[ok], table.series[ok], config, host))
