@@ -101,8 +101,18 @@ def run(args: argparse.Namespace) -> int:
     found = analyze_store(
         args.store, target.plan_hash, target.experiment, args.per_series_independence
     )
+    from benchlang.report.runtimes import render_runtime_convergence, runtime_convergence
+
+    runtimes = runtime_convergence(found.data)
     if args.json:
-        _print_json(found.kpis, found.comparisons, found.warmup, found.headlines, found.equal_hosts)
+        _print_json(
+            found.kpis,
+            found.comparisons,
+            found.warmup,
+            found.headlines,
+            found.equal_hosts,
+            runtimes,
+        )
         return 0
     experiment = found.data.experiment
     for item in experiment.profiles:
@@ -128,11 +138,17 @@ def run(args: argparse.Namespace) -> int:
         from benchlang.report.headline import render_headline
 
         render_headline(found.headlines)
+    render_runtime_convergence(runtimes)
     return 0
 
 
 def _print_json(
-    kpis: list, comparisons: list, warmup: list, headlines: list = (), equal_hosts: list = ()
+    kpis: list,
+    comparisons: list,
+    warmup: list,
+    headlines: list = (),
+    equal_hosts: list = (),
+    runtimes: list = (),
 ) -> None:
     body = {
         "kpis": [r.to_dict() for r in kpis],
@@ -140,6 +156,7 @@ def _print_json(
         "warmup": [w.to_dict() for w in warmup],
         "headline": [h.to_dict() for h in headlines],
         **({"equal_hosts": [e.to_dict() for e in equal_hosts]} if equal_hosts else {}),
+        **({"runtimes": [r.to_dict() for r in runtimes]} if runtimes else {}),
     }
     print(dumps(document("analyze", 1, body)))
 

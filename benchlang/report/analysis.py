@@ -388,6 +388,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
     from benchlang.stats.registry import kpi_method_text
 
     exp = data.experiment
+    runtimes = {label: lv.get("runtime") for _, label, _, lv in data.configurations()}
     metrics = []
     for r in results:
         m = exp.metric(r.metric)
@@ -420,7 +421,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 variability_confidence=r.variability.confidence if r.variability else None,
                 runs=exp.design.runs * exp.design.redundancy,
                 series=exp.design.series,
-                runtime=exp.design.runtime,
+                runtime=exp.design.runtime or runtimes.get(r.configuration),
                 span=_planned_span(data),
                 kpi_value=kpi_value,
                 variability_score=_fmt(var.score) if var_ok else None,

@@ -64,7 +64,7 @@ def check_templates(
             allow_factors is True or (allow_factors and name in allow_factors)
         ):
             used.append(name)
-        elif name == "runtime":
+        elif name == "runtime" and name not in factor_names:
             if runtime is None:
                 ctx.error(
                     "placeholder {runtime} has no value",
@@ -244,7 +244,7 @@ def check_warmup(ctx: Context, statement: ast.Statement | None) -> int | None:
 def check_runtime_use(
     ctx: Context, bench_ast: ast.Benchmark, bench: model.Benchmark, runtime: float | None
 ) -> None:
-    if runtime is not None:
+    if runtime is not None or "runtime" in bench.factors or "runtime" in ctx.broken_factors:
         return
     for item in bench_ast.items:
         value = getattr(item, "value", None)

@@ -147,6 +147,13 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     )
     profiles = check_profiles(ctx, of(ast.AnalysisItem, "profile"))
     runtime = design.runtime if design else None
+    runtime_factor = next((f for f in of(ast.Factor) if f.name == "runtime"), None)
+    if runtime is not None and runtime_factor is not None:
+        ctx.error(
+            "runtime is given twice: in the design and as a factor",
+            runtime_factor.span,
+            "keep one; factor runtime in [30s, 60s] runs the protocol at each runtime",
+        )
     for metric_ast in of(ast.Metric):
         m = next((x for x in metrics if x.name == metric_ast.name), None)
         if m is not None and m.trim is not None and m.trim.kind == "duration" and runtime is None:

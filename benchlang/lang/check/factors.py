@@ -18,7 +18,12 @@ def check_factors(
     out: list[model.Factor] = []
     hidden: list[model.Hidden] = []
     ctx.unique(factors, "factor")
-    reserved = set(STRUCTURE_PLACEHOLDERS) | {"version", "request", "replicate", "host"}
+    reserved = set(STRUCTURE_PLACEHOLDERS) - {"runtime"} | {
+        "version",
+        "request",
+        "replicate",
+        "host",
+    }
     for f in factors:
         if f.name in reserved:
             ctx.error(f"'{f.name}' is reserved for the design and cannot be a factor", f.span)
@@ -26,6 +31,8 @@ def check_factors(
         if f.provider is not None:  # a hardware factor (lang.check.inventory)
             continue
         levels = factor_levels(ctx, f) if f.levels is not None else None
+        if f.name == "runtime" and levels is not None:
+            levels = runtime_levels(ctx, f, levels)
         if f.hidden is not None:
             h = check_hidden(ctx, f, levels)
             if h is None:
@@ -43,6 +50,28 @@ def check_factors(
         if levels is not None and f.name not in {x.name for x in out}:
             out.append(model.Factor(f.name, levels, coverage))
     return out, hidden
+
+
+def runtime_levels(
+    ctx: Context, f: ast.Factor, levels: tuple[Any, ...]
+) -> tuple[int | float, ...] | None:
+    """``factor runtime in [30s, 60s]``: the same protocol at several runtimes in one spec
+    (TriScale, Jacob et al. JSys 2021, §4.6 and Fig. 4); each level a positive duration,
+    kept in seconds, which ``{runtime}`` expands to as the design's runtime does."""
+    if f.hidden is not None or f.provider is not None or f.levels.kind != "list":
+        ctx.error("factor runtime takes a list of durations: factor runtime in [30s, 60s]", f.span)
+        return None
+    out = []
+    for item, level in zip(f.levels.value, levels, strict=True):
+        if item.kind not in ("duration", "int", "float") or not level > 0:
+            ctx.error(
+                f"a runtime level must be a positive duration, got {item.describe()}",
+                item.span,
+                "factor runtime in [30s, 60s]",
+            )
+            return None
+        out.append(int(level) if float(level).is_integer() else float(level))
+    return tuple(out)
 
 
 def factor_levels(ctx: Context, f: ast.Factor) -> tuple[Any, ...] | None:

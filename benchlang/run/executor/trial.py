@@ -42,6 +42,7 @@ class TrialLife:
                 "BENCHLANG_SEED": str(int(plan.trial_seed[t])),
                 "BENCHLANG_CONFIGURATION": config.label,
                 "BENCHLANG_HOST": session.host,
+                **({"BENCHLANG_RUNTIME": f"{values['runtime']:g}"} if "runtime" in values else {}),
             }
         )
         cwd = self._cwd(bench)
