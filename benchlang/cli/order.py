@@ -6,7 +6,6 @@ import argparse
 
 from benchlang.app.analysis import order_of_store
 from benchlang.cli import add_command
-from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
 from benchlang.report.order import order_json, order_tally_json
 from benchlang.report.order_analysis import render_order_report
@@ -28,11 +27,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     report = order_of_store(args.store, args.plan, args.metric, args.alpha)
     if args.json:
-        if report.dependence is None:
-            raise UserError(report.note or "no fixed-vs-random comparison possible")
+        dep = report.dependence
         body = {
-            "configurations": order_json(report.dependence),
-            "tally": order_tally_json(report.dependence),
+            "metric": report.metric,
+            "note": report.note,
+            "configurations": order_json(dep) if dep is not None else None,
+            "tally": order_tally_json(dep) if dep is not None else None,
+            "positions": report.positions.to_dict() if report.positions is not None else None,
+            "carry_over": report.carry.to_dict() if report.carry is not None else None,
         }
         print(dumps(document("order", 1, body)))
     else:

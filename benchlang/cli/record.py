@@ -17,7 +17,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", nargs="?", metavar="SPEC")
     p.add_argument("--store", required=True)
     p.add_argument("--plan")
-    p.add_argument("--format", choices=("json", "markdown", "latex", "methods"), default="markdown")
+    p.add_argument(
+        "--format",
+        choices=("json", "markdown", "latex", "methods"),
+        help="default: a table in a terminal, Markdown otherwise (a pipe, a file)",
+    )
     p.set_defaults(func=run)
 
 
@@ -35,8 +39,12 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(document("record", 1, record.to_json())))
     elif args.format == "latex":
         print(record.to_latex())
-    else:
+    elif args.format == "markdown":
         print(record.to_markdown())
+    else:
+        from benchlang.report.run_end import render_record
+
+        render_record(record)
     return 0
 
 

@@ -199,12 +199,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"the rerun stopped with exit status {status}")
             return status
     result = judge(opened.store, replication)
-    print("metric  configuration  published score  new KPIs  shift new/published [95%]  verdict")
-    for v in result.verdicts:
-        bounds = f"[{_number(v.bounds[0])}, {_number(v.bounds[1])}]" if v.bounds else "-"
-        kpis = ", ".join(_number(k) for k in v.new_kpis) or "-"
-        shift = f"{_number(v.ratio)} [{_number(v.lower)}, {_number(v.upper)}]"
-        print(f"{v.metric}  {v.configuration}  {bounds}  {kpis}  {shift}  {v.verdict}: {v.why}")
+    _render_verdicts(opened.store, result.verdicts)
     for fact in result.facts_differ:
         print(f"facts differ: {fact}")
     for note in result.notes:
@@ -217,6 +212,35 @@ def run(args: argparse.Namespace) -> int:
         f"replication: {outcome.upper()}" + (f" ({'; '.join(disagreeing)})" if disagreeing else "")
     )
     return EXIT[outcome]
+
+
+def _render_verdicts(store: Path, verdicts) -> None:
+    """The verdicts as an aligned table, each metric in its one display unit (the unit the
+    published store's other views use, issue 29), then each verdict's reason."""
+    from benchlang.app.stores import load_store
+    from benchlang.report.table import format_quantity, metric_scale, render_table
+
+    data = load_store(str(store), None)
+    scales = {
+        n: metric_scale(m.values[data.table.ok], m.metric.unit) for n, m in data.metrics.items()
+    }
+    rows = []
+    for v in verdicts:
+        unit, factor = scales.get(v.metric, (None, 1.0))
+
+        def q(x: float, factor: float = factor) -> str:
+            return format_quantity(x, None, scale=(None, factor)) if math.isfinite(x) else "-"
+
+        bounds = f"[{q(v.bounds[0])}, {q(v.bounds[1])}]" if v.bounds else "-"
+        kpis = ", ".join(q(k) for k in v.new_kpis) or "-"
+        shift = f"{_number(v.ratio)} [{_number(v.lower)}, {_number(v.upper)}]"
+        name = f"{v.metric} ({unit})" if unit else v.metric
+        rows.append([name, v.configuration, bounds, kpis, shift, v.verdict])
+    headers = ["metric", "configuration", "published score", "new KPIs", "new/published [95%]"]
+    align = ["left", "left", "right", "right", "right", "left"]
+    render_table([*headers, "verdict"], rows, align=align)
+    for v in verdicts:
+        print(f"{v.metric}  {v.configuration}: {v.verdict}: {v.why}")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -307,22 +307,17 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         from benchlang.report.equal_hosts import host_agreement, render_host_agreement
 
         render_host_agreement(host_agreement(data))
+    from benchlang.report.run_end import render_record, render_run_end, write_exports
+
     if experiment.kpis:
         print()
-        print(build_record(data, analysis).to_markdown())
-    from benchlang.report.run_end import render_run_end
-
-    render_run_end(data, analysis if experiment.kpis else None, args, str(store_path))
+        render_record(build_record(data, analysis))
+    write_exports(data, analysis if experiment.kpis else None, args)
     if args.report:
         from benchlang.app.report import write_report
 
         size, seconds = write_report(store_path, args.report, plan.hash, experiment)
         print(f"wrote the report to {args.report} ({size / 1024:.0f} KiB in {seconds:.1f} s)")
-    failed = store.count_failed(plan.hash)
-    if failed:
-        print(f"{failed} trials failed:")
-        for line in failure_lines(store, plan.hash):
-            print(printable(line))
     for host, message in summary.hosts_down:
         print(printable(f"host {host} stopped: {message}"), file=sys.stderr)
     stops = store.stops(plan.hash)
@@ -333,6 +328,10 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
             [(labels[c], s, n, a, r, k, why) for s, c, n, a, r, k, why in stops],
             title=f"stopping ({experiment.stop.kind}): {summary.not_needed} planned trials not needed",
         )
+    failed = store.count_failed(plan.hash)
+    failures = [f"{failed} trials failed:"] if failed else []
+    failures += [printable(line) for line in failure_lines(store, plan.hash)] if failed else []
+    render_run_end(data, analysis if experiment.kpis else None, str(store_path), failures)
     if missing:
         print(
             f"{missing} trials did not run; fix the cause and continue with: {resume_command(args, store_path)}",

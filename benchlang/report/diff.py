@@ -12,7 +12,7 @@ import numpy as np
 
 from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
-from benchlang.report.table import format_quantity, scale_for
+from benchlang.report.table import format_quantity, metric_scale, scale_for
 from benchlang.stats.contract import to_plain
 from benchlang.stats.equivalence import Equivalence, equivalence, tost_confidence
 from benchlang.stats.two_sample import RatioInterval, ratio_of_percentiles
@@ -33,6 +33,9 @@ class MetricDiff:
     better: str
     percentile: float
     rows: tuple[ConfigurationDiff, ...]
+    scale: tuple[str | None, float] | None = None
+    """A's display unit of the metric (``report.table.metric_scale``): the unit every view of
+    store A shows it in."""
 
 
 @attrs.frozen
@@ -132,7 +135,8 @@ def diff(
             rows.append(
                 ConfigurationDiff(label, (picks[0][0].size, picks[1][0].size), interval, gate)
             )
-        metrics.append(MetricDiff(name, mv.metric.unit, mv.metric.better, p, tuple(rows)))
+        scale = metric_scale(mv.values[a.table.ok], mv.metric.unit)
+        metrics.append(MetricDiff(name, mv.metric.unit, mv.metric.better, p, tuple(rows), scale))
     return StoreDiff(
         names,
         (a.experiment.name, b.experiment.name),
@@ -175,7 +179,7 @@ def _verdict(row: ConfigurationDiff) -> str:
 
 def table_rows(d: StoreDiff, m: MetricDiff) -> tuple[list[str], list[list[str]]]:
     """Header and rows of one metric's table (shared by text and Markdown)."""
-    scale = scale_for(
+    scale = m.scale or scale_for(
         next(
             (r.interval.statistic_a for r in m.rows if math.isfinite(r.interval.statistic_a)), None
         ),
@@ -249,9 +253,11 @@ def diff_text(d: StoreDiff) -> str:
         out.append("")
         out.append(f"metric {m.metric}, {m.better} is better")
         widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+        right = [0 < i < len(header) - 1 for i in range(len(header))]  # numbers to the right
         for row in (header, ["-" * w for w in widths], *rows):
+            cells = zip(row, widths, right, strict=True)
             out.append(
-                "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                "  ".join(str(c).rjust(w) if r else str(c).ljust(w) for c, w, r in cells).rstrip()
             )
     tail = _tail(d)
     return "\n".join(out + ([""] if tail else []) + tail) + "\n"

@@ -20,7 +20,7 @@ from benchlang import __version__
 from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
 from benchlang.report.hosts import host_warnings
-from benchlang.report.table import format_quantity, scale_for
+from benchlang.report.table import format_quantity, metric_scale
 
 SCHEMA = 1
 """Version of the JSON document; raised whenever a field changes meaning or goes away."""
@@ -315,8 +315,7 @@ def results_markdown(data: ExperimentData) -> str:
         ]
         return "\n".join(lines) + "\n"
     unit = data.metrics[name].metric.unit
-    medians = [r["metrics"][name]["median"] for r in rows if r["metrics"][name]["median"]]
-    shown, factor = scale_for(float(np.median(medians)) if medians else None, unit)
+    shown, factor = metric_scale(data.metrics[name].values[data.table.ok], unit)
     suffix = f" [{shown}]" if shown else ""
     lines = [
         f"| Configuration | {name} median{suffix} | Min{suffix} | Max{suffix} | Trials "

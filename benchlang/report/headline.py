@@ -23,7 +23,7 @@ from benchlang.report.ranking_basis import (
     ran_in_blocks,
     slow_starts,
 )
-from benchlang.report.table import format_quantity, scale_for
+from benchlang.report.table import format_quantity, metric_scale, scale_for
 from benchlang.stats._orderstat import lower_rank, upper_rank
 from benchlang.stats.block_ranking import rank_blocks
 from benchlang.stats.headline import Ranking, rank
@@ -106,6 +106,8 @@ class MetricHeadline:
     """Configurations whose first trials ran far slower than the rest."""
     independence: Any = None
     """The run-level independence verdict of the metric (``stats.run_independence``)."""
+    display: tuple[str | None, float] | None = None
+    """The metric's one display unit and factor (``report.table.metric_scale``, issue 29)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -271,6 +273,7 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                 variability_bounds=var_bounds,
                 slow_starts=slow_starts(data.table, mv.values, mv.metric.better),
                 independence=mine[0].analysis.independence,
+                display=metric_scale(mv.values[data.table.ok], mv.metric.unit),
             )
         )
     return out
@@ -331,6 +334,8 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     stat = _statistic_name(h.kpi_percentile)
     kpis = [x for c in h.configurations for x in c.series_kpis if math.isfinite(x)]
     unit_name, factor = scale_for(float(np.median(kpis)) if kpis else None, h.unit)
+    if h.display is not None:
+        unit_name, factor = h.display
     unit = f" ({unit_name})" if unit_name else ""
 
     def num(x: float | None) -> str:
@@ -352,9 +357,13 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     if vp is not None:
         var_head = f"variability p{min(vp, 100 - vp):g}–p{max(vp, 100 - vp):g}"
     one = h.series == 1 and h.bound == "both"
-    cell = 7 if not one else max([7] + [len(_interval(c, num)) for c in h.configurations])
+    kpi_head = {"upper": f"{stat} ≤", "lower": f"{stat} ≥"}.get(h.bound, "KPI")
+    cell = max(7, len(kpi_head))
+    if one:
+        cell = max([cell] + [len(_interval(c, num)) for c in h.configurations])
     lines.append(
-        f"  {'configuration':<{width}}  {'n':>3}  {'KPI':>{cell}}  {'series KPIs':<30}  {var_head}"
+        f"  {'configuration':<{width}}  {'n':>3}  {kpi_head:>{cell}}  {'series KPIs':<30}  "
+        f"{var_head}".rstrip()
     )
     for c in h.configurations:
         values = [num(x) for x in c.series_kpis]
@@ -377,6 +386,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         lines.append(
             f"  {c.label:<{width}}  {c.trials:>3}  {kpi_cell:>{cell}}  {text:<30}  {var}".rstrip()
         )
+    lines += _bounds_note(h)
     for c in h.configurations:
         if c.reasons:
             lines += _wrap(f"  DESCRIPTIVE ONLY {c.label}: " + "; ".join(c.reasons))
@@ -414,6 +424,22 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     for note in h.slow_starts:
         lines += _wrap(note.sentence(lambda x: f"{num(x)} {unit_name or ''}".rstrip()))
     return lines + _confidence_lines(h)
+
+
+def _bounds_note(h: MetricHeadline) -> list[str]:
+    """A sentence when the KPIs (bounds) order the configurations otherwise than a ranking
+    does, so the two columns are never read as contradicting each other (issue 29)."""
+    kpi = {c.label: c.kpi for c in h.configurations if c.kpi is not None and math.isfinite(c.kpi)}
+    for g in h.groups:
+        ranked = [g.labels[j] for j in g.ranking.order if g.labels[j] in kpi]
+        by_bound = sorted(ranked, key=kpi.get, reverse=h.better != "lower")
+        if h.bound != "both" and ranked != by_bound:
+            return _wrap(
+                f"  The {h.bound} bounds above order the configurations unlike the ranking "
+                "below: a bound is not an estimate; the ranking compares the "
+                f"{_statistic_name(h.kpi_percentile)}s, with intervals."
+            )
+    return []
 
 
 def headline_lines(headlines: list[MetricHeadline]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from benchlang.report.table import format_number, render_table
+from benchlang.report.table import format_quantity, render_table
 from benchlang.stats.order_dependence import OrderDependence
 from benchlang.stats.position_effects import CarryOver, PositionEffect
 
@@ -16,8 +16,20 @@ CASE_MEANING = {
 }
 
 
-def _interval(low: float, high: float) -> str:
-    return f"[{format_number(low, 6)}, {format_number(high, 6)}]"
+Scale = tuple[str | None, float]
+"""A metric's display unit and factor (``report.table.metric_scale``): one unit per metric."""
+
+
+def _q(value: float, scale: Scale) -> str:
+    return format_quantity(value, None, scale=(None, scale[1]))
+
+
+def _unit(scale: Scale) -> str:
+    return f" ({scale[0]})" if scale[0] else ""
+
+
+def _interval(low: float, high: float, scale: Scale = (None, 1.0)) -> str:
+    return f"[{_q(low, scale)}, {_q(high, scale)}]"
 
 
 def _signed(value: float) -> str:
@@ -57,7 +69,9 @@ def render_order_tally(result: OrderDependence, stream: TextIO | None = None) ->
         stream.write(f"configurations per CI case (OrderSage Fig. 6): {counts}\n")
 
 
-def render_order_table(result: OrderDependence, stream: TextIO | None = None) -> None:
+def render_order_table(
+    result: OrderDependence, stream: TextIO | None = None, scale: Scale = (None, 1.0)
+) -> None:
     """The paper-style table, then the verdict, the Δ% sign and the case legend."""
     stream = stream or sys.stdout
     headers = [
@@ -69,8 +83,8 @@ def render_order_table(result: OrderDependence, stream: TextIO | None = None) ->
         "η²",
         "Δ%",
         "case",
-        "median fixed [CI]",
-        "median random [CI]",
+        f"median fixed [CI]{_unit(scale)}",
+        f"median random [CI]{_unit(scale)}",
     ]
     rows = []
     clipped = False
@@ -88,15 +102,17 @@ def render_order_table(result: OrderDependence, stream: TextIO | None = None) ->
                 else f"{c.eta_squared:.3g}" + ("*" if c.eta_squared_clipped else ""),
                 _signed(c.delta_percent),
                 c.ci_case if c.ci_case is not None else "-",
-                f"{format_number(c.median_fixed, 6)} {_interval(c.ci_fixed_low, c.ci_fixed_high)}",
-                f"{format_number(c.median_random, 6)} {_interval(c.ci_random_low, c.ci_random_high)}",
+                f"{_q(c.median_fixed, scale)} {_interval(c.ci_fixed_low, c.ci_fixed_high, scale)}",
+                f"{_q(c.median_random, scale)} "
+                f"{_interval(c.ci_random_low, c.ci_random_high, scale)}",
             ]
         )
     title = (
         f"Order dependence: fixed vs random order (α = {result.alpha:g}, m = {result.m}, "
         f"α/m = {result.threshold:.4g}, median CIs at {result.ci_level:.4%})"
     )
-    render_table(headers, rows, title=title, stream=stream)
+    align = ["left"] + ["right"] * 3 + ["left"] + ["right"] * 5
+    render_table(headers, rows, title=title, stream=stream, align=align)
     write = stream.write
     if result.m == 0:
         write(
@@ -155,6 +171,7 @@ def render_position_table(result: PositionEffect, stream: TextIO | None = None) 
         rows,
         title=f"Position in round (random-order rounds; threshold α/(2m) = {result.threshold:.4g})",
         stream=stream,
+        align=["left"] + ["right"] * 6 + ["left"],
     )
     stream.write(
         "verdict: position in the round predicts the metric\n"
@@ -163,7 +180,9 @@ def render_position_table(result: PositionEffect, stream: TextIO | None = None) 
     )
 
 
-def render_carry_over_table(result: CarryOver, stream: TextIO | None = None) -> None:
+def render_carry_over_table(
+    result: CarryOver, stream: TextIO | None = None, scale: Scale = (None, 1.0)
+) -> None:
     """Per configuration, the predecessor that shifts its median most."""
     stream = stream or sys.stdout
     rows = [
@@ -172,8 +191,8 @@ def render_carry_over_table(result: CarryOver, stream: TextIO | None = None) -> 
             p.predecessor,
             p.n_after,
             p.n_other,
-            p.median_after,
-            p.median_other,
+            _q(p.median_after, scale),
+            _q(p.median_other, scale),
             _signed(p.shift_percent),
             _p(p.p_value),
             p.significant,
@@ -186,8 +205,8 @@ def render_carry_over_table(result: CarryOver, stream: TextIO | None = None) -> 
             "after",
             "n after",
             "n other",
-            "median after",
-            "median other",
+            f"median after{_unit(scale)}",
+            f"median other{_unit(scale)}",
             "shift %",
             "MW p",
             "significant",
@@ -200,6 +219,7 @@ def render_carry_over_table(result: CarryOver, stream: TextIO | None = None) -> 
             else "Carry-over (random-order rounds): too few trials per predecessor to test"
         ),
         stream=stream,
+        align=["left", "left"] + ["right"] * 6 + ["left"],
     )
     found = [p for p in result.pairs if p.significant]
     if not result.n_tests:

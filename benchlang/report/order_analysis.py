@@ -15,6 +15,7 @@ from benchlang.report.order import (
     render_order_table,
     render_position_table,
 )
+from benchlang.report.table import metric_scale
 from benchlang.stats.order_dependence import OrderDependence
 from benchlang.stats.position_effects import CarryOver, PositionEffect
 from benchlang.stats.registry import statistics_methods
@@ -27,6 +28,8 @@ class OrderReport:
     positions: PositionEffect | None
     carry: CarryOver | None
     note: str | None
+    scale: tuple[str | None, float] = (None, 1.0)
+    """The metric's one display unit (``report.table.metric_scale``)."""
 
 
 def order_report(
@@ -62,7 +65,8 @@ def order_report(
             if kinds == {"fixed"}
             else "no fixed-order rounds: the fixed-vs-random test needs order fixed_vs_random; position and carry-over effects are shown instead"
         )
-    return OrderReport(metric, dependence, positions, carry, note)
+    scale = metric_scale(v, exp.metric(metric).unit)
+    return OrderReport(metric, dependence, positions, carry, note, scale)
 
 
 def render_order_report(report: OrderReport, stream: TextIO | None = None) -> None:
@@ -70,10 +74,10 @@ def render_order_report(report: OrderReport, stream: TextIO | None = None) -> No
 
     out = stream or sys.stdout
     if report.dependence is not None:
-        render_order_table(report.dependence, out)
+        render_order_table(report.dependence, out, report.scale)
     if report.note:
         out.write(f"note: {report.note}\n")
     if report.positions is not None:
         render_position_table(report.positions, out)
     if report.carry is not None:
-        render_carry_over_table(report.carry, out)
+        render_carry_over_table(report.carry, out, report.scale)

@@ -105,6 +105,8 @@ class MetricRecord:
     with several, ``kpi_value`` is the median of their sample percentiles)."""
     kpi_lower: float | None = None
     kpi_upper: float | None = None
+    display_unit: str | None = None
+    """The unit every view shows this metric in (``report.table.metric_scale``: issue 29)."""
 
     def label(self) -> str:
         return self.name if self.configuration is None else f"{self.name} [{self.configuration}]"
@@ -135,11 +137,13 @@ class MetricRecord:
         ]
 
     def _quantity(self, value: float | None) -> str:
+        from benchlang.report.table import format_quantity, scale_named
+
+        if self.display_unit is not None:
+            return format_quantity(value, None, scale=scale_named(self.display_unit, self.unit))
         if self.kpi_summary is None:
             unit = f" {self.unit}" if self.unit else ""
             return _fmt(value) + (unit if value is not None else "")
-        from benchlang.report.table import format_quantity
-
         return format_quantity(value, self.unit)
 
     def _kpi_method_text(self) -> str:
@@ -162,9 +166,11 @@ class MetricRecord:
             and lo is not None
             and hi is not None
         ):
-            from benchlang.report.table import format_quantity, scale_for
+            from benchlang.report.table import format_quantity, scale_for, scale_named
 
             factor = scale_for(hi, self.unit)[1]
+            if self.display_unit is not None:
+                factor = scale_named(self.display_unit, self.unit)[1]
             lo_text = format_quantity(lo, None, scale=(None, factor))
             hi_text = format_quantity(hi, None, scale=(None, factor))
             text += f" [{lo_text}, {hi_text}]"
@@ -236,21 +242,41 @@ class Record:
         rows = [[name] + [col[i][1] for col in columns] for i, name in enumerate(PARAMETERS)]
         return headers, rows
 
+    def header_lines(self, markdown: bool = True) -> list[str]:
+        """The lines above the table: identity, hosts, methods in words, comparisons and
+        the independence verdict (Markdown-escaped, or plain for a terminal)."""
+        md = _md if markdown else str
+        one_metric = len({m.name for m in self.metrics}) == 1 and self.metrics[0].configuration
+        name = (
+            f"**Reproducibility record: {self.experiment}**"
+            if markdown
+            else (f"Reproducibility record: {self.experiment}")
+        )
+        code = (lambda x: f"`{x}`") if markdown else str
+        return [
+            name
+            + (f", metric {code(self.metrics[0].name)}" if one_metric else "")
+            + f"\n(benchlang {self.version}, "
+            f"spec {code(self.spec_hash[:12])}, plan {code(self.plan_hash[:12])}, "
+            f"seed {_fmt(self.seed)})",
+            *self._summary_note(),
+            *(md(h) for h in self.hosts),
+            *([f"methods: {md(methods_in_words(self.methods))}"] if self.methods else []),
+            *(f"comparison: {md(c)}" for c in self.comparisons),
+            *(md(line) for line in self.independence),
+        ]
+
+    def grid(self) -> tuple[list[str], list[list[str]]]:
+        """The table: a header (Parameter, then one column per metric or configuration) and
+        one row per parameter of ``PARAMETERS``."""
+        return self._grid()
+
     def to_markdown(self) -> str:
         if not self.metrics:
             return f"**Reproducibility record: {self.experiment}**: {NO_SUCCESSFUL_TRIAL}\n"
         headers, rows = self._grid()
-        one_metric = len({m.name for m in self.metrics}) == 1 and self.metrics[0].configuration
         lines = [
-            f"**Reproducibility record: {self.experiment}**"
-            + (f", metric `{self.metrics[0].name}`" if one_metric else "")
-            + f"\n(benchlang {self.version}, "
-            f"spec `{self.spec_hash[:12]}`, plan `{self.plan_hash[:12]}`, seed {_fmt(self.seed)})",
-            *self._summary_note(),
-            *(_md(h) for h in self.hosts),
-            *([f"statistics: {_md(', '.join(self.methods))}"] if self.methods else []),
-            *(f"comparison: {_md(c)}" for c in self.comparisons),
-            *(_md(line) for line in self.independence),
+            *self.header_lines(),
             "",
             "| " + " | ".join(_md(h) for h in headers) + " |",
             "| --- |" + " ---: |" * (len(headers) - 1),
@@ -305,6 +331,29 @@ class Record:
                 "",
             ]
         )
+
+
+_METHOD_WORDS = {
+    "thompson": "the KPI is an order statistic bounding the percentile (Thompson 1936)",
+    "variability": "the variability score is a percentile range of the series' KPIs "
+    "(TriScale, Jacob et al. 2021, §4.3)",
+    "order_dependence": "order dependence by Kruskal-Wallis, fixed vs random order "
+    "(OrderSage, Duplyakin et al. 2023)",
+    "adaptive": "adaptive stopping (Mittal et al. 2023)",
+}
+
+
+def methods_in_words(methods: tuple[str, ...]) -> str:
+    """The statistics methods of a record (``name (package version)``) as a reader says them:
+    benchlang's own in words, others by name and version; docs/statistics.md has each."""
+    words = []
+    for entry in methods:
+        name, _, package = entry.partition(" (")
+        if package.startswith("benchlang ") and name in _METHOD_WORDS:
+            words.append(_METHOD_WORDS[name])
+        else:
+            words.append(entry)
+    return "; ".join(words) + " (docs/statistics.md)"
 
 
 _TEX = {

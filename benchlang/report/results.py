@@ -12,7 +12,7 @@ import numpy as np
 
 from benchlang.model import VERSION_FACTOR
 from benchlang.report.data import ExperimentData
-from benchlang.report.table import format_number, format_quantity, render_table, scale_for
+from benchlang.report.table import format_number, format_quantity, metric_scale, render_table
 
 
 def _summary(values: np.ndarray) -> dict[str, float | None]:
@@ -93,8 +93,7 @@ def render_results(
     align = ["left", "right", "right"]
     scales = {}
     for name, mv in data.metrics.items():
-        medians = [r["metrics"][name]["median"] for r in rows if r["metrics"][name]["median"]]
-        scales[name] = scale_for(float(np.median(medians)) if medians else None, mv.metric.unit)
+        scales[name] = metric_scale(mv.values[data.table.ok], mv.metric.unit)
         unit = f" ({scales[name][0]})" if scales[name][0] else ""
         headers += [f"{name} median{unit}", "range"]
         align += ["right", "right"]

@@ -77,6 +77,30 @@ def scale_for(value: float | None, unit: str | None) -> tuple[str | None, float]
     return name, factor / base
 
 
+def metric_scale(values: object, unit: str | None) -> tuple[str | None, float]:
+    """The one display unit of a metric in every view (headline, record, ``results``,
+    ``order``, ``diff``, ``replicate``, the HTML report): ``scale_for`` the median of its
+    finite values (all successful trials of a store), so no view picks another unit from
+    other numbers of the same metric."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    return scale_for(float(np.median(v)) if v.size else None, unit)
+
+
+def scale_named(display: str | None, unit: str | None) -> tuple[str | None, float]:
+    """The scale that shows values in ``unit`` as ``display`` (a unit ``metric_scale`` chose,
+    as stored in a record or an export); unknown pairs keep ``unit`` with factor 1."""
+    if unit is None or display is None or unit not in _SCALES:
+        return unit, 1.0
+    sizes = dict(_SCALES[unit])
+    base = sizes[_ALIASES.get(unit, unit)]
+    if display not in sizes:
+        return _ALIASES.get(unit, unit), 1.0
+    return display, sizes[display] / base
+
+
 def format_quantity(
     value: float | None, unit: str | None, digits: int = 4, scale: tuple | None = None
 ) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from benchlang import __version__
 from benchlang.report.html.inputs import ReportInputs
 from benchlang.report.html.page import esc, section, table, warning
-from benchlang.report.table import format_quantity
+from benchlang.report.table import format_quantity, metric_scale
 
 
 def warnings_of(inputs: ReportInputs) -> list[str]:
@@ -89,14 +89,20 @@ def _results_table(inputs: ReportInputs) -> list[str]:
     rows = results_rows(inputs.data)
     names = list(inputs.data.metrics)
     headers = ["configuration", "n", "failed"]
+    data = inputs.data
+    scales = {
+        n: metric_scale(data.metrics[n].values[data.table.ok], data.metrics[n].metric.unit)
+        for n in names
+    }
     for name in names:
-        headers += [f"{name} median", f"{name} min", f"{name} max"]
+        unit = f" ({scales[name][0]})" if scales[name][0] else ""
+        headers += [f"{name} median{unit}", f"{name} min", f"{name} max"]
     body = []
     for row in rows:
         line: list[object] = [row["configuration"]["label"], row["n"], row["failures"]]
         for name in names:
-            s = row["metrics"][name]
-            line += [format_quantity(s[k], s["unit"]) for k in ("median", "min", "max")]
+            s, scale = row["metrics"][name], (None, scales[name][1])
+            line += [format_quantity(s[k], None, scale=scale) for k in ("median", "min", "max")]
         body.append(line)
     return ["<h3>Per configuration</h3>", table(headers, body)]
 

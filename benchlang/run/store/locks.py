@@ -67,6 +67,26 @@ class WriterLock:
 
     def __init__(self, store: Path) -> None:
         self.path = lock_path(store)
+        for _ in range(100):
+            fd = self._acquire(store)
+            if self._current(fd):
+                break
+            os.close(fd)  # a clean close removed the file after we opened it: lock the new one
+        else:
+            raise StoreBusy(f"{store}: its lock file keeps being replaced", "try again")
+        self.fd = fd
+        self._describe(fd)
+
+    def _current(self, fd: int) -> bool:
+        """Whether the locked file is still the one at ``self.path``: a writer that closes
+        cleanly unlinks it while holding the lock, so a file opened before that unlink
+        guards nothing and must not count as the lock (the flock-and-unlink pattern)."""
+        try:
+            return os.fstat(fd).st_ino == os.stat(self.path).st_ino
+        except OSError:
+            return False
+
+    def _acquire(self, store: Path) -> int:
         self.created = False
         try:
             try:
@@ -94,7 +114,10 @@ class WriterLock:
                 f"cannot lock the store {store}: {describe_os(err)}",
                 "give a --store on a local file system",
             ) from None
-        self.fd = fd
+        return fd
+
+    @staticmethod
+    def _describe(fd: int) -> None:
         owner = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -125,9 +148,10 @@ class WriterLock:
         return "a process that did not say who it is"
 
     def release(self, *, discard: bool = False) -> None:
-        """Unlock; ``discard`` also removes a lock file this writer created (it refused the
-        file, so no store is left to guard)."""
-        if discard and self.created:
+        """Unlock and remove the lock file, still holding the lock so that no other writer
+        can hold it at once (``_current``); a killed writer leaves the file, which the
+        next writer reuses. ``discard`` is kept for callers of older versions."""
+        if self.fd >= 0 and self._current(self.fd):
             with contextlib.suppress(OSError):
                 self.path.unlink()
         if self.fd >= 0:
