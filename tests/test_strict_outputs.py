@@ -209,6 +209,12 @@ LATER: dict[str, list[str]] = {
     "replicate --analyze-only": ["replicate", "few.tar.gz", "--analyze-only"],
     "analyze import --json": ["analyze", "--store", "hyperfine.sqlite", "--json"],
     "analyze import": ["analyze", "--store", "hyperfine.sqlite"],
+    "history add": ["history", "add", "hooks.sqlite", "--history", "h.sqlite", "--commit", "c1"],
+    "history list --json": ["history", "list", "--history", "h.sqlite", "--json"],
+    "history changes --json": ["history", "changes", "--history", "h.sqlite", "--json"],
+    "history check --json": ["history", "check", "--history", "h.sqlite", "--json"],
+    "history report": ["history", "report", "--history", "h.sqlite", "-o", "history.html"],
+    "bisect --help": ["bisect", "--help"],  # a real bisect needs a repository: test_bisect.py
 }
 """Calls that read what a call of CALLS wrote."""
 

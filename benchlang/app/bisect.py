@@ -180,8 +180,8 @@ def bisect(
                 "nothing to bisect: run both endpoints with more runs, or check the revisions",
             )
         _git(root, "checkout", "--quiet", original)
+        started = True  # before start: a Ctrl-C inside it must still reset
         _git(root, "bisect", "start", bad_sha, good_sha)
-        started = True
         oracle = [sys.executable, "-m", "benchlang", "bisect", "--step", str(state)]
         ran = subprocess.run(
             ["git", "bisect", "run", *oracle], cwd=root, capture_output=True, text=True
