@@ -20,7 +20,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument(
         "--format",
-        choices=("table", "json", "csv", "markdown"),
+        choices=("table", "json", "csv", "markdown", "parquet"),
         default="table",
         help="json: versioned document with per-trial rows (status, failure reason, every "
         "measure), hosts and the headline; csv: one row per trial; markdown: a table with a "
@@ -35,10 +35,24 @@ def configure(p: argparse.ArgumentParser) -> None:
     fmt.add_argument(
         "--csv", action="store_true", help="per-configuration summaries (benchlang 0.1's format)"
     )
+    p.add_argument(
+        "--output",
+        metavar="FILE",
+        help="the file --format parquet writes: one row per trial, as the Python API's "
+        "trials() (needs pyarrow: benchlang[parquet]; docs/api.md)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.format == "parquet" or args.output:
+        from benchlang.app.api import export_parquet
+        from benchlang.errors import UserError
+
+        if args.format != "parquet" or not args.output:
+            raise UserError("--format parquet writes a file: give both, with --output FILE")
+        print(export_parquet(args.store, args.plan, args.output))
+        return 0
     data = load_store(args.store, args.plan)
     form = "json" if args.json else args.format
     if args.csv:
