@@ -1,0 +1,275 @@
+"""Change points in a series of KPIs over commits, each point weighted by its own uncertainty.
+
+The search follows Apache Otava's design (E-divisive means with a t-test: Matteson & James, JASA
+109, 2014; Daly et al., ICPE 2020; Fleming et al., "Hunter", ICPE 2023): hierarchical splitting
+at the most different pair of segments, then a merge step that drops the weakest change point
+and re-tests its neighbours until every one left is significant (Fleming et al. §3.3). What
+benchlang adds is what it knows per point:
+
+- the statistic is the inverse-variance weighted difference of the segments' mean log KPI
+  (Cochran 1954), each point's variance its interval's plus the between-point spread
+  (DerSimonian & Laird 1986), so a noisy point weighs less than a precise one;
+- its p-value accounts for the search over every split point: the tail of the maximum of a
+  standardized Brownian bridge (James, James & Siegmund, Biometrika 1987), so that a series with
+  no change shows a false change point in at most ``alpha`` of series (benchmarks/
+  bench_changepoints_otava.py measures it), where a per-split t-test would not;
+- each residual is clipped at 3 standard deviations from a running median (Huber 1964, Tukey
+  1977) so that isolated outliers are not segments;
+- the size of a shift is a ratio of the segments' geometric-mean levels with an interval at
+  ``confidence`` (normal on the log scale). The interval is conditional on the change point's
+  place: it ignores the uncertainty of the place and the selection of the largest statistic, so
+  a change barely significant has an interval that tends to be too far from 1.
+
+Values that are not all positive are analysed on their own scale (differences; the ratio's
+interval by the delta method) and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+
+from benchlang.jsonout import undefined
+from benchlang.stats._changepoint_scan import (
+    Sums,
+    huber_var,
+    local_dispersion,
+    noise,
+    point_sd,
+    segment_dispersion,
+)
+
+METHOD = "weighted binary segmentation + merge (max-type p-value)"
+ROUNDS = 3  # re-estimations of the dispersion given the change points found
+
+
+@attrs.frozen
+class ChangePoint:
+    """A shift of level at ``index`` (the first point after it, 0-based).
+
+    ``before``/``after``: the levels of the neighbouring segments (geometric means of the
+    weighted, outlier-clipped KPIs; arithmetic means on the linear scale); ``ratio`` = after /
+    before with [``ratio_low``, ``ratio_high``] at the result's confidence; ``p_value`` is the
+    probability of a statistic at least this large anywhere in the two segments if they had no
+    change; ``statistic`` the weighted z.
+    """
+
+    index: int
+    before: float
+    after: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    p_value: float
+    statistic: float = math.nan
+
+    def to_dict(self) -> dict:
+        """Strict JSON: an undefined ratio (a level of 0 or below) is null with the reason."""
+        fields = {
+            "index": self.index,
+            "before": self.before,
+            "after": self.after,
+            "ratio": self.ratio,
+            "ratio_low": self.ratio_low,
+            "ratio_high": self.ratio_high,
+            "p_value": self.p_value,
+            "statistic": self.statistic,
+        }
+        return undefined(fields, {"*": "the level before the change is not positive"})
+
+
+@attrs.frozen
+class ChangePoints:
+    """Every change point of one series, in index order.
+
+    ``scale`` is "log" (ratios of positive KPIs) or "linear"; ``noise_cv`` the between-point
+    spread found (a coefficient of variation on the log scale); ``note`` says why the result is
+    empty or descriptive only (too few points, a constant series).
+    """
+
+    points: tuple[ChangePoint, ...]
+    method: str
+    alpha: float
+    n: int = 0
+    confidence: float = 95.0
+    min_size: int = 5
+    scale: str = "log"
+    noise_cv: float = math.nan
+    weighted: bool = False
+    note: str | None = None
+    series: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
+
+    def to_dict(self) -> dict:
+        fields = {
+            "method": self.method,
+            "alpha": self.alpha,
+            "n": self.n,
+            "confidence": self.confidence,
+            "min_size": self.min_size,
+            "scale": self.scale,
+            "noise_cv": self.noise_cv,
+            "weighted": self.weighted,
+            "note": self.note,
+            "points": [p.to_dict() for p in self.points],
+        }
+        return undefined(fields, {"noise_cv": self.note or "not defined for these values"})
+
+
+def detect_changes(
+    values: Sequence[float] | np.ndarray,
+    lower: Sequence[float] | np.ndarray | None = None,
+    upper: Sequence[float] | np.ndarray | None = None,
+    *,
+    alpha: float = 0.05,
+    confidence: float = 95.0,
+    min_size: int = 5,
+    previous: ChangePoints | None = None,
+    interval_confidence: float = 95.0,
+) -> ChangePoints:
+    """Change points of ``values`` (a series' KPI per point, in commit order).
+
+    ``lower``/``upper``: each point's interval bounds at ``interval_confidence`` percent (None,
+    or nan for a point, when unknown); a one-sided KPI gives one of them. ``alpha`` is the
+    chance, on a series without change, of reporting any change point; ``min_size`` the fewest
+    points of a segment. ``previous`` is the result for ``values[:-1]``: when its values match,
+    the answer is the same as a full computation (the computation is linear in the points per
+    level of splitting; benchmarks/bench_changepoints_otava.py times both at 10,000 points).
+    """
+    y = np.asarray(values, dtype=np.float64)
+    lo = None if lower is None else np.asarray(lower, dtype=np.float64)
+    hi = None if upper is None else np.asarray(upper, dtype=np.float64)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if min_size < 2:
+        raise ValueError(f"min_size must be at least 2, got {min_size!r}")
+    empty = dict(method=METHOD, alpha=alpha, n=int(y.size), confidence=confidence)
+    empty["min_size"] = min_size
+    if y.size < 2 * min_size or not np.all(np.isfinite(y)):
+        why = (
+            f"too few points for a change point ({y.size} < {2 * min_size}: two segments of "
+            f"min_size {min_size})"
+            if np.all(np.isfinite(y))
+            else "the series has undefined values; drop them first"
+        )
+        return ChangePoints(points=(), note=why, series=y, **empty)
+    log = bool(np.all(y > 0))
+    if log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z, lo, hi = np.log(y), _log(lo), _log(hi)
+    else:
+        z = y
+    sd = point_sd(z, lo, hi, interval_confidence)
+    model = noise(z, sd)
+    if not np.all(model.var > 0):
+        return ChangePoints(
+            points=(), note="the series is constant", scale="log" if log else "linear",
+            series=y, **empty,
+        )  # fmt: skip
+    var = huber_var(z, model.var, min_size)
+    base = Sums(z, var)
+    sums = base.tuned(local_dispersion(var, z, min_size))
+    cuts = _search(sums, min_size, alpha)
+    for _ in range(ROUNDS):
+        if not cuts:
+            break
+        sums = base.tuned(segment_dispersion(var, z, cuts))
+        again = _search(sums, min_size, alpha)
+        if again == cuts:
+            break
+        cuts = again
+    points = tuple(_point(sums, cuts, k, min_size, confidence, log) for k in range(len(cuts)))
+    return ChangePoints(
+        points=points,
+        scale="log" if log else "linear",
+        noise_cv=math.sqrt(model.tau2 * sums.dispersion.phi) if log else math.nan,
+        weighted=bool(np.isfinite(sd).any()),
+        note=None if log else "values not all positive: analysed as differences",
+        series=y,
+        **empty,
+    )
+
+
+def _log(bounds: np.ndarray | None) -> np.ndarray | None:
+    if bounds is None:
+        return None
+    return np.where(bounds > 0, np.log(np.where(bounds > 0, bounds, 1.0)), np.nan)
+
+
+def _search(sums: Sums, m: int, alpha: float) -> list[int]:
+    return _merge(sums, _split(sums, m, alpha), m, alpha)
+
+
+def _split(sums: Sums, m: int, alpha: float) -> list[int]:
+    """Binary segmentation: split every segment at its largest |z| while the max-type p-value
+    is below ``alpha`` (Vostrikova 1981; Matteson & James 2014 §2.2 with a mean statistic)."""
+    cuts: list[int] = []
+    todo = [(0, sums.w.size)]
+    while todo:
+        a, b = todo.pop()
+        if b - a < 2 * m:
+            continue
+        t, z, x = sums.scan(a, b, m)
+        best = int(np.argmax(np.abs(z)))
+        if sums.max_p(a, b, t, float(x[best])) < alpha:
+            cut = int(t[best])
+            cuts.append(cut)
+            todo += [(a, cut), (cut, b)]
+    return sorted(cuts)
+
+
+def _merge(sums: Sums, cuts: list[int], m: int, alpha: float) -> list[int]:
+    """Fleming et al.'s merge step (ICPE 2023 §3.3): re-test each change point between its
+    neighbours, drop the one with the largest p-value while it is at least ``alpha``; then
+    move each to the largest |z| between its neighbours (a local refinement)."""
+    cuts = list(cuts)
+    ps = [_local(sums, cuts, k, m)[1] for k in range(len(cuts))]
+    while cuts:
+        worst = int(np.argmax(ps))
+        if ps[worst] < alpha:
+            break
+        del cuts[worst], ps[worst]
+        for k in (worst - 1, worst):
+            if 0 <= k < len(cuts):
+                ps[k] = _local(sums, cuts, k, m)[1]
+    for k in range(len(cuts)):
+        a, b = _bounds(sums, cuts, k)
+        t, z, _ = sums.scan(a, b, m)
+        cuts[k] = int(t[int(np.argmax(np.abs(z)))])
+    return cuts
+
+
+def _bounds(sums: Sums, cuts: list[int], k: int) -> tuple[int, int]:
+    return (cuts[k - 1] if k else 0), (cuts[k + 1] if k + 1 < len(cuts) else sums.w.size)
+
+
+def _local(sums: Sums, cuts: list[int], k: int, m: int) -> tuple[float, float]:
+    """The z at change point k between its neighbours and its max-type p-value there."""
+    a, b = _bounds(sums, cuts, k)
+    t, z, x = sums.scan(a, b, m)
+    at = cuts[k] - int(t[0])
+    return float(z[at]), sums.max_p(a, b, t, float(x[at]))
+
+
+def _point(
+    sums: Sums, cuts: list[int], k: int, m: int, confidence: float, log: bool
+) -> ChangePoint:
+    from scipy.special import ndtri
+
+    a, b = _bounds(sums, cuts, k)
+    z, p = _local(sums, cuts, k, m)
+    left, vl = sums.mean(a, cuts[k])
+    right, vr = sums.mean(cuts[k], b)
+    half = float(ndtri((1.0 + confidence / 100.0) / 2.0))
+    if log:
+        se = math.sqrt(vl + vr)
+        shift = right - left
+        low, high = math.exp(shift - half * se), math.exp(shift + half * se)
+        return ChangePoint(
+            cuts[k], math.exp(left), math.exp(right), math.exp(shift), low, high, p, z
+        )
+    ratio = right / left if left > 0 else math.nan
+    se = abs(ratio) * math.sqrt(vl / left**2 + vr / right**2) if left > 0 and right else math.nan
+    return ChangePoint(cuts[k], left, right, ratio, ratio - half * se, ratio + half * se, p, z)
