@@ -1,0 +1,146 @@
+"""Change points weighted by each point's interval (benchlang/stats/changepoints.py; issue 30,
+item 2). Seeded synthetic series; the calibration against Otava is benchmarks/
+bench_changepoints_otava.py."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchlang.stats.changepoints import ChangePoints, detect_changes
+
+
+def _series(rng, n, steps=(), sd=0.02, width=0.03):
+    """KPIs in lognormal noise with a step of ratio r at each (index, r), and intervals of
+    +-``width`` around each value."""
+    level = np.zeros(n)
+    for at, ratio in steps:
+        level[at:] += np.log(ratio)
+    values = np.exp(level + rng.normal(0.0, sd, n))
+    return values, values * (1 - width), values * (1 + width)
+
+
+@pytest.mark.parametrize("ratio", [1.10, 0.90])
+def test_planted_step_found_at_its_index_with_an_interval_holding_the_ratio(ratio):
+    rng = np.random.default_rng(30)
+    values, lower, upper = _series(rng, 120, [(70, ratio)])
+    found = detect_changes(values, lower, upper)
+    assert [p.index for p in found.points] == [70]
+    point = found.points[0]
+    assert point.ratio_low < ratio < point.ratio_high
+    assert point.ratio_low < point.ratio < point.ratio_high
+    assert point.after / point.before == pytest.approx(point.ratio)
+    assert point.p_value < 1e-6
+    assert found.weighted and found.scale == "log"
+
+
+def test_several_steps_each_found():
+    """Each step within one point of its place (an 8% step is 4 noise deviations: a point
+    next to it may fall either side) and its ratio inside the interval."""
+    rng = np.random.default_rng(31)
+    steps = [(40, 1.08), (90, 0.90), (150, 1.15)]
+    values, lower, upper = _series(rng, 200, steps)
+    found = detect_changes(values, lower, upper)
+    assert len(found.points) == 3
+    for point, (at, ratio) in zip(found.points, steps, strict=True):
+        assert abs(point.index - at) <= 1
+        assert point.ratio_low < ratio < point.ratio_high
+
+
+def test_no_change_series_are_mostly_clean():
+    """Calibration: a change point on at most alpha of series without change (5%; 300 series
+    here, so at most 9% allowing 3 binomial standard errors)."""
+    rng = np.random.default_rng(32)
+    alarms = 0
+    for _ in range(300):
+        values, lower, upper = _series(rng, 100)
+        alarms += bool(detect_changes(values, lower, upper).points)
+    assert alarms / 300 <= 0.09
+
+
+def test_isolated_outliers_are_no_change_points():
+    rng = np.random.default_rng(33)
+    values, lower, upper = _series(rng, 150)
+    for at in (30, 77, 120):
+        values[at] *= 2.0
+    assert detect_changes(values, lower, upper).points == ()
+
+
+def test_a_noisy_point_weighs_less_than_a_precise_one():
+    """Ten points at +15% with wide intervals (a busy machine) between precise points at one
+    level: without intervals they are a segment of their own; with them they weigh almost
+    nothing, no change is found."""
+    rng = np.random.default_rng(34)
+    values, lower, upper = _series(rng, 80, sd=0.01, width=0.02)
+    values[35:45] *= 1.15
+    lower[35:45], upper[35:45] = values[35:45] / 1.5, values[35:45] * 1.5
+    plain = detect_changes(values)
+    weighted = detect_changes(values, lower, upper)
+    assert {p.index for p in plain.points} == {35, 45}
+    assert weighted.points == ()
+
+
+def test_weights_move_the_level_toward_precise_points():
+    """The levels are weighted means: noisy high points pull the unweighted level up, the
+    weighted one stays near the precise points' level."""
+    rng = np.random.default_rng(35)
+    values, lower, upper = _series(rng, 100, [(50, 1.2)], sd=0.01, width=0.02)
+    noisy = np.arange(0, 50, 3)
+    values[noisy] *= 1.05
+    lower[noisy], upper[noisy] = values[noisy] / 1.3, values[noisy] * 1.3
+    plain, weighted = detect_changes(values).points[0], detect_changes(values, lower, upper)
+    assert weighted.points[0].index == plain.index == 50
+    assert abs(weighted.points[0].before - 1.0) < abs(plain.before - 1.0)
+    assert abs(weighted.points[0].ratio - 1.2) < abs(plain.ratio - 1.2)
+
+
+def test_incremental_result_equals_full_recomputation():
+    rng = np.random.default_rng(36)
+    values, lower, upper = _series(rng, 160, [(60, 1.1), (110, 0.9)])
+    previous = detect_changes(values[:100], lower[:100], upper[:100])
+    for n in range(101, 161):
+        previous = detect_changes(values[:n], lower[:n], upper[:n], previous=previous)
+        assert previous == detect_changes(values[:n], lower[:n], upper[:n])
+    assert [p.index for p in previous.points] == [60, 110]
+
+
+def test_one_sided_bounds_and_unknown_intervals_are_accepted():
+    rng = np.random.default_rng(37)
+    values, _, upper = _series(rng, 100, [(50, 1.1)])
+    upper[::7] = np.nan
+    found = detect_changes(values, upper=upper)
+    assert [p.index for p in found.points] == [50] and found.weighted
+
+
+def _strict(document: dict) -> dict:
+    return json.loads(json.dumps(document, allow_nan=False))
+
+
+def test_to_dict_is_strict_json_with_reasons_for_undefined_numbers():
+    rng = np.random.default_rng(38)
+    values, lower, upper = _series(rng, 100, [(50, 1.1)])
+    document = _strict(detect_changes(values, lower, upper).to_dict())
+    assert document["points"][0]["index"] == 50 and "null_reasons" not in document
+
+    short = _strict(detect_changes(values[:6]).to_dict())
+    assert short["points"] == [] and short["noise_cv"] is None
+    assert "too few points" in short["null_reasons"]["noise_cv"]
+
+    crossing = np.concatenate([rng.normal(-1.0, 0.05, 40), rng.normal(1.0, 0.05, 40)])
+    result = detect_changes(crossing)
+    assert result.scale == "linear" and [p.index for p in result.points] == [40]
+    point = _strict(result.to_dict())["points"][0]
+    assert point["ratio"] is None and "not positive" in point["null_reasons"]["ratio"]
+
+
+def test_bad_input_is_refused_or_explained():
+    with pytest.raises(ValueError, match="alpha"):
+        detect_changes(np.ones(20), alpha=1.5)
+    with pytest.raises(ValueError, match="min_size"):
+        detect_changes(np.ones(20), min_size=1)
+    assert "undefined values" in detect_changes([1.0, float("nan")] * 10).note
+    constant = detect_changes(np.ones(30))
+    assert constant.points == () and constant.note == "the series is constant"
+    assert isinstance(constant, ChangePoints)
