@@ -90,3 +90,30 @@ def test_bisect_refuses_what_it_cannot_use(repo, tmp_path):
     assert "is not slower than the good one" in same.stderr
     assert git(root, "rev-parse", "--abbrev-ref", "HEAD") == "main"
     assert git(root, "status", "--porcelain") == ""
+
+
+def test_ctrl_c_leaves_the_repository_as_it_was(repo):
+    """SIGINT to the whole process group (what a terminal's Ctrl-C sends) while git bisects:
+    benchlang resets the bisect and checks the branch out again."""
+    import os
+    import signal
+    import time
+
+    root, shas = repo
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchlang", "bisect", "bench.bench", "--good", shas[0],
+         "--bad", "main"],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not (root / ".git" / "BISECT_LOG").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, "bisect never started"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not (root / ".git" / "BISECT_LOG").exists()
+    assert git(root, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+    assert git(root, "status", "--porcelain") == ""

@@ -237,7 +237,10 @@ def test_changes_and_check_on_both_engines(history, tmp_path, capsys):
             codes.append(cli(capsys, "history", "check", "--history", history, "--json")[0])
     assert codes == [0, 1]
     code, out, _ = cli(capsys, "history", "changes", "--history", history, "--json")
-    found = json.loads(out)["series"]
+    assert code == 0
+    document = json.loads(out)
+    assert (document["kind"], document["action"]) == ("benchlang.history", "changes")
+    found = document["series"]
     assert len(found) == 2
     for series in found:
         (change,) = series["changes"]

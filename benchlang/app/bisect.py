@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,23 @@ def _endpoint(repo: Path, rev: str, spec: Path, store: Path, build: str | None) 
         raise UserError(f"the endpoint {rev[:12]} cannot be measured: {failed}")
 
 
+def _restore(root: Path, original: str, started: bool) -> None:
+    """Leave the repository as it was: no bisect, the same checkout, no change to a tracked
+    file (the tree was clean before; a Ctrl-C inside a checkout can leave the index half-way).
+    A second Ctrl-C does not interrupt this."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        previous = None
+    try:
+        if started:
+            _git(root, "bisect", "reset", check=False)
+        _git(root, "checkout", "--quiet", "--force", original, check=False)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
 def bisect(
     spec: str | Path,
     good: str,
@@ -190,9 +208,7 @@ def bisect(
         found = re.search(r"^([0-9a-f]{40}) is the first bad commit", ran.stdout, re.M)
         first = found.group(1) if found else None
     finally:
-        if started:
-            _git(root, "bisect", "reset", check=False)
-        _git(root, "checkout", "--quiet", original, check=False)
+        _restore(root, original, started)
     steps = (
         tuple(json.loads(line) for line in (state / "steps.jsonl").read_text().splitlines() if line)
         if (state / "steps.jsonl").exists()

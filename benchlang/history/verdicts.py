@@ -114,24 +114,28 @@ def _kind(ratio: float, better: str) -> str:
     return "regression" if worse else "improvement"
 
 
-def _detect(series: Series, alpha: float, confidence: float) -> Any:
+def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) -> SeriesChanges:
+    """Every change point of one series, each with the commits it lies between; points
+    without a value (a run whose KPI could not be computed) are left out of the detection."""
     from benchlang.stats.changepoints import detect_changes
 
-    return detect_changes(
-        series.values, series.lower, series.upper, alpha=alpha, confidence=confidence
-    )
-
-
-def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) -> SeriesChanges:
-    """Every change point of one series, each with the commits it lies between."""
-    found = _detect(series, alpha, confidence) if len(series) >= 2 else None
+    kept = np.flatnonzero(np.isfinite(series.values))
+    found = None
+    if kept.size >= 2:
+        found = detect_changes(
+            series.values[kept],
+            series.lower[kept],
+            series.upper[kept],
+            alpha=alpha,
+            confidence=confidence,
+        )
     out = []
     for cp in found.points if found is not None else ():
-        i = int(cp.index)
+        i, before = int(kept[cp.index]), int(kept[cp.index - 1]) if cp.index > 0 else None
         out.append(
             Change(
                 i,
-                series.commits[i - 1] if i > 0 else None,
+                series.commits[before] if before is not None else None,
                 series.commits[i],
                 series.dates[i],
                 float(cp.before),
