@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang import settings as s
@@ -173,8 +175,7 @@ def check_kpis(
         )
         if method is None:
             continue
-        if _one_sided_only(ctx, block, method):
-            continue
+        settings = _one_sided_only(ctx, block, method)
         if not {"percentile", "confidence"} <= {p.name for p in method.parameters}:
             ctx.error(
                 f"kpi method '{method.name}' does not declare the parameters percentile and "
@@ -182,15 +183,13 @@ def check_kpis(
                 block.method_span or block.span,
             )
             continue
-        checked = check_method_settings(
-            ctx, method, block.settings, f"kpi {block.name}", block.span
-        )
+        checked = check_method_settings(ctx, method, settings, f"kpi {block.name}", block.span)
         v = {**method.defaults(), **checked.values}
         if metric is None or not {"percentile", "confidence"} <= v.keys():
             continue
         default_bound = "upper" if metric.better == "lower" else "lower"
         refusal = method.refusal({"bound": default_bound, **v})
-        if refusal is not None:
+        if refusal is not None and settings is block.settings:  # else refused two-sided
             ctx.error(
                 f"kpi {block.name}: {refusal}",
                 block.method_span or block.span,
@@ -211,9 +210,10 @@ def check_kpis(
     return out
 
 
-def _one_sided_only(ctx: Context, block: ast.Block, method: Any) -> bool:
+def _one_sided_only(ctx: Context, block: ast.Block, method: Any) -> ast.Settings:
     """``bound both`` with a kpi method that declares one-sided bounds only: refused with the
-    reason (its coverage is not known two-sided) and the method that gives the interval."""
+    reason (its coverage is not known two-sided) and the method that gives the interval; the
+    settings are then checked without it (one error, not a cascade)."""
     both = [
         item
         for item in block.settings.items
@@ -221,7 +221,7 @@ def _one_sided_only(ctx: Context, block: ast.Block, method: Any) -> bool:
     ]
     parameter = method.parameter("bound")
     if not both or (parameter is not None and "both" in parameter.choices):
-        return False
+        return block.settings
     ctx.error(
         f"kpi {block.name}: {method.name} gives one-sided bounds only; its two-sided coverage "
         "is not established",
@@ -229,7 +229,8 @@ def _one_sided_only(ctx: Context, block: ast.Block, method: Any) -> bool:
         "bound both is Thompson's equal-tailed interval (exact at any n from its minimum): "
         "kpi without 'with'",
     )
-    return True
+    kept = tuple(item for item in block.settings.items if item not in both)
+    return attrs.evolve(block.settings, items=kept)
 
 
 def check_variabilities(
