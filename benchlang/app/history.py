@@ -149,7 +149,7 @@ def add_stores(
         for run, points in read:
             found_commit = found_branch = None
             if commit is None:
-                where = Path(_spec_of(run.source) or run.source).resolve()
+                where = Path(_spec_of(run.source)).resolve()
                 found_commit, found_branch = git_position(where)
             run = attrs.evolve(
                 run,
@@ -163,14 +163,15 @@ def add_stores(
     return target, out
 
 
-def _spec_of(store: str | Path) -> str | None:
+def _spec_of(store: str | Path) -> str:
+    """The spec the store's run was made from when it is still there (its path as recorded,
+    which may be relative to where the run started), else the store itself: where to look for
+    the git repository and the default history."""
     from benchlang.run.store import Store
 
-    try:
-        with Store(store) as s:
-            return s.plan().spec_path
-    except Exception:
-        return None
+    with Store(store) as s:
+        recorded = s.plan().spec_path
+    return recorded if recorded and Path(recorded).is_file() else str(store)
 
 
 def import_csv(
