@@ -113,8 +113,13 @@ class History:
             )
 
     def _has_other_tables(self) -> bool:
+        """Tables that are not a history's: any in a SQLite file; in a PostgreSQL database
+        (often shared with other tools) only ones named like the history's."""
         if self.postgres:
-            sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+            sql = (
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_name IN ('runs', 'points')"
+            )
         else:
             sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
         try:
