@@ -52,7 +52,11 @@ def sha(i: int) -> str:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The history, and the gate's exit status just before and at the regressing commit."""
-    root = tmp_path_factory.mktemp("history200")
+    shm = Path("/dev/shm")  # 200 stores: in memory when the machine has it (2x faster here)
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        root = Path(tempfile.mkdtemp(prefix="benchlang-history200-", dir=shm))
+    else:
+        root = tmp_path_factory.mktemp("history200")
     spec = root / "service.bench"
     spec.write_text(SPEC)
     history = str(root / "history.sqlite")
@@ -70,7 +74,9 @@ def built(tmp_path_factory):
             summary = root / f"summary-{i}.md"
             gates[i] = (main(["history", "check", "--history", history, "--summary", str(summary)]),
                         summary.read_text())  # fmt: skip
-    return root, history, gates
+    yield root, history, gates
+    if root.parent == shm:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_check_fails_on_the_regressing_commit(built, capsys):
