@@ -1,8 +1,8 @@
 """The executor: runs a plan through a backend, one queue of rounds per host, and commits
 every finished trial to the store before the next one starts. Its rooms: scheduling (rounds
 onto hosts), rounds (a round on its host), trial (a trial's life), hooks (sessions, setup,
-reset, teardown), stopping_rule (the spec's stop), halting (signals, a failed store), reaping
-(nothing left running)."""
+reset, teardown), stopping_rule (the spec's stop), halting (signals, a failed store, failing
+fast), reaping (nothing left running), failures (how a failed command is told)."""
 
 from __future__ import annotations
 
