@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from benchlang.cli import add_command
 from benchlang.errors import UserError
 
 
@@ -31,3 +32,8 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     serve()
     return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``benchlang lsp`` on a parser of one's own (tests, tools)."""
+    add_command(subparsers, "lsp")
