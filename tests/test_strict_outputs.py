@@ -160,6 +160,9 @@ CALLS: dict[str, list[str]] = {
     "results --format json": ["results", "quickstart.sqlite", "--format", "json"],
     "results --format csv": ["results", "ab-layout.sqlite", "--format", "csv"],
     "results --format markdown": ["results", "hooks.sqlite", "--format", "markdown"],
+    "results --format parquet": [
+        *("results", "quickstart.sqlite", "--format", "parquet", "--output", "q.parquet"),
+    ],
     "analyze": ["analyze", "quickstart.bench", "--store", "quickstart.sqlite"],
     "analyze --json": ["analyze", "quickstart.bench", "--store", "quickstart.sqlite", "--json"],
     "analyze ab --json": ["analyze", "ab-layout.bench", "--store", "ab-layout.sqlite", "--json"],
@@ -215,6 +218,7 @@ LATER: dict[str, list[str]] = {
     "history check --json": ["history", "check", "--history", "h.sqlite", "--json"],
     "history report": ["history", "report", "--history", "h.sqlite", "-o", "history.html"],
     "bisect --help": ["bisect", "--help"],  # a real bisect needs a repository: test_bisect.py
+    "lsp --help": ["lsp", "--help"],  # a session needs a client: test_lsp.py
 }
 """Calls that read what a call of CALLS wrote."""
 
