@@ -1,0 +1,203 @@
+"""Executed documentation (issue 29): the shell sessions of README.md and docs/*.md, parsed,
+run and compared with what the page shows. The conventions are in docs/testing.md.
+
+A session is a fenced block whose first line starts with ``$ ``: each ``$ `` line is a command
+(a line ending in ``\\`` continues it), the lines up to the next one its expected output,
+stdout and stderr together as a terminal shows them. HTML comments on the lines just above a
+fence direct the runner:
+
+- ``<!-- skip: why -->``: not run (needs a cluster, a cloud account, minutes of work); the
+  reason is required.
+- ``<!-- varies: what -->``: digits, hexadecimal hashes, runs of spaces and of table rules are
+  compared as placeholders (timings, hashes, column widths follow the numbers).
+- ``<!-- file: PATH -->``: the block is a file the page uses: written to PATH, not run.
+- ``<!-- same-as: PATH -->``: the block must equal the repository's file PATH.
+- ``<!-- setup: COMMAND -->``: run before the block, silently (a file the page does not show).
+
+In an expected output, a line ``...`` matches any number of lines and ``...`` inside a line
+any text. Each page runs in a directory of its own holding a copy of the repository's
+``specs/``; its sessions share it (and the stores they make), in page order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
+_DIRECTIVE = re.compile(r"^<!--\s*(skip|varies|file|same-as|setup)\s*:\s*(.*?)\s*-->\s*$")
+TIMEOUT = 300
+
+
+@dataclass
+class Command:
+    line: int
+    text: str
+    expected: list[str]
+
+
+@dataclass
+class Block:
+    page: str
+    line: int
+    lines: list[str]
+    directives: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def session(self) -> bool:
+        first = next((x for x in self.lines if x.strip()), "")
+        return first.startswith("$ ")
+
+    def commands(self) -> list[Command]:
+        out: list[Command] = []
+        i = 0
+        while i < len(self.lines):
+            line = self.lines[i]
+            if not line.startswith("$ "):
+                out[-1].expected.append(line) if out else None
+                i += 1
+                continue
+            start, text = i, line[2:]
+            while text.endswith("\\") and i + 1 < len(self.lines):
+                i += 1
+                text = text[:-1] + "\n" + self.lines[i]
+            out.append(Command(self.line + 1 + start, text, []))
+            i += 1
+        return out
+
+
+def blocks(page: str, text: str | None = None) -> list[Block]:
+    """The fenced blocks of a page, each with the directives on the lines just above it."""
+    lines = (text if text is not None else (ROOT / page).read_text()).splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if not lines[i].startswith("```"):
+            i += 1
+            continue
+        directives, j = {}, i - 1
+        while j >= 0 and (m := _DIRECTIVE.match(lines[j])):
+            directives[m.group(1)] = m.group(2)
+            j -= 1
+        end = next(k for k in range(i + 1, len(lines)) if lines[k].startswith("```"))
+        out.append(Block(page, i + 1, lines[i + 1 : end], directives))
+        i = end + 1
+    return out
+
+
+def _normalise(text: str) -> str:
+    text = re.sub(r"\b(?=[0-9a-f]*[0-9])[0-9a-f]{7,}\b", "#", text)
+    text = re.sub(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?", "#", text)
+    text = re.sub(r"#(\.#)+", "#", text)
+    text = re.sub(r"[-─━]{2,}", "--", text)
+    return re.sub(r"[ \t]+", " ", text)
+
+
+def matches(expected: list[str], actual: str, varies: bool = False) -> bool:
+    """Whether ``actual`` is what ``expected`` shows, ``...`` wildcards included."""
+    got = [x.rstrip() for x in actual.rstrip("\n").splitlines()]
+    want = [x.rstrip() for x in expected]
+    while want and not want[-1]:
+        want.pop()
+    while got and not got[-1]:
+        got.pop()
+    if varies:
+        got, want = [_normalise(x) for x in got], [_normalise(x) for x in want]
+    pattern = []
+    for line in want:
+        if line.strip() == "...":
+            pattern.append(r"(?:[^\n]*\n)*?")
+        else:
+            pattern.append(".*".join(re.escape(p) for p in line.split("...")) + r"\n")
+    return re.fullmatch("".join(pattern), "".join(x + "\n" for x in got)) is not None
+
+
+def page_directory(tmp: Path) -> Path:
+    shutil.copytree(ROOT / "specs", tmp / "specs", ignore=shutil.ignore_patterns("*.sqlite*"))
+    return tmp
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(PYTHONUNBUFFERED="1", COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+@dataclass
+class Outcome:
+    ran: int = 0
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def run_block(block: Block, cwd: Path, outcome: Outcome, status: list[int]) -> None:
+    """Run one block in ``cwd``; ``status`` carries the last exit status (``$?``)."""
+    d = block.directives
+    where = f"{block.page}:{block.line}"
+    if "same-as" in d:
+        shown = "\n".join(block.lines).rstrip() + "\n"
+        if shown != (ROOT / d["same-as"]).read_text().rstrip() + "\n":
+            outcome.problems.append(f"{where}: the block differs from {d['same-as']}")
+    if "file" in d:
+        target = cwd / d["file"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(block.lines) + "\n")
+        return
+    if not block.session:
+        return
+    if "skip" in d:
+        if not d["skip"].strip():
+            outcome.problems.append(f"{where}: a skipped session must say why")
+        outcome.skipped += 1
+        return
+    env = environment()
+    if "setup" in d:
+        subprocess.run(["bash", "-c", d["setup"]], cwd=cwd, env=env, capture_output=True)
+    for command in block.commands():
+        proc = subprocess.run(
+            ["bash", "-c", f"(exit {status[0]}); {command.text}"],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=TIMEOUT,
+        )
+        status[0] = proc.returncode
+        outcome.ran += 1
+        actual = proc.stdout.decode(errors="replace")
+        if not matches(command.expected, actual, varies="varies" in d):
+            outcome.problems.append(
+                f"{block.page}:{command.line}: $ {command.text}\n--- the page shows:\n"
+                + "\n".join(command.expected)
+                + "\n--- the command printed:\n"
+                + actual
+            )
+
+
+def _shown_files(found: list[Block], cwd: Path) -> None:
+    """The files a page shows with ``$ cat NAME`` exist before its first session runs."""
+    for block in found:
+        if not block.session or "skip" in block.directives:
+            continue
+        for command in block.commands():
+            cat = re.fullmatch(r"cat (\S+)", command.text)
+            if cat and not (cwd / cat.group(1)).exists():
+                text = "\n".join(command.expected).rstrip("\n") + "\n"
+                (cwd / cat.group(1)).write_text(text)
+
+
+def run_page(page: str, tmp: Path, text: str | None = None) -> Outcome:
+    cwd = page_directory(tmp)
+    outcome, status = Outcome(), [0]
+    found = blocks(page, text)
+    _shown_files(found, cwd)
+    for block in found:
+        run_block(block, cwd, outcome, status)
+    return outcome

@@ -1,0 +1,168 @@
+"""The first ten minutes (issue 29 items 2, 3, 5): the README's spec, copied into an empty
+directory, runs in a 100-column pseudo-terminal with no failed trial and ends with the answer
+for a person (what ran, the record drawn as a table, the headline last, no raw Markdown); every
+view of the store shows the metric in one unit; the store's lock and WAL files are gone after a
+clean close; ``order --json`` and ``results --summary-csv`` answer where their text forms do."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+import pytest
+
+from tests.docs_sessions import blocks, environment
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+QUANTITY = re.compile(r"(?<![\w.:])\d+(?:\.\d+)? ?(ns|µs|ms|s|min|h)(?![\w/])")
+HEADER_UNIT = re.compile(r"[(\[](ns|µs|ms|s|min|h)[)\]]")
+
+
+def in_terminal(argv: list[str], cwd: Path, columns: int = 100) -> tuple[int, str]:
+    """Run ``argv`` on a pseudo-terminal of ``columns`` columns: its status and what a person
+    sees (escape sequences dropped, each line as the last carriage return left it)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its terminal is the pty's other end
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
+        os.chdir(cwd)
+        os.execvpe(argv[0], argv, {**environment(), "TERM": "xterm", "COLUMNS": str(columns)})
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    text = ANSI.sub("", b"".join(chunks).decode(errors="replace"))
+    lines = [line.rstrip("\r").split("\r")[-1] for line in text.split("\n")]
+    return os.waitstatus_to_exitcode(status), "\n".join(lines)
+
+
+def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchlang", *args],
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    """The README's spec block, copied into an empty directory and run in a terminal."""
+    spec = next(b for b in blocks("README.md") if b.directives.get("same-as"))
+    here = tmp_path_factory.mktemp("readme")
+    (here / "quickstart.bench").write_text("\n".join(spec.lines) + "\n")
+    status, seen = in_terminal([sys.executable, "-m", "benchlang", "run", "quickstart.bench"], here)
+    left = sorted(p.name for p in here.iterdir() if p.name.startswith("quickstart.sqlite"))
+    (here / "files after the run").write_text(" ".join(left))
+    return here, status, seen
+
+
+def test_the_readme_spec_runs_without_a_failed_trial(quickstart):
+    _, status, seen = quickstart
+    assert status == 0, seen
+    assert "Ran 75 trials of quickstart (3 configurations x 5 series on local): 0 failed" in seen
+
+
+def test_the_run_ends_with_the_headline_and_no_raw_markdown(quickstart):
+    _, _, seen = quickstart
+    record, ran = seen.index("Reproducibility record: quickstart"), seen.index("Ran 75 trials")
+    head, ranking = seen.index("Headline: time (ms)"), seen.index("Ranking of tool")
+    assert record < ran < head < ranking
+    tail = seen[ranking:].strip().splitlines()
+    assert tail[-1].startswith("Per-series KPIs and independence tests: benchlang analyze")
+    assert all(line.startswith(("  ", "Confidence", "Per-series")) for line in tail[1:])
+    assert "**" not in seen and "| ---" not in seen and "`" not in seen
+    assert "median ≤" in seen[head:ranking]  # the KPI column says it is an upper bound
+    assert "statistics: thompson" not in seen and "Thompson 1936" in seen
+    wide = [line for line in seen.splitlines() if len(line) > 100]
+    assert not wide, wide
+
+
+def _units(text: str) -> set[str]:
+    return set(QUANTITY.findall(text)) | set(HEADER_UNIT.findall(text))
+
+
+def test_one_unit_per_metric_in_every_view(quickstart):
+    here, _, seen = quickstart
+    store = "quickstart.sqlite"
+    views = {"run": seen[seen.index("Reproducibility record") :]}
+    for name, args in {
+        "results": ["results", store],
+        "results markdown": ["results", store, "--format", "markdown"],
+        "record": ["record", "--store", store, "--format", "markdown"],
+        "record latex": ["record", "--store", store, "--format", "latex"],
+        "order": ["order", store],
+        "diff": ["diff", store, store],
+    }.items():
+        done = cli(args, here)
+        assert done.returncode == 0, done.stderr
+        views[name] = done.stdout
+    status, views["record in a terminal"] = in_terminal(
+        [sys.executable, "-m", "benchlang", "record", "--store", store], here
+    )
+    assert status == 0
+    assert cli(["report", store, "-o", "r.html"], here).returncode == 0
+    html = (here / "r.html").read_text()
+    start = html.index("<h3>Per configuration</h3>")
+    views["html"] = html[start : html.index("</table>", start)]
+    record = json.loads(cli(["record", "--store", store, "--format", "json"], here).stdout)
+    units = {name: _units(text) for name, text in views.items()}
+    shown = set().union(*units.values())
+    assert len(shown) == 1, units
+    assert all(units.values()), units  # every view says its unit
+    assert {m["display_unit"] for m in record["metrics"]} == shown
+
+
+def test_the_record_is_a_table_in_a_terminal_and_markdown_in_a_pipe(quickstart):
+    here, _, _ = quickstart
+    piped = cli(["record", "--store", "quickstart.sqlite"], here).stdout
+    assert piped.startswith("**Reproducibility record: quickstart**") and "| --- |" in piped
+    _, seen = in_terminal(
+        [sys.executable, "-m", "benchlang", "record", "--store", "quickstart.sqlite"], here
+    )
+    assert "**" not in seen and "| --- |" not in seen
+    assert re.search(r"^KPI\s+[\d.]+ ms\s+[\d.]+ ms\s+[\d.]+ ms$", seen, re.M), seen
+
+
+def test_a_clean_close_leaves_no_lock_or_wal_file(quickstart):
+    here, _, _ = quickstart
+    assert (here / "files after the run").read_text() == "quickstart.sqlite"
+
+
+def test_order_json_answers_on_a_random_order_store(quickstart):
+    here, _, _ = quickstart
+    text = cli(["order", "quickstart.sqlite"], here)
+    done = cli(["order", "quickstart.sqlite", "--json"], here)
+    assert text.returncode == done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["configurations"] is None and "fixed_vs_random" in body["note"]
+    assert len(body["positions"]["configurations"]) == 3
+    assert {p["configuration"] for p in body["carry_over"]["strongest"]} == {
+        f"digest[tool={t}]" for t in ("sha256sum", "md5sum", "b2sum")
+    }
+
+
+def test_the_summary_csv_has_its_own_name_and_the_old_one_still_works(quickstart):
+    here, _, _ = quickstart
+    new = cli(["results", "quickstart.sqlite", "--summary-csv"], here)
+    old = cli(["results", "quickstart.sqlite", "--csv"], here)
+    per_trial = cli(["results", "quickstart.sqlite", "--format", "csv"], here)
+    assert new.stdout == old.stdout and len(new.stdout.splitlines()) == 4
+    assert "--summary-csv" in old.stderr and not new.stderr
+    assert len(per_trial.stdout.splitlines()) == 76

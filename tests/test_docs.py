@@ -1,0 +1,53 @@
+"""Executed documentation (issue 29 item 1): every shell session of README.md and docs/*.md
+runs, and its output is what the page shows (tests/docs_sessions.py; conventions in
+docs/testing.md). A page that drifts from the code turns this red."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.docs_sessions import PAGES, ROOT, blocks, matches, run_page
+
+SESSION_PAGES = [p for p in PAGES if any(b.session or b.directives for b in blocks(p))]
+
+
+@pytest.mark.parametrize("page", SESSION_PAGES)
+def test_the_page_shows_what_its_commands_print(page, tmp_path):
+    outcome = run_page(page, tmp_path)
+    assert not outcome.problems, "\n\n".join(outcome.problems)
+    print(f"{page}: {outcome.ran} commands run, {outcome.skipped} sessions skipped")
+
+
+def test_every_session_runs_or_says_why_not():
+    for page in PAGES:
+        for block in blocks(page):
+            if block.session and "skip" in block.directives:
+                assert block.directives["skip"].strip(), f"{page}:{block.line}"
+
+
+def test_the_readme_spec_is_the_quickstart():
+    shown = [b for b in blocks("README.md") if b.directives.get("same-as")]
+    assert [b.directives["same-as"] for b in shown] == ["specs/quickstart.bench"]
+
+
+def test_a_changed_line_of_output_fails(tmp_path):
+    """One line of an example's output changed in a copy of a page: the runner says so."""
+    page = "docs/diagnostics.md"
+    text = (ROOT / page).read_text()
+    block = next(b for b in blocks(page) if b.session and "skip" not in b.directives)
+    command = next(c for c in block.commands() if c.expected)
+    lines = text.splitlines()
+    assert lines[command.line] == command.expected[0]  # the line after the command
+    lines[command.line] += " (changed)"
+    (tmp_path / "page").mkdir()
+    outcome = run_page(page, tmp_path / "page", "\n".join(lines) + "\n")
+    assert any(p.startswith(f"{page}:{command.line}:") for p in outcome.problems), outcome
+    (tmp_path / "same").mkdir()
+    assert not run_page(page, tmp_path / "same", text).problems
+
+
+def test_wildcards_and_varying_numbers():
+    assert matches(["a ... c", "...", "end"], "a b c\nx\ny\nend\n")
+    assert not matches(["a ... c", "end"], "a b c\nx\nend\n")
+    assert matches(["took 1.5 s, hash 3fa9c2e1d0"], "took 12.25 s, hash 77b1e2c3d4", varies=True)
+    assert not matches(["took 1.5 s"], "took 1.5 ms", varies=True)
