@@ -164,19 +164,24 @@ async def test_unicode_columns_are_utf16(client: LanguageClient, tmp_path):
 
 
 @pytest.mark.asyncio
-async def test_formatting_answers_with_the_whole_text_or_says_why_not(
+async def test_formatting_is_fmts_whole_text_and_nothing_on_syntax_errors(
     client: LanguageClient, tmp_path
 ):
+    from benchlang.lang.format import format_text
+
     uri = (tmp_path / "f.bench").as_uri()
-    text = QUICKSTART.read_text()
-    await _open(client, uri, text)
+    messy = QUICKSTART.read_text().replace("  seed 1", "seed     1")
+    await _open(client, uri, messy)
+    options = t.FormattingOptions(tab_size=2, insert_spaces=True)
     edits = await client.text_document_formatting_async(
-        t.DocumentFormattingParams(_doc(uri), t.FormattingOptions(2, True))
+        t.DocumentFormattingParams(text_document=_doc(uri), options=options)
     )
-    try:
-        from benchlang.lang.format import format_text
-    except ImportError:
-        assert edits is None
-        return
-    expected = format_text(text, "f.bench")
-    assert edits == [] if expected == text else edits[0].new_text == expected
+    assert len(edits) == 1 and edits[0].new_text == format_text(messy, "f.bench")
+    assert edits[0].range.start == t.Position(0, 0)
+
+    broken = (tmp_path / "g.bench").as_uri()
+    await _open(client, broken, "experiment x {\n  seed\n")
+    edits = await client.text_document_formatting_async(
+        t.DocumentFormattingParams(text_document=_doc(broken), options=options)
+    )
+    assert edits is None
