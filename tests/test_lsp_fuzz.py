@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 pytest.importorskip("pygls")
 
-from benchlang.lang.syntax import decode
 from benchlang.lsp import features
 from benchlang.lsp.index import Index
 
