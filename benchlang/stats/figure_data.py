@@ -41,7 +41,7 @@ class FigureData:
     caption: str
     columns: tuple[str, ...]
     rows: tuple[tuple, ...] = attrs.field(converter=lambda rows: tuple(map(tuple, rows)))
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = attrs.field(default=(), converter=lambda notes: grouped(notes))
     meta: Mapping[str, Any] = attrs.field(factory=dict)
 
     def column(self, name: str, part: str | None = None) -> np.ndarray:
@@ -83,3 +83,21 @@ def ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def labelled(labels: Sequence[str], parts: Sequence[Sequence[tuple]]) -> list[tuple]:
     """Prefix each configuration's rows with its label (long-format rows of many groups)."""
     return [(label, *row) for label, rows in zip(labels, parts, strict=True) for row in rows]
+
+
+def grouped(notes: Sequence[str]) -> tuple[str, ...]:
+    """Notes of the form "CONFIGURATION: text" with the same text said once, naming all of
+    them ("text: a, b, c"), so fourteen configurations do not repeat one sentence."""
+    by_text: dict[str, list[str]] = {}
+    plain: list[str] = []
+    for note in notes:
+        label, sep, text = note.partition(": ")
+        if sep and label.endswith("]"):
+            by_text.setdefault(text, []).append(label)
+        else:
+            plain.append(note)
+    said = [
+        f"{labels[0]}: {text}" if len(labels) == 1 else f"{text}: {', '.join(labels)}"
+        for text, labels in by_text.items()
+    ]
+    return tuple(said + plain)

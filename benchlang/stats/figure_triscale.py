@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
 import numpy as np
 
 from benchlang.stats.figure_data import FigureData, ecdf
@@ -155,29 +156,73 @@ def convergence(
     )
 
 
+@attrs.frozen
+class ConvergenceLines:
+    """What the convergence test of one raw series looks like in the data's units (§4.1):
+    the window centres and the metric over each window, the Theil–Sen slope's two ends and the
+    ±tolerance band at the first centre, the middle one and the last (zero width mid-run)."""
+
+    window_length: int
+    centres: np.ndarray
+    values: np.ndarray
+    slope_x: np.ndarray
+    slope_y: np.ndarray
+    band_x: np.ndarray
+    band_low: np.ndarray
+    band_high: np.ndarray
+
+
+def convergence_lines(x: np.ndarray, result: Metric) -> ConvergenceLines | None:
+    """The test's lines of ``result`` (``stats.metric.metric`` of ``x``), None without a test.
+
+    The test scales values by the trimmed series' range and centres to [-1, 1]
+    (``stats.metric.convergence_test``); the slope and band are scaled back here."""
+    if not result.windows:
+        return None
+    finite = x[np.isfinite(x)]
+    starts, w = window_starts(result.n)
+    centres = result.trimmed + starts + (w - 1) / 2.0
+    vals = np.asarray(result.window_values, dtype=float)
+    kept = finite[result.trimmed :]
+    span = centres[-1] - centres[0] if centres.size > 1 else 1.0
+    scale = (kept.max() - kept.min()) / span if span else 0.0
+    mid_x, mid_y = float(np.median(centres)), float(np.median(vals))
+    ends = np.array([centres[0], centres[-1]])
+    at = np.array([centres[0], mid_x, centres[-1]])
+    width = (result.tolerance or 0.0) / 100.0 * scale * np.abs(at - mid_x)
+    return ConvergenceLines(
+        w,
+        centres,
+        vals,
+        ends,
+        mid_y + result.slope * scale * (ends - mid_x),
+        at,
+        mid_y - width,
+        mid_y + width,
+    )
+
+
 def convergence_rows(x: np.ndarray, result: Metric) -> list[tuple]:
     """``(part, x, y, low, high)`` of one raw series: samples, windows, slope, band."""
     finite = x[np.isfinite(x)]
     keep = spaced(finite.size)
     rows: list[tuple] = [("sample", float(i), float(finite[i]), NAN, NAN) for i in keep]
-    if not result.windows:
+    lines = convergence_lines(x, result)
+    if lines is None:
         return rows
-    cut = result.trimmed
-    starts, w = window_starts(result.n)
-    centres = cut + starts + (w - 1) / 2.0
-    vals = np.asarray(result.window_values, dtype=float)
-    rows += [("window", float(c), float(v), NAN, NAN) for c, v in zip(centres, vals, strict=True)]
-    kept = finite[cut:]
-    span = centres[-1] - centres[0] if centres.size > 1 else 1.0
-    scale = (kept.max() - kept.min()) / span if span else 0.0
-    mid_x, mid_y = float(np.median(centres)), float(np.median(vals))
-    for end in (centres[0], centres[-1]):
-        y = mid_y + result.slope * scale * (end - mid_x)
-        rows.append(("slope", float(end), float(y), NAN, NAN))
-    tol = (result.tolerance or 0.0) / 100.0
-    for at in (centres[0], mid_x, centres[-1]):
-        width = tol * scale * abs(at - mid_x)
-        rows.append(("tolerance", float(at), mid_y, mid_y - width, mid_y + width))
+    rows += [
+        ("window", float(c), float(v), NAN, NAN)
+        for c, v in zip(lines.centres, lines.values, strict=True)
+    ]
+    rows += [
+        ("slope", float(a), float(b), NAN, NAN)
+        for a, b in zip(lines.slope_x, lines.slope_y, strict=True)
+    ]
+    mid = float(np.median(lines.values))
+    rows += [
+        ("tolerance", float(a), mid, float(lo), float(hi))
+        for a, lo, hi in zip(lines.band_x, lines.band_low, lines.band_high, strict=True)
+    ]
     return rows
 
 

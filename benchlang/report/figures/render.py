@@ -167,24 +167,34 @@ def _metadata(fmt: str) -> dict[str, Any]:
 
 
 def _notes(fig: Any, notes: Sequence[str], paper: bool) -> None:
-    """What the figure leaves out or cannot claim, printed under it (at most 4 lines; the
-    count of the rest, which the caption and the data list)."""
+    """What the figure leaves out or cannot claim, printed under it (at most 6 lines; the
+    rest is in the report's caption and in --json)."""
     if not notes:
         return
     width = 70 if paper else 130
-    shown = [textwrap.shorten(n, width) for n in notes[:4]]
-    if len(notes) > 4:
-        shown.append(f"... and {len(notes) - 4} more notes in the caption and the data")
+    lines = [line for n in notes for line in textwrap.wrap(n, width, subsequent_indent="  ")]
+    shown = lines[:6]
+    if len(lines) > 6:
+        shown.append("... the rest in the caption (report) and the notes (--json)")
     fig.supxlabel("Note: " + "\n".join(shown), fontsize="x-small", ha="left", x=0.01)
 
 
-def panels(fig: Any, n: int, paper: bool) -> list[Any]:
-    """A grid of ``n`` small panels (one per configuration), the figure grown to fit them."""
+def panels(fig: Any, n: int, paper: bool, xlabel: str, ylabel: str) -> list[Any]:
+    """A grid of ``n`` small panels (one per configuration), the figure grown to fit them;
+    the y label on the first column, the x label under the lowest panel of each column."""
     cols = min(n, 2 if paper else 4)
     rows = -(-n // cols)
     w, h = fig.get_size_inches()
     fig.set_size_inches(w, max(h, rows * (1.5 if paper else 2.2) + 0.6))
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    from matplotlib.ticker import MaxNLocator
+
+    for i, ax in enumerate(axes[:n]):
+        ax.xaxis.set_major_locator(MaxNLocator(3))
+        if i % cols == 0:
+            ax.set_ylabel(ylabel)
+        if i + cols >= n:
+            ax.set_xlabel(xlabel)
     for ax in axes[n:]:
         ax.set_visible(False)
     return list(axes[:n])

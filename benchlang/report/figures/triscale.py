@@ -165,7 +165,11 @@ def _err(centre: float, low: float, high: float) -> Any:
 
 def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     groups = _by_label(data)
-    for ax, (label, rows) in zip(panels(fig, len(groups), paper), groups.items(), strict=True):
+    for ax, (label, rows) in zip(
+        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"]),
+        groups.items(),
+        strict=True,
+    ):
         c = palette.colour(label)
         x, y = _xy(rows, "sample", "x", "y")
         ax.plot(x, y, color=c, alpha=0.35, lw=0.6, label="samples")
@@ -177,15 +181,16 @@ def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) 
             tx, lo, hi = _xy(rows, "tolerance", "x", "low", "high")
             ax.fill_between(tx, lo, hi, color="grey", alpha=0.25, label="tolerance band")
         ax.set_title(label, fontsize="small")
-    axes = fig.axes
-    axes[0].set_ylabel(data.meta["y_label"])
-    axes[-1].set_xlabel(data.meta["x_label"])
-    legend_above(fig, axes[0].get_legend_handles_labels()[0], paper)
+    legend_above(fig, fig.axes[0].get_legend_handles_labels()[0], paper)
 
 
 def draw_series_kpis(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     groups = _by_label(data)
-    for ax, (label, rows) in zip(panels(fig, len(groups), paper), groups.items(), strict=True):
+    for ax, (label, rows) in zip(
+        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"]),
+        groups.items(),
+        strict=True,
+    ):
         c, mk = palette.colour(label), palette.marker(label)
         x, y = _xy(rows, "trial", "x", "y")
         ax.scatter(x, y, color=c, s=6, alpha=0.4, marker=".", label="trial")
@@ -193,8 +198,6 @@ def draw_series_kpis(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         ax.scatter(kx, ky, color=c, marker=mk, s=30, edgecolor="black", lw=0.5, label="KPI")
         ax.set_title(label, fontsize="small")
         ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.axes[0].set_ylabel(data.meta["y_label"])
-    fig.axes[-1].set_xlabel(data.meta["x_label"])
 
 
 def draw_variability(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -220,15 +223,17 @@ def draw_variability(fig: Any, data: FigureData, palette: Palette, paper: bool) 
 
 def draw_cdf(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     groups = _by_label(data)
-    for ax, (label, rows) in zip(panels(fig, len(groups), paper), groups.items(), strict=True):
+    for ax, (label, rows) in zip(
+        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"]),
+        groups.items(),
+        strict=True,
+    ):
         c = palette.colour(label)
         x, p = _xy(rows, "trial", "x", "y")
         ax.step(x, p, where="post", color=c, lw=1.2, ls=palette.dash(label), label="empirical CDF")
         _, q, lo, hi = _xy(rows, "band", "x", "y", "low", "high")
         ax.fill_betweenx(q, lo, hi, color=c, alpha=0.25, step="post", label="confidence band")
         ax.set_title(label, fontsize="small")
-    fig.axes[0].set_ylabel(data.meta["y_label"])
-    fig.axes[-1].set_xlabel(data.meta["x_label"])
 
 
 def draw_cdf_overlay(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:

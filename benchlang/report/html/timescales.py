@@ -70,32 +70,25 @@ def _configuration(inputs: ReportInputs, r, index: int) -> str:
 
 def _raw_series(inputs: ReportInputs, metric: str, label: str, trial: int, x, unit: str) -> str:
     from benchlang.run.trial_metric import series_metric
-    from benchlang.stats.metric import window_starts
+    from benchlang.stats.figure_triscale import convergence_lines
 
     m = inputs.data.experiment.metric(metric)
     result = series_metric(m, x, inputs.data.experiment.design.runtime)
     samples = np.asarray(x, dtype=float)
     samples = samples[np.isfinite(samples)]
-    cut = result.trimmed
     keep, note = plots.thin(samples.size)
     curves = [("samples", keep.astype(float), samples[keep])]
     rows = [[int(i), float(samples[i])] for i in keep]
     alt = f"Raw series of trial {trial} ({label}): {samples.size} samples of {metric}"
-    if result.windows:
-        starts, w = window_starts(result.n)
-        centres = cut + starts + (w - 1) / 2.0
-        vals = result.window_values
-        curves.append((f"{m.aggregate} over windows of {w}", centres, vals))
-        kept = samples[cut:]
-        span = centres[-1] - centres[0] if centres.size > 1 else 1.0
-        scale = (kept.max() - kept.min()) / span if span else 0.0
-        mid_x, mid_y = float(np.median(centres)), float(np.median(vals))
-        ends = np.array([centres[0], centres[-1]])
-        curves.append(("Theil-Sen slope", ends, mid_y + result.slope * scale * (ends - mid_x)))
+    lines = convergence_lines(samples, result)
+    if lines is not None:
+        w = lines.window_length
+        curves.append(
+            (f"{_measure(m.aggregate)} over windows of {w:,} samples", lines.centres, lines.values)
+        )
+        curves.append(("Theil-Sen slope", lines.slope_x, lines.slope_y))
         tol = (result.tolerance or 0.0) / 100.0
-        at = np.array([centres[0], mid_x, centres[-1]])
-        width = tol * scale * np.abs(at - mid_x)
-        band = (f"±{result.tolerance:g}% tolerance", at, mid_y - width, mid_y + width)
+        band = (f"±{result.tolerance:g}% tolerance", lines.band_x, lines.band_low, lines.band_high)
         verdict = "converged" if result.converged else "did NOT converge"
         alt += (
             f"; {verdict}: slope CI [{result.slope_ci[0]:.3g}, {result.slope_ci[1]:.3g}] "
@@ -117,6 +110,11 @@ def _raw_series(inputs: ReportInputs, metric: str, label: str, trial: int, x, un
     if result.trimmed:
         alt += f"; the first {result.trimmed} samples are trimmed"
     return figure(svg, alt, ["sample", "value"], rows, note=note)
+
+
+def _measure(aggregate: str | float) -> str:
+    """The metric's measure as the spec writes it: "mean", "p95" (not "95.0")."""
+    return aggregate if isinstance(aggregate, str) else f"p{aggregate:g}"
 
 
 def _kpis(r, values: np.ndarray, series: np.ndarray, unit: str) -> str:
