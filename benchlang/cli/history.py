@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             from benchlang.jsonout import document, dumps
 
-            print(dumps(document("history.list", 1, listing)))
+            print(dumps(document("history", 1, {"action": "list", **listing})))
         else:
             print(text.list_text(listing), end="")
         return 0

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from benchlang.history.verdicts import SeriesChanges, SeriesCheck
-from benchlang.jsonout import dumps
+from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
 
@@ -64,9 +64,8 @@ def changes_text(found: Sequence[SeriesChanges]) -> str:
 
 
 def changes_json(found: Sequence[SeriesChanges]) -> str:
-    return dumps(
-        {"schema": 1, "kind": "benchlang.history.changes", "series": [f.to_dict() for f in found]}
-    )
+    body = {"action": "changes", "series": [f.to_dict() for f in found]}
+    return dumps(document("history", 1, body))
 
 
 def _check_rows(checks: Sequence[SeriesCheck]) -> list[list[str]]:
@@ -121,11 +120,14 @@ def check_markdown(checks: Sequence[SeriesCheck], margin: float) -> str:
 
 def check_json(checks: Sequence[SeriesCheck], margin: float) -> str:
     return dumps(
-        {
-            "schema": 1,
-            "kind": "benchlang.history.check",
-            "margin": margin,
-            "regression": any(c.verdict == "worse" for c in checks),
-            "series": [c.to_dict() for c in checks],
-        }
+        document(
+            "history",
+            1,
+            {
+                "action": "check",
+                "margin": margin,
+                "regression": any(c.verdict == "worse" for c in checks),
+                "series": [c.to_dict() for c in checks],
+            },
+        )
     )
