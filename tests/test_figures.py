@@ -257,11 +257,13 @@ def test_json_is_strict(stores, capsys):
     def refuse(name):
         raise AssertionError(f"{name} in --json")
 
-    for name in ("cdf", "order-pvalues", "kpi-scatter"):
+    for name in ("cdf", "order-pvalues", "kpi-scatter", "order-ci"):
         code, out, _ = run_cli(capsys, "figure", str(stores["many"]), name, "--json")
         assert code == 0
         body = json.loads(out, parse_constant=refuse)
         assert body["caption"] and body["paper"] and body["rows"]
+    level = re.search(r"its ([0-9.]+)% distribution-free", body["caption"])
+    assert level and float(level.group(1)) == pytest.approx(100 * (1 - 0.05 / 14), abs=0.01)
 
 
 def test_quickstart_report_shows_the_figures(tmp_path):

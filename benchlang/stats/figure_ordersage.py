@@ -113,7 +113,7 @@ def order_ci(dep: OrderDependence, metric: str, unit: str) -> FigureData:
             )
         )
     caption = (
-        f"Median of {metric} with its {dep.ci_level:g}% distribution-free confidence interval "
+        f"Median of {metric} with its {100 * dep.ci_level:.4g}% distribution-free confidence interval "
         "(order statistics) in fixed order and in random order, side by side per configuration; "
         "the number is the CI-overlap case (1: disjoint, 2: a median inside the other CI, "
         f"3: inconclusive). After {PAPER} Fig. 5."
@@ -143,7 +143,7 @@ def order_cases(dep: OrderDependence, metric: str) -> FigureData:
     ]
     caption = (
         f"{metric}: number of configurations in each case of the overlap of the fixed-order and "
-        f"random-order {dep.ci_level:g}% confidence intervals of the median ({len(compared)} "
+        f"random-order {100 * dep.ci_level:.4g}% confidence intervals of the median ({len(compared)} "
         f"configurations compared). After {PAPER} Fig. 6."
     )
     return FigureData(
