@@ -88,7 +88,7 @@ def test_the_run_ends_with_the_headline_and_no_raw_markdown(quickstart):
     assert tail[-1].startswith("Per-series KPIs and independence tests: benchlang analyze")
     assert all(line.startswith(("  ", "Confidence", "Per-series")) for line in tail[1:])
     assert "**" not in seen and "| ---" not in seen and "`" not in seen
-    assert "median ≤" in seen[head:ranking]  # the KPI column says it is an upper bound
+    assert "bound ≤" in seen[head:ranking]  # the KPI column says it is an upper bound
     assert "statistics: thompson" not in seen and "Thompson 1936" in seen
     wide = [line for line in seen.splitlines() if len(line) > 100]
     assert not wide, wide

@@ -240,7 +240,7 @@ def test_headline_text_is_exact(data):
 
 HEADLINE = [
     "Headline: v (ms), lower is better; KPI: median over series of the 95% upper bound on the median",
-    "  configuration       n  median ≤  series KPIs                     variability p25–p75",
+    "  configuration       n  bound ≤  series KPIs                     variability p25–p75",
     "  b[tool=fast]       30    40.71  40.71 40.63 40.92 40.44 40.81   [40.44, 40.92] 1.2%",
     "  b[tool=slow]       29    51.24  50.95 50.53 51.24 51.28 52.28   [50.53, 52.28] 3.4%",
     "  independence (run-level, 2 tests at 2.5% each, Holm): passed (trend over the run p = 0.2;",

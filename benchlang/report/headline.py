@@ -357,7 +357,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
     if vp is not None:
         var_head = f"variability p{min(vp, 100 - vp):g}–p{max(vp, 100 - vp):g}"
     one = h.series == 1 and h.bound == "both"
-    kpi_head = {"upper": f"{stat} ≤", "lower": f"{stat} ≥"}.get(h.bound, "KPI")
+    kpi_head = {"upper": "bound ≤", "lower": "bound ≥"}.get(h.bound, "KPI")
     cell = max(7, len(kpi_head))
     if one:
         cell = max([cell] + [len(_interval(c, num)) for c in h.configurations])
