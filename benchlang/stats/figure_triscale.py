@@ -261,7 +261,8 @@ def series_kpis(
     ]
     caption = (
         f"{metric} of every trial (small points) in each series, and each series' KPI "
-        f"({_kpi_words(analyses)}, large marker). After {PAPER} Fig. 3b."
+        f"({_kpi_words(analyses)}, large marker), configurations side by side, series left "
+        f"to right within each. After {PAPER} Fig. 3b."
     )
     return FigureData(
         "series-kpis",
@@ -270,7 +271,7 @@ def series_kpis(
         COLUMNS,
         rows,
         tuple(thinned) + tuple(short) + _descriptive(labels, analyses),
-        {"x_label": "series", "y_label": f"{metric} ({unit})"},
+        {"x_label": "configuration, series", "y_label": f"{metric} ({unit})"},
     )
 
 

@@ -185,19 +185,38 @@ def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) 
 
 
 def draw_series_kpis(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
+    """Configurations side by side on one axes (one panel per configuration costs a second of
+    layout at ten): within a configuration's slot, a column per series, its trials as dots and
+    its KPI as the configuration's marker."""
+    ax = fig.subplots()
     groups = _by_label(data)
-    for ax, (label, rows) in zip(
-        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"]),
-        groups.items(),
-        strict=True,
-    ):
+    for i, (label, rows) in enumerate(groups.items()):
         c, mk = palette.colour(label), palette.marker(label)
         x, y = _xy(rows, "trial", "x", "y")
-        ax.scatter(x, y, color=c, s=6, alpha=0.4, marker=".", label="trial")
         kx, ky = _xy(rows, "KPI", "x", "y")
-        ax.scatter(kx, ky, color=c, marker=mk, s=30, edgecolor="black", lw=0.5, label="KPI")
-        ax.set_title(label, fontsize="small")
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        series = np.unique(np.concatenate([x, kx]))
+        slot = _slots(series)
+        ax.plot(i + slot(x), y, ls="none", marker=".", ms=2, color=c, alpha=0.4)
+        ax.plot(i + slot(kx), ky, ls="none", marker=mk, ms=5, color=c, mec="black", mew=0.5)
+    _configuration_ticks(ax, list(groups))
+    ax.set_ylabel(data.meta["y_label"])
+    ax.set_xlabel("configuration (its series left to right)")
+
+
+def _slots(series: np.ndarray) -> Any:
+    """Series numbers to offsets in [-0.35, 0.35] around a configuration's position."""
+    if series.size < 2:
+        return lambda s: np.zeros(np.size(s))
+    return lambda s: np.interp(s, series, np.linspace(-0.35, 0.35, series.size))
+
+
+def _configuration_ticks(ax: Any, names: list[str]) -> None:
+    """Configuration names under their slots, slanted when they would touch."""
+    width = ax.figure.get_size_inches()[0]
+    many = len(names) > 3 or sum(map(len, names)) * 0.09 > width
+    ax.set_xticks(
+        range(len(names)), names, rotation=30 if many else 0, ha="right" if many else "center"
+    )
 
 
 def draw_variability(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -212,12 +231,7 @@ def draw_variability(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         for low, high in zip(lo, hi, strict=True):
             ax.vlines(i + 0.25, low, high, color=c, lw=2, ls=palette.dash(label))
             ax.hlines([low, high], i + 0.18, i + 0.32, color=c, lw=1.5)
-    ax.set_xticks(
-        range(len(groups)),
-        list(groups),
-        rotation=30 if len(groups) > 3 else 0,
-        ha="right" if len(groups) > 3 else "center",
-    )
+    _configuration_ticks(ax, list(groups))
     ax.set_ylabel(data.meta["y_label"])
 
 
