@@ -64,10 +64,11 @@ def test_bisect_finds_the_planted_slowdown(repo, tmp_path):
     done = bench("bisect", "bench.bench", "--good", shas[0], "--bad", "main", "--json", cwd=root)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["first_bad"] == shas[SLOW_AT]
+    steps = result["steps"]
+    assert result["first_bad"] == shas[SLOW_AT], steps
     assert result["subject"] == f"change {SLOW_AT}"
-    assert result["runs"] <= math.log2(COMMITS) + 2
-    assert all(s["verdict"] in ("good", "bad") for s in result["steps"])
+    assert result["runs"] <= math.log2(COMMITS) + 2, steps
+    assert all(s["verdict"] in ("good", "bad") for s in steps), steps
     assert "first bad commit" in result["log"]
     assert git(root, "rev-parse", "--abbrev-ref", "HEAD") == "main"
     assert not (root / ".git" / "BISECT_LOG").exists()

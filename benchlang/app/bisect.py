@@ -4,13 +4,14 @@ The good and bad endpoints are run once and kept. At each commit git checks out,
 builds (``--build``), runs the spec into a store of its own and compares it with both endpoints
 as ``diff`` does (each configuration's ratio of the KPI percentile with a cluster-bootstrap
 interval, stats.two_sample): ``bad`` when it is slower than the good endpoint with confidence,
-``good`` when it is faster than the bad one with confidence, else ``skip`` (exit 125), also
-when the build or the run fails. ``git bisect reset`` always runs, even on Ctrl-C.
+``good`` when it is faster than the bad one with confidence, the nearer endpoint (on the log
+scale) when both hold, else ``skip`` (exit 125), also when the build or the run fails. ``git bisect reset`` always runs, even on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import signal
 import subprocess
@@ -85,13 +86,10 @@ def judge(step: Path, good: Path, bad: Path, confidence: float = 95.0) -> tuple[
             g, b = rg.interval, rb.interval
             slower_than_good = (g.lower > 1) if lower_better else (g.upper < 1)
             faster_than_bad = (b.upper < 1) if lower_better else (b.lower > 1)
-            vote = (
-                "bad"
-                if slower_than_good and not faster_than_bad
-                else "good"
-                if faster_than_bad and not slower_than_good
-                else "skip"
-            )
+            if slower_than_good and faster_than_bad:  # between the two: the nearer decides
+                vote = "good" if abs(math.log(g.ratio)) < abs(math.log(b.ratio)) else "bad"
+            else:
+                vote = "bad" if slower_than_good else "good" if faster_than_bad else "skip"
             votes.append(vote)
             evidence.append(
                 {
