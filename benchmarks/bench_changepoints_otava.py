@@ -129,6 +129,13 @@ def score(found: list[list[int]], truth: list[list[int]]) -> dict[str, float]:
     }
 
 
+def _indices(result) -> list[int]:
+    """Level and spread change points, a spread change within K of a level change counted
+    once (the same change seen twice)."""
+    level = [p.index for p in result.points]
+    return level + [p.index for p in result.spread if all(abs(p.index - i) > K for i in level)]
+
+
 def otava_python() -> Path:
     """The Python of a virtual environment with apache-otava, made on first use."""
     venv = Path(os.environ.get("BENCHLANG_OTAVA_VENV", Path(tempfile.gettempdir())
@@ -197,7 +204,7 @@ def main() -> None:
             found = {}
             t0 = time.perf_counter()
             found["benchlang"] = [
-                [p.index for p in detect_changes(v, lo, hi).points]
+                _indices(detect_changes(v, lo, hi))
                 for v, lo, hi in zip(values, lower, upper, strict=True)
             ]
             t1 = time.perf_counter()

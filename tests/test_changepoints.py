@@ -14,12 +14,13 @@ from benchlang.stats.changepoints import ChangePoints, detect_changes
 
 def _series(rng, n, steps=(), sd=0.02, width=0.03):
     """KPIs in lognormal noise with a step of ratio r at each (index, r), and intervals of
-    +-``width`` around each value."""
+    about +-``width`` around each value (each width itself varying, as a KPI's does)."""
     level = np.zeros(n)
     for at, ratio in steps:
         level[at:] += np.log(ratio)
     values = np.exp(level + rng.normal(0.0, sd, n))
-    return values, values * (1 - width), values * (1 + width)
+    half = width * np.exp(rng.normal(0.0, 0.3, n))
+    return values, values * (1 - half), values * (1 + half)
 
 
 @pytest.mark.parametrize("ratio", [1.10, 0.90])
@@ -56,8 +57,25 @@ def test_no_change_series_are_mostly_clean():
     alarms = 0
     for _ in range(300):
         values, lower, upper = _series(rng, 100)
-        alarms += bool(detect_changes(values, lower, upper).points)
+        found = detect_changes(values, lower, upper)
+        alarms += bool(found.points or found.spread)
     assert alarms / 300 <= 0.09
+
+
+def test_a_change_of_noise_is_a_spread_change_not_a_level_change():
+    """The trials got twice as noisy at point 60: the intervals double, the values scatter
+    twice as much, the level stays."""
+    rng = np.random.default_rng(39)
+    values, lower, upper = _series(rng, 120, sd=0.01, width=0.02)
+    noisy = np.arange(120) >= 60
+    values[noisy] *= np.exp(rng.normal(0.0, 0.01, noisy.sum()))
+    lower[noisy] = values[noisy] - 2 * (values[noisy] - lower[noisy])
+    upper[noisy] = values[noisy] + 2 * (upper[noisy] - values[noisy])
+    found = detect_changes(values, lower, upper)
+    assert found.points == ()
+    assert len(found.spread) == 1 and abs(found.spread[0].index - 60) <= 2
+    assert found.spread[0].ratio_low > 1.0
+    assert found.spread[0].ratio_low < 2.0 < found.spread[0].ratio_high
 
 
 def test_isolated_outliers_are_no_change_points():
@@ -123,6 +141,7 @@ def test_to_dict_is_strict_json_with_reasons_for_undefined_numbers():
     values, lower, upper = _series(rng, 100, [(50, 1.1)])
     document = _strict(detect_changes(values, lower, upper).to_dict())
     assert document["points"][0]["index"] == 50 and "null_reasons" not in document
+    assert isinstance(document["spread"], list)
 
     short = _strict(detect_changes(values[:6]).to_dict())
     assert short["points"] == [] and short["noise_cv"] is None

@@ -34,6 +34,7 @@ import numpy as np
 
 from benchlang.jsonout import undefined
 from benchlang.stats._changepoint_scan import (
+    Noise,
     Sums,
     huber_var,
     local_dispersion,
@@ -41,6 +42,7 @@ from benchlang.stats._changepoint_scan import (
     point_sd,
     segment_dispersion,
 )
+from benchlang.stats._special import rankdata
 
 METHOD = "weighted binary segmentation + merge (max-type p-value)"
 ROUNDS = 3  # re-estimations of the dispersion given the change points found
@@ -87,7 +89,10 @@ class ChangePoints:
 
     ``scale`` is "log" (ratios of positive KPIs) or "linear"; ``noise_cv`` the between-point
     spread found (a coefficient of variation on the log scale); ``note`` says why the result is
-    empty or descriptive only (too few points, a constant series).
+    empty or descriptive only (too few points, a constant series). ``spread``: changes of the
+    points' own noise (their intervals' width) where the intervals are known, kept apart from
+    the level's ``points``; with intervals each family is tested at ``alpha`` / 2, so a series
+    without change shows either kind in at most ``alpha`` of series (Bonferroni).
     """
 
     points: tuple[ChangePoint, ...]
@@ -100,6 +105,7 @@ class ChangePoints:
     noise_cv: float = math.nan
     weighted: bool = False
     note: str | None = None
+    spread: tuple[ChangePoint, ...] = ()
     series: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict:
@@ -114,6 +120,7 @@ class ChangePoints:
             "weighted": self.weighted,
             "note": self.note,
             "points": [p.to_dict() for p in self.points],
+            "spread": [p.to_dict() for p in self.spread],
         }
         return undefined(fields, {"noise_cv": self.note or "not defined for these values"})
 
@@ -162,34 +169,79 @@ def detect_changes(
     else:
         z = y
     sd = point_sd(z, lo, hi, interval_confidence)
-    model = noise(z, sd)
-    if not np.all(model.var > 0):
+    weighted = bool(np.isfinite(sd).any())
+    level_alpha = alpha / 2.0 if weighted else alpha
+    found = _segments(z, sd, min_size, level_alpha)
+    if found is None:
         return ChangePoints(
             points=(), note="the series is constant", scale="log" if log else "linear",
             series=y, **empty,
         )  # fmt: skip
-    var = huber_var(z, model.var, min_size)
-    base = Sums(z, var)
-    sums = base.tuned(local_dispersion(var, z, min_size))
-    cuts = _search(sums, min_size, alpha)
-    for _ in range(ROUNDS):
-        if not cuts:
-            break
-        sums = base.tuned(segment_dispersion(var, z, cuts))
-        again = _search(sums, min_size, alpha)
-        if again == cuts:
-            break
-        cuts = again
+    sums, cuts, model = found
     points = tuple(_point(sums, cuts, k, min_size, confidence, log) for k in range(len(cuts)))
     return ChangePoints(
         points=points,
         scale="log" if log else "linear",
         noise_cv=math.sqrt(model.tau2 * sums.dispersion.phi) if log else math.nan,
-        weighted=bool(np.isfinite(sd).any()),
+        weighted=weighted,
         note=None if log else "values not all positive: analysed as differences",
+        spread=_spread(sd, min_size, alpha / 2.0, confidence) if weighted else (),
         series=y,
         **empty,
     )
+
+
+def _segments(
+    z: np.ndarray, sd: np.ndarray, m: int, alpha: float
+) -> tuple[Sums, list[int], Noise] | None:
+    """The change points of ``z`` and the sums they were judged with: a search under the
+    dispersion seen around each point, then again under the dispersion within the segments
+    found, until they agree (at most ``ROUNDS`` times); None for a constant series."""
+    model = noise(z, sd)
+    if not np.all(model.var > 0):
+        return None
+    var = huber_var(z, model.var, m)
+    base = Sums(z, var)
+    sums = base.tuned(local_dispersion(var, z, m))
+    cuts = _search(sums, m, alpha)
+    for _ in range(ROUNDS):
+        if not cuts:
+            break
+        sums = base.tuned(segment_dispersion(var, z, cuts))
+        again = _search(sums, m, alpha)
+        if again == cuts:
+            break
+        cuts = again
+    return sums, cuts, model
+
+
+def _spread(sd: np.ndarray, m: int, alpha: float, confidence: float) -> tuple[ChangePoint, ...]:
+    """Changes of the points' own noise (their intervals' width), so that "the benchmark got
+    twice as noisy at this commit" is found where the level did not move. The search runs on
+    the normal scores of the ranks of log standard errors (van der Waerden; a rank CUSUM in
+    the manner of Pettitt, Appl. Stat. 28, 1979): under no change they are exchangeable with
+    a known normal margin, whatever the mix of quiet and busy points. ``before``/``after``
+    are the geometric-mean standard errors of the segments (relative to the KPI), ``ratio``
+    theirs with its interval from the segments' spread of log standard errors; ``p_value``
+    and ``statistic`` are the rank search's."""
+    from scipy.special import ndtri
+
+    known = np.flatnonzero(np.isfinite(sd) & (sd > 0))
+    if known.size < 2 * m:
+        return ()
+    x = np.log(sd[known])
+    found = _segments(ndtri((rankdata(x) - 0.5) / x.size), np.full(x.size, np.nan), m, alpha)
+    if found is None or not found[1]:
+        return ()
+    ranks, cuts, _ = found
+    ones = np.ones(x.size)
+    logs = Sums(x, ones).tuned(segment_dispersion(ones, x, cuts))
+    out = []
+    for k in range(len(cuts)):
+        z, p = _local(ranks, cuts, k, m)
+        size = _point(logs, cuts, k, m, confidence, True)
+        out.append(attrs.evolve(size, index=int(known[cuts[k]]), p_value=p, statistic=z))
+    return tuple(out)
 
 
 def _log(bounds: np.ndarray | None) -> np.ndarray | None:
