@@ -81,6 +81,12 @@ def _check_rows(checks: Sequence[SeriesCheck]) -> list[list[str]]:
     ]
 
 
+def _level(checks: Sequence[SeriesCheck]) -> str:
+    """The ratio interval's level: at least 1 - 2 alpha (two intervals, Bonferroni)."""
+    alpha = next((c.gate.alpha for c in checks if c.gate is not None), 0.05)
+    return f">={100 * (1 - 2 * alpha):g}% interval"
+
+
 def _check_head(checks: Sequence[SeriesCheck], margin: float) -> str:
     worse = sum(c.verdict == "worse" for c in checks)
     if worse:
@@ -91,7 +97,7 @@ def _check_head(checks: Sequence[SeriesCheck], margin: float) -> str:
 
 
 def check_text(checks: Sequence[SeriesCheck], margin: float) -> str:
-    header = ["series", "commit", "vs baseline", "90% interval", "verdict"]
+    header = ["series", "commit", "vs baseline", _level(checks), "verdict"]
     body = _table(header, _check_rows(checks))
     notes = [f"{c.series.name}: {c.reason}" for c in checks]
     return "\n".join([_check_head(checks, margin), body, *notes]) + "\n"
@@ -105,7 +111,7 @@ def check_markdown(checks: Sequence[SeriesCheck], margin: float) -> str:
         "",
         _check_head(checks, margin) + ".",
         "",
-        "| series | commit | vs baseline | 90% interval | verdict |",
+        f"| series | commit | vs baseline | {_level(checks)} | verdict |",
         "| --- | --- | --- | --- | --- |",
     ]
     for row in _check_rows(checks):

@@ -150,8 +150,10 @@ def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) ->
     return SeriesChanges(series, tuple(out), found.method if found is not None else "none")
 
 
-def _median_interval(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> tuple:
-    lo, hi, _ = two_sided_ranks(values.size, 0.5, 0.95)
+def _median_interval(
+    values: np.ndarray, lower: np.ndarray, upper: np.ndarray, level: float
+) -> tuple:
+    lo, hi, _ = two_sided_ranks(values.size, 0.5, level)
     if lo is not None and hi is not None:
         ordered = np.sort(values)
         return float(ordered[lo - 1]), float(ordered[hi - 1])
@@ -179,7 +181,7 @@ def check(
     keep = np.isfinite(before.values[start:])
     values = before.values[start:][keep]
     base_lo, base_hi = _median_interval(
-        values, before.lower[start:][keep], before.upper[start:][keep]
+        values, before.lower[start:][keep], before.upper[start:][keep], 1.0 - alpha
     )
     baseline = float(np.median(values)) if values.size else math.nan
     lo, hi = float(series.lower[-1]), float(series.upper[-1])
