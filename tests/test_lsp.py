@@ -145,6 +145,32 @@ async def test_errors_are_the_checkers_with_their_spans(client: LanguageClient, 
 
 
 @pytest.mark.asyncio
+async def test_edits_faster_than_the_checker_end_with_the_last_texts_diagnostics(
+    client: LanguageClient, tmp_path
+):
+    """Ten edits sent without waiting: whichever are checked, the last diagnostics published
+    are those of the last text (the server checks the latest text, never a stale one)."""
+    uri = (tmp_path / "typing.bench").as_uri()
+    text = QUICKSTART.read_text()
+    await _open(client, uri, text)
+    for version in range(1, 11):
+        typed = text.replace("percentile 50", f"percentile {50 + 10 * version}")
+        client.text_document_did_change(
+            t.DidChangeTextDocumentParams(
+                t.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                [t.TextDocumentContentChangeWholeDocument(typed)],
+            )
+        )
+    while True:
+        params = await client.wait_for_notification(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if params.uri == uri and params.version == 10:
+            break
+    messages = [d.message for d in client.diagnostics[uri]]
+    assert messages and all("150" in m for m in messages if "percentile" in m)
+    assert any("percentile 150 is outside (0, 100)" in m for m in messages)
+
+
+@pytest.mark.asyncio
 async def test_unicode_columns_are_utf16(client: LanguageClient, tmp_path):
     """Columns after an astral character (2 UTF-16 units) and a Greek letter (1 unit)."""
     text = (

@@ -7,6 +7,7 @@ empty answer and a line in the client's log, never a crashed server (issue 39, i
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Callable
@@ -50,6 +51,31 @@ class BenchServer(LanguageServer):
         super().__init__("benchlang", __version__)
         self.experiments: dict[str, Any] = {}
         self.indexes: dict[str, tuple[str, Index]] = {}
+        self.checked: dict[str, tuple[str, features.Checked]] = {}
+        self.dirty: set[str] = set()
+        self.checking: dict[str, asyncio.Future[None]] = {}
+
+    def changed(self, uri: str) -> None:
+        """Check the latest text soon: edits that arrive while a check runs (typing faster
+        than the checker) are checked once, as the text they leave, not one by one."""
+        self.dirty.add(uri)
+        if uri not in self.checking:
+            self.checking[uri] = asyncio.ensure_future(self._check_latest(uri))
+
+    async def _check_latest(self, uri: str) -> None:
+        try:
+            while uri in self.dirty:
+                await asyncio.sleep(0)  # edits already received are applied first
+                self.dirty.discard(uri)
+                try:
+                    publish(self, uri)
+                except Exception as err:  # a failed check must never stop the server
+                    log.exception("benchlang lsp: checking %s failed", uri)
+                    self.window_log_message(
+                        t.LogMessageParams(t.MessageType.Error, f"check: {err!r}")
+                    )
+        finally:
+            self.checking.pop(uri, None)
 
     def index(self, uri: str) -> tuple[Any, Index]:
         document = self.workspace.get_text_document(uri)
@@ -107,7 +133,12 @@ def publish(ls: BenchServer, uri: str) -> None:
     """Check the document's text and send its diagnostics (errors and warnings)."""
     document, index = ls.index(uri)
     shown, base = _path(uri)
-    checked = features.check_text(index.text, Path(shown).name, base)
+    cached = ls.checked.get(uri)
+    if cached is not None and cached[0] == index.text:
+        checked = cached[1]
+    else:
+        checked = features.check_text(index.text, Path(shown).name, base)
+        ls.checked[uri] = (index.text, checked)
     if checked.experiment is not None:
         ls.experiments[uri] = checked.experiment
     codec = document.position_codec
@@ -139,7 +170,7 @@ def did_open(ls: BenchServer, params: t.DidOpenTextDocumentParams) -> None:
 @server.feature(t.TEXT_DOCUMENT_DID_CHANGE)
 @_guard(None)
 def did_change(ls: BenchServer, params: t.DidChangeTextDocumentParams) -> None:
-    publish(ls, params.text_document.uri)
+    ls.changed(params.text_document.uri)
 
 
 @server.feature(t.TEXT_DOCUMENT_DID_SAVE)
@@ -154,6 +185,7 @@ def did_close(ls: BenchServer, params: t.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.indexes.pop(uri, None)
     ls.experiments.pop(uri, None)
+    ls.checked.pop(uri, None)
     ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
