@@ -83,6 +83,8 @@ class SeriesCheck:
     gate: Equivalence | None
     reason: str
     descriptive_only: bool
+    last_change: Change | None = None
+    """The last change point of the history before the newest point: where the baseline starts."""
 
     @property
     def verdict(self) -> str:
@@ -105,6 +107,7 @@ class SeriesCheck:
             "interval": None if self.gate is None else [self.gate.lower, self.gate.upper],
             "reason": self.reason,
             "descriptive_only": self.descriptive_only,
+            "last_change": None if self.last_change is None else self.last_change.to_dict(),
         }
         return undefined(fields, {"*": self.reason})
 
@@ -174,10 +177,9 @@ def check(
         why = "no history before this point" if n < 2 else "the newest point has no value"
         return SeriesCheck(series, commit, new, math.nan, 0, math.nan, None, why, descriptive)
     before = series.head(n - 1)
-    start = 0
-    previous = changes(before, alpha=alpha, confidence=confidence) if n - 1 >= 2 else None
-    if previous is not None and previous.changes:
-        start = previous.changes[-1].index
+    previous = changes(before, alpha=alpha, confidence=confidence)
+    last = previous.changes[-1] if previous.changes else None
+    start = last.index if last is not None else 0
     keep = np.isfinite(before.values[start:])
     values = before.values[start:][keep]
     base_lo, base_hi = _median_interval(
@@ -196,10 +198,15 @@ def check(
     )
     reason = (
         f"against the median of {values.size} point(s) since "
-        + (f"the change at {(series.commits[start] or str(start))[:12]}" if start else "the start")
+        + (
+            f"the {last.kind} at {(last.commit_after or str(start))[:12]} "
+            f"({(last.ratio - 1) * 100:+.1f}%)"
+            if last is not None
+            else "the start"
+        )
         + ("" if ok else "; an interval is missing, so not decided")
         + ("; the newest run's independence check failed: descriptive only" if descriptive else "")
     )
     return SeriesCheck(
-        series, commit, new, baseline, int(values.size), ratio, gate, reason, descriptive
+        series, commit, new, baseline, int(values.size), ratio, gate, reason, descriptive, last
     )
