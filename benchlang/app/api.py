@@ -287,8 +287,8 @@ def trials_frame(path: str | Path, plan_hash: str, measured_only: bool = False) 
                 np.where(table.ok, "ok", "failed"), categories=["ok", "failed"]
             ),
             "reason": table.reason,
-            "started": pd.to_datetime(started, unit="s", utc=True),
-            "ended": pd.to_datetime(ended, unit="s", utc=True),
+            "started": pd.to_datetime(started, unit="s", utc=True).as_unit("ns"),
+            "ended": pd.to_datetime(ended, unit="s", utc=True).as_unit("ns"),
         }
     )
     taken = set(columns)
