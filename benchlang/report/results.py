@@ -1,4 +1,6 @@
-"""Per-configuration summary: trials, failures, and median / min / max of each metric."""
+"""Per-configuration summary: trials, failures, median / min / max of each metric, and the
+summaries papers print (mean with its design-respecting interval, SD, IQR, CV:
+``stats.summaries``), per configuration and, where a run has several hosts, per host."""
 
 from __future__ import annotations
 
@@ -56,8 +58,37 @@ def _groups(data: ExperimentData) -> list[tuple[np.ndarray, dict[str, Any]]]:
     ]
 
 
+def _clusters(data: ExperimentData) -> tuple[np.ndarray, list[str]]:
+    """Each trial's (host, series, round) units, coarsest first, and the hosts' names."""
+    table = data.table
+    hosts = sorted(set(table.host.tolist()))
+    code = {h: i for i, h in enumerate(hosts)}
+    host = np.fromiter(map(code.__getitem__, table.host.tolist()), np.int64, len(table))
+    return np.stack([host, table.series, table.round], axis=1), hosts
+
+
+def _summaries(
+    values: np.ndarray, mask: np.ndarray, clusters: np.ndarray, hosts: list[str]
+) -> tuple[dict, dict | None]:
+    """The configuration's summary, and one per host when it ran on several."""
+    from benchlang.stats.summaries import summarize
+
+    whole = summarize(values[mask], clusters[mask]).to_dict()
+    present = np.unique(clusters[mask, 0])
+    if present.size < 2:
+        return whole, None
+    per_host = {
+        hosts[h]: summarize(
+            values[mask & (clusters[:, 0] == h)], clusters[mask & (clusters[:, 0] == h)]
+        ).to_dict()
+        for h in present.tolist()
+    }
+    return whole, per_host
+
+
 def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
     table = data.table
+    clusters, hosts = _clusters(data)
     rows = []
     for mask, configuration in _groups(data):
         entry: dict[str, Any] = {
@@ -75,6 +106,9 @@ def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
             summary["unit"] = mv.metric.unit
             if mv.converged is not None:
                 summary["not_converged"] = int((table.ok & mask & ~mv.converged).sum())
+            summary["summary"], per_host = _summaries(mv.values, table.ok & mask, clusters, hosts)
+            if per_host is not None:
+                summary["hosts"] = per_host
             entry["metrics"][name] = summary
         rows.append(entry)
     return rows
@@ -119,11 +153,60 @@ def render_results(
         stream=stream,
         align=align,
     )
+    render_summaries(data, rows, scales, stream)
     out = stream or sys.stdout
     for line in host_lines(data) if hosts else ():
         out.write(line + "\n")
     for warning in host_warnings(data):
         out.write(warning + "\n")
+
+
+def render_summaries(
+    data: ExperimentData,
+    rows: list[dict[str, Any]],
+    scales: dict[str, tuple],
+    stream: TextIO | None = None,
+) -> None:
+    """Per configuration (and per host where it ran on several) and metric: the mean with its
+    interval over cluster means, SD, IQR and CV (``stats.summaries``); a descriptive row says
+    why it has no interval."""
+    body, reasons = [], []
+    for row in rows:
+        for name in data.metrics:
+            m = row["metrics"][name]
+            label = row["configuration"]["label"] + (f" {name}" if len(data.metrics) > 1 else "")
+            entries = [(label, m["summary"])]
+            entries += [(f"  host {h}", s) for h, s in (m.get("hosts") or {}).items()]
+            for text, s in entries:
+                body.append(_summary_cells(text, s, scales[name][1]))
+                if s["reason"] and s["reason"] not in reasons:
+                    reasons.append(s["reason"])
+    units = {name: scales[name][0] for name in data.metrics if scales[name][0]}
+    unit = f" ({', '.join(f'{k}: {u}' for k, u in units.items())})" if units else ""
+    render_table(
+        ["configuration", "n", "mean", "95% interval", "over", "SD", "IQR", "CV"],
+        body,
+        title=f"summaries{unit}: the mean's interval is t(G-1) over G cluster means",
+        stream=stream,
+        align=["left", "right", "right", "right", "left", "right", "right", "right"],
+    )
+    out = stream or sys.stdout
+    for reason in reasons:
+        out.write(f"descriptive only (no interval): {reason}\n")
+
+
+def _summary_cells(label: str, s: dict, factor: float) -> list[Any]:
+    def num(x: float | None) -> str:
+        return format_quantity(x, None, scale=(None, factor))
+
+    interval = s["mean_interval"]
+    if s["descriptive"]:
+        bounds, over = "-", "descriptive"
+    else:
+        bounds = f"[{num(interval['lower'])}, {num(interval['upper'])}]"
+        over = f"{interval['clusters']} {interval['level']}"
+    cv = "-" if s["cv"] is None else f"{100 * s['cv']:.1f}%"
+    return [label, s["n"], num(s["mean"]), bounds, over, num(s["sd"]), num(s["iqr"]), cv]
 
 
 def render_run_summary(data: ExperimentData, stream: TextIO | None = None) -> None:
