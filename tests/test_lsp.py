@@ -81,7 +81,7 @@ async def test_a_session_on_the_quickstart(client: LanguageClient):
     found = await client.text_document_completion_async(
         t.CompletionParams(_doc(uri), t.Position(command, column))
     )
-    assert [i.label for i in found.items] == ["tool"]
+    assert [i.label for i in found.items] == ["tool", "runtime"]
     design = next(i for i, line in enumerate(lines) if line.strip() == "design {")
     found = await client.text_document_completion_async(
         t.CompletionParams(_doc(uri), t.Position(design + 1, 4))

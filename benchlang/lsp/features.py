@@ -164,7 +164,14 @@ def completion(index: Index, line: int, column: int) -> list[tuple[str, str, str
     if token is not None and token.kind == "string" and token.start < offset:
         inside = token.text[: offset - token.start]
         if inside.rfind("{") > inside.rfind("}"):
-            return [(d.name, "factor", d.detail) for d in index.declarations if d.kind == "factor"]
+            factors = [
+                (d.name, "factor", d.detail) for d in index.declarations if d.kind == "factor"
+            ]
+            if all(name != "runtime" for name, _, _ in factors):
+                factors.append(
+                    ("runtime", "setting", "the design's runtime (design { runtime 30s })")
+                )
+            return factors
         return []
     if token is not None and token.kind == "comment":
         return []
