@@ -1,7 +1,8 @@
 """``benchlang fmt``: one canonical layout of a spec, with every comment kept where it is.
 
-The spec is parsed (refused, with ``check``'s diagnostics, when it has a syntax error), then
-re-lexed with its comments; the parse tree only says where each statement starts and ends.
+The spec is parsed (refused, with ``check``'s diagnostics, when it has a syntax error; the
+checker's other errors, a misspelt metric say, do not stop formatting), then re-lexed with its
+comments; the parse tree only says where each statement starts and ends.
 The layout (docs/fmt.md):
 
 - one statement per line inside a block, indented two spaces per block; at most one blank
@@ -25,10 +26,13 @@ from __future__ import annotations
 
 import bisect
 import collections
+import functools
 
 from lark import Token, Tree
+from lark.exceptions import LarkError
+from lark.lexer import Lexer, LexerThread
 
-from benchlang.lang.diagnostics import Diagnostic, Source, SpecError
+from benchlang.lang.diagnostics import Diagnostic, Source, Span, SpecError
 from benchlang.lang.grammar import parser
 from benchlang.lang.pretty import (
     BLANK,
@@ -44,11 +48,13 @@ from benchlang.lang.pretty import (
     nest,
     render,
 )
-from benchlang.lang.syntax import parse
+from benchlang.lang.syntax import MAX_NESTING, parse
 
 INDENT = 2
 _OPEN_NO_SPACE = frozenset(("LSQB", "LPAR"))
 _CLOSE_NO_SPACE = frozenset(("COMMA", "RSQB", "RPAR"))
+_OPENERS = frozenset(("LBRACE", "LSQB", "LPAR"))
+_CLOSERS = frozenset(("RBRACE", "RSQB", "RPAR"))
 _OPERANDS = frozenset(("NAME", "INT", "FLOAT", "NEGATIVE", "RPAR"))
 
 
@@ -56,12 +62,19 @@ def format_text(text: str, path: str = "<spec>") -> str:
     """The canonical layout of spec ``text``; raises SpecError (the diagnostics of
     ``benchlang check``) when the text has a syntax error."""
     source = Source(path, text)
-    parse(source)
-    tokens = [t for t in parser().lex(text, dont_ignore=True) if t.type != "WS"]
+    try:
+        tree = parser().parse(text)
+    except LarkError:
+        tree = None
+    tokens = _lex(text) if tree is not None else []
+    if tree is None or _depth(tokens) > MAX_NESTING:
+        parse(source)  # raises SpecError with every syntax error, as check reports them
+        if tree is None:
+            raise SpecError(source, [Diagnostic("the spec cannot be parsed", Span(1, 1))])
     braces = [t.start_pos for t in tokens if t.type == "LBRACE"]
-    ends = _statement_ends(parser().parse(text), braces)
+    ends = _statement_ends(tree, braces)
     formatted = render(_Layout(text, tokens, ends).top())
-    if _signature(formatted) != _signature(text):
+    if _signature(_lex(formatted)) != _signature(tokens):
         raise SpecError(
             source,
             [
@@ -77,18 +90,42 @@ def format_text(text: str, path: str = "<spec>") -> str:
 
 def comments_of(text: str) -> list[str]:
     """The comments of spec text (without trailing blanks), in order."""
-    return [str(t).rstrip() for t in parser().lex(text, dont_ignore=True) if t.type == "COMMENT"]
+    return [str(t).rstrip() for t in _lex(text) if t.type == "COMMENT"]
 
 
-def _signature(text: str) -> tuple[list[tuple[str, str]], collections.Counter[str]]:
+@functools.cache
+def _comment_lexer() -> Lexer:
+    """The parser's own lexer, keeping what the grammar ignores (comments, whitespace): the
+    lexer ``Lark.lex(text, dont_ignore=True)`` builds on every call, built once."""
+    return parser()._build_lexer(dont_ignore=True)
+
+
+def _lex(text: str) -> list[Token]:
+    """Every token of ``text`` but whitespace, comments included."""
+    return [t for t in LexerThread.from_text(_comment_lexer(), text).lex(None) if t.type != "WS"]
+
+
+def _signature(tokens: list[Token]) -> tuple[list[tuple[str, str]], collections.Counter[str]]:
     """What formatting must keep: the tokens (a comma before ``]`` aside) and the comments."""
-    tokens = [t for t in parser().lex(text, dont_ignore=True) if t.type not in ("WS", "COMMENT")]
+    code = [t for t in tokens if t.type != "COMMENT"]
     kept = [
         (t.type, str(t))
-        for i, t in enumerate(tokens)
-        if not (t.type == "COMMA" and i + 1 < len(tokens) and tokens[i + 1].type == "RSQB")
+        for i, t in enumerate(code)
+        if not (t.type == "COMMA" and i + 1 < len(code) and code[i + 1].type == "RSQB")
     ]
-    return kept, collections.Counter(comments_of(text))
+    return kept, collections.Counter(str(t).rstrip() for t in tokens if t.type == "COMMENT")
+
+
+def _depth(tokens: list[Token]) -> int:
+    """How deep brackets and braces nest."""
+    depth = deepest = 0
+    for token in tokens:
+        if token.type in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.type in _CLOSERS:
+            depth -= 1
+    return deepest
 
 
 def _span(node: Tree | Token) -> tuple[int, int]:
