@@ -60,7 +60,9 @@ def test_the_surface_is_small_and_lazy():
         "SpecInvalid",
         "UserError",
     }
-    probe = "import sys, benchlang; print(sorted(m for m in sys.modules if m.startswith('benchlang')))"
+    probe = (
+        "import sys, benchlang; print(sorted(m for m in sys.modules if m.startswith('benchlang')))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['benchlang']"
     assert issubclass(benchlang.SpecInvalid, benchlang.UserError)
