@@ -33,8 +33,12 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--json printed alone before; docs/exports.md)",
     )
     fmt.add_argument(
-        "--csv", action="store_true", help="per-configuration summaries (benchlang 0.1's format)"
+        "--summary-csv",
+        action="store_true",
+        help="one CSV row per configuration: trials, failures, each metric's median/min/max "
+        "(--format csv gives one row per trial)",
     )
+    fmt.add_argument("--csv", action="store_true", help="the former name of --summary-csv")
     p.add_argument(
         "--output",
         metavar="FILE",
@@ -56,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
     data = load_store(args.store, args.plan)
     form = "json" if args.json else args.format
     if args.csv:
+        print(
+            "note: --csv is now --summary-csv (one row per configuration); "
+            "--format csv gives one row per trial",
+            file=sys.stderr,
+        )
+    if args.csv or args.summary_csv:
         sys.stdout.write(results_csv(data))
     elif form != "table":
         from benchlang.report.export_files import write_export
