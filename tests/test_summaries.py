@@ -1,0 +1,118 @@
+"""The per-configuration summaries (stats/summaries.py): the mean's interval over cluster means
+against independent computations, the descriptive case, and ``results`` through the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchlang.jsonout import loads
+from benchlang.stats.summaries import summarize
+
+
+def test_equal_clusters_give_student_t_on_the_cluster_means():
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    cluster = np.repeat(np.arange(6), 8)
+    y = rng.normal(5, 1, cluster.size) + rng.normal(0, 2, 6)[cluster]
+    s = summarize(y, cluster[:, None], ("host",))
+    means = y.reshape(6, 8).mean(axis=1)
+    low, high = stats.t.interval(0.95, 5, loc=means.mean(), scale=stats.sem(means))
+    assert (s.lower, s.upper) == (pytest.approx(low), pytest.approx(high))
+    assert (s.level, s.clusters, s.descriptive) == ("host", 6, False)
+    assert s.sd == pytest.approx(np.std(y, ddof=1))
+    q1, q3 = np.percentile(y, [25, 75])
+    assert s.iqr == pytest.approx(q3 - q1) and s.cv == pytest.approx(s.sd / s.mean)
+
+
+def test_unequal_clusters_match_statsmodels_cluster_robust_se():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(4)
+    sizes = np.array([3, 9, 5, 14, 4])
+    cluster = np.repeat(np.arange(5), sizes)
+    y = rng.normal(0, 1, cluster.size) + rng.normal(0, 1, 5)[cluster]
+    fit = sm.OLS(y, np.ones((y.size, 1))).fit(
+        cov_type="cluster", cov_kwds={"groups": cluster, "df_correction": True}, use_t=True
+    )
+    low, high = fit.conf_int(0.05)[0]
+    s = summarize(y, cluster[:, None], ("series",))
+    assert fit.df_resid_inference == 4
+    assert (s.mean, s.lower, s.upper) == (
+        pytest.approx(y.mean()),
+        pytest.approx(low),
+        pytest.approx(high),
+    )
+
+
+def test_one_block_of_one_host_is_descriptive():
+    y = np.random.default_rng(5).normal(10, 1, 30)
+    s = summarize(y, np.zeros((30, 3), dtype=int))
+    assert s.descriptive and np.isnan(s.lower) and "one block of one host" in s.reason
+    d = s.to_dict()
+    assert d["mean_interval"]["lower"] is None
+    assert "one block" in d["mean_interval"]["null_reasons"]["lower"]
+    assert d["mean"] == pytest.approx(y.mean())
+
+
+def test_the_coarsest_level_with_three_units_is_used_and_the_rest_named():
+    rng = np.random.default_rng(6)
+    host = np.repeat([0, 1], 20)
+    series = np.tile(np.repeat(np.arange(4), 5), 2)
+    y = rng.normal(0, 1, 40)
+    s = summarize(y, np.stack([host, series, np.zeros(40, int)], axis=1))
+    assert (s.level, s.clusters) == ("series", 8)
+    assert "2 host" in s.note
+
+
+SPEC = """benchlang 1
+experiment multi {
+  seed 4
+  hosts local { slots 3 }
+  factor n in [1, 2]
+  benchmark b { run "echo {n}"
+    measure t = wall_time }
+  metric t { measure mean unit "s" }
+  design { runs 3 series 2 }
+}
+"""
+
+
+def test_results_prints_and_exports_the_summaries_per_configuration_and_host(tmp_path: Path):
+    (tmp_path / "multi.bench").write_text(SPEC)
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchlang", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        return done.stdout
+
+    cli("run", "multi.bench", "--store", "s.sqlite", "-q", "-i")
+    document = loads(cli("results", "s.sqlite", "--json"))
+    trials = document["trials"]
+    for row in document["configurations"]:
+        metric = row["metrics"]["t"]
+        summary = metric["summary"]
+        mine = [
+            t["metrics"]["t"] for t in trials if t["configuration"] == row["configuration"]["label"]
+        ]
+        assert summary["mean"] == pytest.approx(np.mean(mine))
+        assert summary["mean_interval"]["level"] == "host"
+        assert summary["mean_interval"]["df"] == 2
+        assert (
+            summary["mean_interval"]["lower"] < summary["mean"] < summary["mean_interval"]["upper"]
+        )
+        assert sorted(metric["hosts"]) == ["local:0", "local:1", "local:2"]
+        assert all(h["descriptive"] for h in metric["hosts"].values())
+    text = cli("results", "s.sqlite")
+    assert "95% interval" in text and "3 host" in text and "  host local:1" in text
