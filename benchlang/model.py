@@ -354,6 +354,9 @@ class Experiment:
     equal_hosts: dict[str, Any] | None = None
     """The settings of the equal-hosts check (``design { redundancy N }``; stats.equal_hosts)."""
     comparisons: tuple[Comparison, ...] = ()
+    family: dict[str, Any] | None = None
+    """``analysis { family { correction holm|bh|none level 5% } }``: the one family every
+    comparison joins (report.compare_family); None: the default, Holm at 5%."""
     profiles: tuple[dict[str, Any], ...] = ()
     hidden: tuple[Hidden, ...] = ()
     hardware: tuple[HostFactor, ...] = ()

@@ -78,9 +78,9 @@ def analyze_store(
         )
     comparisons, warmup, equal_hosts = [], [], []
     if experiment.comparisons:  # each report module imported only when the spec needs it
-        from benchlang.report.compare import compare
+        from benchlang.report.compare_family import compare_all
 
-        comparisons = [compare(data, c) for c in experiment.comparisons]
+        comparisons = compare_all(data)
     if every_phase is not None:
         from benchlang.report.warmup import warmup_advice
 

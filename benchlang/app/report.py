@@ -83,7 +83,7 @@ def report_inputs(
     paragraph does not cite it)."""
     from benchlang.app.analysis import kpis_and_headline, order_of
     from benchlang.report.analysis import analyze
-    from benchlang.report.compare import compare
+    from benchlang.report.compare_family import compare_all
     from benchlang.report.equal_hosts import host_agreement
     from benchlang.report.warmup import warmup_advice
 
@@ -115,7 +115,7 @@ def report_inputs(
         store=str(store_path),
         kpis=kpis,
         headline=headlines,
-        comparisons=[compare(data, c) for c in exp.comparisons],
+        comparisons=compare_all(data),
         warmup=warmup_advice(every_phase) if every_phase is not None else [],
         order=order,
         profiles=_profiles(exp),

@@ -13,7 +13,7 @@ from benchlang.cli import add_command
 from benchlang.cli.common import load_spec, print_spec_profile
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record
-from benchlang.report.compare import compare
+from benchlang.report.compare_family import compare_all
 from benchlang.report.compare_text import render_comparisons
 from benchlang.report.data import load_data
 from benchlang.report.order_analysis import order_report, render_order_report
@@ -300,7 +300,7 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
     for item in experiment.profiles:
         print_spec_profile(item)
     if experiment.comparisons:
-        render_comparisons([compare(data, c) for c in experiment.comparisons])
+        render_comparisons(compare_all(data))
     if experiment.order_dependence is not None:
         render_order_report(order_report(data, None, experiment.order_dependence["alpha"]))
     if experiment.equal_hosts is not None:

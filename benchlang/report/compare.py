@@ -45,6 +45,8 @@ class ComparisonResult:
     problem: str | None = None
     notes: tuple[str, ...] = ()
     package: str = ""
+    family: Any = None
+    """The run's family of tests this comparison belongs to (report.compare_family.FamilyPart)."""
 
     def _detail(self, key: str) -> Any:
         return None if self.outcome is None else self.outcome.details.get(key)
@@ -79,6 +81,8 @@ class ComparisonResult:
             "problem": self.problem,
             "notes": list(self.notes),
         }
+        if self.family is not None:
+            out["family"] = self.family.to_dict()
         if self.outcome is None:
             return out
         result = to_plain(self.outcome)

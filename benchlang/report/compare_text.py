@@ -197,6 +197,45 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                 out.write(f"ICC {m.icc:.3g}, design effect {m.design_effect:.3g}\n")
         if r.problem:
             out.write(f"{r.comparison.metric} by {r.comparison.by}: not compared: {r.problem}\n")
+    render_family(results, out)
+
+
+def render_family(results: list[ComparisonResult], out: TextIO) -> None:
+    """The run's family of tests (report.compare_family): its sentence, each test's raw and
+    adjusted p-value and verdict, what the intervals beside them are, and what stays outside."""
+    parts = [r.family for r in results if r.family is not None]
+    if not parts:
+        return
+    first = parts[0]
+    a = first.adjustment
+    adjusted = {"holm": "p (Holm)", "bh": "p (BH)", "none": "p"}[a.correction]
+    rows = [
+        [t.label, _f(t.p_value), _f(t.p_adjusted), "yes" if t.rejected else "no"]
+        if t.answered
+        else [t.label, "-", "-", "no answer (counted as p = 1)"]
+        for part in parts
+        for t in part.tests
+    ]
+    render_table(
+        ["test", "p", adjusted, "significant"],
+        rows,
+        title=first.sentence,
+        stream=out,
+    )
+    if a.correction == "holm":
+        out.write(
+            "note: Holm has no simultaneous intervals: the intervals above are Bonferroni's at "
+            f"{a.interval_confidence:.4g}% each; Holm may call a test significant whose interval "
+            "still covers no change\n"
+        )
+    elif a.correction == "bh":
+        out.write(
+            f"note: the intervals above are false-coverage-rate intervals at {a.interval_confidence:.4g}% "
+            "(Benjamini & Yekutieli 2005): their guarantee is for the tests Benjamini-Hochberg "
+            "selected; FDR control assumes independent or positively dependent tests\n"
+        )
+    if first.outside:
+        out.write(f"outside the family (their own tables): {', '.join(first.outside)}\n")
 
 
 def _interval_text(o: ComparisonOutcome) -> str:

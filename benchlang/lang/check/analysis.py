@@ -170,6 +170,8 @@ def named_order_analyses(ctx: Context, items: list[ast.AnalysisItem]) -> list[as
     other kinds have their own statements."""
     out = []
     for item in items:
+        if item.name == FAMILY:
+            continue  # check_family
         method = find_method(ctx, item.name, item.span, "order", "factorial")
         if method is None:
             continue
@@ -218,6 +220,21 @@ def check_equal_hosts(
     if not 0.0 < settings["alpha"] < 1.0:
         ctx.error("alpha must lie strictly between 0 and 1", checked.spans.get("alpha", item.span))
     return settings
+
+
+FAMILY = "family"
+"""``analysis { family { correction holm|bh|none level 5% } }``: the one family of every
+comparison of a run (stats.family; Holm 1979 by default)."""
+_FAMILY = {"correction": s.choice("holm", "bh", "none"), "level": s.percent}
+
+
+def check_family(ctx: Context, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:
+    """The family's correction and level, None when the spec keeps the default."""
+    item = ctx.single([i for i in items if i.name == FAMILY], f"'{FAMILY}'")
+    if item is None:
+        return None
+    checked = s.check_settings(item.settings, _FAMILY, FAMILY, ctx.diagnostics)
+    return {"correction": "holm", "level": 5.0, **checked.values}
 
 
 def check_order_dependence(ctx: Context, items: list[ast.AnalysisItem]) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from benchlang.lang.ab_design import AB_KEYS, check_ab_design
 from benchlang.lang.check.analysis import (
     check_analysis,
     check_equal_hosts,
+    check_family,
     check_order_dependence,
     check_profiles,
     check_sample_sizes,
@@ -146,6 +147,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         ctx, of(ast.AnalysisItem, "method"), design.redundancy if design else 1
     )
     profiles = check_profiles(ctx, of(ast.AnalysisItem, "profile"))
+    family = check_family(ctx, of(ast.AnalysisItem, "method"))
     runtime = design.runtime if design else None
     runtime_factor = next((f for f in of(ast.Factor) if f.name == "runtime"), None)
     if runtime is not None and runtime_factor is not None:
@@ -238,6 +240,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         order_dependence=order_dependence,
         equal_hosts=equal_hosts,
         comparisons=comparisons,
+        family=family,
         profiles=profiles,
         hidden=tuple(hidden),
         hardware=tuple(hardware),
