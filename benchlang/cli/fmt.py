@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         return 2
     if args.check and unformatted:
-        noun = "file is" if unformatted == 1 else "files are"
-        print(f"{unformatted} {noun} not formatted: run benchlang fmt on them", file=sys.stderr)
+        noun, them = ("file is", "it") if unformatted == 1 else ("files are", "them")
+        print(f"{unformatted} {noun} not formatted: run benchlang fmt on {them}", file=sys.stderr)
         return 1
     return 0
 
