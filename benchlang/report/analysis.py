@@ -433,6 +433,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 kpi_method=kpi_method_text(r.kpi),
                 display_unit=metric_scale(data.metrics[r.metric].values[data.table.ok], m.unit)[0],
                 **two_sided_record([s.kpi for s in r.analysis.series]),
+                summary=_summary(data, r),
             )
         )
     from benchlang.report.compare import record_lines
@@ -451,6 +452,16 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         record_lines(data),
         tuple(_record_independence(results)),
     )
+
+
+def _summary(data: ExperimentData, r: ConfigurationAnalysis) -> dict:
+    """The configuration's mean with its interval over cluster means, SD, IQR, CV."""
+    from benchlang.report.results import trial_clusters
+    from benchlang.stats.summaries import summarize
+
+    mask = data.table.ok & (data.table.label == r.configuration)
+    clusters, _ = trial_clusters(data)
+    return summarize(data.metrics[r.metric].values[mask], clusters[mask]).to_dict()
 
 
 def _record_independence(results: list[ConfigurationAnalysis]) -> list[str]:

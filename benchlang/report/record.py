@@ -32,6 +32,9 @@ PARAMETERS = (
 )
 """The 12 parameters of §4.4 in the paper's order, then the two results."""
 
+SUMMARY_ROWS = ("Mean [95% interval]", "SD", "IQR", "CV")
+"""The optional rows after them: the per-configuration summaries (``stats.summaries``)."""
+
 _UNITS = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
 
 
@@ -107,6 +110,8 @@ class MetricRecord:
     kpi_upper: float | None = None
     display_unit: str | None = None
     """The unit every view shows this metric in (``report.table.metric_scale``: issue 29)."""
+    summary: dict | None = None
+    """The configuration's ``stats.summaries.Summary.to_dict()``: the optional rows."""
 
     def label(self) -> str:
         return self.name if self.configuration is None else f"{self.name} [{self.configuration}]"
@@ -135,6 +140,28 @@ class MetricRecord:
             ("KPI", self._kpi_text()),
             ("Variability score", self._variability_text()),
         ]
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        """The rows of ``SUMMARY_ROWS``: mean with its interval over cluster means (or
+        "descriptive"), SD, IQR, CV; "-" without a summary."""
+        s = self.summary
+        if s is None:
+            return [(name, "-") for name in SUMMARY_ROWS]
+        interval = s["mean_interval"]
+        if s["descriptive"]:
+            mean = f"{self._quantity(s['mean'])} (descriptive)"
+        else:
+            lo, hi = self._quantity(interval["lower"]), self._quantity(interval["upper"])
+            mean = f"{self._quantity(s['mean'])} [{lo}, {hi}] over {interval['clusters']} "
+            mean += str(interval["level"])
+        cv = "-" if s["cv"] is None else f"{100 * s['cv']:.1f}%"
+        return list(
+            zip(
+                SUMMARY_ROWS,
+                (mean, self._quantity(s["sd"]), self._quantity(s["iqr"]), cv),
+                strict=True,
+            )
+        )
 
     def _quantity(self, value: float | None) -> str:
         from benchlang.report.table import format_quantity, scale_named
@@ -238,8 +265,12 @@ class Record:
         headers = ["Parameter"] + [
             m.configuration if one_metric and m.configuration else m.label() for m in self.metrics
         ]
+        names = PARAMETERS
         columns = [m.rows() for m in self.metrics]
-        rows = [[name] + [col[i][1] for col in columns] for i, name in enumerate(PARAMETERS)]
+        if any(m.summary is not None for m in self.metrics):
+            names += SUMMARY_ROWS
+            columns = [col + m.summary_rows() for col, m in zip(columns, self.metrics, strict=True)]
+        rows = [[name] + [col[i][1] for col in columns] for i, name in enumerate(names)]
         return headers, rows
 
     def header_lines(self, markdown: bool = True) -> list[str]:
@@ -299,7 +330,7 @@ class Record:
             return f"% {self.experiment}: {NO_SUCCESSFUL_TRIAL}\n"
         headers, rows = self._grid()
         body = [" & ".join(_tex(c) for c in row) + r" \\" for row in rows]
-        results = len(body) - 2
+        results = len(PARAMETERS) - 2
         caption = (
             f"Reproducibility record of \\texttt{{{_tex(self.experiment)}}} "
             f"(benchlang {_tex(self.version)}, spec \\texttt{{{_tex(self.spec_hash[:12])}}}, "

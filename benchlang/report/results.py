@@ -58,7 +58,7 @@ def _groups(data: ExperimentData) -> list[tuple[np.ndarray, dict[str, Any]]]:
     ]
 
 
-def _clusters(data: ExperimentData) -> tuple[np.ndarray, list[str]]:
+def trial_clusters(data: ExperimentData) -> tuple[np.ndarray, list[str]]:
     """Each trial's (host, series, round) units, coarsest first, and the hosts' names."""
     table = data.table
     hosts = sorted(set(table.host.tolist()))
@@ -88,7 +88,7 @@ def _summaries(
 
 def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
     table = data.table
-    clusters, hosts = _clusters(data)
+    clusters, hosts = trial_clusters(data)
     rows = []
     for mask, configuration in _groups(data):
         entry: dict[str, Any] = {
@@ -161,15 +161,14 @@ def render_results(
         out.write(warning + "\n")
 
 
-def render_summaries(
-    data: ExperimentData,
-    rows: list[dict[str, Any]],
-    scales: dict[str, tuple],
-    stream: TextIO | None = None,
-) -> None:
-    """Per configuration (and per host where it ran on several) and metric: the mean with its
-    interval over cluster means, SD, IQR and CV (``stats.summaries``); a descriptive row says
-    why it has no interval."""
+SUMMARY_HEADERS = ("configuration", "n", "mean", "95% interval", "over", "SD", "IQR", "CV")
+
+
+def summary_table(
+    data: ExperimentData, rows: list[dict[str, Any]], scales: dict[str, tuple]
+) -> tuple[list[list[Any]], list[str]]:
+    """Per configuration (and per host where it ran on several) and metric, the cells of
+    ``SUMMARY_HEADERS`` (``stats.summaries``), and why the descriptive rows have no interval."""
     body, reasons = [], []
     for row in rows:
         for name in data.metrics:
@@ -181,12 +180,27 @@ def render_summaries(
                 body.append(_summary_cells(text, s, scales[name][1]))
                 if s["reason"] and s["reason"] not in reasons:
                     reasons.append(s["reason"])
+    return body, reasons
+
+
+def summary_title(data: ExperimentData, scales: dict[str, tuple]) -> str:
     units = {name: scales[name][0] for name in data.metrics if scales[name][0]}
     unit = f" ({', '.join(f'{k}: {u}' for k, u in units.items())})" if units else ""
+    return f"summaries{unit}: the mean's interval is t(G-1) over G cluster means"
+
+
+def render_summaries(
+    data: ExperimentData,
+    rows: list[dict[str, Any]],
+    scales: dict[str, tuple],
+    stream: TextIO | None = None,
+) -> None:
+    """The ``summary_table`` as text; a descriptive row's reason below it."""
+    body, reasons = summary_table(data, rows, scales)
     render_table(
-        ["configuration", "n", "mean", "95% interval", "over", "SD", "IQR", "CV"],
+        SUMMARY_HEADERS,
         body,
-        title=f"summaries{unit}: the mean's interval is t(G-1) over G cluster means",
+        title=summary_title(data, scales),
         stream=stream,
         align=["left", "right", "right", "right", "left", "right", "right", "right"],
     )
@@ -271,4 +285,7 @@ __all__ = [
     "render_run_summary",
     "results_csv",
     "results_rows",
+    "summary_table",
+    "summary_title",
+    "trial_clusters",
 ]

@@ -133,7 +133,7 @@ def summarize(
         if all(g == 1 for g in counts):
             reason = "the trials are one block of one host: no interval (they are not independent)"
         else:
-            found = ", ".join(f"{name}s {g}" for g, name in zip(counts, names, strict=False))
+            found = ", ".join(f"{name} {g}" for g, name in zip(counts, names, strict=False))
             reason = f"fewer than {MIN_CLUSTERS} units at every clustering level ({found})"
         return Summary(
             **common,

@@ -104,7 +104,15 @@ def _results_table(inputs: ReportInputs) -> list[str]:
             s, scale = row["metrics"][name], (None, scales[name][1])
             line += [format_quantity(s[k], None, scale=scale) for k in ("median", "min", "max")]
         body.append(line)
-    return ["<h3>Per configuration</h3>", table(headers, body)]
+    from benchlang.report.results import SUMMARY_HEADERS, summary_table, summary_title
+
+    summaries, reasons = summary_table(data, rows, scales)
+    return [
+        "<h3>Per configuration</h3>",
+        table(headers, body),
+        table(SUMMARY_HEADERS, summaries, caption=summary_title(data, scales)),
+        *(f"<p class='note'>descriptive only (no interval): {esc(r)}</p>" for r in reasons),
+    ]
 
 
 def _record(inputs: ReportInputs) -> list[str]:
