@@ -209,3 +209,9 @@ def test_the_command(run_cli_many, tmp_path):
 def test_standard_input(run_cli):
     status, out, _ = run_cli(["fmt", "-"], input=b"benchlang 1\nexperiment x { seed 7 }\n")
     assert status == 0 and out == "benchlang 1\nexperiment x {\n  seed 7\n}\n"
+
+
+def test_fmt_loads_no_heavy_library():
+    from tests.test_import_budget import loaded_by
+
+    assert loaded_by("fmt", "--check", "specs/quickstart.bench")["heavy"] == []

@@ -153,6 +153,7 @@ def work(tmp_path_factory) -> Path:
 
 CALLS: dict[str, list[str]] = {
     "check": ["check", *(f"{n}.bench" for n in QUICK), "datamill.bench", "few.bench"],
+    "fmt --check": ["fmt", "--check", *(f"{n}.bench" for n in QUICK)],
     "plan": ["plan", "quickstart.bench"],
     "plan --json": ["plan", "ab-layout.bench", "--json"],
     "results": ["results", "quickstart.sqlite"],

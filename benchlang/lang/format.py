@@ -25,7 +25,6 @@ before the text is returned, so the spec compiles to the same plan.
 from __future__ import annotations
 
 import bisect
-import collections
 import functools
 
 from lark import Token, Tree
@@ -105,15 +104,16 @@ def _lex(text: str) -> list[Token]:
     return [t for t in LexerThread.from_text(_comment_lexer(), text).lex(None) if t.type != "WS"]
 
 
-def _signature(tokens: list[Token]) -> tuple[list[tuple[str, str]], collections.Counter[str]]:
-    """What formatting must keep: the tokens (a comma before ``]`` aside) and the comments."""
+def _signature(tokens: list[Token]) -> tuple[list[tuple[str, str]], list[str]]:
+    """What formatting must keep: the tokens (a comma before ``]`` aside) and the comments,
+    each in order."""
     code = [t for t in tokens if t.type != "COMMENT"]
     kept = [
         (t.type, str(t))
         for i, t in enumerate(code)
         if not (t.type == "COMMA" and i + 1 < len(code) and code[i + 1].type == "RSQB")
     ]
-    return kept, collections.Counter(str(t).rstrip() for t in tokens if t.type == "COMMENT")
+    return kept, [str(t).rstrip() for t in tokens if t.type == "COMMENT"]
 
 
 def _depth(tokens: list[Token]) -> int:
