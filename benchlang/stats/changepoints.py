@@ -111,7 +111,6 @@ class ChangePoints:
     weighted: bool = False
     note: str | None = None
     spread: tuple[ChangePoint, ...] = ()
-    series: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_dict(self) -> dict:
         fields = {
@@ -167,7 +166,7 @@ def detect_changes(
             if np.all(np.isfinite(y))
             else "the series has undefined values; drop them first"
         )
-        return ChangePoints(points=(), note=why, series=y, **empty)
+        return ChangePoints(points=(), note=why, **empty)
     log = bool(np.all(y > 0))
     if log:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -181,7 +180,7 @@ def detect_changes(
     if found is None:
         return ChangePoints(
             points=(), note="the series is constant", scale="log" if log else "linear",
-            series=y, **empty,
+            **empty,
         )  # fmt: skip
     sums, cuts, model = found
     points = tuple(_point(sums, cuts, k, min_size, confidence, log) for k in range(len(cuts)))
@@ -192,7 +191,6 @@ def detect_changes(
         weighted=weighted,
         note=None if log else "values not all positive: analysed as differences",
         spread=_spread(sd, min_size, alpha / 2.0, confidence) if weighted else (),
-        series=y,
         **empty,
     )
 
