@@ -1,8 +1,9 @@
 """What a history says: each series' change points with their commit ranges, and the CI gate
 on the newest point.
 
-Change points come from ``stats.changepoints.detect_changes`` (E-divisive means with a
-t-test as Apache Otava does, Matteson & James, JASA 2014; Daly et al., ICPE 2020), which weighs
+Change points come from ``stats.changepoints.detect_changes`` (binary segmentation with
+Otava's merge step, each point weighed by its own interval and the spread between points,
+DerSimonian & Laird 1986; docs/statistics.md "Change points over a history"), which weighs
 each point by its interval. The gate judges the newest point against the current segment of
 the history before it (the points since its last change point) with the equivalence test
 ``diff`` uses (TOST, Schuirmann 1987; stats.equivalence): the ratio interval is
