@@ -3,8 +3,7 @@ on the newest point.
 
 Change points come from ``stats.changepoints.detect_changes`` (binary segmentation with
 Otava's merge step, each point weighed by its own interval and the spread between points,
-DerSimonian & Laird 1986; docs/statistics.md "Change points over a history"), which weighs
-each point by its interval. The gate judges the newest point against the current segment of
+DerSimonian & Laird 1986; docs/statistics.md "Change points over a history"). The gate judges the newest point against the current segment of
 the history before it (the points since its last change point) with the equivalence test
 ``diff`` uses (TOST, Schuirmann 1987; stats.equivalence): the ratio interval is
 [new lower / baseline upper, new upper / baseline lower], where the baseline interval is the
