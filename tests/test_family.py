@@ -9,6 +9,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -159,3 +160,19 @@ def test_the_family_setting_is_checked(tmp_path):
         compile_source(Source("bad.bench", text), tmp_path)
     shown = " ".join(d.message for d in err.value.diagnostics)
     assert "expected one of holm, bh, none" in shown and "outside (0%, 100%)" in shown
+
+
+def test_a_lone_compare_keeps_its_own_confidence():
+    """Without a ``family`` setting the family's alpha is the compares' own: one compare at 90%
+    is a family of one at 10%, its interval unchanged (Bonferroni over one test)."""
+    from benchlang import model
+    from benchlang.report.compare_family import compare_all
+    from tests.test_compare_levels import data_for, experiment, rounds_design
+
+    exp = experiment(["a", "b"])
+    own = model.Comparison("time", "tool", "bootstrap", {"confidence": 90.0, "replicates": 500})
+    exp = attrs.evolve(exp, comparisons=(own,))
+    y, tool, rounds = rounds_design(["a", "b"], 12, [1.0, 1.2], seed=2)
+    (result,) = compare_all(data_for(exp, y, tool, rounds=rounds))
+    assert result.levels.confidence == pytest.approx(90.0)
+    assert result.family.sentence.startswith("family of 1 test over 1 metric, Holm at 10% (FWER)")

@@ -30,7 +30,8 @@ from benchlang.stats.family import FamilyAdjustment, adjust, bonferroni_confiden
 from benchlang.stats.registry import statistics_methods
 
 DEFAULT = {"correction": "holm", "level": 5.0}
-"""The family's default: Holm at 5%."""
+"""The family's default: Holm, at the level of its members' own confidence (the highest when
+they differ), so a lone compare keeps its interval; 5% without members."""
 
 _NAMES = {
     "holm": "Holm",
@@ -98,6 +99,10 @@ def _member(method: Method | None) -> bool:
     )
 
 
+def _confidence(c: model.Comparison, method: Method) -> float:
+    return float(c.settings.get("confidence", method.defaults().get("confidence", 95.0)))
+
+
 def _pairs(data: ExperimentData, c: model.Comparison) -> int:
     """Tests a compare plans: its level pairs (the bootstrap's k - 1 or all k(k-1)/2), else 1."""
     if c.method != "bootstrap":
@@ -137,10 +142,13 @@ def compare_all(
     """Every ``compare`` of the spec, the comparison methods' tests adjusted as one family."""
     catalogue = methods if methods is not None else statistics_methods()
     comparisons = data.experiment.comparisons
-    setting = {**DEFAULT, **(getattr(data.experiment, "family", None) or {})}
-    alpha = float(setting["level"]) / 100.0
-    correction = str(setting["correction"])
     members = [i for i, c in enumerate(comparisons) if _member(catalogue.get(c.method))]
+    declared = data.experiment.family or {}
+    setting = {**DEFAULT, **declared}
+    own = [_confidence(comparisons[i], catalogue[comparisons[i].method]) for i in members]
+    level = setting["level"] if "level" in declared or not own else 100.0 - max(own)
+    alpha = float(level) / 100.0
+    correction = str(setting["correction"])
     pairs = {i: _pairs(data, comparisons[i]) for i in members}
     m = sum(pairs.values())
     if m == 0:
