@@ -397,15 +397,28 @@ class ToAst(Transformer):
         )
 
     def anova(self, meta, children):
-        terms = tuple(str(c) for c in children[1:] if c.type == "NAME")
-        operators = "".join(str(c) for c in children[1:] if c.type == "FORMULA_OP")
+        """``anova M ~ A * B``; ``(A + B + C)^2`` (interactions up to that order) and
+        ``by host`` (one table per host) are the settings ``order`` and ``by``."""
+        tokens = [c for c in children[1:] if isinstance(c, Token)]
+        options = tuple(c for c in children[1:] if isinstance(c, ast.Setting))
+        terms = tuple(str(c) for c in tokens if c.type == "NAME")
+        operators = "".join(str(c) for c in tokens if c.type == "FORMULA_OP")
         return ast.AnalysisItem(
             "anova",
             _meta_span(meta),
+            settings=ast.Settings(options, _meta_span(meta)) if options else None,
             name=str(children[0]),
             terms=terms,
             path=ast.Value("word", operators, _meta_span(meta)),
         )
+
+    def anova_order(self, meta, children):
+        span = span_of(children[0])
+        return ast.Setting("order", span, value=ast.Value("int", int(children[0]), span))
+
+    def anova_by(self, meta, children):
+        span = span_of(children[0])
+        return ast.Setting("by", span, value=ast.Value("word", str(children[0]), span))
 
     def profile(self, meta, children):
         options = tuple(children[2:])

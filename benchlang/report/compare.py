@@ -98,6 +98,7 @@ _TOP_LEVEL = {
     "levels": "levels",
     "mixed_effects": "mixed_effects",
     "anova": "mixed_effects",
+    "anova_hosts": "anova_by_host",
 }
 """Detail tables whose JSON keeps its historical top-level key."""
 _LEGACY = set(_TOP_LEVEL)
@@ -282,8 +283,20 @@ def _factorial(
     base = ComparisonResult(comparison, None, None, int(keep.sum()))
     if keep.sum() < method.min_samples:
         return attrs.evolve(base, problem="fewer than three successful trials")
+    order = comparison.settings.get("order")
+    shape = {"order": order} if order is not None else {}
+    if comparison.settings.get("by") == "host":
+        from benchlang.stats.anova import anova_by_host
+
+        tables = anova_by_host(
+            y[keep], factors, terms, comparison.settings["operators"], list(t.host[keep]), order
+        )
+        outcome = ComparisonOutcome(
+            method.name, math.nan, "difference", details={"anova_hosts": tables}
+        )
+        return attrs.evolve(base, outcome=outcome)
     try:
-        result = method.load()(y[keep], factors, terms, comparison.settings["operators"])
+        result = method.load()(y[keep], factors, terms, comparison.settings["operators"], **shape)
     except (ValueError, np.linalg.LinAlgError) as err:
         return attrs.evolve(base, problem=str(err))
     from benchlang.stats.anova import host_breakdown

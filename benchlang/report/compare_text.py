@@ -149,20 +149,18 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
             if not note.endswith(("better lower", "better higher")):
                 out.write(f"note: {r.comparison.metric} by {r.comparison.by}: {note}\n")
     for r in results:
+        by_host = r.outcome.details.get("anova_hosts") if r.outcome is not None else None
+        if by_host is not None:
+            for h in by_host.tables:
+                for note in h.notes:
+                    out.write(f"note: {r.comparison.metric}: {note}\n")
+                if h.anova is None:
+                    out.write(f"{r.comparison.metric} on host {h.host}: no table: {h.problem}\n")
+                else:
+                    _anova_table(r.comparison.metric, h.anova, out, f" on host {h.host}")
+            continue
         if r.comparison.method == "anova" and r.mixed is not None:
-            a = r.mixed
-            render_table(
-                ["term", "df", "sum sq", "mean sq", "F", "p", "η²"],
-                [
-                    (x.term, x.df, x.sum_sq, x.mean_sq, x.f, x.p_value, x.eta_squared)
-                    for x in a.rows
-                ],
-                title=f"ANOVA (DataMill §5): {r.comparison.metric}: {a.formula}, n = {a.n}",
-                stream=out,
-            )
-            out.write(f"R² {a.r_squared:.4g}, adjusted R² {a.adj_r_squared:.4g}\n")
-            for note in a.dropped:
-                out.write(f"note: {r.comparison.metric}: {note}\n")
+            _anova_table(r.comparison.metric, r.mixed, out)
             hosts = r.outcome.details.get("hosts") if r.outcome is not None else None
             if hosts is not None and len(hosts.rows) > 1:
                 render_table(
@@ -170,10 +168,6 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
                     [(h.host, h.n, h.mean, h.sd) for h in hosts.rows],
                     title=f"{r.comparison.metric} per host: {hosts.between_share:.1%} of its variance lies between hosts",
                     stream=out,
-                )
-            if not a.assumptions_hold:
-                out.write(
-                    f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = {a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy\n"
                 )
             continue
         if r.mixed is not None:
@@ -198,6 +192,25 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
         if r.problem:
             out.write(f"{r.comparison.metric} by {r.comparison.by}: not compared: {r.problem}\n")
     render_family(results, out)
+
+
+def _anova_table(metric: str, a, out: TextIO, where: str = "") -> None:
+    """DataMill's table (§5, Tables 3 and 4): df, SS, MS, F, p, η², then R² and adjusted R²,
+    the aliased terms left out and whether the F tests' assumptions held."""
+    render_table(
+        ["term", "df", "sum sq", "mean sq", "F", "p", "η²"],
+        [(x.term, x.df, x.sum_sq, x.mean_sq, x.f, x.p_value, x.eta_squared) for x in a.rows],
+        title=f"ANOVA (DataMill §5): {metric}{where}: {a.formula}, n = {a.n}",
+        stream=out,
+    )
+    out.write(f"R² {a.r_squared:.4g}, adjusted R² {a.adj_r_squared:.4g}\n")
+    for note in a.dropped:
+        out.write(f"note: {metric}: {note}\n")
+    if not a.assumptions_hold:
+        out.write(
+            f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = "
+            f"{a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy\n"
+        )
 
 
 def render_family(results: list[ComparisonResult], out: TextIO) -> None:

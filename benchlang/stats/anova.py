@@ -8,6 +8,12 @@ square) and its p-value, with the model's R² = 1 - SS_residual / SS_total and a
 reproduces his Table 3.4). A per-host breakdown (n, mean, standard deviation, the share of the
 variance between hosts) says which machine a difference comes from.
 
+DataMill's "reduced" models (§5, Tables 3 and 4) fit main effects and two-factor interactions
+only: ``(A + B + C)^2`` (``order``) fits every interaction up to that order, as R's and patsy's
+``(a + b + c)^2``, and keeps the terms that are not significant (no stepwise dropping by p-value,
+whose refitted p-values would overstate significance: Harrell, Regression Modeling Strategies,
+2nd ed., 2015, §4.3). Its Table 4 fits the model on each host apart (``anova_by_host``).
+
 Ordinary least squares with categorical factors and type II sums of squares (type III when
 the model holds interactions), through statsmodels (``ols`` + ``anova_lm``); the F tests
 assume independent, normally distributed residuals of equal variance, so the result
@@ -141,9 +147,11 @@ def anova(
     factors: Mapping[str, Sequence[object]],
     terms: Sequence[str],
     operators: str,
+    order: int | None = None,
 ) -> Anova:
     """ANOVA of ``values`` on categorical ``factors``; ``terms`` joined by ``operators``
-    (``*`` crosses with interactions, ``+`` adds main effects, ``:`` an interaction only)."""
+    (``*`` crosses with interactions, ``+`` adds main effects, ``:`` an interaction only), or
+    with ``order`` the sum of ``terms`` with every interaction up to that order."""
     import pandas as pd
     import statsmodels.api as sm
     from patsy import dmatrix
@@ -159,6 +167,8 @@ def anova(
     rhs = f"C(f_{terms[0]}, Sum)"
     for op, term in zip(operators, terms[1:], strict=True):
         rhs += f" {op} C(f_{term}, Sum)"
+    if order is not None:
+        rhs = "(" + " + ".join(f"C(f_{t}, Sum)" for t in terms) + f")**{order}"
     design = dmatrix(rhs, frame)
     kept, dropped = estimable_terms(design)
     names = design.design_info.term_names
@@ -201,6 +211,8 @@ def anova(
         + terms[0]
         + "".join(f" {op} {t}" for op, t in zip(operators, terms[1:], strict=True))
     )
+    if order is not None:
+        pretty = f"metric ~ ({' + '.join(terms)})^{order}"
     return Anova(
         pretty,
         tuple(rows),
@@ -251,3 +263,73 @@ def host_breakdown(values: np.ndarray, hosts: Sequence[str]) -> HostBreakdown:
         between += mine.size * (float(mine.mean()) - grand) ** 2
     total = float(((y - grand) ** 2).sum()) if y.size else 0.0
     return HostBreakdown(tuple(rows), between / total if total > 0 else 0.0)
+
+
+@attrs.frozen
+class HostAnova:
+    """One host's table (DataMill Table 4), or why it has none; ``notes`` name the terms
+    left out because they have one level on that host."""
+
+    host: str
+    anova: Anova | None
+    problem: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "host": self.host,
+            "anova": None if self.anova is None else self.anova.to_dict(),
+            "problem": self.problem,
+            "notes": list(self.notes),
+        }
+
+
+@attrs.frozen
+class AnovaByHost:
+    """The model fitted on each host apart, hosts sorted (``anova ... by host``)."""
+
+    tables: tuple[HostAnova, ...]
+
+    def to_dict(self) -> dict:
+        return {"tables": [t.to_dict() for t in self.tables]}
+
+
+def anova_by_host(
+    values: np.ndarray,
+    factors: Mapping[str, Sequence[object]],
+    terms: Sequence[str],
+    operators: str,
+    hosts: Sequence[str],
+    order: int | None = None,
+) -> AnovaByHost:
+    """``anova`` on each host's values (DataMill, de Oliveira et al., ICPE 2013, Table 4). A
+    term with one level on a host (a CPU model from the hosts' facts) is left out of that
+    host's model, with its interactions, and named; a host whose model cannot be fitted says
+    why."""
+    y = np.asarray(values, dtype=float)
+    labels = np.asarray([str(h) for h in hosts], dtype=object)
+    columns = {k: np.asarray([str(x) for x in v], dtype=object) for k, v in factors.items()}
+    tables = []
+    for host in sorted(set(labels.tolist())):
+        mine = (labels == host) & np.isfinite(y)
+        single = [t for t in terms if np.unique(columns[t][mine]).size < 2]
+        notes = tuple(f"{t} has one level on host {host}: its terms are left out" for t in single)
+        kept = [i for i, t in enumerate(terms) if t not in single]
+        if not kept:
+            tables.append(HostAnova(host, None, "no term varies on this host", notes))
+            continue
+        names = [terms[i] for i in kept]
+        ops = "".join(operators[i - 1] for i in kept[1:]) if order is None else ""
+        try:
+            table = anova(
+                y[mine],
+                {t: columns[t][mine] for t in names},
+                names,
+                ops,
+                None if order is None else min(order, len(names)),
+            )
+        except (ValueError, np.linalg.LinAlgError) as err:
+            tables.append(HostAnova(host, None, str(err), notes))
+            continue
+        tables.append(HostAnova(host, table, None, notes))
+    return AnovaByHost(tuple(tables))

@@ -79,16 +79,58 @@ def check_analysis(
                 item.span,
                 did_you_mean(term, factor_names),
             )
-        if not unknown and find_method(ctx, "anova", item.span, "factorial"):
+        shape = _anova_shape(ctx, item)
+        if not unknown and shape is not None and find_method(ctx, "anova", item.span, "factorial"):
             out.append(
                 model.Comparison(
                     item.name,
                     "+".join(item.terms),
                     "anova",
-                    {"terms": item.terms, "operators": item.path.value},
+                    {"terms": item.terms, "operators": item.path.value, **shape},
                 )
             )
     return tuple(out)
+
+
+def _anova_shape(ctx: Context, item: ast.AnalysisItem) -> dict[str, Any] | None:
+    """``order`` (``(A + B + C)^2``: interactions up to that order, DataMill's reduced
+    tables) and ``by`` (``by host``: one table per host, DataMill Table 4); None when wrong."""
+    found = {x.key: x for x in (item.settings.items if item.settings else ())}
+    shape: dict[str, Any] = {"order": None, "by": None}
+    if "order" in found:
+        order = found["order"].value.value
+        if set(item.path.value) != {"+"}:
+            ctx.error(
+                "an interaction order applies to a sum of factors",
+                found["order"].span,
+                f"anova {item.name} ~ ({' + '.join(item.terms)})^2",
+            )
+            return None
+        if not 1 <= order <= len(item.terms):
+            ctx.error(
+                f"interaction order {order}: it lies between 1 and the {len(item.terms)} terms",
+                found["order"].span,
+                f"anova {item.name} ~ ({' + '.join(item.terms)})^2",
+            )
+            return None
+        shape["order"] = order
+    if "by" in found:
+        by = found["by"].value.value
+        if by != "host":
+            ctx.error(
+                f"anova ... by {by}: only 'by host' (one table per host) is known",
+                found["by"].span,
+                f"anova {item.name} ~ {' + '.join(item.terms)} by host",
+            )
+            return None
+        if "host" in item.terms:
+            ctx.error(
+                "anova by host cannot also have host as a term (it is one level per table)",
+                found["by"].span,
+            )
+            return None
+        shape["by"] = by
+    return shape
 
 
 def check_profiles(ctx: Context, items: list[ast.AnalysisItem]) -> tuple[dict[str, Any], ...]:

@@ -234,6 +234,28 @@ def _effects(r) -> tuple[list[tuple[str, float, float | None, float | None]], fl
     return items, reference
 
 
+def _anova_table(a, where: str = "") -> list[str]:
+    """DataMill's table (§5, Tables 3 and 4): df, SS, MS, F, p, η², R² and adjusted R²."""
+    rows = [[x.term, x.df, x.sum_sq, x.mean_sq, x.f, x.p_value, x.eta_squared] for x in a.rows]
+    out = [
+        table(
+            ["term", "df", "sum sq", "mean sq", "F", "p", "η²"],
+            rows,
+            caption=f"ANOVA (DataMill §5){where}: {a.formula}, n = {a.n}",
+        ),
+        f"<p>R² {a.r_squared:.4g}, adjusted R² {a.adj_r_squared:.4g}</p>",
+    ]
+    out += [f"<p class='note'>{esc(note)}</p>" for note in a.dropped]
+    if not a.assumptions_hold:
+        out.append(
+            warning(
+                f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = "
+                f"{a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy"
+            )
+        )
+    return out
+
+
 def _comparison(r) -> list[str]:
     c = r.comparison
     title = f"compare {c.metric} by {c.by} with {c.method}"
@@ -242,24 +264,17 @@ def _comparison(r) -> list[str]:
         out.append(warning(f"no interval: {r.problem}"))
     for note in r.notes:
         out.append(f"<p class='note'>{esc(note)}</p>")
-    if c.method == "anova" and r.mixed is not None:
-        a = r.mixed
-        out.append(
-            table(
-                ["term", "df", "sum sq", "F", "p", "η²"],
-                [[x.term, x.df, x.sum_sq, x.f, x.p_value, x.eta_squared] for x in a.rows],
-                caption=f"ANOVA (DataMill §5): {a.formula}, n = {a.n}",
-            )
-        )
-        out += [f"<p class='note'>{esc(note)}</p>" for note in a.dropped]
-        if not a.assumptions_hold:
-            out.append(
-                warning(
-                    f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = "
-                    f"{a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy"
-                )
-            )
+    by_host = r.outcome.details.get("anova_hosts") if r.outcome is not None else None
+    if by_host is not None:
+        for h in by_host.tables:
+            out += [f"<p class='note'>{esc(note)}</p>" for note in h.notes]
+            if h.anova is None:
+                out.append(warning(f"host {h.host}: no table: {h.problem}"))
+            else:
+                out += _anova_table(h.anova, f" on host {h.host}")
         return out
+    if c.method == "anova" and r.mixed is not None:
+        return out + _anova_table(r.mixed)
     o = r.outcome
     if o is not None and o.verdict is not None and not o.descriptive_only:
         out.append(f"<p>{esc(o.method)}: <strong>{esc(o.verdict)}</strong></p>")
