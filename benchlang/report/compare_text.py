@@ -216,7 +216,7 @@ def _anova_table(metric: str, a, out: TextIO, where: str = "") -> None:
 def render_family(results: list[ComparisonResult], out: TextIO) -> None:
     """The run's family of tests (report.compare_family): its sentence, each test's raw and
     adjusted p-value and verdict, what the intervals beside them are, and what stays outside."""
-    parts = [r.family for r in results if r.family is not None]
+    parts = [r.family for r in results if getattr(r, "family", None) is not None]
     if not parts:
         return
     first = parts[0]
