@@ -149,7 +149,8 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
             if not note.endswith(("better lower", "better higher")):
                 out.write(f"note: {r.comparison.metric} by {r.comparison.by}: {note}\n")
     for r in results:
-        by_host = r.outcome.details.get("anova_hosts") if r.outcome is not None else None
+        outcome = getattr(r, "outcome", None)
+        by_host = outcome.details.get("anova_hosts") if outcome is not None else None
         if by_host is not None:
             for h in by_host.tables:
                 for note in h.notes:
