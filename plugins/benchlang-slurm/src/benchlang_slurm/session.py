@@ -20,8 +20,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from benchlang.backends.base import Command, Execution, HostDown
 from benchlang.backends.agent_protocol import AGENT_SOURCE, agent_execution, exec_request
+from benchlang.backends.base import Command, Execution, HostDown
 from benchlang_slurm import commands
 from benchlang_slurm.commands import SlurmError
 from benchlang_slurm.node_target import NodeTarget
