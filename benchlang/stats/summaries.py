@@ -109,11 +109,9 @@ def summarize(
     if not 0 < confidence < 100:
         raise ValueError("confidence is a percent in (0, 100)")
     v = np.asarray(values, dtype=float).ravel()
-    cl = (
-        np.zeros((v.size, 1), dtype=np.int64)
-        if clusters is None
-        else np.asarray(clusters).reshape(v.size, -1)
-    )
+    cl = np.zeros((v.size, 1), dtype=np.int64) if clusters is None else np.asarray(clusters)
+    if cl.ndim == 1:
+        cl = cl[:, None]
     names = list(level_names)[: cl.shape[1]]
     keep = np.isfinite(v)
     v, cl = v[keep], cl[keep]

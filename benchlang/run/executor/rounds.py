@@ -41,22 +41,26 @@ class Rounds:
                 return
         permutation = plan.trial_configuration[list(trials)].tolist()
         started = time.time()
+
+        def record_round(status: str) -> None:
+            self.store.record_round(
+                self.plan_hash,
+                r,
+                session.host,
+                order_kind,
+                permutation,
+                started,
+                time.time(),
+                status,
+            )
+
         if reboots(self.hidden, plan.plan_levels(int(bounds[r]))):
             await self._reboot(session, r)
         reset_status = "none"
         if self.experiment.reset is not None:
             failed = await self._reset(session, int(bounds[r]))
             if failed is not None:
-                self.store.record_round(
-                    self.plan_hash,
-                    r,
-                    session.host,
-                    order_kind,
-                    permutation,
-                    started,
-                    time.time(),
-                    "failed",
-                )
+                record_round("failed")
                 raise HostStopped(
                     session.host,
                     f"reset before round {r} failed: "
@@ -105,14 +109,5 @@ class Rounds:
             else:
                 self._timeouts_in_a_row[session.host] = 0
         self._check_halt()
-        self.store.record_round(
-            self.plan_hash,
-            r,
-            session.host,
-            order_kind,
-            permutation,
-            started,
-            time.time(),
-            reset_status,
-        )
+        record_round(reset_status)
         self._first_round_ended(r, session.host, ran, first_failure if all_failed else None)
