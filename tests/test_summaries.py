@@ -120,8 +120,6 @@ def test_results_prints_and_exports_the_summaries_per_configuration_and_host(tmp
 
 def test_no_value_gives_a_descriptive_summary_with_its_reason():
     """Every trial failed: an empty (0, L) cluster array, as ``results`` passes it, is no error."""
-    from benchlang.stats.summaries import summarize
-
     s = summarize(np.array([]), np.empty((0, 3), dtype=np.int64))
     assert s.n == 0 and s.descriptive and s.reason == "no values"
     assert summarize(np.array([np.nan, np.nan]), np.zeros((2, 3), dtype=np.int64)).n == 0
