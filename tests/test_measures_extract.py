@@ -131,13 +131,10 @@ def test_results_json_and_csv_shape(measured, run_cli_many):
     for row, k in zip(rows, (1, 2), strict=True):
         assert row["configuration"]["benchmark"] == "m"
         assert row["n"] == 3 and row["failures"] == 0
-        assert row["metrics"]["lat"] == {
-            "n": 3,
-            "median": k + 0.5,
-            "min": k + 0.5,
-            "max": k + 0.5,
-            "unit": "ms",
-        }
+        lat = dict(row["metrics"]["lat"])
+        summary = lat.pop("summary")
+        assert lat == {"n": 3, "median": k + 0.5, "min": k + 0.5, "max": k + 0.5, "unit": "ms"}
+        assert (summary["n"], summary["mean"], summary["sd"], summary["iqr"]) == (3, k + 0.5, 0, 0)
         assert row["metrics"]["ys"]["median"] == 30 + k
     status, out, err = csv
     assert status == 0, err
