@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import benchlang
 from benchlang.errors import UserError
 
 PROBE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "true")
@@ -47,9 +49,25 @@ def sandboxed(command: Sequence[str], writable: Sequence[Path], *, network: bool
     """``command`` under bwrap: everything read-only but ``writable``; no network unless
     ``network``; dies with its parent."""
     argv = [bwrap(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in _code_under_tmp():
+        argv += ["--ro-bind", path, path]
     for path in dict.fromkeys(str(Path(p).resolve()) for p in writable):
         argv += ["--bind", path, path]
     if not network:
         argv.append("--unshare-net")
     argv += ["--unshare-ipc", "--die-with-parent", "--"]
     return argv + list(command)
+
+
+def _code_under_tmp() -> list[str]:
+    """What the child's Python imports from under ``/tmp`` (a checkout installed there, its
+    plugins, a virtual environment), bound read-only over the private ``/tmp`` so that the
+    sandboxed ``benchlang run`` still finds its own code."""
+    tmp = Path("/tmp").resolve()
+    places = [Path(benchlang.__file__).resolve().parents[1], Path(sys.prefix), *map(Path, sys.path)]
+    found = []
+    for place in places:
+        resolved = place.resolve()
+        if resolved.is_dir() and resolved.is_relative_to(tmp) and resolved != tmp:
+            found.append(str(resolved))
+    return list(dict.fromkeys(found))
