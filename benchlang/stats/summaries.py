@@ -3,16 +3,13 @@ and coefficient of variation.
 
 The mean's interval respects the design as the comparisons do (``stats.ab.fewclusters``):
 trials of one host, series or round share that unit's state and are not independent, so the
-interval is the cluster-robust one of the mean over the coarsest clustering level with at least
-``MIN_CLUSTERS`` units:
-
-    SE^2 = G / (G - 1) * sum_g n_g^2 (ybar_g - ybar)^2 / N^2,   ybar ± t(G - 1) · SE
-
-(CR1 for an intercept-only model: Cameron & Miller, "A practitioner's guide to cluster-robust
-inference", J. Human Resources 50(2), 2015, §2.3 Eq. 11 and §4.3, t(G - 1) critical values;
-with equal cluster sizes it is exactly Student's t on the G cluster means, the two-step
-estimator of Donald & Lang, Rev. Econ. Stat. 89(2), 2007, §2, exact when the cluster means are
-normal). Where the trials are one block of one host (one host, series and round) no level has
+interval is Student's t on the G cluster means of the coarsest clustering level with at least
+``MIN_CLUSTERS`` units, mean(ybar_g) ± t(G - 1) · sd(ybar_g) / sqrt(G): the two-step estimator
+of Donald & Lang, Rev. Econ. Stat. 89(2), 2007, §2, exact when the cluster means are normal.
+With equal cluster sizes it equals the cluster-robust (CR1) interval of the trial mean
+(Cameron & Miller, J. Human Resources 50(2), 2015, §2.3, §4.3); with unequal sizes CR1 with
+t(G - 1) under-covers badly (59–81% at 95% with sizes like 2, 2, 2, 2, 40), so the interval is
+for the mean of the cluster means, and a note says so with that value. Where the trials are one block of one host (one host, series and round) no level has
 clusters and the summary is descriptive only: a t interval treating those trials as
 independent under-covers when they share a cluster effect (benchmarks/sim_mean_interval.py,
 docs/statistics.md "Per-configuration summaries").
@@ -146,19 +143,25 @@ def summarize(
     unit = nested[chosen]
     G = counts[chosen]
     sizes = np.bincount(unit, minlength=G)
-    sums = np.bincount(unit, weights=v, minlength=G)
-    se = math.sqrt(G / (G - 1) * float(np.sum((sums - sizes * mean) ** 2))) / n
-    half = t_ppf(0.5 + confidence / 200.0, G - 1) * se
+    means = np.bincount(unit, weights=v, minlength=G) / sizes
+    centre = float(means.mean())
+    half = t_ppf(0.5 + confidence / 200.0, G - 1) * float(means.std(ddof=1)) / math.sqrt(G)
+    notes = []
+    if sizes.min() != sizes.max():
+        notes.append(
+            f"the {names[chosen]} units ran {sizes.min()}–{sizes.max()} trials: the interval is for the "
+            f"mean of the {G} {names[chosen]} means ({centre:.6g}), not the trial mean"
+        )
     coarser = [f"{counts[k]} {names[k]}" for k in range(chosen) if counts[k] > 1]
-    note = (
-        f"over {names[chosen]} means; {', '.join(coarser)}: too few to carry their variation"
-        if coarser
-        else None
-    )
+    if coarser:
+        notes.append(
+            f"over {names[chosen]} means; {', '.join(coarser)}: too few to carry their variation"
+        )
+    note = "; ".join(notes) or None
     return Summary(
         **common,
-        lower=mean - half,
-        upper=mean + half,
+        lower=centre - half,
+        upper=centre + half,
         confidence=confidence,
         level=names[chosen],
         clusters=G,
