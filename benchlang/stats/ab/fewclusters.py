@@ -13,9 +13,9 @@ uses Student's t on the G cluster values, exact when the cluster-level values ar
   Survey Methodology 28(2), 2002; Pustejovsky & Tipton, JBES 36(4), 2018, §3; Imbens &
   Kolesár, Rev. Econ. Stat. 98(4), 2016, §IV), whose df is G - 1 there.
 - unpaired (every cluster holds one level, as hosts in the unbalanced layout): Welch's interval
-  on the cluster-level log means with Satterthwaite degrees of freedom, which is HC2 with
-  Bell–McCaffrey degrees of freedom for a binary regressor on the cluster means (Imbens &
-  Kolesár 2016, §III).
+  on the cluster-level log means with Welch–Satterthwaite degrees of freedom (its standard
+  error equals HC2's for a binary regressor on the cluster means, Imbens & Kolesár 2016, §III;
+  its df come from the sample variances, not from the design as Bell–McCaffrey's do).
 
 The estimand is the geometric mean over clusters of the per-cluster ratio of means (the mean
 per-cluster difference on the difference scale); in a balanced layout every cluster has the
@@ -103,7 +103,7 @@ def cluster_t_pairs(
             theta, se = xa.mean(axis=1) - xb.mean(axis=1), np.sqrt(va + vb)
             with np.errstate(invalid="ignore", divide="ignore"):
                 sat = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-            # One df per data set; the design's df is reported at equal variances.
+            # One Satterthwaite df per data set; the median over data sets is reported.
             df[i] = float(np.nanmedian(sat)) if Y.shape[0] > 1 else float(sat[0])
             crit = student_t.ppf(1.0 - alpha / (2.0 * m), np.maximum(sat, 1.0))
             _fill(out, i, theta, se, crit, np.maximum(sat, 1.0), m)
