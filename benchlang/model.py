@@ -328,6 +328,34 @@ class Comparison:
 
 
 @attrs.frozen
+class Machine:
+    """A ``machine { ... }`` block: the limits every trial runs under and the host state the
+    run requires (docs/machine.md). Limits are part of the plan hash; the required state is
+    checked before the first trial and written into the record.
+
+    ``cpus``: the CPUs every process of a trial is pinned to (empty: not pinned).
+    ``memory``: the memory limit of a trial in bytes (swap capped at zero where possible).
+    ``cpu_time``: the CPU-time limit of a trial in seconds, watched and enforced by a kill
+    (never a bandwidth quota, which throttles the times being measured).
+    ``cpu_quota``: a CFS bandwidth quota in CPUs, only when the spec asks for one by name.
+    ``require``: host state as (knob, wanted value) pairs: governor, turbo, smt, aslr.
+    """
+
+    cpus: tuple[int, ...] = ()
+    memory: int | None = None
+    cpu_time: float | None = None
+    cpu_quota: float | None = None
+    require: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def limits_trials(self) -> bool:
+        """Whether any per-trial limit is set (pinning, memory, CPU time or a quota)."""
+        return bool(self.cpus) or any(
+            v is not None for v in (self.memory, self.cpu_time, self.cpu_quota)
+        )
+
+
+@attrs.frozen
 class Experiment:
     name: str
     title: str | None
@@ -362,6 +390,13 @@ class Experiment:
     hidden: tuple[Hidden, ...] = ()
     hardware: tuple[HostFactor, ...] = ()
     host_where: tuple[HostCondition, ...] = ()
+    machine: Machine | None = None
+    """The top-level ``machine`` block; ``machines`` holds per-``hosts``-block overrides."""
+    machines: tuple[tuple[str, Machine], ...] = ()
+
+    def machine_for(self, host: str) -> Machine | None:
+        """The machine block that applies to trials on ``host``: its own, else the top-level one."""
+        return next((m for h, m in self.machines if h == host), self.machine)
 
     @property
     def needs_inventory(self) -> bool:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import attrs
 
 from benchlang.errors import SettingError
+from benchlang.model import Machine
 
 __all__ = [
     "CAPABILITIES",
@@ -46,8 +47,11 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 2
-CAPABILITIES = frozenset({"reboot", "power_cycle", "reimage", "extend", "tags", "aslr"})
-"""What a backend may declare it can do; ``extend`` allows ``Backend.extend``; ``aslr``
+CAPABILITIES = frozenset(
+    {"reboot", "power_cycle", "reimage", "extend", "tags", "aslr", "pin", "memory", "cpu_time"}
+)
+"""What a backend may declare it can do; ``extend`` allows ``Backend.extend``; ``pin``,
+``memory`` and ``cpu_time`` apply ``Command.limits`` (docs/machine.md); ``aslr``
 honours ``Command.aslr``."""
 
 
@@ -72,6 +76,10 @@ class Command:
     """Address-space randomisation for this command: None leaves it as the host has it,
     False turns it off (personality ADDR_NO_RANDOMIZE, as ``setarch -R``). Only backends with
     the ``aslr`` capability get a value (the checker refuses a hidden aslr factor on others)."""
+    limits: Machine | None = None
+    """The ``machine`` block's per-trial limits (CPU pinning, memory, CPU time) for a trial's
+    command; None for hooks and probes. Backends with the ``pin``/``memory``/``cpu_time``
+    capabilities apply them (docs/machine.md); the executor refuses a limit a backend lacks."""
 
 
 @attrs.frozen
