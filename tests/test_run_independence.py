@@ -128,10 +128,10 @@ def test_the_family_spans_metrics_and_says_so():
     a = metric_tests("a", rng.lognormal(size=t.size), c, s, t, seed=1)
     b = metric_tests("b", rng.lognormal(size=t.size) * (1 + t), c, s, t, seed=1)
     verdict = run_verdict(a + b)
-    assert verdict.for_metric("a").family() == "run-level, 4 tests at 1.25% each, Holm"
+    assert verdict.for_metric("a").family() == "run-level, 4 tests, Holm at 5% (first step 1.25%)"
     assert verdict.for_metric("a").passed and not verdict.for_metric("b").passed
     reason = verdict.for_metric("b").reason()
-    assert reason.startswith("not independent: trend over the run: stratified Spearman p = ")
+    assert reason.startswith("not independent: trend over the run: stratified rank trend p = ")
     assert "(3 configurations)" in reason
     assert ri.per_series_note(1, 15) == "1 of 15 series at 5%: 0.75 expected by chance"
 
@@ -165,8 +165,10 @@ def test_run_and_analyze_say_the_run_level_verdict(tmp_path, run_cli):
     status, out, err = run_cli(["run", "ind.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path)
     assert status == 0, err
     text = " ".join(out.split())
-    assert "DESCRIPTIVE ONLY: not independent: trend over the run: stratified Spearman p = " in text
-    assert "(run-level, 2 tests at 2.5% each, Holm)" in text
+    assert (
+        "DESCRIPTIVE ONLY: not independent: trend over the run: stratified rank trend p = " in text
+    )
+    assert "(run-level, 2 tests, Holm at 5% (first step 2.5%))" in text
     assert "DESCRIPTIVE ONLY draw[" not in text  # said once for the run, not per configuration
     status, out, err = run_cli(["analyze", "--store", "s.sqlite", "--json"], cwd=tmp_path)
     assert status == 0, err
@@ -191,7 +193,8 @@ def test_an_independent_run_passes(tmp_path, run_cli):
     assert status == 0, err
     text = " ".join(out.split())
     assert (
-        "independence (run-level, 2 tests at 2.5% each, Holm): passed (trend over the run p" in text
+        "independence (run-level, 2 tests, Holm at 5% (first step 2.5%)): passed (trend over the run p"
+        in text
     )
     assert "not independent" not in text
     status, out, err = run_cli(["record", "--store", "s.sqlite", "--format", "json"], cwd=tmp_path)
@@ -212,7 +215,10 @@ def test_with_a_span_the_trend_is_within_series_and_the_kpis_join():
     kc, ks = np.repeat(np.arange(3), 6), np.tile(np.arange(6), 3)
     across = ri.kpi_trend_test("m", kpis, kc, ks)
     assert across.name == ri.KPI_TREND and across.p < 0.01
-    assert run_verdict([*within, across]).family() == "run-level, 3 tests at 1.67% each, Holm"
+    assert (
+        run_verdict([*within, across]).family()
+        == "run-level, 3 tests, Holm at 5% (first step 1.67%)"
+    )
 
 
 def test_csv_columns_share_one_family(tmp_path):
@@ -224,4 +230,4 @@ def test_csv_columns_share_one_family(tmp_path):
     path.write_text("a,b\n" + "\n".join(rows) + "\n")
     results = analyze_csv(path, {"percentile": 50, "confidence": 95}, None, None, "lower")
     families = {r.analysis.independence.family() for r in results}
-    assert families == {"run-level, 4 tests at 1.25% each, Holm"}
+    assert families == {"run-level, 4 tests, Holm at 5% (first step 1.25%)"}

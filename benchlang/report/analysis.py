@@ -362,7 +362,7 @@ def _per_series_cell(test) -> str:
 
 def independence_lines(results: list[ConfigurationAnalysis]) -> list[str]:
     """Per metric: the per-series tests counted against chance, then the run-level verdict
-    ("independence (run-level, 2 tests at 2.5% each, Holm): passed (...)")."""
+    ("independence (run-level, 2 tests, Holm at 5% (first step 2.5%)): passed (...)")."""
     lines = []
     for metric in dict.fromkeys(r.metric for r in results):
         mine = [r for r in results if r.metric == metric]
@@ -465,7 +465,7 @@ def _summary(data: ExperimentData, r: ConfigurationAnalysis) -> dict:
 
 
 def _record_independence(results: list[ConfigurationAnalysis]) -> list[str]:
-    """The record's lines: "time: independence (run-level, 2 tests at 2.5% each, Holm): ..."."""
+    """The record's lines: "time: independence (run-level, 2 tests, Holm at 5% (first step 2.5%)): ..."."""
     verdict = run_independence_of(results)
     if verdict is None:
         return []

@@ -72,10 +72,11 @@ class IndependenceTest:
     note: str = ""
 
     def describe(self) -> str:
-        """ "trend over the run: stratified Spearman p = 0.003 (3 configurations)"."""
+        """ "trend over the run: stratified rank trend p = 0.003 (3 configurations)": a linear
+        rank statistic in trial order, Spearman's only when trials are evenly spaced."""
         if self.p is None:
             return f"{self.name}: not tested ({self.note})"
-        what = "stratified Spearman" if "trend" in self.name else "lag-1 rank serial correlation"
+        what = "stratified rank trend" if "trend" in self.name else "lag-1 rank serial correlation"
         return f"{self.name}: {what} p = {self.p:.2g} ({self.note})"
 
     def to_dict(self) -> dict:
@@ -112,12 +113,13 @@ class RunIndependence:
         return bool(self.made) and not any(t.rejected for t in self.tests)
 
     def family(self) -> str:
-        """The family in words: "run-level, 2 tests at 2.5% each (Holm)"."""
+        """The family in words: "run-level, 2 tests, Holm at 5% (first step 2.5%)": Holm's
+        step-down compares the smallest p with alpha/m, the next with alpha/(m-1), ..."""
         m = self.family_size if self.family_size >= 0 else len(self.made)
-        each = f"{100 * self.alpha / m:.3g}%" if m else "-"
-        return f"run-level, {m} test{'s' if m != 1 else ''} at {each}" + (
-            " each, Holm" if m > 1 else ""
-        )
+        level = f"{100 * self.alpha:.3g}%"
+        if m <= 1:
+            return f"run-level, {m} test at {level}"
+        return f"run-level, {m} tests, Holm at {level} (first step {100 * self.alpha / m:.3g}%)"
 
     def for_metric(self, metric: str) -> RunIndependence:
         mine = tuple(t for t in self.tests if t.metric == metric)
@@ -134,7 +136,7 @@ class RunIndependence:
         return "not independent: " + "; ".join(failed) + f" ({self.family()})"
 
     def summary(self) -> str:
-        """One line: "independence (run-level, 2 tests at 2.5% each, Holm): passed (...)"."""
+        """One line: "independence (run-level, 2 tests, Holm at 5% (first step 2.5%)): passed (...)"."""
         if not self.passed:
             return self.reason()
         parts = "; ".join(
