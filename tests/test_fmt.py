@@ -6,10 +6,13 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
 
+from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import SpecError
 from benchlang.lang.format import comments_of, format_text
+from benchlang.lang.syntax import decode
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((ROOT / "specs").glob("*.bench"))
@@ -69,6 +72,27 @@ def test_tight_tokens_ranges_interactions_and_unary_minus():
     # "- 2" keeps its space: "-2" would be another token (a negative literal)
     assert 'metric r = -t * (t - 1) / - 2 { unit "s" }' in out
     assert "anova t ~ a * b + a:b" in out
+
+
+def test_an_interaction_order_binds_tight_and_is_stable():
+    spec = """
+        benchlang 1
+        experiment x {
+          factor a in [1, 2]
+          factor b in [1, 2]
+          benchmark k { run "echo {a} {b}" measure t = wall_time }
+          metric t { measure mean }
+          analysis { anova t ~ ( a + b ) ^ 2 }
+        }
+    """
+    out = fmt(spec)
+    assert "anova t ~ (a + b)^2" in out
+
+    def experiment(text: str):
+        compiled = compile_source(decode("x.bench", text.encode()), ROOT)
+        return attrs.evolve(compiled, spec_hash="")
+
+    assert experiment(out) == experiment(textwrap.dedent(spec))
 
 
 def test_a_long_list_is_wrapped_and_packed():

@@ -137,7 +137,8 @@ def experiments(draw) -> str:
     else:
         lines.append(f"design {{\n runs auto\n order {order}\n}}")
     if n >= 2 and draw(st.booleans()):
-        lines.append("analysis {\n anova t ~ f0 * f1 + f0:f1\n}")
+        formula = draw(st.sampled_from(["f0 * f1 + f0:f1", "(f0 + f1) ^ 2", "(f0+f1)^2"]))
+        lines.append(f"analysis {{\n anova t ~ {formula}\n}}")
     return "benchlang 1\nexperiment g {\n" + "\n".join(lines) + "\n}\n"
 
 

@@ -8,7 +8,7 @@ The layout (docs/fmt.md):
 - one statement per line inside a block, indented two spaces per block; at most one blank
   line where the author left one between statements, none at a block's start or end;
 - one space between words; none inside brackets and parentheses, before a comma, around
-  ``..`` and ``:``, or after a unary minus;
+  ``..``, ``:`` and ``^``, or after a unary minus;
 - a block (``{ ... }``) written on one line stays on one line when it fits in 100 columns
   and holds no comment; otherwise (and always for the experiment) one statement per line;
 - a list that does not fit is wrapped: its items packed onto lines indented one level, each
@@ -322,5 +322,6 @@ def _spaced(previous: Token, token: Token, before: Token | None) -> bool:
 
 
 def _tight(token: Token) -> bool:
-    """``..`` of a range and ``:`` of an interaction (``a:b``) are written without spaces."""
-    return token.type != "STRING" and str(token) in ("..", ":")
+    """``..`` of a range, ``:`` of an interaction (``a:b``) and ``^`` of an interaction order
+    (``(a + b)^2``, binding tighter than ``+``, as R writes it) are written without spaces."""
+    return token.type != "STRING" and str(token) in ("..", ":", "^")
