@@ -342,7 +342,8 @@ def choose_layout_cluster(
             check=check,
             fix=fix,
         )
-    why = f"{too_few}: too few for a host-clustered interval (at least {fix.clusters} needed)"
+    need = MIN_CLUSTERS_T["paired" if paired else "unpaired"]
+    why = f"{too_few}: too few for a host-clustered interval (at least {need} per version needed)"
     if not CONDITIONAL[kind]:
         why += (
             "; request clusters are not offered: with so few hosts the host x batch effect they "
