@@ -157,7 +157,7 @@ class Metric:
 
 @attrs.frozen
 class Block:
-    """``kpi NAME {...}``, ``variability NAME {...}``, ``design {...}``."""
+    """``kpi NAME {...}``, ``variability NAME {...}``, ``design {...}``, ``machine {...}``."""
 
     keyword: str
     name: str | None

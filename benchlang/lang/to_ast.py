@@ -348,6 +348,9 @@ class ToAst(Transformer):
     def design(self, meta, children):
         return ast.Block("design", None, _meta_span(meta), children[0])
 
+    def machine(self, meta, children):
+        return ast.Block("machine", None, _meta_span(meta), children[0])
+
     def stop_after(self, meta, children):
         return ast.Stop("after", _meta_span(meta), count=_literal(children[0]))
 

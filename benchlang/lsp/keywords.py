@@ -182,6 +182,10 @@ KEYWORDS: dict[str, KeywordDoc] = {
         where=TOP,
     ),
     "design": K("how many trials, in which order, over which span", where=TOP),
+    "machine": K(
+        "the machine trials run on: CPU pinning, memory and CPU-time limits, and the host state the run requires (governor, turbo, smt, aslr), checked before the first trial (docs/machine.md)",
+        where=(*TOP, "hosts"),
+    ),
     "stop": K(
         "when a configuration has enough trials: after N, adaptive, or when the KPI is narrow enough",
         where=TOP,

@@ -4,6 +4,7 @@ same plan, byte for byte (all randomness from benchlang.design.streams)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -29,7 +30,27 @@ def compile_plan(
     A spec with hardware factors or ``hosts where`` needs ``inventory`` (each host's facts):
     the plan runs on the hosts plan.inventory selects and records the facts it read."""
     plan = _compile(experiment, hosts, inventory)
-    return plan if experiment.design.layout is not None else with_warmup(plan, experiment)
+    plan = plan if experiment.design.layout is not None else with_warmup(plan, experiment)
+    limits = machine_limits(experiment)
+    return plan if limits is None else attrs.evolve(plan, machine=limits)
+
+
+def _limits(machine: model.Machine) -> dict[str, Any]:
+    out: dict[str, Any] = {"cpus": list(machine.cpus)} if machine.cpus else {}
+    for key in ("memory", "cpu_time", "cpu_quota"):
+        if getattr(machine, key) is not None:
+            out[key] = getattr(machine, key)
+    return out
+
+
+def machine_limits(experiment: model.Experiment) -> dict[str, Any] | None:
+    """plan.machine: the per-trial limits of the machine block(s); None without a limit (a
+    block that only requires host state leaves the plan as it was)."""
+    top = _limits(experiment.machine) if experiment.machine is not None else {}
+    own = {h: _limits(m) for h, m in experiment.machines if _limits(m) != top}
+    if not top and not own:
+        return None
+    return {**top, **({"hosts": own} if own else {})}
 
 
 def _compile(

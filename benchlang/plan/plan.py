@@ -131,6 +131,11 @@ class Plan:
     redundancy: dict[str, Any] | None = None
     """With ``design { redundancy N }``: ``copies`` N and the ``groups`` of equal hosts, each
     running every round of its configurations (DataMill §4.2; plan.redundancy)."""
+    machine: dict[str, Any] | None = None
+    """The ``machine`` block's per-trial limits (cpus, memory bytes, cpu_time seconds,
+    cpu_quota), with ``hosts`` for a block of its own per host: limits change what a trial
+    measures, so they are part of the hash (docs/machine.md). Required host state is not:
+    it is checked before the run and written into the record."""
 
     @property
     def n_trials(self) -> int:
@@ -193,6 +198,8 @@ class Plan:
                 "copies": self.redundancy["copies"],
                 "groups": [list(g) for g in self.redundancy["groups"]],
             }
+        if self.machine is not None:
+            out["machine"] = self.machine
         if self.hidden:
             out["hidden"] = [dict(h) for h in self.hidden]
             out["trials"]["hidden"] = {

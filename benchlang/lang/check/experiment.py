@@ -41,6 +41,7 @@ from benchlang.lang.check.hosts import (
     check_reset_capability,
 )
 from benchlang.lang.check.inventory import check_host_factors, check_host_where
+from benchlang.lang.check.machine import check_machine
 from benchlang.lang.check.metrics import check_kpis, check_metrics, check_variabilities
 from benchlang.lang.check.stop import check_stop
 
@@ -203,6 +204,9 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     if reset is not None and (reset.reboot or reset.reconnect) and ctx.backends is not None:
         check_reset_capability(ctx, reset, reset_stmt.span, hosts.kind)
     check_hidden_support(ctx, hidden, hosts, of(ast.Factor), ab is not None)
+    machine = check_machine(
+        ctx, of(ast.Block, "machine"), next(iter(of(ast.Hosts)), None), hosts, hidden
+    )
     if seed_stmt is not None and seed_stmt.value.value >= 2**63:
         ctx.error("the seed must be below 2**63", seed_stmt.value.span)
     if design is not None:
@@ -245,4 +249,5 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         hidden=tuple(hidden),
         hardware=tuple(hardware),
         host_where=tuple(host_where),
+        machine=machine,
     )

@@ -70,6 +70,8 @@ def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
     values: dict[str, Any] = {}
     secret = frozenset(getattr(kinds[hosts.kind], "secret_settings", ())) if kinds else frozenset()
     for item in hosts.settings.items if hosts.settings else ():
+        if item.key == "machine":  # the hosts' machine block (lang.check.machine)
+            continue
         if item.key in values:
             ctx.error(f"'{item.key}' is set twice in hosts {hosts.kind}", item.span)
             continue
