@@ -59,6 +59,9 @@ COMMANDS: dict[str, Command] = {
         "A/A simulation: Type I error of each bootstrap scheme for an A/B layout",
     ),
     "advise": Command("benchlang.cli.advise", "choose the A/B layout and sizes from a pilot run"),
+    "composite": Command(
+        "benchlang.cli.composite", "one weighted effect over benchmarks, with both SEs"
+    ),
     "plugins": Command("benchlang.cli.plugins", "list installed backends and statistics plugins"),
     "hosts": Command("benchlang.cli.hosts", "list or release the hosts a run's backend allocated"),
     "history": Command(
