@@ -79,7 +79,15 @@ def test_the_coarsest_level_with_three_units_is_used_and_the_rest_named():
     y = rng.normal(0, 1, 40)
     s = summarize(y, np.stack([host, series, np.zeros(40, int)], axis=1))
     assert (s.level, s.clusters) == ("series", 8)
-    assert "2 host" in s.note
+    assert "2 host" in s.note and "this host" not in s.note
+
+
+def test_an_interval_over_the_series_of_one_host_says_it_holds_for_that_host():
+    y = np.random.default_rng(7).normal(10, 1, 20)
+    series = np.repeat(np.arange(4), 5)
+    s = summarize(y, np.stack([np.zeros(20, int), series, np.zeros(20, int)], axis=1))
+    assert (s.level, s.clusters, s.descriptive) == ("series", 4, False)
+    assert s.note == "one host: the interval holds for this host, not for others"
 
 
 SPEC = """benchlang 1

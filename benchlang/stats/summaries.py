@@ -157,6 +157,8 @@ def summarize(
         notes.append(
             f"over {names[chosen]} means; {', '.join(coarser)}: too few to carry their variation"
         )
+    if chosen > 0 and counts[0] == 1:
+        notes.append(f"one {names[0]}: the interval holds for this {names[0]}, not for others")
     note = "; ".join(notes) or None
     return Summary(
         **common,
