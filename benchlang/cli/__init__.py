@@ -64,6 +64,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "plugins": Command("benchlang.cli.plugins", "list installed backends and statistics plugins"),
     "hosts": Command("benchlang.cli.hosts", "list or release the hosts a run's backend allocated"),
+    "system": Command(
+        "benchlang.cli.system", "show, check or tune the host state that disturbs measurements"
+    ),
     "history": Command(
         "benchlang.cli.history", "performance per commit: add, changes, check (CI gate), report"
     ),

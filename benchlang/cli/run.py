@@ -53,6 +53,11 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run every trial even when all trials of the first round fail (by default the run then stops after that round, shows the first failure and exits 1)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="run although a host does not meet the spec's machine block; the record says what was forced past",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     for form, what in (
         ("json", "the versioned JSON document: per-trial rows, hosts, headline"),
@@ -151,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
         forget_secrets(experiment)
+        from benchlang.app.system import preflight, record_preflight
+
+        checked = preflight(experiment, backend, getattr(args, "force", False))
+        for line in checked.unmet if checked else ():
+            print(f"warning: forced past: {line}", file=sys.stderr)
         store_path = Path(args.store or Path(args.spec).with_suffix(".sqlite").name)
         store = _open_store(args, store_path, plan)
         plan = _stored_identity(store, plan, args.spec)
@@ -164,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
                 args.spec,
                 Path(args.spec).read_text(encoding="utf-8"),
             )
+            record_preflight(store, plan.hash, checked)
             started = True
             return _execute(args, signals, experiment, backend, plan, store, store_path)
     except KeyboardInterrupt:

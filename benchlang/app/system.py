@@ -1,0 +1,235 @@
+"""``benchlang system show | check | tune`` and the check ``run`` performs first: the host
+state of this machine or of a spec's hosts, compared with the spec's ``machine`` block, and
+the knobs ``tune`` sets and restores (docs/machine.md). Returns values, never prints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from benchlang import model
+from benchlang.backends.base import FixedHosts, HostDown
+from benchlang.backends.host_state import HostState, Write, apply_writes, probe, writes_for
+from benchlang.errors import UserError
+from benchlang.lang.machine_text import cpu_ranges, format_bytes
+
+TUNE_DEFAULTS = {"governor": "performance", "turbo": "off", "aslr": "on"}
+"""What ``tune`` without a spec sets, as pyperf's ``system tune`` does: the performance
+governor, turbo off, full address-space randomisation (pyperf docs, "System")."""
+FORCED = "forced"
+"""The store event kind of a run started with ``--force`` past unmet requirements."""
+HOST_STATE = "host_state"
+"""The store event kind holding one host's probed state (JSON) at the start of a run."""
+
+
+@attrs.frozen
+class Preflight:
+    """The state of each host a run will use and the requirements they do not meet."""
+
+    states: dict[str, HostState]
+    unmet: tuple[str, ...]
+    note: str | None = None
+
+
+def _local() -> Any:
+    from benchlang.backends.local import LocalBackend
+
+    return LocalBackend()
+
+
+def _hosts_backend(experiment: model.Experiment | None, spec: str | None) -> Any:
+    if experiment is None:
+        return _local()
+    from benchlang.app.spec import open_backend
+
+    return open_backend(experiment, spec or ".")
+
+
+async def _probe_all(backend: Any) -> dict[str, HostState]:
+    async def one(host: str) -> HostState:
+        try:
+            session = await backend.open(host)
+        except (OSError, HostDown) as err:
+            raise UserError(f"cannot read the state of host {host}: {err}") from None
+        try:
+            return await probe(session)
+        finally:
+            await session.close()
+
+    hosts = tuple(backend.hosts())
+    return dict(zip(hosts, await asyncio.gather(*(one(h) for h in hosts)), strict=True))
+
+
+def read_states(experiment: model.Experiment | None = None, spec: str | None = None):
+    """The state of this machine (no spec) or of each host of the spec's backend."""
+    backend = _hosts_backend(experiment, spec)
+    if not isinstance(backend, FixedHosts):
+        raise UserError(
+            f"hosts {experiment.hosts.kind} are allocated at run time: there is no host to read yet",
+            "run 'benchlang system show' on an allocated node, or let 'run' read it",
+        )
+    return asyncio.run(_probe_all(backend))
+
+
+def unmet_requirements(
+    states: Mapping[str, HostState], experiment: model.Experiment
+) -> tuple[str, ...]:
+    """One line per requirement of the machine block a host does not meet, and per limit it
+    cannot apply (a CPU it lacks, no writable memory cgroup)."""
+    lines = []
+    for host, state in states.items():
+        machine = experiment.machine_for(host)
+        if machine is None:
+            continue
+        where = f"{host}: " if len(states) > 1 else ""
+        for knob, wanted in machine.require:
+            have = state.value_of(knob)
+            if have is None:
+                lines.append(f"{where}{knob}: {wanted} required, not available on this host")
+            elif have != wanted:
+                lines.append(f"{where}{knob}: {wanted} required, the host has {have}")
+        missing = sorted(set(machine.cpus) - set(state.online)) if state.online else []
+        if missing:
+            lines.append(
+                f"{where}cpus: CPU {cpu_ranges(missing)} required, the host has CPUs "
+                f"{cpu_ranges(state.online)}"
+            )
+        if machine.memory is not None and "memory" not in state.cgroup_writable:
+            lines.append(
+                f"{where}memory: a {format_bytes(machine.memory)} limit needs a writable memory "
+                "cgroup, not available on this host"
+            )
+    return tuple(lines)
+
+
+def preflight(experiment: model.Experiment, backend: Any, force: bool) -> Preflight | None:
+    """The check ``run`` performs first, when the spec has a machine block: refuses (exit 2)
+    on an unmet requirement unless ``force``; None without a machine block."""
+    if experiment.machine is None and not experiment.machines:
+        return None
+    if not isinstance(backend, FixedHosts):
+        note = (
+            f"the machine block's requirements are not checked before hosts {experiment.hosts.kind} "
+            "are allocated"
+        )
+        return Preflight({}, (), note)
+    states = asyncio.run(_probe_all(backend))
+    unmet = unmet_requirements(states, experiment)
+    if unmet and not force:
+        raise UserError(
+            "the hosts do not meet the spec's machine block:\n  " + "\n  ".join(unmet),
+            "prepare them (benchlang system tune SPEC, as root), or run anyway with --force "
+            "(the record then says what was forced past)",
+        )
+    return Preflight(states, unmet)
+
+
+def record_preflight(store: Any, plan_hash: str, checked: Preflight | None) -> None:
+    """The probed states and what ``--force`` went past, as events of the run."""
+    if checked is None:
+        return
+    for host, state in checked.states.items():
+        store.record_event(plan_hash, HOST_STATE, json.dumps(state.to_dict()), host)
+    if checked.unmet:
+        store.record_event(plan_hash, FORCED, "forced past: " + "; ".join(checked.unmet))
+    if checked.note:
+        store.record_event(plan_hash, FORCED, checked.note)
+
+
+def stored_states(store: Any, plan_hash: str) -> tuple[dict[str, HostState], tuple[str, ...]]:
+    """The host states a run recorded (the latest per host) and its forced/unchecked lines."""
+    states: dict[str, HostState] = {}
+    forced: list[str] = []
+    for _at, host, kind, message in store.events(plan_hash):
+        if kind == HOST_STATE and host is not None:
+            states[host] = HostState.from_dict(json.loads(message))
+        elif kind == FORCED and message not in forced:
+            forced.append(message)
+    return states, tuple(forced)
+
+
+def tune_file() -> Path:
+    """Where ``tune`` keeps the values it replaced, for ``tune --reset``."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "benchlang" / "system-tune.json"
+
+
+def _saved() -> dict[str, list[list[str]]]:
+    try:
+        return json.loads(tune_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def tune(
+    experiment: model.Experiment | None = None, spec: str | None = None, reset: bool = False
+) -> tuple[list[str], bool]:
+    """Set the wanted state (the spec's requirements, else ``TUNE_DEFAULTS``) on each host,
+    saving what was replaced; or restore it with ``reset``. (lines, all done)."""
+    backend = _hosts_backend(experiment, spec)
+    if not isinstance(backend, FixedHosts):
+        raise UserError(f"hosts {experiment.hosts.kind} are allocated at run time: nothing to tune")
+    return asyncio.run(_tune(backend, experiment, reset))
+
+
+async def _tune(backend: Any, experiment: model.Experiment | None, reset: bool):
+    saved = _saved()
+    lines: list[str] = []
+    done = True
+    for host in backend.hosts():
+        session = await backend.open(host)
+        try:
+            state = await probe(session)
+            if reset:
+                writes = [Write("", path, old) for path, old in saved.get(host, [])]
+                if not writes:
+                    lines.append(f"{host}: nothing to restore")
+                    continue
+            else:
+                machine = experiment.machine_for(host) if experiment else None
+                wanted = dict(machine.require) if machine else {}
+                wanted = wanted if experiment is not None else dict(TUNE_DEFAULTS)
+                writes, cannot = writes_for(state, wanted)
+                lines += [f"{host}: {line}" for line in cannot]
+                done = done and not cannot
+                if not writes:
+                    lines.append(f"{host}: nothing to change")
+                    continue
+            if not state.root:
+                for w in writes:
+                    what = f"restoring {w.path}" if reset else f"{w.knob} {w.value}"
+                    lines.append(f"{host}: {what}: needs root (writes {w.path}); run as root")
+                done = False
+                continue
+            results = await apply_writes(session, writes)
+        finally:
+            await session.close()
+        kept = {p: old for p, old in saved.get(host, [])}
+        for status, path, old, error in results:
+            if status == "ok":
+                lines.append(f"{host}: {'restored' if reset else 'set'} {path} (was {old})")
+                if reset:
+                    kept.pop(path, None)
+                else:
+                    kept.setdefault(path, old)
+            else:
+                done = False
+                lines.append(f"{host}: cannot write {path}: {error.strip() or 'refused'}")
+        saved[host] = [[p, old] for p, old in kept.items()]
+    _save({h: v for h, v in saved.items() if v})
+    return lines, done
+
+
+def _save(saved: dict[str, Any]) -> None:
+    path = tune_file()
+    if not saved:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(saved, indent=1, sort_keys=True), encoding="utf-8")
