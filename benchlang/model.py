@@ -18,7 +18,12 @@ BUILTIN_MEASURES: dict[str, str] = {
     "max_rss": "KiB",
     "minor_faults": "count",
     "major_faults": "count",
+    "memory_peak": "KiB",
+    "throttled_periods": "count",
+    "throttled_time": "s",
 }
+"""Measured by the backend for every trial; the last three only for a trial with machine-block
+limits (its cgroup's memory peak; throttling under a CPU quota), docs/measures.md."""
 COUNTERS: dict[str, tuple[str, str]] = {
     "cycles": ("cycles", "count"),
     "instructions": ("instructions", "count"),

@@ -12,7 +12,18 @@
  *
  * It is started once per session and kept: each trial is one request on fd 3 (a u32 length,
  * then NUL-terminated fields: timeout in seconds or "-1", working directory or "", ASLR "0",
- * "R" (off, as setarch -R) or "A" (on), argc, argv..., then the environment's "K=V" entries).
+ * "R" (off, as setarch -R) or "A" (on), limits or "", argc, argv..., then the environment's
+ * "K=V" entries).
+ *
+ * Limits (the machine block, docs/machine.md; lines "KEY VALUE", made by cgroups.py):
+ * "cpus 0,2" pins the command (sched_setaffinity in the child before exec, inherited by every
+ * process of the trial); "join PATH" (cgroup v1 cgroup.procs files) the child writes itself
+ * into before exec; "cgroup2 DIR" the trial's own cgroup v2, used instead of -g's for this
+ * trial; "rlimit_cpu S" sets RLIMIT_CPU (S soft, S+1 hard: the backstop); "cpu_limit S" with
+ * "usage_v1 FILE" (cpuacct.usage, ns) or "usage_v2 FILE" (cpu.stat usage_usec) and "width N"
+ * (the trial's CPUs): the launcher reads the trial's CPU time when the limit could first be
+ * reached (every CPU busy) and kills the trial once it is; TIMED_OUT is then 2. A child that
+ * cannot enter its cgroups or take its CPUs says so on its stderr and exits 126.
  * The trial's stdout and stderr are files of its own, "PID-N.out" and "PID-N.err" in the
  * scratch directory, made after the previous report (while benchlang commits that trial) and
  * deleted after the next one: no file is written by two trials. While a trial
@@ -49,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -236,6 +248,8 @@ static pid_t spawn_into_cgroup(int err_fd) {
     return fork();
 }
 
+#define MAX_JOINS 8
+
 /* One trial's request, pointing into the request's buffer. */
 struct request {
     double timeout;
@@ -244,7 +258,66 @@ struct request {
     char **argv, **envp;
     int out_fd, err_fd;
     long files; /* the number in the output files' names */
+    /* Limits: */
+    int pinned, njoins, usage_v2, width;
+    cpu_set_t cpus;
+    const char *joins[MAX_JOINS], *cgroup2, *usage;
+    long rlimit_cpu;
+    double cpu_limit;
 };
+
+/* The limits field's lines into the request (NUL-terminates each value in place). */
+static void parse_limits(char *text, struct request *rq) {
+    rq->cpu_limit = -1;
+    rq->width = 1;
+    CPU_ZERO(&rq->cpus);
+    for (char *line = text; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        char *value = strchr(line, ' ');
+        if (value) {
+            *value++ = 0;
+            if (!strcmp(line, "cpus")) {
+                for (char *p = value; *p;) {
+                    long cpu = strtol(p, &p, 10);
+                    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET((int)cpu, &rq->cpus);
+                    rq->pinned = 1;
+                    if (*p == ',') p++;
+                    else break;
+                }
+            } else if (!strcmp(line, "join") && rq->njoins < MAX_JOINS) {
+                rq->joins[rq->njoins++] = value;
+            } else if (!strcmp(line, "cgroup2")) {
+                rq->cgroup2 = value;
+            } else if (!strcmp(line, "rlimit_cpu")) {
+                rq->rlimit_cpu = strtol(value, NULL, 10);
+            } else if (!strcmp(line, "cpu_limit")) {
+                rq->cpu_limit = strtod(value, NULL);
+            } else if (!strcmp(line, "usage_v1") || !strcmp(line, "usage_v2")) {
+                rq->usage = value;
+                rq->usage_v2 = line[7] == '2';
+            } else if (!strcmp(line, "width")) {
+                rq->width = (int)strtol(value, NULL, 10);
+                if (rq->width < 1) rq->width = 1;
+            }
+        }
+        line = next;
+    }
+}
+
+/* The trial's CPU time so far in seconds, from its cgroup's accounting; -1 when unreadable. */
+static double cpu_used(const struct request *rq) {
+    char buf[1024];
+    int fd = open(rq->usage, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    if (!rq->usage_v2) return strtod(buf, NULL) / 1e9;
+    char *p = strstr(buf, "usage_usec ");
+    return p ? strtod(p + 11, NULL) / 1e6 : -1;
+}
 
 static int control_fd = 3, signal_fd = -1, pid_fd = -1, scratch_fd = -1;
 
@@ -297,6 +370,26 @@ static void child(const struct request *rq) {
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (dup2(rq->out_fd, 1) < 0 || dup2(rq->err_fd, 2) < 0) _exit(127);
+    for (int i = 0; i < rq->njoins; i++) {
+        int fd = open(rq->joins[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1) {
+            dprintf(2, "benchlang: cannot enter the trial's cgroup %s: %s\n", rq->joins[i],
+                    strerror(errno));
+            _exit(126);
+        }
+        close(fd);
+    }
+    if (rq->pinned && sched_setaffinity(0, sizeof rq->cpus, &rq->cpus) != 0) {
+        dprintf(2, "benchlang: cannot pin the trial to its CPUs: %s\n", strerror(errno));
+        _exit(126);
+    }
+    if (rq->rlimit_cpu > 0) {
+        struct rlimit limit = {(rlim_t)rq->rlimit_cpu, (rlim_t)rq->rlimit_cpu + 1};
+        if (setrlimit(RLIMIT_CPU, &limit) != 0) {
+            dprintf(2, "benchlang: cannot set RLIMIT_CPU: %s\n", strerror(errno));
+            _exit(126);
+        }
+    }
     if (rq->dir && chdir(rq->dir) != 0) {
         dprintf(2, "benchlang: cannot enter %s: %s\n", rq->dir, strerror(errno));
         _exit(127);
@@ -336,6 +429,18 @@ static int signal_says_stop(void) {
 }
 
 static void run_trial(const struct request *rq) {
+    int session_cgroup = cgroup_fd;
+    if (rq->cgroup2) {
+        cgroup_fd = open(rq->cgroup2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cgroup_fd < 0) {
+            dprintf(rq->err_fd, "benchlang: cannot open the trial's cgroup %s: %s\n",
+                    rq->cgroup2, strerror(errno));
+            dprintf(control_fd, "benchlang-launch 1 126 0 0 0 0 0 0 0 0 0 0 0 %ld 0 %lld\n",
+                    rq->files, (long long)lseek(rq->err_fd, 0, SEEK_END));
+            cgroup_fd = session_cgroup;
+            return;
+        }
+    }
     command_pid = 0;
     command_reaped = 0;
     memset(&command_usage, 0, sizeof command_usage);
@@ -346,6 +451,8 @@ static void run_trial(const struct request *rq) {
         dprintf(rq->err_fd, "benchlang: cannot start %s: %s\n", rq->argv[0], strerror(errno));
         dprintf(control_fd, "benchlang-launch 1 127 0 0 0 0 0 0 0 0 0 0 0 %ld 0 %lld\n",
                 rq->files, (long long)lseek(rq->err_fd, 0, SEEK_END));
+        if (rq->cgroup2) close(cgroup_fd);
+        cgroup_fd = session_cgroup;
         return;
     }
     if (pid == 0) child(rq);
@@ -367,12 +474,26 @@ static void run_trial(const struct request *rq) {
             break;
         }
         struct timespec wait_for, *limit = NULL;
+        long long left = -1;
         if (rq->timeout >= 0) {
-            long long left = deadline - now_ns();
+            left = deadline - now_ns();
             if (left <= 0) {
                 timed_out = 1;
                 break;
             }
+        }
+        if (rq->cpu_limit >= 0 && rq->usage) {
+            /* Next look when the limit could first be reached, every CPU of the trial busy. */
+            double used = cpu_used(rq);
+            if (used >= rq->cpu_limit) {
+                timed_out = 2;
+                break;
+            }
+            double wait_s = (rq->cpu_limit - (used < 0 ? 0 : used)) / rq->width;
+            long long check = (long long)((wait_s < 0.005 ? 0.005 : wait_s) * 1e9);
+            if (left < 0 || check < left) left = check;
+        }
+        if (left >= 0) {
             wait_for.tv_sec = left / 1000000000LL;
             wait_for.tv_nsec = left % 1000000000LL;
             limit = &wait_for;
@@ -384,6 +505,10 @@ static void run_trial(const struct request *rq) {
         }
     }
     int left = clean_up(pid);
+    if (rq->cgroup2) {
+        close(cgroup_fd);
+        cgroup_fd = session_cgroup;
+    }
     int status = command_status;
     if (!done) {
         /* Timed out or cancelled: clean_up killed and reaped the command. */
@@ -424,25 +549,26 @@ static int read_fully(int fd, char *buf, size_t size) {
 static char **parse(char *buf, size_t size, struct request *rq) {
     size_t count = 0;
     for (size_t i = 0; i < size; i++) count += buf[i] == 0;
-    if (size == 0 || buf[size - 1] != 0 || count < 5) return NULL;
+    if (size == 0 || buf[size - 1] != 0 || count < 6) return NULL;
     char **fields = calloc(count + 2, sizeof *fields);
     if (!fields) return NULL;
     char *p = buf;
     for (size_t i = 0; i < count; i++, p += strlen(p) + 1) fields[i] = p;
-    long argc = strtol(fields[3], NULL, 10);
-    if (argc < 1 || (size_t)argc + 4 > count) {
+    long argc = strtol(fields[4], NULL, 10);
+    if (argc < 1 || (size_t)argc + 5 > count) {
         free(fields);
         return NULL;
     }
     rq->timeout = strtod(fields[0], NULL);
     rq->dir = fields[1][0] ? fields[1] : NULL;
     rq->aslr = fields[2][0] == 'R' ? -1 : fields[2][0] == 'A' ? 1 : 0;
+    parse_limits(fields[3], rq);
     /* argv and envp each need a NULL after them: shift the environment up by one slot. */
-    size_t env_at = 4 + (size_t)argc, envc = count - env_at;
+    size_t env_at = 5 + (size_t)argc, envc = count - env_at;
     memmove(fields + env_at + 1, fields + env_at, envc * sizeof *fields);
     fields[env_at] = NULL;
     fields[env_at + 1 + envc] = NULL;
-    rq->argv = fields + 4;
+    rq->argv = fields + 5;
     rq->envp = fields + env_at + 1;
     return fields;
 }

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import select
 import shlex
 import shutil
 import signal
@@ -30,8 +29,6 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
-
-import attrs
 
 from benchlang import __version__
 from benchlang.backends.base import (
@@ -42,23 +39,30 @@ from benchlang.backends.base import (
     check_facts_setting,
     read_declared_facts,
 )
+from benchlang.backends.cgroups import describe
 from benchlang.backends.launcher import TrialCgroup, kill_group, launcher, scratch_dir
+from benchlang.backends.limits import (
+    CPU_EXCEEDED,
+    concluded,
+    exits_within,
+    limits_request,
+    trial_limits,
+    wait_exit,
+)
 from benchlang.backends.resident import (
     NO_OUTPUT,
     LauncherPool,
     Output,
-    ResidentLauncher,
     encode_request,
     environment_block,
     high_fd,
     parse_report,
     report_measures,
-    tail,
 )
 from benchlang.backends.resident import OUTPUT_KEEP as OUTPUT_KEEP  # where readers look
+from benchlang.backends.spawned import Spawned, Trial
 
 _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
-_OUTPUT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
 def argv_for(text: str) -> list[str]:
@@ -73,34 +77,12 @@ def argv_for(text: str) -> list[str]:
     return ["/bin/sh", "-c", text]
 
 
-def setarch(aslr: bool | None, argv: list[str]) -> list[str]:
-    """``argv`` under setarch(8) with randomisation off (``-R``) or as the host has it, when
-    a hidden aslr factor asks; both levels pay the same exec (no launcher to set it)."""
-    if aslr is None:
-        return argv
-    return ["setarch", os.uname().machine, *([] if aslr else ["-R"]), *argv]
-
-
 def host_facts() -> dict[str, str]:
     """Kernel, OS, CPU model and frequency, cores, memory, governor, compilers where readable
     (the SSH agent's reading, so local and remote hosts report the same facts)."""
     from benchlang.backends.ssh_agent import _facts
 
     return {**_facts(), "benchlang": __version__}
-
-
-@attrs.define
-class _Trial:
-    """A running trial: its process (the launcher, or the command in the fallback) and files."""
-
-    pid: int
-    out: int
-    err: int
-    out_path: str
-    err_path: str
-    started: float
-    t0: float
-    launcher: ResidentLauncher | None = None
 
 
 def _not_started(program: str, exc: Exception, started: float, t0: float) -> Execution:
@@ -110,7 +92,14 @@ def _not_started(program: str, exc: Exception, started: float, t0: float) -> Exe
     return Execution(127, False, started, time.time(), wall, b"", message, {"wall_time": wall})
 
 
-class LocalSession:
+def _not_limited(reason: str, started: float) -> Execution:
+    """A trial whose limits cannot be enforced here: it fails with the reason, unrun."""
+    return Execution(
+        126, False, started, time.time(), 0.0, b"", b"", {"wall_time": 0.0}, failure=reason
+    )
+
+
+class LocalSession(Spawned):
     """Runs commands on this machine, one at a time; each trial writes its own scratch files."""
 
     def __init__(self, host: str = "local", spec_dir: Path | None = None) -> None:
@@ -133,20 +122,6 @@ class LocalSession:
 
     # -- the per-trial path ------------------------------------------------------------------
 
-    def _files(self) -> tuple[int, int, str, str]:
-        """The trial's own stdout and stderr files; the previous trial's are deleted."""
-        if self._previous is not None:
-            for path in self._previous:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-        self._count += 1
-        base = f"{self._scratch}/{self._count}"
-        out_path, err_path = base + ".out", base + ".err"
-        self._previous = (out_path, err_path)
-        out = high_fd(os.open(out_path, _OUTPUT_FLAGS, 0o600))
-        err = high_fd(os.open(err_path, _OUTPUT_FLAGS, 0o600))
-        return out, err, out_path, err_path
-
     def _environment(self, extra: Mapping[str, str] | None) -> bytes:
         """The request's environment: this process's (encoded once) and the command's."""
         if not extra:
@@ -155,55 +130,40 @@ class LocalSession:
             return environment_block({**self._base_env, **extra})
         return self._base_block + environment_block(extra)
 
-    def _start(self, command: Command) -> _Trial | Execution:
+    def _start(self, command: Command) -> Trial | Execution:
         argv = argv_for(command.text)
         cwd = str(self.spec_dir / command.cwd) if command.cwd else None
         started = time.time()
+        request = limits_request(command.limits)
+        limits = trial_limits(request)
+        if isinstance(limits, str):
+            return _not_limited(limits, started)
         t0 = time.perf_counter()
         if self._launcher.path is not None:
             aslr = "0" if command.aslr is None else "A" if command.aslr else "R"
+            field = limits.launcher_field() if limits is not None else ""
             try:
                 environment = self._environment(command.env)
-                request = encode_request(argv, environment, cwd, command.timeout, aslr)
-                resident = self._pool.hand_over(request)
+                message = encode_request(argv, environment, cwd, command.timeout, aslr, field)
+                resident = self._pool.hand_over(message)
             except (OSError, ValueError) as exc:
+                if limits is not None:
+                    limits.remove()
                 return _not_started(argv[0], exc, started, t0)
-            return _Trial(resident.pid, -1, -1, "", "", started, t0, resident)
+            return Trial(resident.pid, -1, -1, "", "", started, t0, resident, limits, request)
         out, err, out_path, err_path = self._files()
         env = {**self._base_env, **command.env} if command.env else self._base_env
         try:
-            pid = self._spawn(argv, env, cwd, command.aslr, out, err)
+            pid = self._spawn(argv, env, cwd, command.aslr, out, err, limits)
         except (OSError, ValueError) as exc:
             os.close(out)
             os.close(err)
+            if limits is not None:
+                limits.remove()
             return _not_started(argv[0], exc, started, t0)
-        return _Trial(pid, out, err, out_path, err_path, started, t0)
+        return Trial(pid, out, err, out_path, err_path, started, t0, None, limits, request)
 
-    def _spawn(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: str | None,
-        aslr: bool | None,
-        out: int,
-        err: int,
-    ) -> int:
-        """Without the launcher: the command spawned from here (setarch, cd and cgroup entry
-        through /bin/sh prologues)."""
-        argv = setarch(aslr, argv)
-        if cwd:
-            argv = ["/bin/sh", "-c", 'cd -- "$0" && exec "$@"', cwd, *argv]
-        if self._cgroup is not None:
-            procs = str(self._cgroup.path / "cgroup.procs")
-            argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', procs, *argv]
-        actions = [
-            (os.POSIX_SPAWN_DUP2, self._null, 0),
-            (os.POSIX_SPAWN_DUP2, out, 1),
-            (os.POSIX_SPAWN_DUP2, err, 2),
-        ]
-        return os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
-
-    def _reported(self, trial: _Trial, report: bytes) -> Execution:
+    def _reported(self, trial: Trial, report: bytes) -> Execution:
         """The Execution from the launcher's report; a launcher that ended without one fails
         the trial with the reason (and is replaced at the next trial)."""
         resident = trial.launcher
@@ -223,6 +183,8 @@ class LocalSession:
         if failure is not None:
             reasons = dict.fromkeys(_RUSAGE_NAMES, failure)
             rusage = {"wall_time": time.perf_counter() - trial.t0}
+            if trial.limits is not None:
+                trial.limits.remove()
             return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
         if fields[10] == "1":  # cancelled: by us, or by a signal that also ends the launcher
             self._pool.retire(resident, cancelled=True)
@@ -235,33 +197,14 @@ class LocalSession:
             failure = f"the trial's output file {err.filename} was deleted while it ran"
             output = NO_OUTPUT
         timed_out, left = fields[9] == "1", int(fields[11])
-        return self._execution(trial, code, timed_out, rusage, {}, left, output, failure)
-
-    def _finish(self, trial: _Trial, status: int, usage: Any, timed_out: bool) -> Execution:
-        """The fallback's Execution once the command is reaped and nothing of it is left."""
-        rusage = {
-            "wall_time": time.perf_counter() - trial.t0,
-            "user_time": usage.ru_utime,
-            "sys_time": usage.ru_stime,
-            "cpu_time": usage.ru_utime + usage.ru_stime,
-            "minor_faults": float(usage.ru_minflt),
-            "major_faults": float(usage.ru_majflt),
-        }
-        why = (
-            "max_rss needs benchlang's C launcher (a child spawned from Python reports "
-            f"Python's resident size): {self._launcher.reason}"
+        cpu_killed = fields[9] == str(CPU_EXCEEDED)
+        return self._execution(
+            trial, code, timed_out, rusage, {}, left, output, failure, cpu_killed
         )
-        exit_status = os.waitstatus_to_exitcode(status)
-        stdout, out_size = tail(trial.out)
-        stderr, err_size = tail(trial.err)
-        os.close(trial.out)
-        os.close(trial.err)
-        output = (stdout, out_size, trial.out_path, stderr, err_size, trial.err_path)
-        return self._execution(trial, exit_status, timed_out, rusage, {"max_rss": why}, 0, output)
 
     def _execution(
         self,
-        trial: _Trial,
+        trial: Trial,
         exit_status: int,
         timed_out: bool,
         rusage: dict[str, float],
@@ -269,9 +212,16 @@ class LocalSession:
         left: int,
         output: Output,
         failure: str | None = None,
+        cpu_killed: bool = False,
     ) -> Execution:
         elapsed = time.perf_counter() - trial.t0
         stdout, out_size, out_path, stderr, err_size, err_path = output
+        if trial.limits is not None:
+            measured, missing, limited = concluded(
+                trial.limits, trial.request, exit_status, cpu_killed
+            )
+            rusage, unavailable = {**rusage, **measured}, {**unavailable, **missing}
+            failure = failure or limited
         return Execution(
             exit_status=exit_status,
             timed_out=timed_out,
@@ -292,7 +242,7 @@ class LocalSession:
             failure=failure,
         )
 
-    def _kill(self, trial: _Trial) -> None:
+    def _kill(self, trial: Trial) -> None:
         """Kill a trial from here: the fallback's timeout, or a cancelled execute."""
         if trial.launcher is not None:
             # The launcher kills and reaps the trial when told; killed itself if it does not.
@@ -305,12 +255,6 @@ class LocalSession:
         if self._cgroup is not None:
             self._cgroup.kill()
 
-    def _after_exit(self, trial: _Trial) -> None:
-        """The fallback's clean-up once the command exited: its group and its cgroup."""
-        kill_group(trial.pid)
-        if self._cgroup is not None and self._cgroup.populated():
-            self._cgroup.kill()
-
     def run_blocking(self, command: Command) -> Execution:
         """Run a command and wait for it in this thread (for worker threads and tools)."""
         trial = self._start(command)
@@ -318,39 +262,32 @@ class LocalSession:
             return trial
         if trial.launcher is not None:
             return self._reported(trial, trial.launcher.wait_report(None) or b"")
-        timed_out = False
-        if command.timeout is not None and not _exits_within(trial.pid, command.timeout):
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(trial.pid, signal.SIGKILL)
-        _, status, usage = os.wait4(trial.pid, 0)
-        self._after_exit(trial)
-        return self._finish(trial, status, usage, timed_out)
+        ended = "exited"
+        if command.timeout is not None or trial.limits is not None:
+            ended = exits_within(trial.pid, command.timeout, trial.limits)
+        return self._reap(trial, ended)
 
     async def execute(self, command: Command) -> Execution:
         trial = self._start(command)
         if isinstance(trial, Execution):
             return trial
-        report, exited = b"", False
+        report, ended = b"", "exited"
         try:
             if trial.launcher is not None:
                 report = await trial.launcher.report()
             else:
-                exited = await _wait_exit(trial.pid, command.timeout)
+                ended = await wait_exit(trial.pid, command.timeout, trial.limits)
         except BaseException:
             self._kill(trial)
             if trial.launcher is None:
                 os.close(trial.out)
                 os.close(trial.err)
+            if trial.limits is not None:
+                trial.limits.remove()
             raise
         if trial.launcher is not None:
             return self._reported(trial, report)
-        if not exited:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(trial.pid, signal.SIGKILL)
-        _, status, usage = os.wait4(trial.pid, 0)
-        self._after_exit(trial)
-        return self._finish(trial, status, usage, not exited)
+        return self._reap(trial, ended)
 
     # -- the rest of the protocol ------------------------------------------------------------
 
@@ -367,6 +304,7 @@ class LocalSession:
             facts["isolation"] = "pgroup"
             facts["isolation_detail"] = f"process group only: {self._cgroup_reason}"
         facts["launcher"] = self._launcher.path or f"none ({self._launcher.reason})"
+        facts.update({f"limits_{k}": v for k, v in describe().items()})
         return facts
 
     async def reconnect(self, timeout: float) -> None:
@@ -387,41 +325,6 @@ class LocalSession:
 _RUSAGE_NAMES = ("user_time", "sys_time", "cpu_time", "max_rss", "minor_faults", "major_faults")
 
 
-def _exits_within(pid: int, seconds: float) -> bool:
-    """Wait on a pidfd (man 2 pidfd_open) without reaping: True when the process ended."""
-    pidfd = os.pidfd_open(pid)
-    try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        return bool(poller.poll(seconds * 1000.0))
-    finally:
-        os.close(pidfd)
-
-
-async def _wait_exit(pid: int, timeout: float | None) -> bool:
-    """Await a process's exit through its pidfd on the event loop (so it can be cancelled);
-    False on timeout. The process is not reaped."""
-    loop = asyncio.get_running_loop()
-    pidfd = os.pidfd_open(pid)
-    done = loop.create_future()
-
-    def ready() -> None:
-        if not done.done():
-            done.set_result(True)
-
-    loop.add_reader(pidfd, ready)
-    try:
-        if timeout is None:
-            return await done
-        try:
-            return await asyncio.wait_for(done, max(0.0, timeout))
-        except TimeoutError:
-            return False
-    finally:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-
-
 class LocalBackend(FixedHosts):
     """``hosts local``: this machine, one trial at a time; ``hosts local { slots N }``: N worker
     slots named ``local:0`` ... ``local:N-1`` that run trials at the same time (the "hosts" of an
@@ -429,7 +332,7 @@ class LocalBackend(FixedHosts):
 
     kind: ClassVar[str] = "local"
     supports_reboot: ClassVar[bool] = False
-    capabilities: ClassVar[frozenset[str]] = frozenset({"aslr"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"aslr", "pin", "memory", "cpu_time"})
     MAX_SLOTS: ClassVar[int] = 256
 
     @classmethod

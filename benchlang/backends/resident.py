@@ -113,10 +113,17 @@ def environment_block(env: Mapping[str, str]) -> bytes:
 
 
 def encode_request(
-    argv: list[str], environment: bytes, cwd: str | None, timeout: float | None, aslr: str
+    argv: list[str],
+    environment: bytes,
+    cwd: str | None,
+    timeout: float | None,
+    aslr: str,
+    limits: str = "",
 ) -> bytes:
-    """One request (launcher.c, "Usage"); ``environment`` from ``environment_block``."""
+    """One request (launcher.c, "Usage"); ``environment`` from ``environment_block``,
+    ``limits`` from ``TrialLimits.launcher_field`` (launcher.c, "Limits")."""
     fields = [repr(max(0.0, float(timeout))) if timeout is not None else "-1", cwd or "", aslr]
+    fields.append(limits)
     fields.append(str(len(argv)))
     fields += argv
     text = "\0".join(fields) + "\0"

@@ -10,6 +10,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.backends.base import Command, Execution, HostDown, HostSession
+from benchlang.backends.limits import applicable_limits
 from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import substitute
 from benchlang.run.counters import counter_outcome, perf_command, read_counters
@@ -70,7 +71,16 @@ class TrialLife:
             try:
                 status, reason, execution, measures, series_values = await self._attempt(
                     session,
-                    Command(command, env, cwd, timeout, aslr=aslr_of(self.hidden, drawn)),
+                    Command(
+                        command,
+                        env,
+                        cwd,
+                        timeout,
+                        aslr=aslr_of(self.hidden, drawn),
+                        limits=applicable_limits(
+                            self.experiment.machine_for(session.host), self.backend
+                        ),
+                    ),
                     hooks_before,
                     hooks_after,
                     bench,
