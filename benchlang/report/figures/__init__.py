@@ -23,7 +23,13 @@ Inputs = Any
 """What a builder reads: ``report.html.inputs.ReportInputs`` (not imported: the report's page
 imports this package, and siblings of ``report`` may not import each other both ways)."""
 
-MODULES = ("benchlang.report.figures.triscale", "benchlang.report.figures.ordersage")
+MODULES = (
+    "benchlang.report.figures.triscale",
+    "benchlang.report.figures.ordersage",
+    "benchlang.report.figures.perflab",
+    "benchlang.report.figures.datamill",
+    "benchlang.report.figures.stopping",
+)
 
 
 class NotApplicable(UserError):
