@@ -192,6 +192,10 @@ CALLS: dict[str, list[str]] = {
     "size --json": ["size", "--percentile", "95", "--confidence", "95", "--json"],
     "profile --json": ["profile", "condition.csv", "--period", "15m", "--json"],
     "stopping-eval --json": ["stopping-eval", "stream.csv", "--json"],
+    "composite --json": [
+        *("composite", "datamill.sqlite", "--by", "n", "--over", "cpu", "--cluster", "round"),
+        *("--replicates", "500", "--json"),
+    ],
     "simulate-aa --json": [
         *("simulate-aa", "--hosts", "2", "--requests", "8", "--repetitions", "2"),
         *("--components", "request=1,host=0.1,host_batch=0.1,residual=0.5"),

@@ -56,7 +56,9 @@ def composite_of_store(
         raise UserError(f"--replicates must be at least 100, got {replicates}")
     data = load_store(store, plan_hash, every_measure=False)
     spec_metric, spec_by = default_roles(data.experiment)
-    metric, by = metric or spec_metric, by or spec_by
+    metrics = [m.name for m in data.experiment.metrics]
+    metric = metric or spec_metric or (metrics[0] if len(metrics) == 1 else None)
+    by = by or spec_by
     if metric is None or by is None:
         raise UserError(
             "which metric and factor? the spec has no 'compare METRIC by FACTOR'",

@@ -88,15 +88,18 @@ def composite_of(
     keep = t.ok & np.isfinite(y) & (version >= 0)
     if over == "benchmark":
         group = np.asarray(t.benchmark, dtype=object)
-    elif over != by and any(f.name == over for f in data.experiment.factors):
+    elif over != by and any(over in lv for lv in t.levels):
         group = np.array([str(lv.get(over)) for lv in t.levels], dtype=object)
     else:
-        names = [f.name for f in data.experiment.factors if f.name != by]
-        raise ValueError(f"composite over '{over}': expected benchmark or one of {names}")
+        known = sorted({k for lv in t.levels for k in lv} - {by})
+        raise ValueError(f"composite over '{over}': expected benchmark or one of {known}")
+    factor_over = next((f for f in data.experiment.factors if f.name == over), None)
     declared = (
         [b.name for b in data.experiment.benchmarks]
         if over == "benchmark"
-        else [str(x) for x in data.experiment.factor(over).levels]
+        else [str(x) for x in factor_over.levels]
+        if factor_over is not None
+        else list(dict.fromkeys(str(x) for x in group[keep]))
     )
     seen = {str(x) for x in group[keep]}
     names = tuple(n for n in declared if n in seen)
