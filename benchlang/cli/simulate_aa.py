@@ -9,7 +9,7 @@ from benchlang.app.ab import pilot_components, spec_layout
 from benchlang.cli import add_command
 from benchlang.design.layouts import LAYOUTS
 from benchlang.errors import UserError
-from benchlang.jsonout import document, dumps
+from benchlang.jsonout import document, dumps, undefined
 from benchlang.report.table import render_table
 
 if TYPE_CHECKING:
@@ -137,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def to_json(result: AAResult) -> dict[str, object]:
+    """The simulation with each rate's Monte Carlo interval (Clopper-Pearson, 95%) and every
+    experiment's estimate and bootstrap SE per scheme (what ``aa-estimates`` and ``aa-ladder``
+    draw)."""
+    from benchlang.stats.binomial_rate import clopper_pearson
+
     return {
         "layout": result.layout,
         "hosts": result.hosts,
@@ -148,28 +153,59 @@ def to_json(result: AAResult) -> dict[str, object]:
         "analytic_se": result.analytic_se,
         "simulated_sd": result.simulated_sd,
         "schemes": [
-            {
-                "cluster": SCHEME_NAMES[s.cluster],
-                "clusters": s.clusters,
-                "type_i_error": s.rejection_rate,
-                "mean_se": s.mean_se,
-            }
+            undefined(
+                {
+                    "cluster": SCHEME_NAMES[s.cluster],
+                    "clusters": s.clusters,
+                    "type_i_error": s.rejection_rate,
+                    "type_i_error_interval": clopper_pearson(
+                        s.rejections, result.experiments
+                    ).to_dict(),
+                    "mean_se": s.mean_se,
+                    "estimates": s.estimates.tolist(),
+                    "ses": s.ses.tolist(),
+                },
+                {"*": "every bootstrap replicate left a version without weight (one cluster)"},
+            )
             for s in result.schemes
         ],
     }
 
 
 def report(result: AAResult) -> None:
-    rows = [
-        [SCHEME_NAMES[s.cluster], s.clusters, s.rejection_rate, s.mean_se] for s in result.schemes
-    ]
+    from benchlang.stats.binomial_rate import clopper_pearson
+
+    rows = []
+    for s in result.schemes:
+        ci = clopper_pearson(s.rejections, result.experiments)
+        rows.append(
+            [
+                SCHEME_NAMES[s.cluster],
+                s.clusters,
+                s.rejection_rate,
+                f"{ci.low:.3f}-{ci.high:.3f}",
+                s.mean_se,
+            ]
+        )
     title = (
         f"A/A simulation: {result.layout}, H={result.hosts}, R={result.requests}, "
         f"T={result.repetitions}; {result.experiments} experiments x {result.replicates} replicates; "
         f"analytic SE {result.analytic_se:.4g}, simulated SD {result.simulated_sd:.4g}"
     )
     render_table(
-        ["bootstrap", "clusters", f"Type I error (alpha={result.alpha:g})", "mean SE"], rows, title
+        [
+            "bootstrap",
+            "clusters",
+            f"Type I error (alpha={result.alpha:g})",
+            "95% Monte Carlo interval",
+            "mean SE",
+        ],
+        rows,
+        title,
+    )
+    print(
+        f"Monte Carlo interval: Clopper-Pearson over the {result.experiments} simulated "
+        "experiments (more --experiments narrow it); per-experiment estimates in --json"
     )
 
 

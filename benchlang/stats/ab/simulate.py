@@ -75,6 +75,14 @@ class SchemeResult:
     clusters: int
     rejection_rate: float
     mean_se: float
+    estimates: np.ndarray = attrs.field(factory=lambda: np.empty(0), eq=False, repr=False)
+    """Each simulated experiment's estimate (treatment - control), for figures and --json."""
+    ses: np.ndarray = attrs.field(factory=lambda: np.empty(0), eq=False, repr=False)
+    """Each experiment's bootstrap SE under this scheme."""
+
+    @property
+    def rejections(self) -> int:
+        return int(round(self.rejection_rate * self.estimates.size))
 
 
 @attrs.frozen
@@ -138,6 +146,8 @@ def simulate_aa(
                 clusters=int(codes.max()) + 1,
                 rejection_rate=float(np.mean(np.abs(est) > z * se)),
                 mean_se=float(np.mean(se)),
+                estimates=est,
+                ses=se,
             )
         )
     if est is None:

@@ -1,0 +1,291 @@
+"""The numbers of Perflab's figures (Bakshy & Frachtenberg, "Design and Analysis of
+Benchmarking Experiments for Distributed Internet Services", WWW 2015), from an A/B layout's
+trials and the A/B statistics (``stats.ab``): Fig. 1 (``requests``), 3 (``timeline``), 2/4
+(``se-curves``), 5/6 (``aa-estimates``), 7 (``aa-ladder``) and 8 (``aa-empirical``);
+docs/figures.md. Values are in the metric's own unit; ``meta["factor"]`` turns them into the
+unit the CLI prints (``report.table.metric_scale``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from benchlang.stats.ab.simulate import AAResult
+from benchlang.stats.ab.sweep import SESweep
+from benchlang.stats.binomial_rate import binomial_band, clopper_pearson
+from benchlang.stats.figure_data import FigureData
+from benchlang.stats.figure_triscale import spaced
+
+PAPER = "Perflab (Bakshy & Frachtenberg, WWW 2015)"
+NAN = float("nan")
+TIMELINE_POINTS = 2000
+"""Trials drawn per batch panel of ``timeline``, evenly spaced in position beyond it."""
+SCHEME_WORDS = {"host": "host-clustered", "host_block": "host-block-clustered"}
+
+
+def requests(
+    y: np.ndarray,
+    version: np.ndarray,
+    request: np.ndarray,
+    versions: tuple[str, str],
+    metric: str,
+    meta: Mapping[str, object],
+) -> FigureData:
+    """Fig. 1: the distribution of each request's trials under each version (quartiles, extremes,
+    mean), requests ordered by their median over both versions: how much requests differ
+    against how much one request varies (the request and residual terms of Eq. 3-4)."""
+    y, version, request = np.asarray(y, float), np.asarray(version), np.asarray(request)
+    names = np.unique(request)
+    medians = np.array([np.median(y[request == r]) for r in names])
+    rows = []
+    for r in names[np.argsort(medians, kind="stable")]:
+        for v, vname in enumerate(versions):
+            x = y[(request == r) & (version == v)]
+            if x.size:
+                q = np.quantile(x, [0.0, 0.25, 0.5, 0.75, 1.0])
+                rows.append((str(r), vname, int(x.size), *map(float, q), float(x.mean())))
+    caption = (
+        f"{metric} of every request under each version ({versions[0]}: control, {versions[1]}: "
+        "treatment): a box per request and version (quartiles, whiskers at the extremes, the "
+        f"mean marked), {names.size} requests ordered by their median. The spread between "
+        "requests beside the spread within one is what the request term of the model "
+        f"(Eq. 3-4) describes. After {PAPER} Fig. 1."
+    )
+    return FigureData(
+        "requests",
+        f"{PAPER} Fig. 1",
+        caption,
+        ("request", "version", "trials", "min", "q1", "median", "q3", "max", "mean"),
+        rows,
+        (),
+        {**meta, "versions": list(versions)},
+    )
+
+
+def batch_offsets(y: np.ndarray, version: np.ndarray, batch: np.ndarray) -> np.ndarray:
+    """Each trial's batch mean minus its version's mean: the batch's host, host x batch and
+    request effects together (Eq. 3-4 cannot split them within one batch)."""
+    y, version = np.asarray(y, float), np.asarray(version)
+    inverse = np.unique(np.asarray(batch), return_inverse=True)[1]
+    batch_mean = np.bincount(inverse, y) / np.bincount(inverse)
+    version_mean = np.array(
+        [y[version == v].mean() if (version == v).any() else NAN for v in (0, 1)]
+    )
+    return batch_mean[inverse] - version_mean[version]
+
+
+def timeline(
+    y: np.ndarray,
+    version: np.ndarray,
+    host: np.ndarray,
+    batch: np.ndarray,
+    position: np.ndarray,
+    versions: tuple[str, str],
+    components: Mapping[str, float] | None,
+    metric: str,
+    meta: Mapping[str, object],
+) -> FigureData:
+    """Fig. 3: each trial's value by its position in its host batch, a panel per batch (one
+    version on one host after a reset, §2.2), with the batch's offset from its version's mean;
+    the variance components fitted by moments (§3) say how much hosts and batches weigh."""
+    y, version, host = np.asarray(y, float), np.asarray(version), np.asarray(host)
+    batch, position = np.asarray(batch), np.asarray(position)
+    offset = batch_offsets(y, version, batch)
+    rows, thinned = [], []
+    for b in np.unique(batch):
+        idx = np.flatnonzero(batch == b)
+        idx = idx[np.argsort(position[idx], kind="stable")]
+        keep = idx[spaced(idx.size, TIMELINE_POINTS)]
+        if keep.size < idx.size:
+            thinned.append(f"batch {b}: {keep.size} of {idx.size} trials drawn, evenly spaced")
+        rows += [
+            (
+                int(b),
+                str(host[i]),
+                versions[int(version[i])],
+                int(position[i]),
+                float(y[i]),
+                float(offset[i]),
+            )
+            for i in keep
+        ]
+    words = (
+        "; fitted standard deviations (method of moments, §3): "
+        + ", ".join(f"{k} {v**0.5:.3g}" for k, v in components.items())
+        if components
+        else ""
+    )
+    caption = (
+        f"{metric} of every measured trial by its position in its host batch (one version on "
+        "one host, started after the reset), a panel per batch, colour = host, marker = version; "
+        "the dashed line is the batch's mean, its offset from its version's mean printed (host, "
+        f"host x batch and the batch's requests together){words}. After {PAPER} Fig. 3."
+    )
+    return FigureData(
+        "timeline",
+        f"{PAPER} Fig. 3",
+        caption,
+        ("batch", "host", "version", "position", "value", "batch_offset"),
+        rows,
+        tuple(thinned),
+        {**meta, "versions": list(versions), "components": dict(components or {})},
+    )
+
+
+def se_curves(sweep: SESweep, current: tuple[str, int, int, int], meta: Mapping) -> FigureData:
+    """Figs. 2 and 4: the SE of the estimated difference against requests per version, a line
+    per layout and number of hosts, analytic (§4.2.1) from the store's fitted variance
+    components, with the SD of simulated estimates as points (§6)."""
+    rows = [
+        (p.layout, p.hosts, p.requests, p.repetitions, p.analytic_se, p.simulated_sd)
+        for p in sweep.points
+    ]
+    kind, H, R, T = current
+    caption = (
+        "Standard error of the estimated difference (treatment − control) against requests per "
+        f"version, a panel per layout, a line per number of hosts, with T = {T} repetitions: "
+        "analytic from the variance components fitted on this store by moments and made "
+        "conservative (§4.2.1), points the SD of the estimate over "
+        f"{sweep.experiments} simulated experiments each (§6). The run's own design ({kind}, "
+        f"H = {H}, R = {R}) is ringed. More requests stop helping at the floor the host terms "
+        f"set; more hosts lower it. After {PAPER} Figs. 2 and 4."
+    )
+    return FigureData(
+        "se-curves",
+        f"{PAPER} Figs. 2, 4",
+        caption,
+        ("layout", "hosts", "requests", "repetitions", "analytic_se", "simulated_sd"),
+        rows,
+        sweep.skipped,
+        {**meta, "layout": kind, "hosts": H, "requests": R, "repetitions": T},
+    )
+
+
+def _rate_words(result: AAResult, cluster: str) -> str:
+    s = next(s for s in result.schemes if s.cluster == cluster)
+    ci = clopper_pearson(s.rejections, s.estimates.size)
+    return (
+        f"{100 * ci.rate:.1f}% false positives (95% Clopper-Pearson {100 * ci.low:.1f}-"
+        f"{100 * ci.high:.1f}%) at α = {result.alpha:g}"
+    )
+
+
+def aa_estimates(
+    results: Mapping[str, tuple[AAResult, str]], meta: Mapping, notes: Sequence[str] = ()
+) -> FigureData:
+    """Figs. 5 and 6: per layout, the estimates of simulated A/A experiments (their spread is
+    the true SE) beside the bootstrap's view of them (each experiment's bootstrap SE), from
+    the store's fitted components at its own H, R, T (§6)."""
+    rows, said = [], []
+    for kind, (res, cluster) in results.items():
+        s = next(s for s in res.schemes if s.cluster == cluster)
+        rejected = np.abs(s.estimates) > s.ses * _z(res.alpha)
+        rows += [
+            (kind, cluster, i, float(e), float(se), bool(r))
+            for i, (e, se, r) in enumerate(zip(s.estimates, s.ses, rejected, strict=True))
+        ]
+        said.append(
+            f"{kind}: SD of the estimates {res.simulated_sd:.3g}, analytic SE "
+            f"{res.analytic_se:.3g}, mean {SCHEME_WORDS.get(cluster, cluster)} bootstrap SE "
+            f"{s.mean_se:.3g}; {_rate_words(res, cluster)}"
+        )
+    first = next(iter(results.values()))[0]
+    caption = (
+        f"Estimates of {first.experiments} simulated A/A experiments per layout (histogram; the "
+        "true difference is 0) beside the normal curve of the bootstrap's median SE (dashed) "
+        "and of the analytic SE (dotted); each layout analysed with host clusters (host blocks "
+        f"in request_balanced), {first.replicates} replicates, at the run's H = {first.hosts}, "
+        f"R = {first.requests}, T = {first.repetitions} and its fitted components. "
+        + "; ".join(said)
+        + f". After {PAPER} Figs. 5 and 6."
+    )
+    return FigureData(
+        "aa-estimates",
+        f"{PAPER} Figs. 5, 6",
+        caption,
+        ("layout", "cluster", "experiment", "estimate", "bootstrap_se", "false_positive"),
+        rows,
+        tuple(notes),
+        {**meta, "alpha": first.alpha},
+    )
+
+
+def _z(alpha: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2))
+
+
+def aa_ladder(
+    result: AAResult, cluster: str, meta: Mapping, notes: Sequence[str] = ()
+) -> FigureData:
+    """Fig. 7: the intervals of simulated A/A experiments of the run's own layout, ranked by
+    their estimate; those that exclude 0 are false positives, about α of them when the
+    interval is honest (§6)."""
+    s = next(s for s in result.schemes if s.cluster == cluster)
+    z = _z(result.alpha)
+    order = np.argsort(s.estimates, kind="stable")
+    rows = [
+        (
+            rank,
+            int(i),
+            float(s.estimates[i]),
+            float(s.estimates[i] - z * s.ses[i]),
+            float(s.estimates[i] + z * s.ses[i]),
+            bool(abs(s.estimates[i]) > z * s.ses[i]),
+        )
+        for rank, i in enumerate(order)
+    ]
+    ci = clopper_pearson(s.rejections, s.estimates.size)
+    caption = (
+        f"{100 * (1 - result.alpha):g}% intervals of {result.experiments} simulated A/A "
+        f"experiments of the run's layout ({result.layout}, H = {result.hosts}, R = "
+        f"{result.requests}, T = {result.repetitions}, its fitted components), "
+        f"{SCHEME_WORDS.get(cluster, cluster)} bootstrap with {result.replicates} replicates, "
+        f"ranked by estimate; red: the interval excludes 0 (a false positive). "
+        f"{_rate_words(result, cluster)}. After {PAPER} Fig. 7."
+    )
+    return FigureData(
+        "aa-ladder",
+        f"{PAPER} Fig. 7",
+        caption,
+        ("rank", "experiment", "estimate", "low", "high", "false_positive"),
+        rows,
+        tuple(notes),
+        {**meta, "alpha": result.alpha, "rate": ci.rate, "rate_low": ci.low, "rate_high": ci.high},
+    )
+
+
+def aa_empirical(
+    tests: Sequence[tuple[str, int, int]],
+    alpha: float,
+    notes: Sequence[str] = (),
+    confidence: float = 0.95,
+) -> FigureData:
+    """Fig. 8: the empirical Type I error of each compared metric over real A/A runs (stores of
+    a spec whose two versions are identical): false positives / runs with its Clopper-Pearson
+    interval, beside the band in which an honest test's rate falls with ``confidence`` when the
+    runs are independent (Binomial(runs, α) quantiles / runs)."""
+    rows = []
+    for label, runs, positives in tests:
+        ci = clopper_pearson(positives, runs, confidence)
+        lo, hi = binomial_band(runs, alpha, confidence)
+        rows.append((label, runs, positives, ci.rate, ci.low, ci.high, float(lo), float(hi)))
+    caption = (
+        "Empirical Type I error of each compared metric over real A/A runs (stores whose two "
+        f"versions are identical): the share of runs whose interval excludes no change, with "
+        f"its {100 * confidence:g}% Clopper-Pearson interval; the grey band is where the rate "
+        f"of an honest test at α = {alpha:g} falls with {100 * confidence:g}% probability over "
+        f"that many independent runs (binomial). After {PAPER} Fig. 8."
+    )
+    return FigureData(
+        "aa-empirical",
+        f"{PAPER} Fig. 8",
+        caption,
+        ("test", "runs", "false_positives", "rate", "low", "high", "band_low", "band_high"),
+        rows,
+        tuple(notes),
+        {"alpha": alpha, "confidence": confidence},
+    )
