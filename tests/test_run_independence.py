@@ -107,6 +107,22 @@ def test_large_runs_are_tested_on_a_subsample_of_whole_series(monkeypatch):
     tests = metric_tests("m", x, c, s, t)
     assert "on 4000 of 8000 values" in tests[0].method
     assert tests[0].p < 1e-3 and tests[1].values == 4000
+    assert "whole series" in tests[0].method
+
+
+def test_long_series_are_cut_into_pieces_each_its_own_block(monkeypatch):
+    monkeypatch.setattr(ri, "SUBSAMPLE_ABOVE", 3000)
+    monkeypatch.setattr(ri, "_CHUNK", 500)
+    n = 6000  # two series of 3,000 values: cut into pieces of 500, every second kept
+    blocks, t = np.repeat([0, 1], n // 2), np.arange(n)
+    keep, pieces = ri._subsample(blocks, t)
+    assert keep.size == 3000 and np.unique(pieces).size == 6
+    for p in np.unique(pieces):
+        idx = keep[pieces == p]
+        assert np.all(np.diff(idx) == 1) and idx.size == 500  # consecutive trials only
+    x = np.random.default_rng(4).lognormal(0, 0.1, n)
+    tests = metric_tests("m", x, np.zeros(n), blocks, t)
+    assert "pieces of at most 500 consecutive values" in tests[0].method
 
 
 def test_constant_and_untestable_data():

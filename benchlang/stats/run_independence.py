@@ -180,16 +180,19 @@ def holm(p: np.ndarray, alpha: float = RUN_ALPHA) -> tuple[np.ndarray, np.ndarra
     return rejected, levels
 
 
-def _subsample(blocks: np.ndarray, time: np.ndarray) -> np.ndarray:
+def _subsample(blocks: np.ndarray, time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indices of whole pieces of series (at most ``_CHUNK`` consecutive values each), every
-    k-th piece, so that about ``SUBSAMPLE_ABOVE`` values remain; chosen without the values."""
+    k-th piece, so that about ``SUBSAMPLE_ABOVE`` values remain; chosen without the values.
+    Also each kept value's block: its piece, so the serial statistic pairs only values that
+    were consecutive in the run, never the end of one piece with the start of a later one."""
     n = blocks.size
     k = math.ceil(n / SUBSAMPLE_ABOVE)
     block = blocks
     sizes = np.bincount(block)
     if sizes.max(initial=0) <= _CHUNK and np.count_nonzero(sizes) >= 4 * k:
         used = np.cumsum(sizes > 0) - 1  # the block's number among those with values
-        return np.flatnonzero(((used % k == 0) & (sizes > 0))[block])
+        keep = np.flatnonzero(((used % k == 0) & (sizes > 0))[block])
+        return keep, block[keep]
     order = np.lexsort((time, block))
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     rank_in_block = np.empty(n, np.int64)
@@ -197,7 +200,8 @@ def _subsample(blocks: np.ndarray, time: np.ndarray) -> np.ndarray:
     pieces = np.ceil(sizes / _CHUNK).astype(np.int64)
     first_piece = np.concatenate([[0], np.cumsum(pieces)[:-1]])
     piece = first_piece[block] + rank_in_block // _CHUNK
-    return np.flatnonzero(piece % k == 0)
+    keep = np.flatnonzero(piece % k == 0)
+    return keep, piece[keep]
 
 
 def independence_tests(
@@ -221,9 +225,12 @@ def independence_tests(
     t = np.asarray(time, dtype=float).ravel()
     note = ""
     if n > SUBSAMPLE_ABOVE:
-        keep = _subsample(b_ids, t)
-        note = f", on {keep.size} of {n} values (whole series, evenly chosen)"
-        v, s_ids, b_ids, t = v[:, keep], s_ids[keep], b_ids[keep], t[keep]
+        series = b_ids
+        keep, b_ids = _subsample(series, t)
+        whole = np.unique(b_ids).size == np.unique(series[keep]).size
+        what = "whole series" if whole else f"pieces of at most {_CHUNK} consecutive values"
+        note = f", on {keep.size} of {n} values ({what}, evenly chosen)"
+        v, s_ids, t = v[:, keep], s_ids[keep], t[keep]
         n = keep.size
     order = arrange(s_ids, b_ids, t)
     v, t = v[:, order], t[order]
