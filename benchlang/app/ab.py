@@ -15,6 +15,7 @@ from benchlang.errors import UserError
 if TYPE_CHECKING:
     from benchlang.report.data import ExperimentData
     from benchlang.stats.ab import Advice, CostModel, MixedEffectsResult, VarianceComponents
+    from benchlang.stats.ab.sweep import SESweep
 
 
 def _pilot_arrays(data: ExperimentData, comparison: Any) -> tuple[np.ndarray, Any]:
@@ -92,3 +93,42 @@ def spec_layout(spec_path: str | Path) -> dict[str, Any]:
         "requests": layout.requests,
         "repetitions": layout.repetitions,
     }
+
+
+def layout_sweep(
+    spec_path: str | Path,
+    pilot: str | Path,
+    *,
+    hosts: tuple[int, ...] | None = None,
+    requests: tuple[int, int] | None = None,
+    experiments: int = 200,
+    seed: int = 0,
+) -> tuple[SESweep, dict[str, Any] | None, str]:
+    """The SE of every layout against requests per version and hosts (Bakshy & Frachtenberg
+    Figs. 2/4) from the pilot's components; around the spec's layout unless given. Returns the
+    sweep, the spec's layout (None without one) and the scale of the SEs: "log" when the
+    compare has ``log true`` (as ``pilot_components`` fits), else the metric's unit."""
+    from benchlang.stats.ab.sweep import request_grid, se_sweep
+
+    experiment = load_spec(spec_path).experiment
+    layout = experiment.design.layout
+    H, R, T = (layout.hosts, layout.requests, layout.repetitions) if layout else (16, 64, 1)
+    hosts = hosts or tuple(sorted({max(2, H // 2), H, 2 * H, 4 * H}))
+    low, high = requests or (max(2, R // 4), 8 * R)
+    if min(hosts) < 1 or not 1 <= low <= high:
+        raise UserError("hosts must be positive and requests LOW:HIGH with 1 <= LOW <= HIGH")
+    try:
+        sweep = se_sweep(
+            pilot_components(pilot),
+            hosts,
+            request_grid(low, high, 9),
+            T,
+            experiments=experiments,
+            seed=seed,
+        )
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    compare = next((c for c in experiment.comparisons if c.method != "anova"), None)
+    metric = experiment.metric(compare.metric) if compare else None
+    scale = "log" if compare and compare.settings.get("log") else (metric and metric.unit) or ""
+    return sweep, (spec_layout(spec_path) if layout else None), scale

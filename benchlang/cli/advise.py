@@ -10,7 +10,8 @@ import attrs
 
 from benchlang.app.ab import advise_layout
 from benchlang.cli import add_command
-from benchlang.jsonout import document, dumps
+from benchlang.errors import UserError
+from benchlang.jsonout import document, dumps, undefined
 from benchlang.report.table import render_table
 
 
@@ -30,12 +31,74 @@ def configure(p: argparse.ArgumentParser) -> None:
         "--trial-cost", type=float, default=1.0, help="marginal cost per repetition (default 1)"
     )
     p.add_argument("--max-hosts", type=int, default=64)
+    p.add_argument(
+        "--sweep",
+        action="store_true",
+        help="instead: the SE of every layout against requests per version and hosts, analytic "
+        "from the pilot's components with simulated points (Perflab Figs. 2, 4)",
+    )
+    p.add_argument(
+        "--sweep-hosts", metavar="H,H,...", help="hosts of --sweep (default: around the spec's)"
+    )
+    p.add_argument(
+        "--sweep-requests", metavar="LOW:HIGH", help="requests per version of --sweep (9 steps)"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
+def _ints(text: str | None, sep: str, what: str) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(sep))
+    except ValueError:
+        raise UserError(f"{what}: whole numbers separated by {sep!r}, got {text!r}") from None
+
+
+def sweep(args: argparse.Namespace) -> int:
+    """``--sweep``: the SE table (Bakshy & Frachtenberg §4.2.1, §6; docs/ab-designs.md)."""
+    from benchlang.app.ab import layout_sweep
+
+    span = _ints(args.sweep_requests, ":", "--sweep-requests")
+    if span is not None and len(span) != 2:
+        raise UserError("--sweep-requests takes LOW:HIGH")
+    result, layout, scale = layout_sweep(
+        args.spec, args.pilot, hosts=_ints(args.sweep_hosts, ",", "--sweep-hosts"), requests=span
+    )
+    if args.json:
+        body = {
+            "components": result.components.as_dict(),
+            "experiments": result.experiments,
+            "scale": scale,
+            "spec_layout": layout,
+            "points": [
+                undefined(attrs.asdict(p), {"simulated_sd": "not simulated at this size"})
+                for p in result.points
+            ],
+            "skipped": list(result.skipped),
+        }
+        print(dumps(document("advise-sweep", 1, body)))
+        return 0
+    render_table(
+        ["layout", "hosts", "requests/version", "repetitions", "analytic SE", "simulated SD"],
+        [
+            (p.layout, p.hosts, p.requests, p.repetitions, p.analytic_se, p.simulated_sd)
+            for p in result.points
+        ],
+        title=f"SE of the difference ({'mean log' if scale == 'log' else scale or 'metric'}) by "
+        f"layout, hosts and requests; simulated SD over {result.experiments} experiments",
+    )
+    for line in result.skipped:
+        print(f"skipped: {line}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from benchlang.stats.ab.advisor import CostModel
+
+    if args.sweep:
+        return sweep(args)
 
     cost = CostModel(batch=args.batch_cost, request=args.request_cost, trial=args.trial_cost)
     fit, advice = advise_layout(
