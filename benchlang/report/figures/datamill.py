@@ -278,6 +278,10 @@ def draw_levels(fig: Any, data: FigureData, palette: Palette, paper: bool) -> No
         ax.set_xticks(range(len(levels)), levels)
         if panel:
             ax.set_title(f"{meta['panel']} = {panel}", fontsize="small")
+    low = min(ax.get_ylim()[0] for ax in axes)
+    high = max(ax.get_ylim()[1] for ax in axes)
+    for ax in axes:
+        ax.set_ylim(low, high)  # one scale: panels (hosts) are compared by eye
     if meta["colour"]:
         from matplotlib.patches import Patch
 
