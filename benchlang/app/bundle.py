@@ -107,7 +107,8 @@ it again with benchlang (the version in `versions.json`).
   `data/trials.csv`, the same trials as a table;
 - `record.md`, `record.json`, `record.tex`: the 12-parameter reproducibility record (when the
   spec has a KPI);
-- `hosts.json`: the facts of the hosts the trials ran on;
+- `hosts.json`: the facts of the hosts the trials ran on; `machine.json` (when the spec has a
+  machine block): the block and the host state measured at the run's start;
 - `versions.json`: benchlang's version and every plugin's package and version;
 - `manifest.json`: the SHA-256 of every file above, and `manifest.json.sig`, its OpenSSH
   signature, when the bundle is signed.
@@ -136,6 +137,21 @@ def _record_members(store_path: Path, plan_hash: str) -> tuple[dict[str, bytes],
         "record.json": (json.dumps(record.to_json(), indent=2, default=str) + "\n").encode(),
         "record.tex": (record.to_latex() + "\n").encode(),
     }, []
+
+
+def _machine_member(store_path: Path, plan_hash: str) -> bytes | None:
+    """``machine.json``: the spec's machine block and the host state measured at the run's
+    start, with what ``--force`` went past (report.machine); None without a machine block."""
+    from benchlang.report.data import experiment_of
+    from benchlang.report.machine import record_json, stored_machine
+
+    with Store(store_path) as store:
+        plan = store.plan(plan_hash)
+        states, forced = stored_machine(store, plan_hash)
+    document = record_json(experiment_of(plan), states, forced)
+    if document is None:
+        return None
+    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
 
 
 def _trials_csv(store_path: Path, plan_hash: str) -> bytes:
@@ -191,6 +207,9 @@ def bundle(
     members.update(records)
     notes += record_notes
     members["hosts.json"] = (json.dumps(facts, indent=2, sort_keys=True) + "\n").encode()
+    machine = _machine_member(store_path, plan.plan_hash)
+    if machine is not None:
+        members["machine.json"] = machine
     versions = {
         "benchlang": __version__,
         "python": platform.python_version(),

@@ -10,7 +10,8 @@ that this count is unlikely (exact one-sided test at 5%, per metric and configur
 Without a score (or without new series KPIs) the shift between the published and the new
 trials decides: the stratified cluster-bootstrap interval of their ratio
 (:mod:`benchlang.stats.two_sample`) excluding 1 is a disagreement. The shift is reported in
-every case, and so are the host facts that differ.
+every case, and so are the host facts and the measured host state (governor, turbo, SMT,
+ASLR, swap, isolated CPUs, virtualization: report.machine) that differ.
 """
 
 from __future__ import annotations
@@ -173,7 +174,11 @@ def judge(published: str | Path, replication: str | Path) -> Replication:
             if key not in old_kpis or key not in new_kpis:
                 continue
             verdicts.append(_verdict(old_kpis[key], new_kpis[key], row.interval))
-    facts = _facts_differ(old.hosts, new.hosts)
+    from benchlang.report.machine import state_differences
+
+    facts = _facts_differ(old.hosts, new.hosts) + state_differences(
+        old.host_states, new.host_states
+    )
     return Replication(tuple(verdicts), tuple(facts), tuple(notes + list(shifts.warnings)))
 
 

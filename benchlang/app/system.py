@@ -18,14 +18,11 @@ from benchlang.backends.base import FixedHosts, HostDown
 from benchlang.backends.host_state import HostState, Write, apply_writes, probe, writes_for
 from benchlang.errors import UserError
 from benchlang.lang.machine_text import cpu_ranges, format_bytes
+from benchlang.report.machine import FORCED, HOST_STATE
 
 TUNE_DEFAULTS = {"governor": "performance", "turbo": "off", "aslr": "on"}
 """What ``tune`` without a spec sets, as pyperf's ``system tune`` does: the performance
 governor, turbo off, full address-space randomisation (pyperf docs, "System")."""
-FORCED = "forced"
-"""The store event kind of a run started with ``--force`` past unmet requirements."""
-HOST_STATE = "host_state"
-"""The store event kind holding one host's probed state (JSON) at the start of a run."""
 
 
 @attrs.frozen
@@ -142,18 +139,6 @@ def record_preflight(store: Any, plan_hash: str, checked: Preflight | None) -> N
         store.record_event(plan_hash, FORCED, checked.note)
 
 
-def stored_states(store: Any, plan_hash: str) -> tuple[dict[str, HostState], tuple[str, ...]]:
-    """The host states a run recorded (the latest per host) and its forced/unchecked lines."""
-    states: dict[str, HostState] = {}
-    forced: list[str] = []
-    for _at, host, kind, message in store.events(plan_hash):
-        if kind == HOST_STATE and host is not None:
-            states[host] = HostState.from_dict(json.loads(message))
-        elif kind == FORCED and message not in forced:
-            forced.append(message)
-    return states, tuple(forced)
-
-
 def tune_file() -> Path:
     """Where ``tune`` keeps the values it replaced, for ``tune --reset``."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -178,6 +163,33 @@ def tune(
     return asyncio.run(_tune(backend, experiment, reset))
 
 
+def plan_tune(
+    host: str,
+    state: HostState,
+    wanted: Mapping[str, str] | None,
+    saved: list[list[str]],
+    required: bool = True,
+) -> tuple[list[Write], list[str], bool]:
+    """What ``tune`` writes on one host (``wanted`` None: restore ``saved``), the lines to
+    print for what it cannot do (root-only actions without root, knobs the host lacks), and
+    whether everything asked can be done. A knob the host lacks fails only when ``required``
+    (a spec's requirement); the defaults (no spec) set what exists."""
+    if wanted is None:
+        writes = [Write("restore", path, old) for path, old in saved]
+        lines, done = ([] if writes else [f"{host}: nothing to restore"]), True
+    else:
+        writes, cannot = writes_for(state, wanted)
+        lines, done = [f"{host}: {line}" for line in cannot], not (cannot and required)
+        if not writes and not cannot:
+            lines.append(f"{host}: nothing to change")
+    if writes and not state.root:
+        for w in writes:
+            what = f"restoring {w.path}" if wanted is None else f"{w.knob} {w.value}"
+            lines.append(f"{host}: {what}: needs root (it writes {w.path}); run as root")
+        return [], lines, False
+    return writes, lines, done
+
+
 async def _tune(backend: Any, experiment: model.Experiment | None, reset: bool):
     saved = _saved()
     lines: list[str] = []
@@ -186,28 +198,15 @@ async def _tune(backend: Any, experiment: model.Experiment | None, reset: bool):
         session = await backend.open(host)
         try:
             state = await probe(session)
-            if reset:
-                writes = [Write("", path, old) for path, old in saved.get(host, [])]
-                if not writes:
-                    lines.append(f"{host}: nothing to restore")
-                    continue
-            else:
-                machine = experiment.machine_for(host) if experiment else None
-                wanted = dict(machine.require) if machine else {}
-                wanted = wanted if experiment is not None else dict(TUNE_DEFAULTS)
-                writes, cannot = writes_for(state, wanted)
-                lines += [f"{host}: {line}" for line in cannot]
-                done = done and not cannot
-                if not writes:
-                    lines.append(f"{host}: nothing to change")
-                    continue
-            if not state.root:
-                for w in writes:
-                    what = f"restoring {w.path}" if reset else f"{w.knob} {w.value}"
-                    lines.append(f"{host}: {what}: needs root (writes {w.path}); run as root")
-                done = False
-                continue
-            results = await apply_writes(session, writes)
+            machine = experiment.machine_for(host) if experiment else None
+            wanted = None if reset else dict(machine.require) if machine else {}
+            wanted = dict(TUNE_DEFAULTS) if experiment is None and not reset else wanted
+            writes, cannot, able = plan_tune(
+                host, state, wanted, saved.get(host, []), required=experiment is not None
+            )
+            lines += cannot
+            done = done and able
+            results = await apply_writes(session, writes) if writes else []
         finally:
             await session.close()
         kept = {p: old for p, old in saved.get(host, [])}

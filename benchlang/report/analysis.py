@@ -438,6 +438,8 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         )
     from benchlang.report.compare import record_lines
     from benchlang.report.hosts import host_lines, host_warnings
+    from benchlang.report.machine import record_json as machine_json
+    from benchlang.report.machine import record_lines as machine_lines
     from benchlang.stats.registry import methods_used
 
     return Record(
@@ -451,6 +453,8 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         methods_used(exp),
         record_lines(data),
         tuple(_record_independence(results)),
+        tuple(machine_lines(exp, data.host_states, data.forced)),
+        machine_json(exp, data.host_states, data.forced),
     )
 
 

@@ -35,6 +35,11 @@ class ExperimentData:
     """Per failed trial: its exit status and last stderr line (``failure_details``)."""
     leases: tuple[str, ...] = ()
     """One line per lease that allocated machines (``StoredLease.summary``): the record's."""
+    host_states: dict = attrs.field(factory=dict)
+    """Each host's state probed at the run's start (``backends.host_state.HostState``), with
+    a machine block (``report.machine``)."""
+    forced: tuple[str, ...] = ()
+    """What ``run --force`` went past, or left unchecked (``report.machine``)."""
 
     def configurations(self) -> list[tuple[int, str, str, dict]]:
         """(index, label, benchmark, levels) of each configuration with trials, plan order."""
@@ -109,6 +114,9 @@ def load_data(
     if not all_phases and not table.measured.all():
         left_out = int((~table.measured).sum())
         table = table.select(table.measured)
+    from benchlang.report.machine import stored_machine
+
+    host_states, forced = stored_machine(store, plan.plan_hash)
     return ExperimentData(
         experiment,
         plan,
@@ -118,6 +126,8 @@ def load_data(
         store.host_facts(plan.plan_hash),
         failure_details(store, plan.plan_hash),
         tuple(filter(None, (s.summary() for s in store.leases(plan.plan_hash)))),
+        host_states,
+        forced,
     )
 
 

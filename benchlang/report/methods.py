@@ -156,6 +156,15 @@ def _design(inputs: ReportInputs, cite: list[str]) -> list[str]:
     return out
 
 
+def _machine(inputs: ReportInputs) -> list[str]:
+    """The machine block's limits and the measured host state (report.machine)."""
+    from benchlang.report.machine import methods_sentence
+
+    data = inputs.data
+    sentence = methods_sentence(data.experiment, data.host_states, data.forced)
+    return [sentence] if sentence else []
+
+
 def _stopping(inputs: ReportInputs, cite: list[str]) -> list[str]:
     stop = inputs.data.experiment.stop
     if stop is None:
@@ -283,6 +292,7 @@ def methods_text(inputs: ReportInputs) -> str:
     cite: list[str] = []
     sentences = (
         _design(inputs, cite)
+        + _machine(inputs)
         + _stopping(inputs, cite)
         + _statistics(inputs, cite)
         + _failed(inputs)

@@ -245,6 +245,10 @@ class Record:
     assumption (report.compare.record_lines)."""
     independence: tuple[str, ...] = ()
     """The run-level independence verdict, one line per metric (stats.run_independence)."""
+    machine: tuple[str, ...] = ()
+    """The machine block, each host's measured state and what was forced past
+    (report.machine.record_lines); ``machine_json`` is the same as data."""
+    machine_json: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -252,6 +256,7 @@ class Record:
             "statistics_methods": list(self.methods),
             "comparisons": list(self.comparisons),
             "independence": list(self.independence),
+            "machine": self.machine_json,
             "experiment": self.experiment,
             "spec_hash": self.spec_hash,
             "plan_hash": self.plan_hash,
@@ -292,6 +297,7 @@ class Record:
             f"seed {_fmt(self.seed)})",
             *self._summary_note(),
             *(md(h) for h in self.hosts),
+            *(md(m) for m in self.machine),
             *([f"methods: {md(methods_in_words(self.methods))}"] if self.methods else []),
             *(f"comparison: {md(c)}" for c in self.comparisons),
             *(md(line) for line in self.independence),
@@ -341,6 +347,8 @@ class Record:
             note = (note + " " if note else "") + f"Statistics: {', '.join(self.methods)}."
         if self.comparisons:
             note = (note + " " if note else "") + " ".join(f"{c}." for c in self.comparisons)
+        if self.machine:
+            note = (note + " " if note else "") + " ".join(f"{m}." for m in self.machine)
         if note:
             caption += " " + _tex(note)
         return "\n".join(
