@@ -9,14 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from benchlang.backends.base import Command, Execution
+from benchlang.backends.limits import limit_failure, limits_request
 from benchlang.backends.local import argv_for
 
-AGENT_SOURCE = (Path(__file__).with_name("ssh_agent.py")).read_text(encoding="utf-8")
-"""The agent's source, sent to the remote python3 (it is stdlib-only)."""
+AGENT_PARTS = ("cgroups.py", "agent_host.py", "ssh_agent.py")
+"""The agent's modules, standard library only, sent to the remote python3 as one source in
+this order (each later one finds the earlier ones' names defined)."""
+AGENT_SOURCE = "\n\n".join(
+    Path(__file__).with_name(part).read_text(encoding="utf-8") for part in AGENT_PARTS
+)
 
 
 def exec_request(command: Command) -> dict[str, Any]:
     """The agent's ``exec`` request for a command (ssh_agent.py)."""
+    limits = limits_request(command.limits)
     return {
         "op": "exec",
         "argv": argv_for(command.text),
@@ -24,6 +30,7 @@ def exec_request(command: Command) -> dict[str, Any]:
         "cwd": command.cwd,
         "timeout": command.timeout,
         **({} if command.aslr is None else {"aslr": command.aslr}),
+        **({} if limits is None else {"limits": limits}),
     }
 
 
@@ -34,6 +41,15 @@ def agent_execution(
     backends that start the agent elsewhere, e.g. in a Slurm job step)."""
     out = int(header["out"])
     wall = float(header["wall"])
+    failure = header.get("failure")
+    if header.get("limits") and failure is None:
+        failure = limit_failure(
+            header["limits"],
+            int(header["status"]),
+            bool(header.get("cpu_killed")),
+            int(header.get("oom_kills") or 0),
+            header.get("cpu_used"),
+        )
     return Execution(
         exit_status=int(header["status"]),
         timed_out=bool(header["timed_out"]),
@@ -49,4 +65,5 @@ def agent_execution(
         stderr_size=header.get("err_size"),
         unavailable=dict(header.get("unavailable", {})),
         left_running=int(header.get("left_running", 0)),
+        failure=failure,
     )

@@ -80,7 +80,7 @@ def argv_for(text: str) -> list[str]:
 def host_facts() -> dict[str, str]:
     """Kernel, OS, CPU model and frequency, cores, memory, governor, compilers where readable
     (the SSH agent's reading, so local and remote hosts report the same facts)."""
-    from benchlang.backends.ssh_agent import _facts
+    from benchlang.backends.agent_host import _facts
 
     return {**_facts(), "benchlang": __version__}
 

@@ -79,7 +79,9 @@ class SshBackend(FixedHosts):
 
     kind: ClassVar[str] = "ssh"
     supports_reboot: ClassVar[bool] = True
-    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot", "aslr"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"reboot", "aslr", "pin", "memory", "cpu_time"}
+    )
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> None:

@@ -15,9 +15,17 @@ child at exec, so a smaller figure is the agent's and is reported unavailable. T
 also carries ``out_size``/``err_size`` and ``out_truncated``/``err_truncated`` (only
 the last OUTPUT_LIMIT bytes of a stream are sent).
 
-Requests: ``{"op": "exec", "argv", "env", "cwd", "timeout"}``, ``{"op": "read", "path",
-"cwd"}``, ``{"op": "facts"}``. This file must keep running on any Python >= 3.8 (Debian's
-python3); it imports nothing from benchlang.
+An ``exec`` request's ``limits`` (the machine block: cpus, memory, cpu_time, cpu_quota) are
+applied as the local backend applies them (cgroups.py): the trial's cgroups made and entered
+by a ``/bin/sh`` prologue with ``ulimit -t``, its CPUs inherited from the agent's affinity at
+spawn, its CPU time watched and killed at the limit; the answer then carries ``limits`` (as
+asked), ``oom_kills``, ``cpu_killed``, ``cpu_used`` and the measures (``memory_peak``, ...),
+or ``failure`` when a limit cannot be enforced here (nothing ran).
+
+Requests: ``{"op": "exec", "argv", "env", "cwd", "timeout", "limits"}``, ``{"op": "read",
+"path", "cwd"}``, ``{"op": "facts"}``. This file must keep running on any Python >= 3.8
+(Debian's python3); it is sent after cgroups.py and agent_host.py (agent_protocol.AGENT_PARTS)
+and imports nothing from benchlang there.
 """
 
 import contextlib
@@ -28,10 +36,13 @@ import resource
 import select
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
+
+if "TrialLimits" not in globals():  # imported as a module, not sent behind its parts
+    from benchlang.backends.agent_host import Cgroup, _facts
+    from benchlang.backends.cgroups import LimitError, TrialLimits, describe
 
 OUTPUT_LIMIT = 1024 * 1024
 PR_SET_CHILD_SUBREAPER = 36
@@ -105,162 +116,9 @@ def _reap_all():
             return killed
 
 
-def _remove_stale(parent):
-    """Empty and remove the cgroups of agents that are gone (killed with their connection)."""
-    with contextlib.suppress(OSError):
-        for name in os.listdir(parent):
-            pid = name[len("benchlang-agent-") :]
-            if not name.startswith("benchlang-agent-") or not pid.isdigit():
-                continue
-            if os.path.exists("/proc/" + pid):
-                continue
-            path = os.path.join(parent, name)
-            with contextlib.suppress(OSError), open(os.path.join(path, "cgroup.kill"), "w") as f:
-                f.write("1")
-            for _ in range(50):
-                try:
-                    os.rmdir(path)
-                    break
-                except OSError:
-                    time.sleep(0.002)
-
-
-class Cgroup:
-    """The agent's trial cgroup: a child of its own cgroup v2, when that is writable."""
-
-    def __init__(self):
-        self.path = None
-        self.reason = ""
-        try:
-            own = None
-            with open("/proc/self/cgroup") as handle:
-                for line in handle:
-                    if line.startswith("0::"):
-                        own = line[3:].strip()
-            if own is None:
-                raise OSError("no cgroup v2 hierarchy")
-            mount = None
-            with open("/proc/self/mountinfo") as handle:
-                for line in handle:
-                    left, _, right = line.partition(" - ")
-                    if right.split(" ", 1)[0] == "cgroup2":
-                        fields = left.split()
-                        root = fields[3]
-                        rel = os.path.relpath(own, root) if root != "/" else own.lstrip("/")
-                        mount = os.path.join(fields[4], rel)
-                        break
-            if mount is None:
-                raise OSError("cgroup2 is not mounted")
-            _remove_stale(mount)
-            path = os.path.join(mount, f"benchlang-agent-{os.getpid()}")
-            os.mkdir(path)
-            if not os.path.exists(os.path.join(path, "cgroup.freeze")):
-                os.rmdir(path)
-                raise OSError("no cgroup.freeze (Linux < 5.2)")
-            self.path = path
-        except OSError as exc:
-            self.reason = "cgroup v2: " + (exc.strerror or str(exc))
-
-    def _read(self, name):
-        with open(os.path.join(self.path, name)) as handle:
-            return handle.read()
-
-    def _write(self, name, text):
-        with contextlib.suppress(OSError), open(os.path.join(self.path, name), "w") as handle:
-            handle.write(text)
-
-    def populated(self):
-        try:
-            return "populated 1" in self._read("cgroup.events")
-        except OSError:
-            return False
-
-    def kill(self):
-        """Freeze, SIGKILL each pid, thaw, until empty (cgroup-v2.rst "cgroup.freeze"; not
-        cgroup.kill, which on Linux 6.x spoils the cgroup for later clone3 children)."""
-        if self.path is None or not self.populated():
-            return 0
-        killed = 0
-        self._write("cgroup.freeze", "1")
-        deadline = time.monotonic() + 5.0
-        try:
-            while self.populated() and time.monotonic() < deadline:
-                with contextlib.suppress(OSError):
-                    for pid in self._read("cgroup.procs").split():
-                        with contextlib.suppress(ProcessLookupError, ValueError):
-                            os.kill(int(pid), signal.SIGKILL)
-                            killed += 1
-                with contextlib.suppress(ChildProcessError):
-                    while os.waitpid(-1, os.WNOHANG)[0]:
-                        pass
-                time.sleep(0.001)
-        finally:
-            self._write("cgroup.freeze", "0")
-        return killed
-
-    def close(self):
-        if self.path is not None:
-            self.kill()
-            with contextlib.suppress(OSError):
-                os.rmdir(self.path)
-
-
 def _kill_group(pgid):
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-
-
-def _facts():
-    """The host's facts: kernel, OS, architecture, CPU model, maximum frequency and cores,
-    memory, governor, and the compilers found on PATH (docs/hardware-factors.md)."""
-    facts = {
-        "hostname": platform.node(),
-        "kernel": platform.system() + " " + platform.release(),
-        "machine": platform.machine(),
-        "arch": platform.machine(),
-        "cores": str(os.cpu_count() or ""),
-        "python": platform.python_version(),
-    }
-    for key, path, field in (
-        ("cpu_model", "/proc/cpuinfo", "model name"),
-        ("cpu_freq", "/proc/cpuinfo", "cpu MHz"),
-        ("memory", "/proc/meminfo", "MemTotal"),
-        ("os", "/etc/os-release", "PRETTY_NAME="),
-    ):
-        try:
-            with open(path) as handle:
-                for line in handle:
-                    if line.startswith(field):
-                        value = line[len(field) :] if field.endswith("=") else line.split(":", 1)[1]
-                        facts[key] = value.strip().strip('"')
-                        break
-        except OSError:
-            pass
-    if "cpu_freq" in facts:
-        facts["cpu_freq"] = f"{round(float(facts['cpu_freq']))} MHz"
-    cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/"
-    try:
-        with open(cpufreq + "cpuinfo_max_freq") as handle:  # kHz; steadier than cpu MHz
-            facts["cpu_freq"] = f"{int(handle.read()) // 1000} MHz"
-    except (OSError, ValueError):
-        pass
-    try:
-        with open(cpufreq + "scaling_governor") as handle:
-            facts["governor"] = handle.read().strip()
-    except OSError:
-        pass
-    for compiler in ("gcc", "clang", "cc"):
-        if shutil.which(compiler):
-            try:
-                done = subprocess.run(
-                    [compiler, "-dumpversion"], capture_output=True, timeout=10, check=False
-                )
-                version = done.stdout.decode(errors="replace").strip()
-                if done.returncode == 0 and version:
-                    facts[compiler + "_version"] = version
-            except (OSError, subprocess.SubprocessError):
-                pass
-    return facts
 
 
 def _scratch_dir():
@@ -296,8 +154,9 @@ class Agent:
     def where(self, cwd):
         return os.path.join(self.workdir, cwd) if cwd else self.workdir
 
-    def wait(self, pid, timeout):
-        """Wait for the child; kill its group on timeout, on a kill request or on end of stdin.
+    def wait(self, pid, timeout, limits=None):
+        """Wait for the child; kill its group on timeout, at its CPU-time limit
+        (``self.cpu_killed``), on a kill request or on end of stdin.
         Returns (timed_out, controller_gone)."""
         pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
         poller = select.poll()
@@ -318,6 +177,13 @@ class Agent:
                     _kill_group(pid)
                     return True, False
                 wait_ms = -1 if left is None else left * 1000.0
+                check = limits.next_check() if limits is not None else None
+                if check is not None:
+                    if limits.exceeded():
+                        self.cpu_killed = True
+                        _kill_group(pid)
+                        return False, False
+                    wait_ms = check * 1000.0 if wait_ms < 0 else min(wait_ms, check * 1000.0)
                 if pidfd is None:
                     wait_ms = step * 1000.0 if wait_ms < 0 else min(wait_ms, step * 1000.0)
                     step = min(step * 2, 0.01)
@@ -368,6 +234,30 @@ class Agent:
                     os.unlink(base + suffix)
 
     def _execute(self, request, out, err):
+        limits, self.cpu_killed = None, False
+        if request.get("limits"):
+            try:
+                limits = TrialLimits(**request["limits"]).create()
+            except LimitError as exc:
+                _send(
+                    {
+                        "status": 126,
+                        "timed_out": False,
+                        "wall": 0.0,
+                        "out": 0,
+                        "err": 0,
+                        "rusage": {"wall_time": 0.0},
+                        "failure": str(exc),
+                    }
+                )
+                return True
+        try:
+            return self._limited(request, out, err, limits)
+        finally:
+            if limits is not None:
+                limits.remove()
+
+    def _limited(self, request, out, err, limits):
         env = self.base_env
         if request.get("env"):
             env = dict(env, **request["env"])
@@ -377,6 +267,8 @@ class Agent:
             # both levels go through setarch so that they pay the same exec.
             off = [] if request["aslr"] else ["-R"]
             argv = ["setarch", os.uname().machine, *off, *argv]
+        if limits is not None:
+            argv = limits.prologue(argv)
         if self.cgroup.path is not None:
             # The command enters the cgroup through a shell prologue (posix_spawn cannot place
             # a child in a cgroup), so say here, as posix_spawnp would, when it cannot start.
@@ -395,7 +287,8 @@ class Agent:
             what = "start " + repr(command[0])
             if argv is not command and not shutil.which(command[0], path=env.get("PATH")):
                 raise FileNotFoundError(2, "No such file or directory")
-            pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
+            with limits.pinned() if limits is not None else contextlib.nullcontext():
+                pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
         except OSError as exc:
             wall = time.perf_counter() - t0
             message = f"benchlang: cannot {what}: {exc.strerror}\n".encode()
@@ -413,7 +306,7 @@ class Agent:
             return True
         finally:
             os.chdir(self.workdir)
-        timed_out, gone = self.wait(pid, request.get("timeout"))
+        timed_out, gone = self.wait(pid, request.get("timeout"), limits)
         _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - t0
         left = self.clean_up(pid)
@@ -439,6 +332,13 @@ class Agent:
             )
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
         (stdout, out_size), (stderr, err_size) = _tail(out), _tail(err)
+        limited = {}
+        if limits is not None:
+            measures, missing, oom_kills, used = limits.finish()
+            rusage.update(measures)
+            unavailable.update(missing)
+            limited = {"limits": request["limits"], "oom_kills": oom_kills, "cpu_used": used}
+            limited["cpu_killed"] = self.cpu_killed
         header = {
             "status": code,
             "timed_out": timed_out,
@@ -452,6 +352,7 @@ class Agent:
             "err_truncated": err_size > len(stderr),
             "left_running": left,
             "unavailable": unavailable,
+            **limited,
         }
         _send(header, stdout, stderr)
         return True
@@ -484,7 +385,8 @@ class Agent:
             elif op == "read":
                 self.read(request)
             elif op == "facts":
-                payload = json.dumps(dict(_facts(), **self.isolation())).encode()
+                limits = {"limits_" + k: v for k, v in describe().items()}
+                payload = json.dumps(dict(_facts(), **self.isolation(), **limits)).encode()
                 _send({"data": len(payload)}, payload)
             elif op != "kill":
                 _send({"error": f"unknown request {op!r}", "data": 0})

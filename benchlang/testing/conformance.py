@@ -21,7 +21,10 @@ open every logical host -> execute -> release, release idempotent, the lease a J
 trip naming every logical host, a fresh backend attaching to a stored lease), facts (strings),
 exit statuses and signals, a timeout killing the command's whole process group, a cancelled
 command (Ctrl-C) leaving nothing running, HostDown on a host the lease does not hold, and
-that no secret value shows in a lease, the backend's repr or the facts. The run-level checks
+that no secret value shows in a lease, the backend's repr or the facts, and the machine
+block's limits for each capability the backend states (conformance_limits.py: pinning seen
+from inside the trial, memory and CPU-time limits failing a trial with the reason, the memory
+peak stored). The run-level checks
 (``benchlang run`` releasing on SIGINT, a SIGKILLed run's lease released by ``benchlang hosts
 release``) are in :func:`interrupted_run_releases` and :func:`killed_run_leaves_a_lease`.
 """
@@ -55,10 +58,12 @@ from benchlang.backends.base import (
     protocol_of,
     release_lease,
 )
+from benchlang.testing.conformance_limits import LIMIT_CHECKS, Skip
 
 __all__ = [
     "CHECKS",
     "Case",
+    "Skip",
     "interrupted_run_releases",
     "killed_run_leaves_a_lease",
     "names",
@@ -90,10 +95,6 @@ class Case:
 
 
 Check = Callable[[Case], Awaitable[None]]
-
-
-class Skip(Exception):
-    """A check that cannot apply to this backend here (its reason says why)."""
 
 
 def run(check: Check, case: Case) -> None:
@@ -288,6 +289,7 @@ CHECKS: tuple[Check, ...] = (
     cancel_kills,
     host_down,
     secrets,
+    *LIMIT_CHECKS,
 )
 
 
