@@ -278,7 +278,8 @@ def test_quickstart_report_shows_the_figures(tmp_path):
     write_report(store, page)
     text = page.read_text(encoding="utf-8")
     ids = set(re.findall(r'<figure class=\'plot\' id="(fig-[a-z-]+)"', text))
-    assert ids == {"fig-series-kpis", "fig-variability", "fig-cdf", "fig-cdf-overlay"}
+    triscale = {"fig-series-kpis", "fig-variability", "fig-cdf", "fig-cdf-overlay"}
+    assert ids == triscale | {"fig-series-boxes", "fig-levels", "fig-level-means"}  # DataMill
     assert "TriScale (Jacob et al., JSys 2021) Fig. 10" in text
     found = re.findall(r'\bid="([^"]+)"', text)
     assert len(found) == len(set(found))
