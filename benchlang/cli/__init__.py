@@ -59,6 +59,9 @@ COMMANDS: dict[str, Command] = {
         "A/A simulation: Type I error of each bootstrap scheme for an A/B layout",
     ),
     "advise": Command("benchlang.cli.advise", "choose the A/B layout and sizes from a pilot run"),
+    "aa-check": Command(
+        "benchlang.cli.aa_check", "empirical Type I error of each compare over A/A stores"
+    ),
     "composite": Command(
         "benchlang.cli.composite", "one weighted effect over benchmarks, with both SEs"
     ),

@@ -1,0 +1,142 @@
+"""The empirical A/A check (Bakshy & Frachtenberg, WWW 2015, §6, Fig. 8): over several stores
+of one spec whose two versions are identical, how often each ``compare`` called a difference
+that cannot exist. An honest interval at level α does so in about α of independent runs; the
+binomial band says how far from α that many runs may land by chance (docs/ab-designs.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from benchlang.errors import UserError
+from benchlang.stats.figure_data import FigureData
+
+
+@attrs.frozen
+class AARun:
+    """One store's interval of one compare; ``problem`` says why it gave none (not counted)."""
+
+    store: str
+    test: str
+    estimate: float
+    low: float
+    high: float
+    alpha: float
+    false_positive: bool | None
+    problem: str | None = None
+
+    def to_dict(self) -> dict:
+        from benchlang.jsonout import undefined
+
+        return undefined(
+            attrs.asdict(self),
+            {"*": self.problem or "the method gave no interval"},
+        )
+
+
+@attrs.frozen
+class AACheck:
+    """Every run's intervals and, per compare, the tally with its interval and band."""
+
+    runs: tuple[AARun, ...]
+    figure: FigureData
+
+    def to_dict(self) -> dict:
+        return {
+            "runs": [r.to_dict() for r in self.runs],
+            "tests": [dict(zip(self.figure.columns, row, strict=True)) for row in self.figure.rows],
+            "notes": list(self.figure.notes),
+        }
+
+
+def _store_runs(path: str | Path) -> tuple[str, list[AARun]]:
+    from benchlang.app.stores import load_store
+    from benchlang.model import VERSION_FACTOR
+    from benchlang.report.compare_family import compare_all
+
+    data = load_store(path)
+    exp = data.experiment
+    if exp.design.layout is None:
+        raise UserError(f"{path} holds no A/B layout run (no design {{ versions ... layout }})")
+    factor = exp.factor(VERSION_FACTOR)
+    texts = [str(factor.text(level)) for level in factor.levels]
+    if len(set(texts)) != 1:
+        raise UserError(
+            f"{path} is an A/B run, not an A/A run: its versions differ ("
+            + ", ".join(f"{n} = {t!r}" for n, t in zip(factor.levels, texts, strict=True))
+            + "); a real effect would be counted as false positives",
+            hint='give both versions the same string, e.g. versions { a "1.00" b "1.00" }',
+        )
+    runs = []
+    for result in compare_all(data):
+        test = f"{result.comparison.metric} ({result.comparison.method})"
+        out = result.outcome
+        if out is None or out.significant is None or out.descriptive_only:
+            why = result.problem or (out.descriptive_only if out else None) or "no interval"
+            runs.append(AARun(str(path), test, math.nan, math.nan, math.nan, math.nan, None, why))
+            continue
+        alpha = 1 - out.confidence / 100 if math.isfinite(out.confidence) else 0.05
+        runs.append(
+            AARun(
+                str(path), test, out.estimate, out.ci_low, out.ci_high, alpha, bool(out.significant)
+            )
+        )
+    return exp.name, runs
+
+
+def aa_check(stores: Sequence[str | Path]) -> AACheck:
+    """Each compare's false positives over A/A ``stores`` (one spec, identical versions)."""
+    from benchlang.stats.figure_perflab import aa_empirical
+
+    if len(stores) < 2:
+        raise UserError(
+            "aa-check counts false positives over several A/A runs; give two stores or more",
+            hint="run an A/A spec (identical versions) into several stores, then "
+            "benchlang aa-check a1.sqlite a2.sqlite ...",
+        )
+    names, runs = set(), []
+    for path in stores:
+        name, mine = _store_runs(path)
+        names.add(name)
+        runs += mine
+    if len(names) > 1:
+        raise UserError(f"the stores hold different experiments: {', '.join(sorted(names))}")
+    tests, notes = [], []
+    for test in dict.fromkeys(r.test for r in runs):
+        mine = [r for r in runs if r.test == test]
+        counted = [r for r in mine if r.false_positive is not None]
+        left = len(mine) - len(counted)
+        if left:
+            why = "; ".join(
+                dict.fromkeys(r.problem or "" for r in mine if r.false_positive is None)
+            )
+            notes.append(
+                f"{test}: {left} of {len(mine)} runs gave no interval, not counted ({why})"
+            )
+        if counted:
+            alpha = counted[0].alpha
+            tests.append((test, len(counted), sum(r.false_positive for r in counted), alpha))
+    if not tests:
+        raise UserError("no compare gave an interval in these stores", hint="; ".join(notes))
+    return AACheck(tuple(runs), aa_empirical(tests, notes))
+
+
+def export_aa_figure(
+    check: AACheck, out: str | Path, data_csv: str | Path | None = None, style: str | None = None
+) -> None:
+    """Draw ``aa-empirical`` (the figure registry's drawing) into ``out``, by its suffix."""
+    from benchlang.app.figures import format_of, write_csv
+    from benchlang.report.figures import kind_of
+    from benchlang.report.figures.render import Palette, draw
+
+    picture = draw(check.figure, kind_of("aa-empirical").draw, Palette([]), format_of(out), style)
+    try:
+        Path(out).write_bytes(picture)
+    except OSError as err:
+        raise UserError(f"cannot write {out}: {err.strerror}") from None
+    if data_csv is not None:
+        write_csv(check.figure, data_csv)
