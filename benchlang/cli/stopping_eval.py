@@ -37,13 +37,19 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max", dest="max_n", type=int, default=400, help="maximum samples (default 400)"
     )
-    p.add_argument("--json", action="store_true", help="print a JSON list, one object per stream")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON list, one object per stream, with its prefix KS curve (ks_curve)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     results = evaluate_streams(args.files, args.column, args.ks, args.min_n, args.max_n)
     if args.json:
+        from benchlang.stats.stopping_eval import prefix_ks_distances
+
         out = []
         for path, e in results:
             out.append(
@@ -51,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
                     "stream": str(path),
                     **attrs.asdict(e),
                     "passed": e.passed(ks_limit=args.ks + 0.02),
+                    # ks_curve[k - 1]: KS of the first k samples to the whole stream (Fig. 1)
+                    "ks_curve": prefix_ks_distances(read_stream(path, args.column)).tolist(),
                 }
             )
         print(dumps(document("stopping-eval", 1, {"streams": out})))
