@@ -14,6 +14,7 @@ from benchlang.errors import UserError
 
 if TYPE_CHECKING:
     from benchlang.report.data import ExperimentData
+    from benchlang.report.warmup import WarmupAdvice
     from benchlang.stats.ab import Advice, CostModel, MixedEffectsResult, VarianceComponents
     from benchlang.stats.ab.sweep import SESweep
 
@@ -55,6 +56,14 @@ def advise_layout(
         return advise_from_pilot(y, design, cost, max_hosts=max_hosts, **goal)
     except ValueError as err:
         raise UserError(str(err)) from None
+
+
+def pilot_warmup(pilot: str | Path) -> list[WarmupAdvice]:
+    """Warm-up and cool-down advice from every trial a layout pilot ran, its own warm-up and
+    cool-down included (report.warmup; Bakshy & Frachtenberg §2.2)."""
+    from benchlang.report.warmup import warmup_advice
+
+    return warmup_advice(load_store(pilot, all_phases=True, every_measure=False))
 
 
 def pilot_components(pilot: str | Path) -> VarianceComponents:

@@ -8,7 +8,7 @@ import argparse
 
 import attrs
 
-from benchlang.app.ab import advise_layout
+from benchlang.app.ab import advise_layout, pilot_warmup
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps, undefined
@@ -109,10 +109,10 @@ def run(args: argparse.Namespace) -> int:
         budget=args.budget,
         target_se=args.target_se,
     )
+    warmup = pilot_warmup(args.pilot)
     if args.json:
-        print(
-            dumps(document("advise", 1, {"fit": attrs.asdict(fit), "advice": attrs.asdict(advice)}))
-        )
+        body = {"fit": attrs.asdict(fit), "advice": attrs.asdict(advice)}
+        print(dumps(document("advise", 1, {**body, "warmup": [a.to_dict() for a in warmup]})))
         return 0
     print(
         f"pilot: {fit.trials} trials, method {fit.method}; components: "
@@ -129,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
     )
     if advice.infeasible:
         print(f"infeasible: {', '.join(advice.infeasible)}")
+    if warmup:
+        from benchlang.report.warmup import render_warmup_detail
+
+        render_warmup_detail(warmup)
     return 0
 
 

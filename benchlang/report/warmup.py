@@ -1,6 +1,8 @@
 """Warm-up and cool-down advice for an A/B layout run (Bakshy & Frachtenberg, WWW 2015, §2.2):
-how many trials at each end of a host batch still differ from its middle, from every trial that
-ran (warm-up and cool-down included, so the count is from the start of the batch)."""
+the fitted effect of each position at either end of a host batch against its middle, and the
+autocorrelation of the per-request residuals at lags 1..k with its white-noise bound
+(stats.ab.warmup), from every trial that ran (warm-up and cool-down included, so the count is
+from the start of the batch). ``analyze`` prints the summary; ``advise`` the lags too."""
 
 from __future__ import annotations
 
@@ -24,6 +26,28 @@ class WarmupAdvice:
     suggestion: WarmupSuggestion | None
     problem: str | None = None
 
+    def positions(self) -> list[dict[str, Any]]:
+        """The tested positions at each end: where, the fitted effect, its SE, within noise."""
+        s = self.suggestion
+        if s is None:
+            return []
+        n = s.position_mean.size
+        out = []
+        for end, index in (("start", range(s.tested)), ("end", range(s.tested))):
+            for i in index:
+                at = i if end == "start" else n - 1 - i
+                effect, se = float(s.position_mean[at]), float(s.position_se[at])
+                out.append(
+                    {
+                        "from": end,
+                        "position": i + 1,
+                        "effect": effect,
+                        "se": se,
+                        "within_noise": bool(abs(effect) <= s.z * se),
+                    }
+                )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         s = self.suggestion
         return {
@@ -34,6 +58,21 @@ class WarmupAdvice:
             "suggested_cooldown": s.cooldown if s else None,
             "lag1_autocorrelation": s.autocorrelation if s else None,
             "batches": s.batches if s else None,
+            "noise_z": s.z if s else None,
+            "positions": self.positions(),
+            "lags": (
+                [
+                    {
+                        "lag": int(k),
+                        "autocorrelation": float(r),
+                        "after_positions": float(a),
+                        "bound": float(b),
+                    }
+                    for k, r, a, b in zip(s.lags, s.acf, s.acf_after, s.acf_bound, strict=True)
+                ]
+                if s
+                else []
+            ),
             "problem": self.problem,
         }
 
@@ -108,3 +147,56 @@ def render_warmup_advice(advice: list[WarmupAdvice], stream: TextIO | None = Non
                 out.write(
                     f"note: {a.metric}: the ends of the host batches still differ from their middle; set warmup {max(s.warmup, a.given_warmup)} cooldown {max(s.cooldown, a.given_cooldown)} in the layout\n"
                 )
+
+
+def render_warmup_detail(advice: list[WarmupAdvice], stream: TextIO | None = None) -> None:
+    """What the advice rests on (§2.2: show the lags): the fitted position effects and the
+    autocorrelation at each lag with its bound, then the recommendation."""
+    out = stream or sys.stdout
+    for a in advice:
+        s = a.suggestion
+        if s is None:
+            out.write(f"warm-up advice for {a.metric}: not possible: {a.problem}\n")
+            continue
+        render_table(
+            ["from", "position", "effect", "SE", "within noise"],
+            [
+                (
+                    p["from"],
+                    p["position"],
+                    p["effect"],
+                    p["se"],
+                    "yes" if p["within_noise"] else "NO",
+                )
+                for p in a.positions()
+            ],
+            title=(
+                f"{a.metric}: position effect against the middle of the host batch, {s.batches} "
+                f"batches (within noise: |effect| <= {s.z:.3g} SE, Bonferroni over "
+                f"{2 * s.tested} positions at 5%)"
+            ),
+            stream=out,
+        )
+        render_table(
+            ["lag", "autocorrelation", "after position effects", "bound"],
+            [
+                (int(k), float(r), float(x), f"±{b:.3g}")
+                for k, r, x, b in zip(s.lags, s.acf, s.acf_after, s.acf_bound, strict=True)
+            ],
+            title=f"{a.metric}: autocorrelation of the per-request residuals in execution order",
+            stream=out,
+        )
+        beyond = [
+            int(k) for k, x, b in zip(s.lags, s.acf_after, s.acf_bound, strict=True) if abs(x) > b
+        ]
+        out.write(
+            f"recommendation for {a.metric}: warmup {s.warmup} cooldown {s.cooldown} "
+            f"(the layout has warmup {a.given_warmup} cooldown {a.given_cooldown}; counted from "
+            "the batch's ends, the layout's own warm-up included)\n"
+        )
+        if beyond:
+            out.write(
+                f"note: {a.metric}: after the position effects, lags {', '.join(map(str, beyond))} "
+                "still exceed the white-noise bound (about 1 lag in 20 does by chance): neighbouring "
+                "trials influence each other; host clusters (the default) carry it\n"
+            )
