@@ -18,13 +18,15 @@ from benchlang.stats.figure_data import FigureData
 
 @attrs.frozen
 class AARun:
-    """One store's interval of one compare; ``problem`` says why it gave none (not counted)."""
+    """One store's interval of one compare; ``no_change`` is 1 on a ratio scale, else 0;
+    ``problem`` says why it gave no interval (then it is not counted)."""
 
     store: str
     test: str
     estimate: float
     low: float
     high: float
+    no_change: float
     alpha: float
     false_positive: bool | None
     problem: str | None = None
@@ -77,12 +79,20 @@ def _store_runs(path: str | Path) -> tuple[str, list[AARun]]:
         out = result.outcome
         if out is None or out.significant is None or out.descriptive_only:
             why = result.problem or (out.descriptive_only if out else None) or "no interval"
-            runs.append(AARun(str(path), test, math.nan, math.nan, math.nan, math.nan, None, why))
+            nan = math.nan
+            runs.append(AARun(str(path), test, nan, nan, nan, nan, nan, None, why))
             continue
         alpha = 1 - out.confidence / 100 if math.isfinite(out.confidence) else 0.05
         runs.append(
             AARun(
-                str(path), test, out.estimate, out.ci_low, out.ci_high, alpha, bool(out.significant)
+                str(path),
+                test,
+                out.estimate,
+                out.ci_low,
+                out.ci_high,
+                1.0 if out.scale == "ratio" else 0.0,
+                alpha,
+                bool(out.significant),
             )
         )
     return exp.name, runs
