@@ -9,6 +9,7 @@ import attrs
 from benchlang.app.streams import evaluate_streams
 from benchlang.app.streams import read_stream as read_stream  # re-exported for tests
 from benchlang.cli import add_command
+from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
@@ -30,7 +31,15 @@ HEADERS = (
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang stopping-eval``; the lazy table in benchlang.cli calls this."""
     p.description = "Replay each stream sample by sample through the adaptive stopping rule (Mittal et al., PMBS '23, §2.1) and report where it stopped, the Kolmogorov-Smirnov distance of the stopped prefix to the whole stream and the optimal stopping point."
-    p.add_argument("files", nargs="+", metavar="FILE", help="JSON list of numbers, or CSV")
+    p.add_argument("files", nargs="*", metavar="FILE", help="JSON list of numbers, or CSV")
+    p.add_argument(
+        "--baseline",
+        nargs=2,
+        metavar=("A", "B"),
+        help="instead: the KS distance between two long runs of one benchmark (files or stores), "
+        "the floor of what the rule can promise (Mittal et al. §2)",
+    )
+    p.add_argument("--configuration", help="with --baseline on a store: the configuration label")
     p.add_argument("--column", help="CSV column name (default: the only numeric column)")
     p.add_argument("--ks", type=float, default=0.1, help="KS threshold (default 0.1)")
     p.add_argument("--min", dest="min_n", type=int, default=10, help="minimum samples (default 10)")
@@ -45,7 +54,51 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
+def baseline(args: argparse.Namespace) -> int:
+    """``--baseline A B``: the background floor (stats.ks_baseline; docs/stopping.md)."""
+    from benchlang.app.baseline import background_baseline
+
+    a, b = args.baseline
+    found = background_baseline(
+        a, b, column=args.column, configuration=args.configuration, ks=args.ks
+    )
+    if args.json:
+        print(dumps(document("stopping-eval-baseline", 1, {"a": a, "b": b, **found.to_dict()})))
+        return 0
+    print(
+        f"background: KS distance {found.distance:.4g} between {a} ({found.n_a} values) and "
+        f"{b} ({found.n_b} values); p {found.p_value:.3g}"
+    )
+    if found.differ:
+        print(
+            f"the two runs differ beyond sampling (critical distance {found.critical:.3g} at "
+            f"{100 * found.alpha:g}%): the background moved between them"
+        )
+    else:
+        print(
+            f"within what sampling alone gives (critical distance {found.critical:.3g} at "
+            f"{100 * found.alpha:g}%)"
+        )
+    if found.attainable:
+        print(
+            f"ks {found.threshold:g} lies above this floor: a stop can promise it against another run"
+        )
+    else:
+        print(
+            f"ks {found.threshold:g} lies below this floor: no stopping point can promise it against "
+            f"another run; a threshold of at least {found.distance:.2g} means something here"
+        )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.baseline:
+        return baseline(args)
+    if not args.files:
+        raise UserError(
+            "give the streams to replay, or --baseline A B",
+            "benchlang stopping-eval run.csv, or benchlang stopping-eval --baseline run1.csv run2.csv",
+        )
     results = evaluate_streams(args.files, args.column, args.ks, args.min_n, args.max_n)
     if args.json:
         from benchlang.stats.stopping_eval import prefix_ks_distances
