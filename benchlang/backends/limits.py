@@ -172,3 +172,12 @@ def applicable_limits(machine: Machine | None, backend: Any) -> Machine | None:
             "(benchlang plugins lists each backend's capabilities)",
         )
     return machine
+
+
+def size_allocation(backend: Any, experiment: Any) -> None:
+    """Hand a backend that allocates its hosts each logical host's machine block before it
+    acquires them (its optional ``size_allocation``, docs/plugins.md), so the allocation
+    holds what the limits name (Slurm: ``--exclusive`` for named CPUs, ``--mem``)."""
+    sizing = getattr(backend, "size_allocation", None)
+    if sizing is not None and (experiment.machine is not None or experiment.machines):
+        sizing({host: experiment.machine_for(host) for host in backend.hosts()})

@@ -14,6 +14,7 @@ import attrs
 
 from benchlang import model
 from benchlang.backends.base import Backend
+from benchlang.backends.limits import size_allocation
 from benchlang.plan.plan import Plan
 from benchlang.run.executor.failures import FirstRoundFailed
 from benchlang.run.executor.halting import Halting
@@ -148,6 +149,7 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
 
     async def _take_lease(self) -> bool:
         """The lease, stored before any trial runs; False when a signal came first."""
+        size_allocation(self.backend, self.experiment)
         task = asyncio.ensure_future(self.leases.take())
         self._tasks = [task]
         if self._halting:

@@ -22,8 +22,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+import attrs
+
 from benchlang.backends.base import PROTOCOL_VERSION, HostDown, Lease
 from benchlang.errors import UserError
+from benchlang.model import Machine
 from benchlang_slurm import commands
 from benchlang_slurm.commands import SlurmError
 from benchlang_slurm.node_target import NodeTarget
@@ -35,6 +38,8 @@ HOLDER = "exec sleep infinity"
 """The holder job's script: the allocation lives as long as it does (until scancel)."""
 JOB_NAME = "benchlang"
 POLL_MAX = 2.0
+AGENT_MEMORY = 128 * 2**20
+"""Bytes asked beyond a trial's memory limit: the agent (a Python process) and srun's step."""
 FAST_POLLS = 3.0
 """A pending job is looked at every 0.1 s for this long (most start within it), then ever
 less often, up to every POLL_MAX seconds."""
@@ -45,7 +50,8 @@ class SlurmBackend:
 
     kind: ClassVar[str] = "slurm"
     protocol: ClassVar[int] = PROTOCOL_VERSION
-    capabilities: ClassVar[frozenset[str]] = frozenset({"aslr"})  # the agent honours it
+    capabilities: ClassVar[frozenset[str]] = frozenset({"aslr", "pin", "memory", "cpu_time"})
+    """The agent in each job step applies them, as on any host (docs/machine.md)."""
     secret_settings: ClassVar[frozenset[str]] = frozenset()
     supports_reboot: ClassVar[bool] = False
 
@@ -69,6 +75,20 @@ class SlurmBackend:
 
     def hosts(self) -> tuple[str, ...]:
         return self.settings.hosts()
+
+    def size_allocation(self, machines: Mapping[str, Machine | None]) -> None:
+        """The allocation sized from each host's machine block before ``acquire``
+        (docs/machine.md): named CPUs take the nodes whole (``--exclusive``: the CPUs exist
+        in the allocation and no other job runs on them; pinning is then the agent's, since
+        ``srun --cpu-bind`` does nothing under ``TaskPlugin=task/none``); a memory limit asks
+        ``--mem`` of the largest limit plus AGENT_MEMORY for the agent and its step."""
+        blocks = [m for m in machines.values() if m is not None]
+        if any(m.cpus for m in blocks):
+            self.settings = attrs.evolve(self.settings, exclusive=True)
+        memory = max((m.memory for m in blocks if m.memory), default=None)
+        if memory is not None:
+            mib = -(-(memory + AGENT_MEMORY) // 2**20)
+            self.settings = attrs.evolve(self.settings, memory_mib=mib)
 
     # -- the lease -----------------------------------------------------------------------
 

@@ -43,6 +43,9 @@ class SlurmSettings:
     workdir: str | None = None
     python: str = "python3"
     start_timeout: float | None = None
+    memory_mib: int | None = None
+    """Memory of each node the allocation asks for (``--mem``), set from the machine block's
+    memory limit (backend.size_allocation), not a setting of the hosts block."""
 
     def hosts(self) -> tuple[str, ...]:
         """Logical host names: the listed nodes, else node0..node{N-1}."""
@@ -65,6 +68,7 @@ class SlurmSettings:
             ("--account", self.account),
             ("--qos", self.qos),
             ("--cpus-per-task", self.cpus_per_task),
+            ("--mem", f"{self.memory_mib}M" if self.memory_mib and not self.exclusive else None),
             ("--time", duration(self.time) if self.time is not None else None),
         ):
             if value:
