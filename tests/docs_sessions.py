@@ -13,6 +13,11 @@ fence direct the runner:
 - ``<!-- file: PATH -->``: the block is a file the page uses: written to PATH, not run.
 - ``<!-- same-as: PATH -->``: the block must equal the repository's file PATH.
 - ``<!-- setup: COMMAND -->``: run before the block, silently (a file the page does not show).
+- ``<!-- prepare: NAME -->``: before the page's first session, the stores and files NAME
+  (tests/docs_stores.py: real plans of the page's specs with seeded values) are written.
+
+``sqlite3`` runs the SQLite shell, or where it is not installed a stand-in printing its
+formats (tests/docs_stores.py).
 
 In an expected output, a line ``...`` matches any number of lines and ``...`` inside a line
 any text. Each page runs in a directory of its own holding a copy of the repository's
@@ -31,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
-_DIRECTIVE = re.compile(r"^<!--\s*(skip|varies|file|same-as|setup)\s*:\s*(.*?)\s*-->\s*$")
+_DIRECTIVE = re.compile(r"^<!--\s*(skip|varies|file|same-as|setup|prepare)\s*:\s*(.*?)\s*-->\s*$")
 TIMEOUT = 300
 
 
@@ -122,10 +127,11 @@ def page_directory(tmp: Path) -> Path:
     return tmp
 
 
-def environment() -> dict[str, str]:
+def environment(bin_dir: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(PYTHONUNBUFFERED="1", COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8")
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    first = [str(bin_dir)] if bin_dir is not None else []
+    env["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
 
@@ -156,7 +162,8 @@ def run_block(block: Block, cwd: Path, outcome: Outcome, status: list[int]) -> N
             outcome.problems.append(f"{where}: a skipped session must say why")
         outcome.skipped += 1
         return
-    env = environment()
+    bin_dir = cwd / ".bin"
+    env = environment(bin_dir if bin_dir.is_dir() else None)
     if "setup" in d:
         subprocess.run(["bash", "-c", d["setup"]], cwd=cwd, env=env, capture_output=True)
     for command in block.commands():
@@ -193,11 +200,21 @@ def _shown_files(found: list[Block], cwd: Path) -> None:
                 (cwd / cat.group(1)).write_text(text)
 
 
-def run_page(page: str, tmp: Path, text: str | None = None) -> Outcome:
+def run_page(page: str, tmp: Path, text: str | None = None, standin: bool = False) -> Outcome:
+    """Run a page's sessions in ``tmp``; ``standin``: ``sqlite3`` is the stand-in even where
+    the shell is installed."""
+    from tests.docs_stores import PREPARE, sqlite3_standin
+
     cwd = page_directory(tmp)
     outcome, status = Outcome(), [0]
     found = blocks(page, text)
     _shown_files(found, cwd)
+    sqlite3_standin(cwd / ".bin", force=standin)
+    for name in dict.fromkeys(b.directives["prepare"] for b in found if "prepare" in b.directives):
+        if name not in PREPARE:
+            outcome.problems.append(f"{page}: no preparation named {name!r} (tests/docs_stores.py)")
+            continue
+        PREPARE[name](cwd)
     for block in found:
         run_block(block, cwd, outcome, status)
     return outcome
