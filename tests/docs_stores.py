@@ -147,6 +147,24 @@ def _failures(cwd: Path) -> None:
         )
 
 
+def _before_after(cwd: Path) -> None:
+    """before.sqlite and after.sqlite for docs/replicate.md's ``benchlang diff``: the spec of
+    tests/test_diff.py twice, log-normal values (2% spread) with fresh noise in the second,
+    where ``work[tool=slow]`` is 10% slower."""
+    from tests.test_diff import SPEC
+
+    (cwd / "pr.bench").write_text(SPEC)
+    for store, salt, slow in (("before", 1, 1.0), ("after", 2, 1.10)):
+
+        def value(plan: Plan, t: int, salt: int = salt, slow: float = slow) -> dict[str, float]:
+            tool = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["tool"]
+            z = np.random.default_rng([int(plan.trial_seed[t]), salt]).normal()
+            base = 0.010 if tool == "fast" else 0.020 * slow
+            return {"v": base * float(np.exp(0.02 * z))}
+
+        synthetic_store(cwd / "pr.bench", cwd / f"{store}.sqlite", value, facts={"local": FACTS})
+
+
 def store_examples(cwd: Path) -> None:
     """The stores docs/store.md queries."""
     _compressors(cwd)
@@ -159,6 +177,7 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "store-examples": store_examples,
     "ab": _ab,
     "ab-pilots": _ab_pilots,
+    "before-after": _before_after,
 }
 
 
