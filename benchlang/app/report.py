@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -79,51 +80,74 @@ def report_inputs(
     with_headline: bool = True,
 ) -> ReportInputs:
     """Everything the report shows, from the same functions ``analyze`` and ``order`` use,
-    each computed once; ``with_headline=False`` skips the headline's bootstrap (the methods
-    paragraph does not cite it)."""
-    from benchlang.app.analysis import kpis_and_headline, order_of
-    from benchlang.report.analysis import analyze
-    from benchlang.report.compare_family import compare_all
-    from benchlang.report.equal_hosts import host_agreement
-    from benchlang.report.warmup import warmup_advice
-
+    each computed once and only when first read (``ReportInputs``: a figure export reads
+    what its figure draws); ``with_headline=False`` skips the headline's bootstrap (the
+    methods paragraph does not cite it)."""
     with Store(store_path) as store:
         data = load_data(store, plan_hash, experiment=experiment, every_measure=False)
-        exp = data.experiment
-        every_phase = (
-            load_data(
-                store, data.plan.plan_hash, all_phases=True, experiment=exp, every_measure=False
-            )
-            if exp.design.layout is not None
-            else None
-        )
-        stops = store.stops(data.plan.plan_hash)
-        failed = _failed(store, data.plan.plan_hash)
-        raw = _raw_series(store, data)
     if len(data.table) == 0:
         raise UserError(f"plan {data.plan.plan_hash[:19]} has no trials in {store_path}")
-    order = None
-    if exp.design.layout is None and exp.metrics:
-        alpha = (exp.order_dependence or {}).get("alpha", 0.05)
-        order = order_of(data, None, alpha)
-    if with_headline:
-        kpis, headlines = kpis_and_headline(data) if exp.kpis else ([], [])
-    else:
-        kpis, headlines = analyze(data) if exp.kpis else [], []
+    exp = data.experiment
+    plan = data.plan.plan_hash
+
+    def stored(read):
+        def part():
+            with Store(store_path) as store:
+                return read(store)
+
+        return part
+
+    @functools.cache
+    def kpis_headline() -> tuple[list, list]:
+        from benchlang.app.analysis import kpis_and_headline
+        from benchlang.report.analysis import analyze
+
+        if not exp.kpis:
+            return [], []
+        return kpis_and_headline(data) if with_headline else (analyze(data), [])
+
+    def order():
+        from benchlang.app.analysis import order_of
+
+        if exp.design.layout is not None or not exp.metrics:
+            return None
+        return order_of(data, None, (exp.order_dependence or {}).get("alpha", 0.05))
+
+    def comparisons():
+        from benchlang.report.compare_family import compare_all
+
+        return compare_all(data)
+
+    def warmup():
+        from benchlang.report.warmup import warmup_advice
+
+        if exp.design.layout is None:
+            return []
+        with Store(store_path) as store:
+            every_phase = load_data(
+                store, plan, all_phases=True, experiment=exp, every_measure=False
+            )
+        return warmup_advice(every_phase)
+
+    def equal_hosts():
+        from benchlang.report.equal_hosts import host_agreement
+
+        return host_agreement(data)
+
     return ReportInputs(
-        data=data,
-        store=str(store_path),
-        kpis=kpis,
-        headline=headlines,
-        comparisons=compare_all(data),
-        warmup=warmup_advice(every_phase) if every_phase is not None else [],
+        data,
+        str(store_path),
+        note,
+        kpis=lambda: kpis_headline()[0],
+        headline=lambda: kpis_headline()[1],
+        comparisons=comparisons,
+        warmup=warmup,
         order=order,
-        profiles=_profiles(exp),
-        stops=list(stops),
-        failed=failed,
-        raw=raw,
-        note=note,
-        equal_hosts=host_agreement(data),
+        profiles=lambda: _profiles(exp),
+        stops=stored(lambda store: list(store.stops(plan))),
+        failed=stored(lambda store: _failed(store, plan)),
+        raw=stored(lambda store: _raw_series(store, data)),
+        equal_hosts=equal_hosts,
     )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
@@ -63,10 +62,14 @@ def run(args: argparse.Namespace) -> int:
     from benchlang.app import figures
 
     spec, name = _split(args.rest, args.list)
-    target = analysis_target(args.store, spec, args.plan)
-    if target.note:
-        print(f"note: {target.note}", file=sys.stderr)
-    where = {"plan_hash": target.plan_hash, "experiment": target.experiment, "metric": args.metric}
+    where = {"plan_hash": args.plan, "experiment": None, "metric": args.metric}
+    if spec is not None:  # app.plan imports the planner and backends: only for a spec
+        from benchlang.app.plan import analysis_target
+
+        target = analysis_target(args.store, spec, args.plan)
+        if target.note:
+            print(f"note: {target.note}", file=sys.stderr)
+        where.update(plan_hash=target.plan_hash, experiment=target.experiment)
     if args.list:
         listed = figures.list_figures(args.store, **where)
         if args.json:

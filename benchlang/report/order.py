@@ -6,7 +6,7 @@ import sys
 from typing import TextIO
 
 from benchlang.report.table import format_quantity, render_table
-from benchlang.stats.order_dependence import OrderDependence
+from benchlang.stats.order_dependence import OrderDependence, format_percent
 from benchlang.stats.position_effects import CarryOver, PositionEffect
 
 CASE_MEANING = {
@@ -30,10 +30,6 @@ def _unit(scale: Scale) -> str:
 
 def _interval(low: float, high: float, scale: Scale = (None, 1.0)) -> str:
     return f"[{_q(low, scale)}, {_q(high, scale)}]"
-
-
-def _signed(value: float) -> str:
-    return "n/a" if value != value else f"{value:+.3g}"
 
 
 def _p(value: float) -> str:
@@ -100,7 +96,7 @@ def render_order_table(
                 "-"
                 if not c.compared
                 else f"{c.eta_squared:.3g}" + ("*" if c.eta_squared_clipped else ""),
-                _signed(c.delta_percent),
+                format_percent(c.delta_percent, signed=True),
                 c.ci_case if c.ci_case is not None else "-",
                 f"{_q(c.median_fixed, scale)} {_interval(c.ci_fixed_low, c.ci_fixed_high, scale)}",
                 f"{_q(c.median_random, scale)} "
@@ -193,7 +189,7 @@ def render_carry_over_table(
             p.n_other,
             _q(p.median_after, scale),
             _q(p.median_other, scale),
-            _signed(p.shift_percent),
+            format_percent(p.shift_percent, signed=True),
             _p(p.p_value),
             p.significant,
         ]

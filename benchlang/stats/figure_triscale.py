@@ -9,14 +9,17 @@ Rows are long format: ``(configuration, part, x, y, low, high)`` unless said oth
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
 from benchlang.stats.figure_data import FigureData, ecdf
 from benchlang.stats.metric import Metric, window_starts
-from benchlang.stats.profile import Profile
 from benchlang.stats.triscale import MetricAnalysis
+
+if TYPE_CHECKING:  # stats.profile imports scipy.signal and statsmodels (2 s): not for a CDF
+    from benchlang.stats.profile import Profile
 
 PAPER = "TriScale (Jacob et al., JSys 2021)"
 COLUMNS = ("configuration", "part", "x", "y", "low", "high")

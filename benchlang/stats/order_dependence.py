@@ -97,13 +97,23 @@ def ci_case(
     return 3
 
 
+def format_percent(value: float, signed: bool = False) -> str:
+    """A percentage as people read it: "-1,442%", "43.1%", "0.43%" (three significant digits
+    below 100, whole numbers with thousands separators above), never "-1e+03"; "n/a" if
+    undefined. The one formatter of Δ% in text, tables and figures."""
+    if not np.isfinite(value):
+        return "n/a"
+    sign = "+" if signed else ""
+    return f"{value:{sign},.0f}%" if abs(value) >= 100 else f"{value:{sign}.3g}%"
+
+
 def explain_delta(delta_percent: float, better: Better | None) -> str:
     """What the sign of Δ% = (mean_fixed - mean_random)/mean_fixed x 100 means for this metric."""
     if not np.isfinite(delta_percent):
         return "Δ% undefined (mean of fixed-order trials is 0 or missing)"
     if delta_percent == 0:
         return "fixed and random order give the same mean"
-    size = f"{abs(delta_percent):.3g}%"
+    size = format_percent(abs(delta_percent))
     higher_in_fixed = delta_percent > 0
     side = "higher" if higher_in_fixed else "lower"
     if better is None:

@@ -13,6 +13,7 @@ from benchlang.report.figures import FigureKind, Inputs, NotApplicable
 from benchlang.report.figures.render import Palette, legend_above
 from benchlang.stats import figure_ordersage as fo
 from benchlang.stats.figure_data import FigureData
+from benchlang.stats.order_dependence import format_percent
 
 
 def _dependence(inputs: Inputs, metric: str | None, figure: str) -> tuple[Any, str, str]:
@@ -107,7 +108,9 @@ def draw_delta(fig: Any, data: FigureData, palette: Palette, paper: bool) -> Non
     )
     ax.axvline(0, color="black", lw=0.8)
     ax.margins(x=0.18)
-    ax.bar_label(bars, [_percent(r["delta_percent"]) for r in rows], fontsize="x-small", padding=2)
+    ax.bar_label(
+        bars, [format_percent(r["delta_percent"]) for r in rows], fontsize="x-small", padding=2
+    )
     ax.set_yticks(y, [r["configuration"] for r in rows])
     ax.set_xlabel("Δ% = (mean fixed − mean random) / mean fixed × 100")
     from matplotlib.patches import Patch
@@ -119,11 +122,6 @@ def draw_delta(fig: Any, data: FigureData, palette: Palette, paper: bool) -> Non
         loc="best",
         fontsize="x-small",
     )
-
-
-def _percent(value: float) -> str:
-    """Δ% as people read it: -1,442%, 0.43%, never 1e+03."""
-    return f"{value:,.0f}%" if abs(value) >= 100 else f"{value:.3g}%"
 
 
 def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:

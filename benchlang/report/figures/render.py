@@ -179,14 +179,20 @@ def _notes(fig: Any, notes: Sequence[str], paper: bool) -> None:
     fig.supxlabel("Note: " + "\n".join(shown), fontsize="x-small", ha="left", x=0.01)
 
 
-def panels(fig: Any, n: int, paper: bool, xlabel: str, ylabel: str) -> list[Any]:
+def panels(
+    fig: Any, n: int, paper: bool, xlabel: str, ylabel: str, *, share: bool = False
+) -> list[Any]:
     """A grid of ``n`` small panels (one per configuration), the figure grown to fit them;
-    the y label on the first column, the x label under the lowest panel of each column."""
+    the y label on the first column, the x label under the lowest panel of each column.
+
+    ``share``: the panels share both axes (the same metric in every panel), so values compare
+    across panels, and only the outer panels carry tick labels (each label's layout is most
+    of a panel's drawing time)."""
     cols = min(n, 2 if paper else 4)
     rows = -(-n // cols)
     w, h = fig.get_size_inches()
     fig.set_size_inches(w, max(h, rows * (1.5 if paper else 2.2) + 0.6))
-    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=share, sharey=share).ravel()
     from matplotlib.ticker import MaxNLocator
 
     for i, ax in enumerate(axes[:n]):
@@ -195,6 +201,7 @@ def panels(fig: Any, n: int, paper: bool, xlabel: str, ylabel: str) -> list[Any]
             ax.set_ylabel(ylabel)
         if i + cols >= n:
             ax.set_xlabel(xlabel)
+            ax.xaxis.set_tick_params(labelbottom=True)
     for ax in axes[n:]:
         ax.set_visible(False)
     return list(axes[:n])

@@ -238,7 +238,7 @@ def draw_variability(fig: Any, data: FigureData, palette: Palette, paper: bool) 
 def draw_cdf(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     groups = _by_label(data)
     for ax, (label, rows) in zip(
-        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"]),
+        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"], share=True),
         groups.items(),
         strict=True,
     ):

@@ -11,8 +11,7 @@ import numpy as np
 from benchlang.report.html import plots
 from benchlang.report.html.inputs import ReportInputs
 from benchlang.report.html.page import MAX_ROWS, esc, figure, section, table, warning
-
-MAX_BOXES = 24
+from benchlang.stats.order_dependence import format_percent
 
 
 def order_section(inputs: ReportInputs) -> str | None:
@@ -37,7 +36,7 @@ def order_section(inputs: ReportInputs) -> str | None:
         )
         body.append(warning(verdict) if dep.order_matters else f"<p class='ok'>{esc(verdict)}</p>")
         groups, rows, thinned = [], [], None
-        drawn = dep.configurations[: MAX_BOXES // 2]
+        drawn = dep.configurations
         per = max(1, MAX_ROWS // (2 * max(1, len(drawn))))
         labels = t.label.astype(str)
         for c in drawn:
@@ -52,7 +51,7 @@ def order_section(inputs: ReportInputs) -> str | None:
         )
         alt = (
             f"Box plots of {rep.metric} in fixed-order and random-order rounds for each of "
-            f"{len(dep.configurations)} configurations"
+            f"{len(drawn)} configurations"
         )
         note = f"table: at most {per} values per box, evenly spaced" if thinned else None
         body.append(figure(svg, alt, ["configuration", "order", "value"], rows, note=note))
@@ -80,7 +79,7 @@ def order_section(inputs: ReportInputs) -> str | None:
                         c.p_value,
                         "YES" if c.significant else "no",
                         c.eta_squared,
-                        c.delta_percent,
+                        format_percent(c.delta_percent, signed=True),
                         c.ci_case,
                         c.median_fixed,
                         c.median_random,
@@ -88,7 +87,7 @@ def order_section(inputs: ReportInputs) -> str | None:
                     for c in ranked
                 ],
                 bad={i: "bad" for i, c in enumerate(ranked) if c.significant},
-                caption="sorted by p-value; Δ% = random vs fixed median",
+                caption="sorted by p-value; Δ% = (mean fixed − mean random) / mean fixed × 100",
             )
         )
     if rep.positions is not None:
@@ -115,7 +114,7 @@ def order_section(inputs: ReportInputs) -> str | None:
                         p.n_after,
                         p.median_after,
                         p.median_other,
-                        p.shift_percent,
+                        format_percent(p.shift_percent, signed=True),
                         p.p_value,
                         "YES" if p.significant else "no",
                     ]
@@ -131,17 +130,21 @@ def _positions(
     inputs: ReportInputs, rep, values: np.ndarray, ok: np.ndarray, unit: str
 ) -> list[str]:
     """The position test per configuration, and each configuration's median by position in
-    random-order rounds (drawn for at most seven configurations)."""
+    random-order rounds, every configuration drawn in its colour and dash of the figures."""
+    from benchlang.report.figures import labels as plan_labels
+
     t = inputs.data.table
     p = rep.positions
     random = ok & (t.order_kind == "random")
     labels = t.label.astype(str)
-    curves, rows = [], []
-    for row in p.configurations[: len(plots.COLOURS)]:
+    palette = plots.Palette(plan_labels(inputs))
+    curves, rows, styles = [], [], []
+    for row in p.configurations:
         sel = random & (labels == row.configuration)
         where = np.unique(t.position[sel])
         medians = np.array([np.median(values[sel & (t.position == k)]) for k in where])
         curves.append((row.configuration, where.astype(float), medians))
+        styles.append(plots.cues(palette, row.configuration))
         rows += [[row.configuration, int(k), float(m)] for k, m in zip(where, medians, strict=True)]
     svg = plots.lines(
         curves,
@@ -149,9 +152,11 @@ def _positions(
         "position in round",
         f"{rep.metric} ({unit})",
         markers=True,
+        styles=styles,
     )
     alt = (
-        f"Median {rep.metric} of each configuration by its position in random-order rounds; "
+        f"Median {rep.metric} of each of {len(curves)} configurations by its position in "
+        "random-order rounds; "
         + ("position matters" if p.position_matters else "no position effect found")
         + f" (Bonferroni threshold {p.threshold:.3g})"
     )
@@ -234,31 +239,69 @@ def _effects(r) -> tuple[list[tuple[str, float, float | None, float | None]], fl
     return items, reference
 
 
-def _anova_table(a, where: str = "") -> list[str]:
-    """DataMill's table (§5, Tables 3 and 4): df, SS, MS, F, p, η², R² and adjusted R²."""
+def _anova_table(a, metric: str, where: str = "") -> list[str]:
+    """DataMill's table (§5, Tables 3 and 4): df, SS, MS, F, p, η², R² and adjusted R²; the
+    model as the spec wrote it (``*`` crosses, ``+`` adds)."""
     rows = [[x.term, x.df, x.sum_sq, x.mean_sq, x.f, x.p_value, x.eta_squared] for x in a.rows]
     out = [
         table(
             ["term", "df", "sum sq", "mean sq", "F", "p", "η²"],
             rows,
-            caption=f"ANOVA (DataMill §5){where}: {a.formula}, n = {a.n}",
+            caption=f"ANOVA (DataMill §5){where}: {anova_formula(a, metric)}, n = {a.n}",
         ),
         f"<p>R² {a.r_squared:.4g}, adjusted R² {a.adj_r_squared:.4g}</p>",
     ]
     out += [f"<p class='note'>{esc(note)}</p>" for note in a.dropped]
     if not a.assumptions_hold:
-        out.append(
-            warning(
-                f"DESCRIPTIVE ONLY: residuals are not normal (Shapiro-Wilk p = "
-                f"{a.residuals_normal_p:.2g}); the F tests' p-values are not trustworthy"
-            )
-        )
+        out.append(warning("DESCRIPTIVE ONLY: " + anova_failure(a)))
     return out
+
+
+def anova_formula(a, metric: str) -> str:
+    """The model with the metric's name: "time ~ tool * level"."""
+    return a.formula.replace("metric ~", f"{metric} ~", 1)
+
+
+def anova_failure(a) -> str:
+    return (
+        f"residuals are not normal (Shapiro-Wilk p = {a.residuals_normal_p:.2g}); "
+        "the F tests' p-values are not trustworthy"
+    )
+
+
+def _hosts(r) -> list[str]:
+    """The metric per host beside the table (n, mean, sd; the share between hosts)."""
+    hosts = r.outcome.details.get("hosts") if r.outcome is not None else None
+    if hosts is None or len(hosts.rows) < 2:
+        return []
+    caption = (
+        f"{r.comparison.metric} per host: {hosts.between_share:.1%} of its variance lies "
+        "between hosts"
+    )
+    return [
+        table(
+            ["host", "n", "mean", "sd"],
+            [[h.host, h.n, h.mean, h.sd] for h in hosts.rows],
+            caption=caption,
+        )
+    ]
+
+
+def comparison_title(r) -> str:
+    """A compare as the spec wrote it; an ANOVA by its model (``*`` where the spec wrote it)."""
+    c = r.comparison
+    a = r.mixed if c.method == "anova" else None
+    by_host = r.outcome.details.get("anova_hosts") if r.outcome is not None else None
+    if by_host is not None:
+        a = next((h.anova for h in by_host.tables if h.anova is not None), None)
+    if a is not None:
+        return f"anova {anova_formula(a, c.metric)}" + (" by host" if by_host else "")
+    return f"compare {c.metric} by {c.by} with {c.method}"
 
 
 def _comparison(r) -> list[str]:
     c = r.comparison
-    title = f"compare {c.metric} by {c.by} with {c.method}"
+    title = comparison_title(r)
     out = [f"<h3>{esc(title)}</h3>"]
     if r.problem:
         out.append(warning(f"no interval: {r.problem}"))
@@ -271,10 +314,10 @@ def _comparison(r) -> list[str]:
             if h.anova is None:
                 out.append(warning(f"host {h.host}: no table: {h.problem}"))
             else:
-                out += _anova_table(h.anova, f" on host {h.host}")
+                out += _anova_table(h.anova, c.metric, f" on host {h.host}")
         return out
     if c.method == "anova" and r.mixed is not None:
-        return out + _anova_table(r.mixed)
+        return out + _anova_table(r.mixed, c.metric) + _hosts(r)
     o = r.outcome
     if o is not None and o.verdict is not None and not o.descriptive_only:
         out.append(f"<p>{esc(o.method)}: <strong>{esc(o.verdict)}</strong></p>")

@@ -4,10 +4,10 @@ already computed (``benchlang analyze``, ``order``, ``profile``), gathered by th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
-import numpy as np
 
 from benchlang.report.data import ExperimentData
 
@@ -33,27 +33,51 @@ class FailedTrial:
     stderr_tail: str
 
 
-@attrs.frozen
+PARTS: dict[str, Callable[[], Any]] = {
+    "kpis": list,
+    "headline": list,
+    "comparisons": list,
+    "warmup": list,
+    "order": lambda: None,
+    "profiles": list,
+    "stops": list,
+    "failed": list,
+    "raw": dict,
+    "equal_hosts": list,
+}
+"""The parts of a report besides its data, each empty unless given."""
+
+
 class ReportInputs:
     """Everything one report shows; a section appears only when its part is non-empty.
 
-    ``raw`` maps (metric, configuration index) to one trial's raw series (trial number,
-    samples): the first successful trial of the configuration, drawn with its convergence
-    test. ``stops`` are the store's stopping decisions (``Store.stops``); ``headline`` is
-    ``report.headline.headline`` of the KPIs (what ``run`` and ``analyze`` end with).
+    Each part of ``PARTS`` is given as a value or as a function computing it, called on first
+    use and kept: the page reads every part once, an exported figure only what it draws (one
+    figure of a 100,000-trial store need not run the order analysis or the comparisons).
+
+    ``kpis`` (``report.analysis.analyze``), ``headline`` (``report.headline.headline``),
+    ``comparisons``, ``warmup``, ``order``, ``profiles`` (``ProfileView``), ``stops``
+    (``Store.stops``), ``failed`` (``FailedTrial``), ``equal_hosts`` (with ``design {
+    redundancy N }``: ``report.equal_hosts``) and ``raw``, which maps (metric, configuration
+    index) to one trial's raw series (trial number, samples): the first successful trial of
+    the configuration, drawn with its convergence test.
     """
 
-    data: ExperimentData
-    store: str
-    kpis: list = attrs.field(factory=list)
-    headline: list = attrs.field(factory=list)
-    comparisons: list = attrs.field(factory=list)
-    warmup: list = attrs.field(factory=list)
-    order: Any = None
-    profiles: list[ProfileView] = attrs.field(factory=list)
-    stops: list[tuple] = attrs.field(factory=list)
-    failed: list[FailedTrial] = attrs.field(factory=list)
-    raw: dict[tuple[str, int], tuple[int, np.ndarray]] = attrs.field(factory=dict)
-    note: str | None = None
-    equal_hosts: list = attrs.field(factory=list)
-    """With ``design { redundancy N }``: each metric's equal-hosts check (report.equal_hosts)."""
+    def __init__(
+        self, data: ExperimentData, store: str, note: str | None = None, **parts: Any
+    ) -> None:
+        unknown = sorted(set(parts) - set(PARTS))
+        if unknown:
+            raise TypeError(f"ReportInputs has no part {', '.join(unknown)}")
+        self.data = data
+        self.store = store
+        self.note = note
+        self._given = parts
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in PARTS:
+            raise AttributeError(name)
+        given = self.__dict__["_given"].get(name, PARTS[name])
+        value = given() if callable(given) else given
+        setattr(self, name, value)
+        return value

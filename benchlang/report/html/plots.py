@@ -12,10 +12,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from benchlang.report.figures.render import OKABE_ITO, Palette
 from benchlang.report.html.svg import Chart, dots, path, polyline
 
 MAX_POINTS = 400
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
+COLOURS = OKABE_ITO
+"""The figures' colour-blind-safe palette (Okabe & Ito), so a plot of the page and a figure
+never give one thing two colours."""
+SVG_DASHES = {"-": "", "--": "6 3", ":": "2 2", "-.": "6 2 2 2"}
+"""matplotlib's line styles (``Palette.dash``) as SVG dash arrays."""
+
+
+def cues(palette: Palette, label: str) -> tuple[str, str]:
+    """A configuration's colour and dash, as in every figure of its store."""
+    return palette.colour(label), SVG_DASHES[palette.dash(label)]
 
 
 def thin(n: int, limit: int = MAX_POINTS) -> tuple[np.ndarray, str | None]:
@@ -58,9 +68,14 @@ def lines(
     step: bool = False,
     horizontal: bool = False,
     note: str | None = None,
+    styles: Sequence[tuple[str, str]] | None = None,
 ) -> str:
     """Curves (label, x, y), shaded bands (label, x, low, high; with ``horizontal`` the band
-    spans x from low to high at each y = x), labelled vertical and horizontal lines."""
+    spans x from low to high at each y = x), labelled vertical and horizontal lines.
+
+    ``styles`` gives each curve its (colour, dash) (``cues``: one per configuration); with
+    ``markers`` such curves draw their points joined by the dashed line, a second cue where
+    colours repeat."""
     chart = Chart()
     for i, (label, at, low, high) in enumerate(bands):
         at, low, high = (np.asarray(a, float) for a in (at, low, high))
@@ -82,9 +97,14 @@ def lines(
             chart.add(band, x=at, y=np.concatenate((low, high)))
         chart.key(label, "band", c)
     for i, (label, x, y) in enumerate(curves):
-        x, y, c = np.asarray(x, float), np.asarray(y, float), COLOURS[i % 7]
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        c, dash = styles[i] if styles is not None else (COLOURS[i % 7], None)
 
-        def curve(f, x=x, y=y, c=c) -> str:
+        def curve(f, x=x, y=y, c=c, dash=dash) -> str:
+            if markers and dash is not None:
+                extra = {"stroke_dasharray": dash} if dash else {}
+                line = path(polyline(f.x(x), f.y(y)), c, stroke_width=1.2, **extra)
+                return line + path(dots(f.x(x), f.y(y), 2.5), fill=c)
             if markers:
                 return path(dots(f.x(x), f.y(y), 2.5), fill=c)
             px, py = f.x(x), f.y(y)
@@ -93,7 +113,7 @@ def lines(
             return path(polyline(px, py), c, stroke_width=1.5, stroke_linejoin="round")
 
         chart.add(curve, x=x, y=y)
-        chart.key(label, "dot" if markers else "line", c)
+        chart.key(label, "line" if dash is not None or not markers else "dot", c, dash or "")
     _lines_at(chart, "x", vlines, lambda j: COLOURS[(j + 1) % 7], "5 3")
     _lines_at(chart, "y", hlines, lambda j: "#57606a", "")
     return chart.render(title, xlabel, ylabel, note)
@@ -181,7 +201,7 @@ def points(
     """Values per group as jittered points (or boxes), with short horizontal ``marks`` (group
     index, value, legend label) such as each series' KPI bound."""
     rng = np.random.default_rng(0)
-    chart = Chart(rotate_x=len(groups) > 3)
+    chart = Chart(width=max(640.0, 120.0 + 24.0 * len(groups)), rotate_x=len(groups) > 3)
     chart.xcats = [(i + 1.0, name) for i, (name, _) in enumerate(groups)]
     chart.xlim = (0.5, len(groups) + 0.5)
     hidden = 0

@@ -19,9 +19,7 @@ def warnings_of(inputs: ReportInputs) -> list[str]:
                 + "; ".join(r.analysis.reasons)
             )
     for c in inputs.comparisons:
-        what = f"compare {c.comparison.metric} by {c.comparison.by} with {c.comparison.method}"
-        if c.problem:
-            out.append(f"{what}: no interval: {c.problem}")
+        out.extend(_comparison_failures(c))
     order = inputs.order
     if order is not None and order.dependence is not None and order.dependence.order_matters:
         flagged = ", ".join(order.dependence.significant)
@@ -34,6 +32,29 @@ def warnings_of(inputs: ReportInputs) -> list[str]:
     for p in inputs.profiles:
         if p.problem:
             out.append(f"profile {p.name}: {p.problem}")
+    return out
+
+
+def _comparison_failures(c) -> list[str]:
+    """A compare without an interval, one whose result is descriptive only, and an ANOVA
+    (or one host's) whose residuals are not normal: each a line of "What failed"."""
+    from benchlang.report.html.comparisons import anova_failure, comparison_title
+
+    what = comparison_title(c)
+    if c.problem:
+        return [f"{what}: no interval: {c.problem}"]
+    o = c.outcome
+    by_host = o.details.get("anova_hosts") if o is not None else None
+    tables = [(f" on host {h.host}", h.anova) for h in by_host.tables] if by_host else []
+    if c.comparison.method == "anova" and c.mixed is not None:
+        tables.append(("", c.mixed))
+    out = [
+        f"{what}{where}: DESCRIPTIVE ONLY: {anova_failure(a)}"
+        for where, a in tables
+        if a is not None and not a.assumptions_hold
+    ]
+    if o is not None and o.descriptive_only and not tables:
+        out.append(f"{what}: DESCRIPTIVE ONLY: {o.descriptive_only}")
     return out
 
 
