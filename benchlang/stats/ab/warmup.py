@@ -7,10 +7,10 @@ shown here:
 - **The position effect.** A two-way fixed-effects fit ``y = a_cell + b_position + e``, the cell
   being the (host batch, request) pair (so request, host and batch effects are removed) and the
   position counted from the start of the batch for its first ``max_fraction`` and from its end
-  for its last; the middle of the batch is the baseline (b = 0). Fitted by alternating
-  projections (the backfitting of Buja, Hastie & Tibshirani, Ann. Statist. 17(2) 1989, exact
-  for this additive model), vectorised with ``bincount``. A position's effect is within noise
-  when ``|b_p| <= z se_p`` with ``se_p = s sqrt(1/n_p + 1/n_mid)`` and z Bonferroni's over the
+  for its last; the middle of the batch is the baseline (b = 0). Fitted by least squares with
+  the cells absorbed (the Schur complement of the normal equations, a (2m x 2m) system for m
+  positions tested at each end), so ``se_p = s sqrt([(X'X)^-1]_pp)`` is the exact OLS standard
+  error. A position's effect is within noise when ``|b_p| <= z se_p``, z Bonferroni's over the
   tested positions at ``alpha`` (Dunn, JASA 56, 1961): on data without a transient the advice
   asks for nothing with probability about 1 - alpha. The recommended warm-up is the first
   position after which every effect is within noise (the cool-down likewise from the end).
@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import attrs
 import numpy as np
-
-_ITERATIONS = 200
 
 
 @attrs.frozen(eq=False)
@@ -61,17 +59,6 @@ def _within_noise_from(effect: np.ndarray, se: np.ndarray, z: float) -> int:
     """The first position after which every effect is within ``z`` SEs (0 when all are)."""
     outside = np.flatnonzero(np.abs(effect) > z * se)
     return int(outside[-1]) + 1 if outside.size else 0
-
-
-def _position_variances(
-    cell: np.ndarray, index: np.ndarray, n_cell: np.ndarray, n_index: np.ndarray
-) -> np.ndarray:
-    """Diagonal of (X'X)^-1 for the position effects once the cells are absorbed (the
-    middle, last index, is the baseline): the exact OLS variances over s^2."""
-    p = n_index.size
-    counts = np.bincount(cell * p + index, minlength=n_cell.size * p).reshape(-1, p)
-    info = np.diag(n_index) - counts.T @ (counts / n_cell[:, None])
-    return np.diag(np.linalg.pinv(info[:-1, :-1]))
 
 
 def pooled_acf(resid: np.ndarray, run: np.ndarray, max_lag: int) -> tuple[np.ndarray, np.ndarray]:
@@ -125,24 +112,21 @@ def suggest_warmup(
         )
     # index 0..tested-1: from the start; tested..2 tested-1: from the end; 2 tested: the middle
     index = np.where(pos < tested, pos, np.where(back < tested, 2 * tested - 1 - back, 2 * tested))
-    n_index = np.bincount(index, minlength=2 * tested + 1).astype(np.float64)
+    p = 2 * tested + 1
+    n_index = np.bincount(index, minlength=p).astype(np.float64)
     n_cell = np.bincount(cell).astype(np.float64)
-    effect = np.zeros(2 * tested + 1)
-    for _ in range(_ITERATIONS):
-        a = np.bincount(cell, weights=y - effect[index]) / n_cell
-        new = np.bincount(index, weights=y - a[cell], minlength=2 * tested + 1) / np.maximum(
-            n_index, 1
-        )
-        new -= new[-1]
-        done = np.max(np.abs(new - effect)) <= 1e-12 * (1.0 + np.max(np.abs(new)))
-        effect = new
-        if done:
-            break
+    counts = np.bincount(cell * p + index, minlength=n_cell.size * p).reshape(-1, p)
+    cell_mean = np.bincount(cell, weights=y) / n_cell
+    info = np.diag(n_index) - counts.T @ (counts / n_cell[:, None])
+    inverse = np.linalg.pinv(info[:-1, :-1])
+    score = np.bincount(index, weights=y, minlength=p) - counts.T @ cell_mean
+    effect = np.r_[inverse @ score[:-1], 0.0]
     a = np.bincount(cell, weights=y - effect[index]) / n_cell
     resid = y - a[cell] - effect[index]
     dof = max(y.size - int(cell.max()) - 1 - 2 * tested, 1)
-    s = float(np.sqrt(np.sum(resid**2) / dof))
-    se = s * np.sqrt(_position_variances(cell, index, n_cell, n_index))
+    floor = 1e-9 * float(np.max(np.abs(y))) if y.size else 0.0  # values exact to rounding
+    s = max(float(np.sqrt(np.sum(resid**2) / dof)), floor)
+    se = s * np.sqrt(np.diag(inverse))
     z = float(norm.ppf(1.0 - alpha / (2.0 * 2 * tested)))
     front, front_se = effect[:tested], se[:tested]
     rear, rear_se = effect[tested:-1][::-1], se[tested:][::-1]
