@@ -14,6 +14,7 @@ from benchlang.plan.plan import ORDER_KINDS
 from benchlang.run.executor.failures import HostStopped, describe_failure, stderr_line
 from benchlang.run.hidden import reboots
 from benchlang.run.store import TrialRecord
+from benchlang.run.store.writing import round_values
 
 
 class Rounds:
@@ -42,8 +43,8 @@ class Rounds:
         permutation = plan.trial_configuration[list(trials)].tolist()
         started = time.time()
 
-        def record_round(status: str) -> None:
-            self.store.record_round(
+        def round_row(status: str) -> tuple:
+            return round_values(
                 self.plan_hash,
                 r,
                 session.host,
@@ -53,6 +54,9 @@ class Rounds:
                 time.time(),
                 status,
             )
+
+        def record_round(status: str) -> None:
+            self.store.record_round(*round_row(status))
 
         if reboots(self.hidden, plan.plan_levels(int(bounds[r]))):
             await self._reboot(session, r)
@@ -69,6 +73,7 @@ class Rounds:
                 )
             reset_status = "ok"
         warm_before = ran = 0
+        recorded = False  # the round's row went in with its last trial's transaction
         first_failure: TrialRecord | None = None
         all_failed = True
         for position, t in enumerate(trials):
@@ -90,7 +95,9 @@ class Rounds:
             if stopping and record.phase == "measured":
                 record = attrs.evolve(record, position=position - warm_before)
                 stop = self._decide(record, series)
-            self._store_trial(record, stop)
+            last = position == len(trials) - 1
+            self._store_trial(record, stop, round_row(reset_status) if last else None)
+            recorded = recorded or last
             if stop is not None:
                 self._announce_stop(record, stop)
             await asyncio.sleep(0)
@@ -109,5 +116,6 @@ class Rounds:
             else:
                 self._timeouts_in_a_row[session.host] = 0
         self._check_halt()
-        record_round(reset_status)
+        if not recorded:
+            record_round(reset_status)
         self._first_round_ended(r, session.host, ran, first_failure if all_failed else None)

@@ -195,8 +195,10 @@ class TrialLife:
             ) from None
         return extract(measure, data.decode(errors="replace"), measure.path)
 
-    def _store_trial(self, record: TrialRecord, stop: StopRecord | None = None) -> None:
-        self.store.record_trial(self.plan_hash, record, stop)
+    def _store_trial(
+        self, record: TrialRecord, stop: StopRecord | None = None, round_row: tuple | None = None
+    ) -> None:
+        self.store.record_trial(self.plan_hash, record, stop, round_row)
         self.finished.add(record.trial)
         self.ran += 1
         self.failed += record.status != "ok"

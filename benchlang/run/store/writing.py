@@ -20,6 +20,31 @@ from benchlang.run.bulk_trials import TrialColumns
 from benchlang.run.store.locks import StoreWriteError, describe_sqlite
 from benchlang.run.store.records import StopRecord, TrialRecord, tail
 
+ROUND_INSERT = "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)"
+
+
+def round_values(
+    plan_hash: str,
+    round_index: int,
+    host: str,
+    order_kind: str,
+    permutation: Iterable[int],
+    started: float,
+    ended: float | None,
+    reset_status: str,
+) -> tuple:
+    """A ``rounds`` row: the round's host, order, permutation, times and reset status."""
+    return (
+        plan_hash,
+        round_index,
+        host,
+        order_kind,
+        json.dumps(list(permutation)),
+        started,
+        ended,
+        reset_status,
+    )
+
 
 class StoreWriting:
     """The writing methods of ``Store`` (mixed in; ``Store`` opens the connection)."""
@@ -123,10 +148,15 @@ class StoreWriting:
         )
 
     def record_trial(
-        self, plan_hash: str, record: TrialRecord, stop: StopRecord | None = None
+        self,
+        plan_hash: str,
+        record: TrialRecord,
+        stop: StopRecord | None = None,
+        round_row: tuple | None = None,
     ) -> None:
-        """Write one trial with its measures and series, and the stopping decision it led to
-        (if any), in a single committed transaction."""
+        """Write one trial with its measures and series, the stopping decision it led to (if
+        any) and, for a round's last trial, the round's row (``round_values``), in a single
+        committed transaction: one commit per trial, none more for its round."""
         with self._transaction() as db:
             db.execute(
                 "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -173,6 +203,8 @@ class StoreWriting:
                     "INSERT OR REPLACE INTO stops VALUES (?,?,?,?,?,?,?,?,?)",
                     (plan_hash, *attrs.astuple(stop), time.time()),
                 )
+            if round_row is not None:
+                db.execute(ROUND_INSERT, round_row)
             self._unfolded += 1
             if self._unfolded >= measure_blocks.FOLD_ROWS:
                 self._fold(db)
@@ -200,16 +232,9 @@ class StoreWriting:
         reset_status: str,
     ) -> None:
         self._write(
-            "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)",
-            (
-                plan_hash,
-                round_index,
-                host,
-                order_kind,
-                json.dumps(list(permutation)),
-                started,
-                ended,
-                reset_status,
+            ROUND_INSERT,
+            round_values(
+                plan_hash, round_index, host, order_kind, permutation, started, ended, reset_status
             ),
         )
 
