@@ -23,6 +23,8 @@ import pytest
 
 from benchlang.cli import COMMANDS
 from benchlang.jsonout import loads
+from benchlang.testing.synthetic import synthetic_store
+from tests.test_figures_perflab import AA_SPEC, aa_value
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(900)  # the module's runs, on a busy 2-core machine
@@ -135,6 +137,9 @@ def work(tmp_path_factory) -> Path:
         "ms\n" + "".join(f"{v:.5f}\n" for v in rng.lognormal(0, 0.2, 1000))
     )
     (root / "few.csv").write_text("x\n1\n2\n3\n")  # too few for a bound: nulls with reasons
+    (root / "aa.bench").write_text(AA_SPEC)  # two seeded A/A stores for aa-check
+    for seed in (1, 2):
+        synthetic_store(root / "aa.bench", root / f"aa{seed}.sqlite", aa_value, seed=seed)
     (root / "condition.csv").write_text(
         "v\n" + "".join(f"{np.sin(i / 4) + rng.normal(0, 0.1):.5f}\n" for i in range(96))
     )
@@ -205,7 +210,14 @@ CALLS: dict[str, list[str]] = {
         *("advise", "ab-layout.bench", "--pilot", "ab-layout.sqlite"),
         *("--budget", "1000", "--json"),
     ],
+    "advise --sweep --json": [
+        *("advise", "ab-layout.bench", "--pilot", "ab-layout.sqlite", "--sweep", "--json"),
+    ],
+    "figure aa-estimates --json": ["figure", "ab-layout.sqlite", "aa-estimates", "--json"],
+    "aa-check --json": ["aa-check", "aa1.sqlite", "aa2.sqlite", "--json"],
     "plugins --json": ["plugins", "--json"],
+    "system show": ["system", "show"],
+    "system show --json": ["system", "show", "--json"],
     "plugins --describe --json": ["plugins", "--describe", "anova", "--json"],
     "diff": ["diff", "hooks.sqlite", "hooks.sqlite"],
     "diff --format json": ["diff", "hooks.sqlite", "hooks.sqlite", "--format", "json"],
@@ -288,6 +300,7 @@ def test_every_json_output_is_strict_and_versioned(outputs, name):
     assert document["schema"] >= 1
     command = (CALLS | LATER)[name][0]
     expected = "plugins.describe" if "--describe" in name else command
+    expected = "advise-sweep" if "--sweep" in name else expected
     assert document["kind"] == f"benchlang.{expected}"
     assert list(document)[:2] == ["schema", "kind"]
 
