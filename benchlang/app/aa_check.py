@@ -78,7 +78,11 @@ def _store_runs(path: str | Path) -> tuple[str, list[AARun]]:
         test = f"{result.comparison.metric} ({result.comparison.method})"
         out = result.outcome
         if out is None or out.significant is None or out.descriptive_only:
-            why = result.problem or (out.descriptive_only if out else None) or "no interval"
+            why = (
+                result.problem
+                or (out.descriptive_only if out else None)
+                or "the method gives an estimate without an interval"
+            )
             nan = math.nan
             runs.append(AARun(str(path), test, nan, nan, nan, nan, nan, None, why))
             continue
@@ -108,6 +112,12 @@ def aa_check(stores: Sequence[str | Path]) -> AACheck:
             hint="run an A/A spec (identical versions) into several stores, then "
             "benchlang aa-check a1.sqlite a2.sqlite ...",
         )
+    seen = [Path(p).resolve() for p in stores]
+    twice = sorted({str(p) for p in seen if seen.count(p) > 1})
+    if twice:
+        raise UserError(
+            f"{twice[0]} is given twice: one run counted twice is not two independent A/A runs"
+        )
     names, runs = set(), []
     for path in stores:
         name, mine = _store_runs(path)
@@ -124,9 +134,7 @@ def aa_check(stores: Sequence[str | Path]) -> AACheck:
             why = "; ".join(
                 dict.fromkeys(r.problem or "" for r in mine if r.false_positive is None)
             )
-            notes.append(
-                f"{test}: {left} of {len(mine)} runs gave no interval, not counted ({why})"
-            )
+            notes.append(f"{test}: {left} of {len(mine)} runs not counted: {why}")
         if counted:
             alpha = counted[0].alpha
             tests.append((test, len(counted), sum(r.false_positive for r in counted), alpha))
