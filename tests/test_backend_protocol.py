@@ -56,9 +56,9 @@ def test_a_version_1_backend_gets_a_lease_that_allocates_nothing():
 
 def test_builtin_backends_declare_protocol_2():
     assert protocol_of(LocalBackend) == PROTOCOL_VERSION
-    assert capabilities_of(LocalBackend) == frozenset({"aslr"})
+    assert capabilities_of(LocalBackend) == frozenset({"aslr", "pin", "memory", "cpu_time"})
     assert protocol_of(SshBackend) == PROTOCOL_VERSION
-    assert "reboot" in capabilities_of(SshBackend)
+    assert {"reboot", "pin", "memory", "cpu_time"} <= capabilities_of(SshBackend)
     local = LocalBackend.from_settings({"slots": 2}, Path("."))
     lease = asyncio.run(local.acquire(None))
     assert dict(lease.hosts) == {"local:0": "local:0", "local:1": "local:1"}
