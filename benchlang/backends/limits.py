@@ -168,8 +168,8 @@ def applicable_limits(machine: Machine | None, backend: Any) -> Machine | None:
             f"hosts {getattr(backend, 'kind', '?')} cannot apply the machine block's limits: "
             f"it lacks the {', '.join(sorted(lacking))} capabilit"
             + ("ies" if len(lacking) > 1 else "y"),
-            "remove those limits from the machine block, or run on a backend that has them "
-            "(benchlang plugins lists each backend's capabilities)",
+            "remove those limits from the machine block, or run on a backend that states "
+            "them (docs/machine.md)",
         )
     return machine
 
