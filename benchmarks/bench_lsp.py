@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -58,6 +59,46 @@ def spec_of(lines: int = 500) -> str:
         ]
         i += 1
     return "\n".join(head + body + tail) + "\n"
+
+
+def edit(text: str, rnd: random.Random) -> str:
+    """One seeded edit, as typing makes them: mostly a character typed into a string or a
+    number changed, a blank or comment line added; sometimes a line removed or doubled, a
+    brace or quote removed, or a stray character (the text then has errors)."""
+    lines = text.split("\n")
+    at = rnd.randrange(len(lines))
+    kind = rnd.choices(
+        ["string", "digit", "blank", "comment", "delete", "double", "bracket", "stray"],
+        [30, 15, 10, 10, 10, 10, 5, 10],
+    )[0]
+    if kind == "string":
+        quoted = [i for i, line in enumerate(lines) if '"' in line]
+        if quoted:
+            at = rnd.choice(quoted)
+            q = lines[at].index('"') + 1
+            lines[at] = lines[at][:q] + rnd.choice("abcxyz_") + lines[at][q:]
+    elif kind == "digit":
+        digits = [i for i, c in enumerate(text) if c.isdigit()]
+        if digits:
+            i = rnd.choice(digits)
+            return text[:i] + rnd.choice("123456789") + text[i + 1 :]
+    elif kind == "blank":
+        lines.insert(at, "")
+    elif kind == "comment":
+        lines.insert(at, "  # a note")
+    elif kind == "delete" and len(lines) > 3:
+        del lines[at]
+    elif kind == "double":
+        lines.insert(at, lines[at])
+    elif kind == "bracket":
+        marks = [i for i, c in enumerate(text) if c in '{}"']
+        if marks:
+            i = rnd.choice(marks)
+            return text[:i] + text[i + 1 :]
+    else:
+        i = rnd.randrange(len(text) + 1)
+        return text[:i] + rnd.choice('x{}[]="#9 \n') + text[i:]
+    return "\n".join(lines)
 
 
 def in_process(text: str) -> tuple[float, float]:

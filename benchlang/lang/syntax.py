@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from lark import Token
+from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from benchlang.lang import ast
@@ -34,6 +34,9 @@ MAX_DIGITS = 100
 converts to int and float (Python refuses int() of more than 4300 digits; floats overflow)."""
 _NESTING = re.compile(r'"""[\s\S]*?"""|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\]{}()]')
 _LITERALS = frozenset(("STRING", "INT", "FLOAT", "NEGATIVE", "PERCENT", "DURATION"))
+PIECES = {"on": False}
+"""Parse a spec from cached pieces (benchlang.lang.fragments) when it can: on in the language
+server, which parses the same text again after every keystroke; off for one-shot commands."""
 
 
 def _describe_expected(expected: set[str]) -> list[str]:
@@ -222,6 +225,12 @@ def parse(source: Source) -> ast.Experiment:
             ],
         )
     _check_nesting(source)
+    if PIECES["on"]:
+        from benchlang.lang.fragments import parse_pieces
+
+        pieced = parse_pieces(source.text, _literal_diagnostics)
+        if pieced is not None:
+            return _flatten(pieced)
     try:
         tree = parser().parse(source.text, on_error=on_error)
     except UnexpectedInput as error:
@@ -232,6 +241,17 @@ def parse(source: Source) -> ast.Experiment:
         raise SpecError(
             source, diagnostics or [Diagnostic(f"cannot parse: {error}", Span(1, 1))]
         ) from None
+    diagnostics += _literal_diagnostics(tree)
+    if diagnostics:
+        raise SpecError(source, diagnostics)
+    experiment = ToAst().transform(tree)
+    return _flatten(experiment)
+
+
+def _literal_diagnostics(tree: Tree) -> list[Diagnostic]:
+    """Literals the parser takes but benchlang refuses: overlong numbers, NUL and lone
+    surrogates in strings."""
+    diagnostics: list[Diagnostic] = []
     for token in tree.scan_values(lambda v: isinstance(v, Token) and v.type in _LITERALS):
         if token.type != "STRING":
             digits = sum(c.isdigit() for c in token)
@@ -260,10 +280,7 @@ def parse(source: Source) -> ast.Experiment:
                         "write the character itself, or a pair of surrogates as one \\U escape",
                     )
                 )
-    if diagnostics:
-        raise SpecError(source, diagnostics)
-    experiment = ToAst().transform(tree)
-    return _flatten(experiment)
+    return diagnostics
 
 
 def _check_nesting(source: Source) -> None:

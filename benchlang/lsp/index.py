@@ -11,6 +11,7 @@ found together.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterator
 
@@ -59,19 +60,30 @@ class Block:
 
 
 class Index:
-    """Tokens, blocks, declarations and uses of one text."""
+    """Tokens, blocks, declarations and uses of one text, each found when first asked for:
+    the diagnostics sent after a keystroke need only the line starts."""
+
+    blocks: list[Block]
+    declarations: list[Name]
+    uses: list[Name]
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.starts = _line_starts(text)
-        self.tokens = [
+
+    @functools.cached_property
+    def tokens(self) -> list[Token]:
+        return [
             Token(m.lastgroup or "punct", m.group(), m.start(), m.end())
-            for m in _TOKEN.finditer(text)
+            for m in _TOKEN.finditer(self.text)
         ]
-        self.blocks: list[Block] = []
-        self.declarations: list[Name] = []
-        self.uses: list[Name] = []
+
+    def __getattr__(self, name: str) -> list:
+        if name not in ("blocks", "declarations", "uses"):
+            raise AttributeError(name)
+        self.blocks, self.declarations, self.uses = [], [], []
         self._scan()
+        return getattr(self, name)
 
     def offset(self, line: int, column: int) -> int:
         """The offset of a 0-based position (clamped to the text)."""

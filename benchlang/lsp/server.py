@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -286,5 +287,10 @@ def formatting(ls: BenchServer, params: t.DocumentFormattingParams) -> list[t.Te
 
 
 def serve() -> None:
-    """Answer one client over stdin/stdout until it exits."""
+    """Answer one client over stdin/stdout until it exits. Texts are parsed from cached pieces
+    (benchlang.lang.fragments: a keystroke re-parses one statement); BENCHLANG_LSP_WHOLE=1
+    parses every text whole, the baseline of benchmarks/bench_lsp.py."""
+    from benchlang.lang import syntax
+
+    syntax.PIECES["on"] = os.environ.get("BENCHLANG_LSP_WHOLE") != "1"
     server.start_io()

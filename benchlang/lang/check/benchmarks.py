@@ -5,6 +5,7 @@ their shell context (lang.shell); on hosts local the program of a run command mu
 
 from __future__ import annotations
 
+import os
 import shutil
 import string as _string
 
@@ -124,6 +125,21 @@ def check_shell_contexts(
                 )
 
 
+_FOUND: set[tuple[str, str]] = set()
+
+
+def _on_path(program: str) -> bool:
+    """Whether ``program`` is on PATH; a program found once is remembered (the language server
+    checks every keystroke's text), one not found is looked for again (it may be installed)."""
+    path = os.environ.get("PATH", os.defpath)
+    if (program, path) in _FOUND:
+        return True
+    if shutil.which(program, path=path) is None:
+        return False
+    _FOUND.add((program, path))
+    return True
+
+
 def check_programs(ctx: Context, value: ast.Value, factor_names: dict[str, model.Factor]) -> None:
     """Warn when the program of a local command is not on PATH (every trial would fail
     with status 127); names with a '/' may be built by a setup, so they are left alone."""
@@ -142,7 +158,7 @@ def check_programs(ctx: Context, value: ast.Value, factor_names: dict[str, model
     for program in dict.fromkeys(programs):
         if "/" in program or program in SHELL_WORDS or "=" in program:
             continue
-        if shutil.which(program) is None:
+        if not _on_path(program):
             ctx.warn(
                 f"program '{program}' is not found on PATH",
                 value.span,
