@@ -82,7 +82,7 @@ class SchemeResult:
 
     @property
     def rejections(self) -> int:
-        return int(round(self.rejection_rate * self.estimates.size))
+        return round(self.rejection_rate * self.estimates.size)
 
 
 @attrs.frozen
