@@ -81,7 +81,7 @@ def baseline(args: argparse.Namespace) -> int:
         )
     if found.attainable:
         print(
-            f"ks {found.threshold:g} lies above this floor: a stop can promise it against another run"
+            f"ks {found.threshold:g} lies above this floor: the threshold can hold against another run too"
         )
     else:
         print(
