@@ -134,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
         render_order_report(order_of(found.data, None, experiment.order_dependence["alpha"]))
     if found.kpis:
-        render_analysis(found.kpis, {m.name: m.unit for m in experiment.metrics})
+        scales = {h.metric: h.display for h in found.headlines if h.display is not None}
+        render_analysis(found.kpis, {m.name: m.unit for m in experiment.metrics}, scales=scales)
         from benchlang.report.headline import render_headline
 
         render_headline(found.headlines)

@@ -239,13 +239,14 @@ def _kpi_confidence_cell(k: Any) -> str:
     return f"{k.details.get('interval', k.method)} {k.confidence:g}%"
 
 
-def _kpi_value_cell(k: Any, unit: str | None) -> str:
+def _kpi_value_cell(k: Any, unit: str | None, scale: tuple) -> str:
     """The bound, or with ``bound both`` the interval [lower, upper]."""
     from benchlang.report.table import format_quantity
 
     if k.bound == "both" and k.enough:
-        return f"[{format_quantity(k.lower, unit)}, {format_quantity(k.upper, unit)}]"
-    return format_quantity(_fmt(k.value), unit)
+        lower, upper = (format_quantity(x, unit, scale=scale) for x in (k.lower, k.upper))
+        return f"[{lower}, {upper}]"
+    return format_quantity(_fmt(k.value), unit, scale=scale)
 
 
 def _kpi_title(results: list[ConfigurationAnalysis]) -> str:
@@ -263,15 +264,28 @@ def _fmt(x: float | None) -> float | None:
 
 
 def render_analysis(
-    results: list[ConfigurationAnalysis], units: dict[str, str | None], stream: TextIO | None = None
+    results: list[ConfigurationAnalysis],
+    units: dict[str, str | None],
+    stream: TextIO | None = None,
+    scales: dict[str, tuple[str | None, float]] | None = None,
 ) -> None:
+    """The KPI and variability tables and the independence notes. ``scales``: each metric's
+    one display unit (the headline's, ``metric_scale`` of the store's trials); a metric not
+    in it gets ``metric_scale`` of its KPIs, so a table never mixes units of one metric."""
     if not results:
         return
     from benchlang.report.table import format_quantity
 
+    scales = dict(scales or {})
+    for metric in dict.fromkeys(r.metric for r in results):
+        if metric not in scales:
+            kpis = [s.kpi.value for r in results if r.metric == metric for s in r.analysis.series]
+            scales[metric] = metric_scale(
+                [_fmt(v) for v in kpis if _fmt(v) is not None] or [0.0], units.get(metric)
+            )
     rows = []
     for r in results:
-        unit = units.get(r.metric)
+        unit, scale = units.get(r.metric), scales[r.metric]
         for s in r.analysis.series:
             k = s.kpi
             rows.append(
@@ -281,7 +295,7 @@ def render_analysis(
                     r.series_label(s.series),
                     s.trials,
                     f"p{k.percentile:g} {k.bound}" if k.enough else f"needs n>={k.min_n}",
-                    _kpi_value_cell(k, unit),
+                    _kpi_value_cell(k, unit, scale),
                     _kpi_confidence_cell(k) if k.enough else "-",
                     _per_series_cell(k.independence),
                 ]
@@ -307,15 +321,19 @@ def render_analysis(
         v = r.analysis.variability
         if v is None:
             continue
-        unit = units.get(r.metric)
+        unit, scale = units.get(r.metric), scales[r.metric]
+
+        def shown(x: float | None, unit: str | None = unit, scale: tuple = scale) -> str:
+            return format_quantity(_fmt(x), unit, scale=scale)
+
         var_rows.append(
             [
                 r.configuration,
                 r.metric,
                 v.n,
-                format_quantity(_fmt(v.lower), unit) if v.enough else f"needs {v.min_n} series",
-                format_quantity(_fmt(v.upper), unit) if v.enough else "-",
-                format_quantity(_fmt(v.score), unit) if v.enough else "-",
+                shown(v.lower) if v.enough else f"needs {v.min_n} series",
+                shown(v.upper) if v.enough else "-",
+                shown(v.score) if v.enough else "-",
                 f"{100 * v.relative:.3g}%" if v.enough and math.isfinite(v.relative) else "-",
                 f"{v.joint_confidence:.4g}%" + (" (exact)" if v.joint_exact else ""),
                 _per_series_cell(v.independence),
@@ -341,15 +359,15 @@ def render_analysis(
         )
     import sys
 
+    from benchlang.report.table import write_wrapped
+
     out = stream or sys.stdout
-    for line in independence_lines(results):
-        out.write(line + "\n")
+    notes = independence_lines(results)
     for r in results:
         mine = r.analysis.configuration_reasons
         if mine:
-            out.write(
-                f"{r.configuration} / {r.metric}: DESCRIPTIVE ONLY: " + "; ".join(mine) + "\n"
-            )
+            notes.append(f"{r.configuration} / {r.metric}: DESCRIPTIVE ONLY: " + "; ".join(mine))
+    write_wrapped(notes, out)
 
 
 def _per_series_cell(test) -> str:

@@ -12,7 +12,7 @@ from benchlang.report.data import ExperimentData
 from benchlang.report.export_files import write_export
 from benchlang.report.headline import headline, render_headline
 from benchlang.report.record import Record
-from benchlang.report.table import render_table
+from benchlang.report.table import render_table, write_wrapped
 
 
 def render_record(record: Record, stream: TextIO | None = None, terminal: bool | None = None):
@@ -23,13 +23,7 @@ def render_record(record: Record, stream: TextIO | None = None, terminal: bool |
     if not terminal or not record.metrics:
         out.write(record.to_markdown())
         return
-    import shutil
-    import textwrap
-
-    width = min(100, shutil.get_terminal_size((100, 24)).columns)
-    for text in record.header_lines(markdown=False):
-        for line in text.splitlines():
-            out.write("\n".join(textwrap.wrap(line, width, subsequent_indent="    ")) + "\n")
+    write_wrapped(record.header_lines(markdown=False), out, terminal=True)
     headers, rows = record.grid()
     align = ["left"] + ["right"] * (len(headers) - 1)
     render_table(headers, rows, stream=out, plain=False, align=align)

@@ -114,6 +114,36 @@ def format_quantity(
     return f"{text} {name}" if name else text
 
 
+def terminal_width() -> int:
+    """The width text is laid out in on a terminal: the terminal's, at most 100 columns (the
+    width the docs and the tests read, and a comfortable line)."""
+    import shutil
+
+    return min(100, shutil.get_terminal_size((100, 24)).columns)
+
+
+def write_wrapped(
+    lines: Sequence[str], stream: TextIO | None = None, terminal: bool | None = None
+) -> None:
+    """Lines of prose (notes, verdicts): on a terminal wrapped to ``terminal_width`` with the
+    continuation indented, so no line runs past the edge; unchanged elsewhere (a pipe, a log
+    that a reader greps)."""
+    out = stream or sys.stdout
+    if not (out.isatty() if terminal is None else terminal):
+        out.writelines(line + "\n" for line in lines)
+        return
+    import textwrap
+
+    width = terminal_width()
+    for text in lines:
+        for line in text.splitlines() or [""]:
+            indent = " " * (len(line) - len(line.lstrip()))
+            wrapped = textwrap.wrap(
+                line, width, subsequent_indent=indent + "    ", break_on_hyphens=False
+            )
+            out.write("\n".join(wrapped or [""]) + "\n")
+
+
 def render_table(
     headers: Sequence[str],
     rows: Sequence[Sequence[object]],
@@ -143,12 +173,15 @@ def render_table(
             box=box.SIMPLE_HEAD,
             pad_edge=False,
             show_edge=False,
+            collapse_padding=True,
         )
-        for h, a in zip(headers, align, strict=True):
-            table.add_column(Text(h), overflow="fold", justify=a)
+        for i, (h, a) in enumerate(zip(headers, align, strict=True)):
+            # the first column names the rows (labels such as digest[tool=sha256sum]): never
+            # folded; the others fold when the terminal is too narrow for the whole table
+            table.add_column(Text(h), overflow="fold", justify=a, no_wrap=i == 0)
         for row in cells:
             table.add_row(*(Text(c) for c in row))
-        Console(file=stream, highlight=False).print(table)
+        Console(file=stream, highlight=False, width=terminal_width()).print(table)
         return
     widths = [len(h) for h in headers]
     for row in cells:
