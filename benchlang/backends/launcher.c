@@ -365,11 +365,12 @@ static void note_trial(pid_t pid, long files) {
     if (pid_fd >= 0) pwrite(pid_fd, state, sizeof state, 0);
 }
 
-static void child(const struct request *rq) {
+static void child(const struct request *rq, int ready) {
     setpgid(0, 0);
     signal(SIGPIPE, SIG_DFL);
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (dup2(rq->out_fd, 1) < 0 || dup2(rq->err_fd, 2) < 0) _exit(127);
+    long long setting = now_ns();
     for (int i = 0; i < rq->njoins; i++) {
         int fd = open(rq->joins[i], O_WRONLY | O_CLOEXEC);
         if (fd < 0 || write(fd, "0", 1) != 1) {
@@ -389,6 +390,14 @@ static void child(const struct request *rq) {
             dprintf(2, "benchlang: cannot set RLIMIT_CPU: %s\n", strerror(errno));
             _exit(126);
         }
+    }
+    if (ready >= 0) {
+        /* Limits in place: the launcher leaves the time they took out of the trial's wall
+         * time (a cgroup v1 attach can wait milliseconds in the kernel); fork and exec stay
+         * in it, as for a trial without limits. */
+        long long spent = now_ns() - setting;
+        if (write(ready, &spent, sizeof spent) != (ssize_t)sizeof spent) _exit(126);
+        close(ready);
     }
     if (rq->dir && chdir(rq->dir) != 0) {
         dprintf(2, "benchlang: cannot enter %s: %s\n", rq->dir, strerror(errno));
@@ -445,9 +454,16 @@ static void run_trial(const struct request *rq) {
     command_reaped = 0;
     memset(&command_usage, 0, sizeof command_usage);
     note_trial(0, rq->files);
+    int ready[2] = {-1, -1};
+    if ((rq->njoins || rq->pinned || rq->rlimit_cpu > 0) && pipe2(ready, O_CLOEXEC) != 0)
+        ready[0] = ready[1] = -1;
     long long t0 = now_ns();
     pid_t pid = spawn_into_cgroup(rq->err_fd);
     if (pid < 0) {
+        if (ready[0] >= 0) {
+            close(ready[0]);
+            close(ready[1]);
+        }
         dprintf(rq->err_fd, "benchlang: cannot start %s: %s\n", rq->argv[0], strerror(errno));
         dprintf(control_fd, "benchlang-launch 1 127 0 0 0 0 0 0 0 0 0 0 0 %ld 0 %lld\n",
                 rq->files, (long long)lseek(rq->err_fd, 0, SEEK_END));
@@ -455,10 +471,23 @@ static void run_trial(const struct request *rq) {
         cgroup_fd = session_cgroup;
         return;
     }
-    if (pid == 0) child(rq);
+    if (pid == 0) {
+        if (ready[0] >= 0) close(ready[0]);
+        child(rq, ready[1]);
+    }
     command_pid = pid;
     setpgid(pid, pid);
     note_trial(pid, rq->files);
+    if (ready[0] >= 0) {
+        /* Until the child has its limits (the time they took) or ended without (end of file). */
+        long long spent = 0;
+        ssize_t n;
+        close(ready[1]);
+        while ((n = read(ready[0], &spent, sizeof spent)) < 0 && errno == EINTR) {
+        }
+        close(ready[0]);
+        if (n == (ssize_t)sizeof spent && spent > 0) t0 += spent;
+    }
 
     long long deadline = rq->timeout >= 0 ? t0 + (long long)(rq->timeout * 1e9) : 0;
     int timed_out = 0, cancelled = 0, done = 0;
