@@ -239,3 +239,29 @@ def test_the_layout_is_read_for_v1_hybrid_and_v2_hosts():
     assert pure.v1 == {} and pure.v2 == "/sys/fs/cgroup/user.slice/run"
     assert pure.where("cpuacct") == ("v2", pure.v2)  # cpu.stat usage_usec needs no controller
     assert pure.where("memory")[0] == ""  # not offered by that directory's controllers
+
+
+def test_a_cpu_quota_throttles_and_says_by_how_much_and_facts_say_how_limits_apply():
+    """Only a quota asked for by name throttles a trial; its throttling is then stored."""
+    spin = "python3 -c 'import time\nt = time.process_time()\nwhile time.process_time() - t < 0.05: pass'"
+
+    async def body():
+        session = LocalSession()
+        try:
+            quota = await session.execute(
+                Command(spin, timeout=120, limits=Machine(cpu_quota=0.02))
+            )
+            watched = await session.execute(
+                Command(spin, timeout=120, limits=Machine(cpu_time=30.0))
+            )
+            return quota, watched, await session.facts()
+        finally:
+            await session.close()
+
+    quota, watched, facts = asyncio.run(body())
+    assert quota.ok, quota
+    assert quota.rusage["throttled_periods"] >= 1 and quota.rusage["throttled_time"] > 0
+    assert watched.ok and "throttled_periods" not in watched.rusage
+    assert "no CPU quota" in watched.unavailable["throttled_periods"]
+    assert facts["limits_memory"].startswith(("cgroup v1", "cgroup v2", "cannot enforce"))
+    assert {"limits_cpu_time", "limits_pin"} <= set(facts)

@@ -10,6 +10,9 @@ import signal
 import subprocess
 import time
 
+if "hierarchies" not in globals():  # imported as a module, not sent behind cgroups.py
+    from benchlang.backends.cgroups import _read, hierarchies
+
 
 def _remove_stale(parent):
     """Empty and remove the cgroups of agents that are gone (killed with their connection)."""
@@ -162,3 +165,35 @@ def _facts():
             except (OSError, subprocess.SubprocessError):
                 pass
     return facts
+
+
+def limit_facts(layout=None):
+    """How this host enforces each limit (the facts ``limits_memory``, ``limits_cpu_time``,
+    ``limits_pin``; docs/machine.md), one line each."""
+    layout = layout or hierarchies()
+    lines = {}
+    version, where = layout.where("memory")
+    if not version:
+        lines["memory"] = "cannot enforce memory here: " + where
+    elif version == "v1":
+        swap = os.path.exists(where + "/memory.memsw.limit_in_bytes")
+        lines["memory"] = "cgroup v1 memory.limit_in_bytes" + (
+            " + memory.memsw.limit_in_bytes (swap capped)"
+            if swap
+            else " (swap not capped: swap accounting is off; a trial may swap, not fail)"
+        )
+    else:
+        lines["memory"] = "cgroup v2 memory.max + memory.swap.max 0 (where swap is accounted)"
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        meminfo = dict(line.split(":", 1) for line in _read("/proc/meminfo").splitlines())
+        if int(meminfo["SwapTotal"].split()[0]) == 0:
+            lines["memory"] += "; this host has no swap"
+    version, where = layout.where("cpuacct")
+    lines["cpu_time"] = (
+        f"cgroup {version} CPU accounting watched, RLIMIT_CPU backstop"
+        if version
+        else "cannot enforce CPU time here: " + where
+    )
+    version, where = layout.where("cpuset")
+    lines["pin"] = "sched_setaffinity" + (f" + cgroup {version} cpuset" if version else "")
+    return {"limits_" + k: v for k, v in lines.items()}

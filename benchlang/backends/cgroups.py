@@ -428,28 +428,3 @@ class TrialLimits:
         for path in reversed(self.dirs):
             _remove_dir(path)
         self.dirs = []
-
-
-def describe(layout=None):
-    """One line per capability on how this host enforces it (for the host's facts)."""
-    layout = layout or hierarchies()
-    lines = {}
-    version, where = layout.where("memory")
-    if not version:
-        lines["memory"] = "cannot enforce memory here: " + where
-    elif version == "v1":
-        swap = os.path.exists(where + "/memory.memsw.limit_in_bytes")
-        lines["memory"] = "cgroup v1 memory.limit_in_bytes" + (
-            " + memory.memsw.limit_in_bytes (swap capped)" if swap else " (swap not capped)"
-        )
-    else:
-        lines["memory"] = "cgroup v2 memory.max + memory.swap.max 0"
-    version, where = layout.where("cpuacct")
-    lines["cpu_time"] = (
-        f"cgroup {version} CPU accounting watched, RLIMIT_CPU backstop"
-        if version
-        else "cannot enforce CPU time here: " + where
-    )
-    version, where = layout.where("cpuset")
-    lines["pin"] = "sched_setaffinity" + (f" + cgroup {version} cpuset" if version else "")
-    return lines

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from benchlang import __version__
+from benchlang.backends.agent_host import limit_facts
 from benchlang.backends.base import (
     Command,
     Execution,
@@ -39,7 +40,6 @@ from benchlang.backends.base import (
     check_facts_setting,
     read_declared_facts,
 )
-from benchlang.backends.cgroups import describe
 from benchlang.backends.launcher import TrialCgroup, kill_group, launcher, scratch_dir
 from benchlang.backends.limits import (
     CPU_EXCEEDED,
@@ -304,7 +304,7 @@ class LocalSession(Spawned):
             facts["isolation"] = "pgroup"
             facts["isolation_detail"] = f"process group only: {self._cgroup_reason}"
         facts["launcher"] = self._launcher.path or f"none ({self._launcher.reason})"
-        facts.update({f"limits_{k}": v for k, v in describe().items()})
+        facts.update(limit_facts())
         return facts
 
     async def reconnect(self, timeout: float) -> None:

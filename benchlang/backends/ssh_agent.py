@@ -41,8 +41,8 @@ import tempfile
 import time
 
 if "TrialLimits" not in globals():  # imported as a module, not sent behind its parts
-    from benchlang.backends.agent_host import Cgroup, _facts
-    from benchlang.backends.cgroups import LimitError, TrialLimits, describe
+    from benchlang.backends.agent_host import Cgroup, _facts, limit_facts
+    from benchlang.backends.cgroups import LimitError, TrialLimits
 
 OUTPUT_LIMIT = 1024 * 1024
 PR_SET_CHILD_SUBREAPER = 36
@@ -385,8 +385,8 @@ class Agent:
             elif op == "read":
                 self.read(request)
             elif op == "facts":
-                limits = {"limits_" + k: v for k, v in describe().items()}
-                payload = json.dumps(dict(_facts(), **self.isolation(), **limits)).encode()
+                facts = dict(_facts(), **self.isolation(), **limit_facts())
+                payload = json.dumps(facts).encode()
                 _send({"data": len(payload)}, payload)
             elif op != "kill":
                 _send({"error": f"unknown request {op!r}", "data": 0})
