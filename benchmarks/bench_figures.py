@@ -3,39 +3,99 @@ the time to export one with `benchlang figure` (targets: at most 2 s more than t
 without them; an export under 1 s).
 
 The store is bench_store_scale's (a 10-configuration spec, 100 series, a KPI and a variability
-score: series-kpis, variability, cdf and cdf-overlay apply). In one process, after the inputs
-are gathered once (what the report computes whether or not it draws figures): the whole page,
-and its figures section alone, ``--repeat`` times each. Then each applicable figure exported
-as PDF by the command line (a new process: start-up, the store read and analysed, the drawing),
-and, in process, the drawing alone. Medians; the machine is shared and noisy.
+score). Commands run as a user runs them (a new process each: start-up, the store read and
+analysed, the drawing), interleaved, ``--repeat`` times; medians of wall and CPU seconds (the
+children's user + system time: steadier than wall time on a shared machine).
+
+The baseline, named in the table: `benchlang report --no-figures`, today's page without its
+figures section (the same analyses, tables and the plots no figure draws). With ``--before
+REV`` also the report of a git revision before the figures (extracted with ``git archive``
+into a temporary directory and run from there; e.g. ``ba910a3``, the commit before the figures
+landed, with ``--patch-from 347ecd0`` for the report/hosts.py its analysis imports but its tree
+lacked). Then each applicable figure exported as PDF by the command line, and, in process, the
+time to build its numbers and to draw it (so a slow figure is named).
 
     python benchmarks/bench_figures.py [--trials 100000] [--repeat 3] [--keep DIR]
+        [--before REV [--patch-from REV]]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store_scale import store_in, timed
+from bench_store_scale import store_in
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def median_seconds(call, repeat: int) -> tuple[float, float]:
-    """Median wall and CPU seconds of ``call`` (CPU is steadier on a loaded machine)."""
-    wall, cpu = [], []
-    for _ in range(repeat):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        call()
-        wall.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    return statistics.median(wall), statistics.median(cpu)
+def children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def command(argv: list[str], env: dict | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of one command, which must succeed."""
+    before, start = children_cpu(), time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    wall, cpu = time.perf_counter() - start, children_cpu() - before
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+    return wall, cpu
+
+
+def revision_tree(rev: str, patch_from: str | None, into: Path) -> Path:
+    """The package and grammars of ``rev``, extracted; report/hosts.py from ``patch_from``."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "benchlang", "grammars"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    if patch_from:
+        hosts = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{patch_from}:benchlang/report/hosts.py"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        (into / "benchlang" / "report" / "hosts.py").write_bytes(hosts)
+    return into
+
+
+def in_process(store: Path) -> list[tuple[str, float, float]]:
+    """(figure, CPU seconds to build its numbers, to draw it as PDF) of every applicable one,
+    after the inputs are gathered once; matplotlib imported before (its import is counted in
+    the commands above)."""
+    import matplotlib.figure  # noqa: F401
+
+    from benchlang.app.report import report_inputs
+    from benchlang.report.figures import NotApplicable, labels, registry
+    from benchlang.report.figures.render import Palette, draw
+
+    inputs = report_inputs(store, with_headline=False)
+    palette = Palette(labels(inputs))
+    inputs.kpis, inputs.order  # noqa: B018 (computed once, as the report does)
+    out = []
+    for name, kind in registry().items():
+        start = time.process_time()
+        try:
+            data = kind.build(inputs, None)
+        except NotApplicable:
+            continue
+        built = time.process_time()
+        draw(data, kind.draw, palette, "pdf")
+        out.append((name, built - start, time.process_time() - built))
+    return out
 
 
 def main() -> int:
@@ -43,38 +103,66 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", help="directory to keep the store in")
+    parser.add_argument("--before", metavar="REV", help="also the report of this git revision")
+    parser.add_argument("--patch-from", metavar="REV", help="report/hosts.py of this revision")
     args = parser.parse_args()
     root, store = store_in(args.keep, args.trials, "benchlang-figures-")
-    from benchlang.app.report import report_inputs
-    from benchlang.report.figures import applicable, labels
-    from benchlang.report.figures.render import Palette, draw
-    from benchlang.report.html import render_report
-    from benchlang.report.html.paper_figures import figures_section
-
-    load = os.getloadavg()[0]
-    inputs = report_inputs(store)
-    page = median_seconds(lambda: render_report(inputs), args.repeat)
-    section = median_seconds(lambda: figures_section(inputs), args.repeat)
-    built = [(kind, data) for kind, data, _why in applicable(inputs) if data is not None]
-    palette = Palette(labels(inputs))
-    print(f"{args.trials:,} trials, load average {load:.1f}; medians of {args.repeat}")
-    print(f"{'what':44} {'seconds':>8} {'CPU s':>6}")
-    print(f"{'report page (inputs gathered)':44} {page[0]:8.2f} {page[1]:6.2f}")
-    verdict = "ok" if section[1] <= 2.0 else "misses 2 s"
-    print(
-        f"{'  of which the figures section':44} {section[0]:8.2f} {section[1]:6.2f}  "
-        f"{verdict} (CPU; {len(built)} figures)"
-    )
+    page = root / "report.html"
     benchlang = [sys.executable, "-m", "benchlang"]
-    for kind, data in built:
-        out = root / f"{kind.name}.pdf"
-        wall = statistics.median(
-            timed([*benchlang, "figure", str(store), kind.name, "-o", str(out)], "wrote")[0]
-            for _ in range(args.repeat)
+    cases: dict[str, tuple[list[str], dict | None]] = {
+        "baseline: report --no-figures": (
+            [*benchlang, "report", str(store), "-o", str(page), "--no-figures"],
+            None,
+        ),
+        "report (every figure)": ([*benchlang, "report", str(store), "-o", str(page)], None),
+    }
+    scratch = None
+    if args.before:
+        scratch = Path(tempfile.mkdtemp(prefix="benchlang-before-"))
+        tree = revision_tree(args.before, args.patch_from, scratch)
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        cases[f"report at {args.before} (before figures)"] = (
+            [*benchlang, "report", str(store), "-o", str(root / "before.html")],
+            env,
         )
-        drawing = median_seconds(lambda k=kind, d=data: draw(d, k.draw, palette, "pdf"), 3)
-        print(f"{'figure ' + kind.name + ' -o .pdf (command)':44} {wall:8.2f}")
-        print(f"{'  of which drawing it':44} {drawing[0]:8.2f} {drawing[1]:6.2f}")
+    figures = [name for name, _b, _d in in_process(store)]
+    for name in figures:
+        out = root / f"{name}.pdf"
+        cases[f"figure {name} -o .pdf"] = (
+            [*benchlang, "figure", str(store), name, "-o", str(out)],
+            None,
+        )
+    load = os.getloadavg()[0]
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+    for _ in range(args.repeat):
+        for name, (argv, env) in cases.items():
+            runs[name].append(command(argv, env))
+    drawn = in_process(store)
+    med = {
+        name: tuple(statistics.median(m[i] for m in measured) for i in range(2))
+        for name, measured in runs.items()
+    }
+    base = med["baseline: report --no-figures"]
+    print(
+        f"{args.trials:,} trials, load average {load:.1f} at the start; medians of "
+        f"{args.repeat} interleaved runs"
+    )
+    print(f"{'command':44} {'seconds':>8} {'CPU s':>6} {'vs baseline CPU':>16}")
+    for name, (wall, cpu) in med.items():
+        verdict = ""
+        if name == "report (every figure)":
+            verdict = "  ok" if cpu - base[1] <= 2.0 else "  misses +2 s"
+        elif name.startswith("figure "):
+            verdict = "  ok" if cpu <= 1.0 else "  misses 1 s"
+        extra = f"{cpu - base[1]:+16.2f}" if not name.startswith("figure ") else " " * 16
+        print(f"{name:44} {wall:8.2f} {cpu:6.2f} {extra}{verdict}")
+    print(f"{'in process, after the inputs:':44} {'build':>8} {'draw':>6}  (CPU s)")
+    for name, build, draw in drawn:
+        print(f"{'  ' + name:44} {build:8.2f} {draw:6.2f}")
+    shown = page.read_text(encoding="utf-8").count('id="fig-')
+    print(f"report: {page.stat().st_size / 1024:.0f} KiB, {shown} figures; verdicts on CPU s")
+    if scratch is not None:
+        shutil.rmtree(scratch)
     if not args.keep:
         shutil.rmtree(root)
     return 0

@@ -157,12 +157,16 @@ def write_report(
     plan_hash: str | None = None,
     experiment: model.Experiment | None = None,
     note: str | None = None,
+    *,
+    figures: bool = True,
 ) -> tuple[int, float]:
-    """Write the report to ``out``; its size in bytes and the seconds it took."""
+    """Write the report to ``out`` (without the papers' figures unless ``figures``); its size
+    in bytes and the seconds it took."""
     from benchlang.report.html import render_report
 
     start = time.perf_counter()
-    page = render_report(report_inputs(store_path, plan_hash, experiment, note))
+    inputs = report_inputs(store_path, plan_hash, experiment, note)
+    page = render_report(inputs, figures=figures)
     path = Path(out)
     try:
         path.write_text(page, encoding="utf-8")

@@ -137,6 +137,19 @@ def convergence(
         tested |= bool(result.windows)
     tol = next((r.tolerance for r in results if r.tolerance is not None), None)
     conf = next((r.confidence for r in results if r.confidence is not None), None)
+    lengths = {r.window_length for r in results if r.windows}
+    windows = (
+        f"windows of {lengths.pop():,} samples" if len(lengths) == 1 else "windows of half a series"
+    )
+    window_label = f"{measure_words(results[0].measure)} over {windows}" if results else ""
+    verdicts = {
+        label: "not tested"
+        if r.converged is None
+        else "converged"
+        if r.converged
+        else "did NOT converge"
+        for label, r in zip(labels, results, strict=True)
+    }
     caption = (
         f"Raw series of {metric} of one trial per configuration (the first successful one) "
         + (
@@ -155,8 +168,24 @@ def convergence(
         COLUMNS,
         rows,
         tuple(left),
-        {"x_label": "sample", "y_label": f"{metric} ({unit})"},
+        {
+            "x_label": "sample",
+            "y_label": f"{metric} ({unit})",
+            "window_label": window_label,
+            "verdicts": verdicts,
+        },
     )
+
+
+def measure_words(measure: str | float) -> str:
+    """A metric's measure as words: "95th percentile", "mean" (never "95.0")."""
+    if isinstance(measure, str):
+        return measure
+    n = f"{measure:g}"
+    last = int(measure) % 10 if float(measure).is_integer() else -1
+    teen = 10 <= int(measure) % 100 <= 20
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(last, "th") if not teen else "th"
+    return f"{n}{suffix} percentile"
 
 
 @attrs.frozen

@@ -175,12 +175,14 @@ def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         ax.plot(x, y, color=c, alpha=0.35, lw=0.6, label="samples")
         wx, wy = _xy(rows, "window", "x", "y")
         if wx.size:
-            ax.plot(wx, wy, color=c, lw=1.5, ls=palette.dash(label), label="windowed metric")
+            ax.plot(
+                wx, wy, color=c, lw=1.5, ls=palette.dash(label), label=data.meta["window_label"]
+            )
             sx, sy = _xy(rows, "slope", "x", "y")
             ax.plot(sx, sy, color="black", lw=1.0, label="Theil–Sen slope")
             tx, lo, hi = _xy(rows, "tolerance", "x", "low", "high")
             ax.fill_between(tx, lo, hi, color="grey", alpha=0.25, label="tolerance band")
-        ax.set_title(label, fontsize="small")
+        ax.set_title(f"{label}: {data.meta['verdicts'][label]}", fontsize="small")
     legend_above(fig, fig.axes[0].get_legend_handles_labels()[0], paper)
 
 

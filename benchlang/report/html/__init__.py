@@ -22,8 +22,8 @@ SECTIONS = (
 """Section ids in page order; a section is left out when the store has no data for it."""
 
 
-def render_report(inputs: ReportInputs) -> str:
-    """The whole HTML document."""
+def render_report(inputs: ReportInputs, figures: bool = True) -> str:
+    """The whole HTML document; without the papers' figures unless ``figures``."""
     from benchlang.report.html.comparisons import ab_section, order_section
     from benchlang.report.html.conditions import profile_section, stopping_section
     from benchlang.report.html.page import document
@@ -44,6 +44,8 @@ def render_report(inputs: ReportInputs) -> str:
     }
     parts = []
     for ident in SECTIONS:
+        if ident == "figures" and not figures:
+            continue
         build, title = builders[ident]
         html = build(inputs)
         if html:
