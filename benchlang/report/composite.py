@@ -92,7 +92,8 @@ def composite_of(
         group = np.array([str(lv.get(over)) for lv in t.levels], dtype=object)
     else:
         known = sorted({k for lv in t.levels for k in lv} - {by})
-        raise ValueError(f"composite over '{over}': expected benchmark or one of {known}")
+        others = f" or one of {', '.join(known)}" if known else ""
+        raise ValueError(f"composite over '{over}': expected benchmark{others}")
     factor_over = next((f for f in data.experiment.factors if f.name == over), None)
     declared = (
         [b.name for b in data.experiment.benchmarks]
