@@ -19,10 +19,13 @@ the KPI (its CSV input has no intervals). Otava runs in its own virtual environm
 (``python3 -m venv`` + ``pip install apache-otava==0.8.0``; it pins numpy 2.2 and scipy < 1.17,
 so never in benchlang's environment), as a subprocess on CSV files, through its Python API
 ``otava.analysis.compute_change_points`` (the ``otava analyze`` algorithm), at its defaults
-(window 50, p 0.001) and at p 0.05. The timing part adds one point to 10,000 (incremental) beside
-a full recomputation.
+(window 50, p 0.001) and at p 0.05.
+``--calibration N``: the false alarms on N series without change of 100, 1,000 and 10,000
+points (also with AR(1) noise between commits), with Wilson intervals. The time of adding a
+point to a history of 10,000 is benchmarks/bench_history_incremental.py.
 
     python benchmarks/bench_changepoints_otava.py [--series 500] [--seed 30] [--skip-otava]
+    python benchmarks/bench_changepoints_otava.py --calibration 1000 [--lengths 100,1000,10000]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -161,27 +165,52 @@ def run_otava(python: Path, values: np.ndarray, pvalue: float, work: Path) -> li
     return json.loads(done.stdout)
 
 
-def timing(rng: np.random.Generator, steps: int) -> dict[str, float]:
-    """Median wall and CPU milliseconds of adding the 10,000th point with ``previous`` and of a
-    full computation, on a series with ``steps`` planted steps (interleaved, 9 times)."""
-    n = 10_000
-    level = np.zeros(n)
-    for at in np.sort(rng.choice(np.arange(50, n - 50), steps, replace=False)):
-        level[at:] += rng.choice([-1.0, 1.0]) * rng.uniform(0.01, 0.05)
-    values = np.exp(level + rng.normal(0.0, 0.02, n))
-    lower, upper = values * 0.97, values * 1.03
-    previous = detect_changes(values[:-1], lower[:-1], upper[:-1])
-    times: dict[str, list[float]] = {"add wall": [], "add cpu": [], "full wall": [], "full cpu": []}
-    for _ in range(9):
-        for kind, prev in (("add", previous), ("full", None)):
-            w0, c0 = time.perf_counter(), time.process_time()
-            result = detect_changes(values, lower, upper, previous=prev)
-            times[f"{kind} wall"].append(time.perf_counter() - w0)
-            times[f"{kind} cpu"].append(time.process_time() - c0)
-        assert result == detect_changes(values, lower, upper, previous=previous)
-    out = {k: 1e3 * float(np.median(v)) for k, v in times.items()}
-    out["found"] = len(result.points)
-    return out
+def no_change(n: int, rng: np.random.Generator, ar: float = 0.0):
+    """One series without change built as ``generate`` builds its points; with ``ar`` the
+    commit-to-commit spread is AR(1) with that coefficient (same marginal spread)."""
+    spread = rng.normal(0.0, SPREAD, n)
+    if ar:
+        from scipy.signal import lfilter
+
+        spread = lfilter([math.sqrt(1.0 - ar * ar)], [1.0, -ar], spread)
+    sigma = np.where(rng.random(n) < NOISY_SHARE, NOISY_SIGMA, SIGMA)
+    trials = np.sort(np.exp(spread[:, None] + sigma[:, None] * rng.standard_normal((n, TRIALS))),
+                     axis=1)  # fmt: skip
+    lo, hi, _ = two_sided_ranks(TRIALS, 0.5, 0.95)
+    return np.median(trials, axis=1), trials[:, lo - 1], trials[:, hi - 1]
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a proportion k / n (Wilson, JASA 22, 1927)."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def calibration(rng: np.random.Generator, lengths: list[int], count: int) -> None:
+    """The share of series without change where any change point is reported (a series is a
+    false alarm if it shows one, level or spread), with 95% Wilson intervals."""
+    print(f"false alarms per series without change, alpha 0.05, {count} series a cell")
+    print("| noise | points | level | spread | any (95% interval) | ms a series |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    kinds = (("lognormal, KPIs with intervals", 0.0, True),
+             ("lognormal, KPIs without intervals", 0.0, False),
+             ("AR(1) 0.5 spread, KPIs with intervals", 0.5, True))  # fmt: skip
+    for name, ar, intervals in kinds:
+        for n in lengths:
+            level = spread = either = 0
+            t0 = time.process_time()
+            for _ in range(count):
+                v, lo, hi = no_change(n, rng, ar)
+                found = detect_changes(v, lo, hi) if intervals else detect_changes(v)
+                level += bool(found.points)
+                spread += bool(found.spread)
+                either += bool(found.points or found.spread)
+            low, high = wilson(either, count)
+            ms = 1e3 * (time.process_time() - t0) / count
+            print(f"| {name} | {n:,} | {level / count:.3f} | {spread / count:.3f} | "
+                  f"**{either / count:.3f}** [{low:.3f}, {high:.3f}] | {ms:.0f} |", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -189,8 +218,18 @@ def main() -> None:
     parser.add_argument("--series", type=int, default=500, help="series per pattern")
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--skip-otava", action="store_true")
+    parser.add_argument(
+        "--calibration",
+        metavar="N",
+        type=int,
+        help="instead: false alarms on N series without change of 100, 1,000, 10,000 points",
+    )
+    parser.add_argument("--lengths", default="100,1000,10000", help="with --calibration")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.calibration:
+        calibration(rng, [int(x) for x in args.lengths.split(",")], args.calibration)
+        return
     python = None if args.skip_otava else otava_python()
     tools = ["benchlang", "benchlang without intervals"]
     tools += [] if python is None else [name for name, _ in OTAVA_SETTINGS]
@@ -225,11 +264,6 @@ def main() -> None:
     per = {t: 1e3 * s / (args.series * len(PATTERNS)) for t, s in seconds.items()}
     print("ms per series: " + ", ".join(f"{t} {v:.1f}" for t, v in per.items()))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    for steps in (0, 5, 100):
-        t = timing(rng, steps)
-        print(f"10,000 points, {steps} steps ({t['found']} found): add one point "
-              f"{t['add wall']:.1f} ms wall / {t['add cpu']:.1f} ms CPU (with previous), full "
-              f"recomputation {t['full wall']:.1f} / {t['full cpu']:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -114,16 +114,6 @@ def test_weights_move_the_level_toward_precise_points():
     assert abs(weighted.points[0].ratio - 1.2) < abs(plain.ratio - 1.2)
 
 
-def test_incremental_result_equals_full_recomputation():
-    rng = np.random.default_rng(36)
-    values, lower, upper = _series(rng, 160, [(60, 1.1), (110, 0.9)])
-    previous = detect_changes(values[:100], lower[:100], upper[:100])
-    for n in range(101, 161):
-        previous = detect_changes(values[:n], lower[:n], upper[:n], previous=previous)
-        assert previous == detect_changes(values[:n], lower[:n], upper[:n])
-    assert [p.index for p in previous.points] == [60, 110]
-
-
 def test_one_sided_bounds_and_unknown_intervals_are_accepted():
     rng = np.random.default_rng(37)
     values, _, upper = _series(rng, 100, [(50, 1.1)])

@@ -15,6 +15,7 @@ from benchlang.errors import UserError
 from benchlang.history.db import History, is_postgres
 from benchlang.history.points import Point, Run, points_of, run_facts, run_key
 from benchlang.history.series import Series, add_run, read_series, runs
+from benchlang.history.stored import store_changes, stored_changes
 from benchlang.history.verdicts import SeriesChanges, SeriesCheck, changes, check
 
 DEFAULT_NAME = "benchlang-history.sqlite"
@@ -158,7 +159,7 @@ def add_stores(
                 date=_normal_date(date) if date else run.date,
                 tags=dict(tags or {}),
             )
-            added = add_run(h, run, points)
+            added = add_run(h, run, points, then=store_changes)
             out.append(Added(run.source, run.run_key, run.commit, len(points), added))
     return target, out
 
@@ -230,7 +231,8 @@ def import_csv(
             date = _normal_date(cells[table.names[t]])
             key = run_key(None, points, f"{name} {date} {commit}")
             run = Run(key, name, None, commit, None, date, str(path), {}, {})
-            out.append(Added(str(path), key, commit, len(points), add_run(h, run, points)))
+            added = add_run(h, run, points, then=store_changes)
+            out.append(Added(str(path), key, commit, len(points), added))
     return target, out
 
 
@@ -290,16 +292,19 @@ def history_changes(
     alpha: float = 0.05,
     confidence: float = 95.0,
 ) -> list[SeriesChanges]:
-    """Every series' change points (at or after ``since``), regressions first."""
+    """Every series' change points (at or after ``since``), regressions first: those the
+    history keeps when they are current (history.stored), else found anew."""
     with open_history(history_target(history)) as h:
-        series = read_series(h)
+        stored = stored_changes(h, alpha, confidence)
+        series = [f.series for f in stored] if stored is not None else read_series(h)
     start = _since_index(series, since, Path(repo)) if since else None
     out = []
-    for s in series:
-        found = changes(s, alpha=alpha, confidence=confidence)
+    for i, s in enumerate(series):
+        found = stored[i] if stored is not None else changes(s, alpha=alpha, confidence=confidence)
         if start is not None:
             kept = tuple(c for c in found.changes if c.date_after >= start)
-            found = attrs.evolve(found, changes=kept)
+            noise = tuple(c for c in found.spread if c.date_after >= start)
+            found = attrs.evolve(found, changes=kept, spread=noise)
         out.append(found)
     return sorted(out, key=lambda c: (not c.regressions, c.series.name))
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchlang.history.verdicts import SeriesChanges
+from benchlang.history.verdicts import Change, SeriesChanges
 from benchlang.report.html.page import document, esc, figure, section, table, warning
 from benchlang.report.html.svg import MUTED, Chart, dots, path, text
 
@@ -19,6 +19,19 @@ POINT, INTERVAL, WORSE, BETTER = "#0b62c4", "#0b62c4", "#c62828", "#2e7d32"
 
 def _short(commit: str | None) -> str:
     return commit[:10] if commit else "-"
+
+
+def _size(c: Change) -> str:
+    """A level change in percent, a noise change as the ratio of standard errors."""
+    if c.kind == "spread":
+        return f"spread {c.ratio:.2g}x"
+    return f"{(c.ratio - 1) * 100:+.1f}%"
+
+
+def _interval(c: Change) -> str:
+    if c.kind == "spread":
+        return f"[{c.ratio_low:.2g}x, {c.ratio_high:.2g}x]"
+    return f"[{(c.ratio_low - 1) * 100:+.1f}%, {(c.ratio_high - 1) * 100:+.1f}%]"
 
 
 def _plot(found: SeriesChanges) -> str:
@@ -48,9 +61,9 @@ def _plot(found: SeriesChanges) -> str:
     chart.add(points, x, s.values)
     chart.key("KPI", "dot", POINT)
     chart.key("interval", "line", INTERVAL)
-    for c in found.changes:
-        colour = WORSE if c.kind == "regression" else BETTER
-        label = f"{(c.ratio - 1) * 100:+.1f}%"
+    for c in found.changes + found.spread:
+        colour = {"regression": WORSE, "improvement": BETTER}.get(c.kind, MUTED)
+        label = _size(c)
 
         def marker(f, c=c, colour=colour, label=label) -> str:
             at = float(f.x(c.index - 0.5))
@@ -112,14 +125,14 @@ def _series_section(found: SeriesChanges, index: int) -> str:
 def _change_rows(found: Sequence[SeriesChanges]) -> list[list[object]]:
     rows = []
     for f in found:
-        for c in f.changes:
+        for c in f.changes + f.spread:
             rows.append(
                 [
                     c.kind,
                     f.series.name,
                     f"{_short(c.commit_before)}..{_short(c.commit_after)}",
-                    f"{(c.ratio - 1) * 100:+.1f}%",
-                    f"[{(c.ratio_low - 1) * 100:+.1f}%, {(c.ratio_high - 1) * 100:+.1f}%]",
+                    _size(c),
+                    _interval(c),
                     c.p_value,
                 ]
             )
@@ -147,7 +160,9 @@ def dashboard(found: Sequence[SeriesChanges], name: str) -> str:
                 [
                     f"<p>{len(ordered)} series, {regressed} with a regression. A change lies "
                     "between the two commits shown; its size is the ratio of the segment "
-                    "levels after/before, with its interval.</p>",
+                    "levels after/before, with its interval; a spread change is one of the "
+                    "points' noise (the ratio of their standard errors after/before), the "
+                    "level unchanged.</p>",
                     summary,
                 ],
             ),

@@ -127,6 +127,12 @@ class History:
         except sqlite3.DatabaseError as exc:
             raise UserError(f"{self.name} is not a benchlang history ({exc})") from None
 
+    def has_table(self, name: str) -> bool:
+        if self.postgres:
+            return self.query("SELECT to_regclass(?)", (name,))[0][0] is not None
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return bool(self.query(sql, (name,)))
+
     def _rollback_quietly(self) -> None:
         if self.postgres:
             self._db.rollback()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
@@ -42,6 +42,27 @@ class Series:
     def __len__(self) -> int:
         return int(self.values.size)
 
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.metric, self.configuration, self.host_class)
+
+    def appended(self, run: Run, point: Point) -> Series:
+        """The series with ``run``'s point after its newest one."""
+        return attrs.evolve(
+            self,
+            unit=point.unit,
+            better=point.better,
+            percentile=point.percentile,
+            commits=(*self.commits, run.commit),
+            dates=(*self.dates, run.date),
+            run_keys=(*self.run_keys, run.run_key),
+            values=np.append(self.values, point.value),
+            lower=np.append(self.lower, point.lower),
+            upper=np.append(self.upper, point.upper),
+            trials=(*self.trials, point.trials),
+            independence=(*self.independence, point.independence),
+        )
+
     def head(self, n: int) -> Series:
         """The series' first ``n`` points (the history as it was before a newer point)."""
         cut = {f.name: getattr(self, f.name) for f in attrs.fields(Series)}
@@ -60,9 +81,16 @@ def experiment_of(h: History) -> str | None:
     return rows[0][0] if rows else None
 
 
-def add_run(h: History, run: Run, points: Sequence[Point]) -> bool:
+def add_run(
+    h: History,
+    run: Run,
+    points: Sequence[Point],
+    then: Callable[[History, Run, Sequence[Point]], None] | None = None,
+) -> bool:
     """Append a run and its points in one transaction; False when the run is already there
-    (the same store added twice adds nothing). A run of another experiment is refused."""
+    (the same store added twice adds nothing). A run of another experiment is refused.
+    ``then`` runs in the same transaction after the points are written (the stored change
+    points, history.stored), so both are committed together or not at all."""
     with h.write():
         tracked = experiment_of(h)
         if tracked is None:
@@ -118,6 +146,8 @@ def add_run(h: History, run: Run, points: Sequence[Point]) -> bool:
                 for p in points
             ],
         )
+        if then is not None:
+            then(h, run, points)
     return True
 
 
@@ -136,13 +166,16 @@ def runs(h: History) -> list[dict]:
     return out
 
 
-def read_series(h: History) -> list[Series]:
-    """Every series of the history, each oldest first (by date, then the order added)."""
+def read_series(h: History, key: tuple[str, str, str] | None = None) -> list[Series]:
+    """Every series of the history (or the one of ``key``: metric, configuration, host
+    class), each oldest first (by date, then the order added)."""
+    where = "WHERE p.metric = ? AND p.configuration = ? AND p.host_class = ? " if key else ""
     rows = h.query(
         "SELECT p.metric, p.configuration, p.host_class, p.unit, p.better, p.percentile, "
         "r.commit_sha, r.date, r.run_key, p.value, p.lower, p.upper, p.trials, p.independence "
-        "FROM points p JOIN runs r ON r.run_key = p.run_key "
-        "ORDER BY p.metric, p.configuration, p.host_class, r.date, r.seq"
+        f"FROM points p JOIN runs r ON r.run_key = p.run_key {where}"
+        "ORDER BY p.metric, p.configuration, p.host_class, r.date, r.seq",
+        key or (),
     )
     groups: dict[tuple, list[tuple]] = {}
     for row in rows:

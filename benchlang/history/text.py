@@ -40,22 +40,29 @@ def list_text(listing: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _times(ratio: float) -> str:
+    return f"{ratio:.2g}x" if math.isfinite(ratio) else "-"
+
+
 def changes_text(found: Sequence[SeriesChanges]) -> str:
+    """Level changes (regression, improvement) and noise changes ("spread 2.1x": the points'
+    standard errors after/before, noisier or quieter) in one table."""
     rows = []
     for f in found:
-        for c in f.changes:
-            rows.append(
-                [
-                    f.series.name,
-                    f"{_short(c.commit_before)}..{_short(c.commit_after)}",
-                    _pct(c.ratio),
-                    f"[{_pct(c.ratio_low)}, {_pct(c.ratio_high)}]",
-                    f"{c.p_value:.2g}",
-                    c.kind,
-                ]
-            )
+        for c in sorted(f.changes + f.spread, key=lambda c: c.index):
+            commits = f"{_short(c.commit_before)}..{_short(c.commit_after)}"
+            if c.kind == "spread":
+                size = f"spread {_times(c.ratio)}"
+                interval = f"[{_times(c.ratio_low)}, {_times(c.ratio_high)}]"
+                kind = "noisier" if c.ratio > 1 else "quieter"
+            else:
+                size, interval = _pct(c.ratio), f"[{_pct(c.ratio_low)}, {_pct(c.ratio_high)}]"
+                kind = c.kind
+            rows.append([f.series.name, commits, size, interval, f"{c.p_value:.2g}", kind])
     total = sum(len(f.changes) for f in found)
+    noise = sum(len(f.spread) for f in found)
     head = f"{total} change point(s) in {len(found)} series"
+    head += f", {noise} change(s) of noise (spread)" if noise else ""
     if not rows:
         return head + "\n"
     return (

@@ -48,9 +48,14 @@ class Change:
 
 @attrs.frozen
 class SeriesChanges:
+    """A series' change points of level (``changes``: regressions and improvements) and of
+    noise (``spread``, kind "spread": the ratio of the points' standard errors after/before),
+    kept apart so that the gate's baseline starts at a change of level only."""
+
     series: Series
     changes: tuple[Change, ...]
     method: str
+    spread: tuple[Change, ...] = ()
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -67,6 +72,7 @@ class SeriesChanges:
             "points": len(s),
             "method": self.method,
             "changes": [c.to_dict() for c in self.changes],
+            "spread": [c.to_dict() for c in self.spread],
         }
 
 
@@ -123,34 +129,38 @@ def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) ->
     from benchlang.stats.changepoints import detect_changes
 
     kept = np.flatnonzero(np.isfinite(series.values))
-    found = None
-    if kept.size >= 2:
-        found = detect_changes(
-            series.values[kept],
-            series.lower[kept],
-            series.upper[kept],
-            alpha=alpha,
-            confidence=confidence,
-        )
-    out = []
-    for cp in found.points if found is not None else ():
+    if kept.size < 2:
+        return SeriesChanges(series, (), "none")
+    found = detect_changes(
+        series.values[kept],
+        series.lower[kept],
+        series.upper[kept],
+        alpha=alpha,
+        confidence=confidence,
+    )
+
+    def located(cp, kind: str | None) -> Change:
         i, before = int(kept[cp.index]), int(kept[cp.index - 1]) if cp.index > 0 else None
-        out.append(
-            Change(
-                i,
-                series.commits[before] if before is not None else None,
-                series.commits[i],
-                series.dates[i],
-                float(cp.before),
-                float(cp.after),
-                float(cp.ratio),
-                float(cp.ratio_low),
-                float(cp.ratio_high),
-                float(cp.p_value),
-                _kind(float(cp.ratio), series.better),
-            )
+        return Change(
+            i,
+            series.commits[before] if before is not None else None,
+            series.commits[i],
+            series.dates[i],
+            float(cp.before),
+            float(cp.after),
+            float(cp.ratio),
+            float(cp.ratio_low),
+            float(cp.ratio_high),
+            float(cp.p_value),
+            kind or _kind(float(cp.ratio), series.better),
         )
-    return SeriesChanges(series, tuple(out), found.method if found is not None else "none")
+
+    return SeriesChanges(
+        series,
+        tuple(located(cp, None) for cp in found.points),
+        found.method,
+        tuple(located(cp, "spread") for cp in found.spread),
+    )
 
 
 def _median_interval(

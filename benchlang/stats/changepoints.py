@@ -137,7 +137,6 @@ def detect_changes(
     alpha: float = 0.05,
     confidence: float = 95.0,
     min_size: int = 5,
-    previous: ChangePoints | None = None,
     interval_confidence: float = 95.0,
 ) -> ChangePoints:
     """Change points of ``values`` (a series' KPI per point, in commit order).
@@ -145,10 +144,10 @@ def detect_changes(
     ``lower``/``upper``: each point's interval bounds at ``interval_confidence`` percent (None,
     or nan for a point, when unknown); a one-sided KPI gives one of them. ``alpha`` is the
     chance, on a series without change, of reporting any change point; ``min_size`` the fewest
-    points of a segment. ``previous`` (the result for ``values[:-1]``) is accepted and not
-    needed: the answer is always the full computation's, which is linear in the points per
-    level of splitting, about 10 ms of CPU at 10,000 points with a few changes
-    (benchmarks/bench_changepoints_otava.py times adding one point beside a recomputation).
+    points of a segment. The noise model and the dispersion are estimated over the whole
+    series, so a new point moves every statistic a little: there is no exact update from the
+    result for ``values[:-1]``, and a history stores each answer instead (history.stored;
+    benchmarks/bench_history_incremental.py times it).
     """
     y = np.asarray(values, dtype=np.float64)
     lo = None if lower is None else np.asarray(lower, dtype=np.float64)
@@ -183,7 +182,10 @@ def detect_changes(
             **empty,
         )  # fmt: skip
     sums, cuts, model = found
-    points = tuple(_point(sums, cuts, k, min_size, confidence, log) for k in range(len(cuts)))
+    points = tuple(
+        _point(sums, cuts, k, _local(sums, cuts, k, min_size, level_alpha), confidence, log)
+        for k in range(len(cuts))
+    )
     return ChangePoints(
         points=points,
         scale="log" if log else "linear",
@@ -242,9 +244,8 @@ def _spread(sd: np.ndarray, m: int, alpha: float, confidence: float) -> tuple[Ch
     logs = Sums(x, ones).tuned(segment_dispersion(ones, x, cuts))
     out = []
     for k in range(len(cuts)):
-        z, p = _local(ranks, cuts, k, m)
-        size = _point(logs, cuts, k, m, confidence, True)
-        out.append(attrs.evolve(size, index=int(known[cuts[k]]), p_value=p, statistic=z))
+        size = _point(logs, cuts, k, _local(ranks, cuts, k, m, alpha), confidence, True)
+        out.append(attrs.evolve(size, index=int(known[cuts[k]])))
     return tuple(out)
 
 
@@ -267,9 +268,10 @@ def _split(sums: Sums, m: int, alpha: float) -> list[int]:
         a, b = todo.pop()
         if b - a < 2 * m:
             continue
-        t, z, x = sums.scan(a, b, m)
+        t, z = sums.scan(a, b, m)
         best = int(np.argmax(np.abs(z)))
-        if sums.max_p(a, b, t, float(x[best])) < alpha:
+        x = sums.normal(a, b, int(t[best]), float(z[best]))
+        if sums.p_value(a, b, t, x, alpha) < alpha:
             cut = int(t[best])
             cuts.append(cut)
             todo += [(a, cut), (cut, b)]
@@ -281,7 +283,7 @@ def _merge(sums: Sums, cuts: list[int], m: int, alpha: float) -> list[int]:
     neighbours, drop the one with the largest p-value while it is at least ``alpha``; then
     move each to the largest |z| between its neighbours (a local refinement)."""
     cuts = list(cuts)
-    ps = [_local(sums, cuts, k, m)[1] for k in range(len(cuts))]
+    ps = [_local(sums, cuts, k, m, alpha)[1] for k in range(len(cuts))]
     while cuts:
         worst = int(np.argmax(ps))
         if ps[worst] < alpha:
@@ -289,10 +291,10 @@ def _merge(sums: Sums, cuts: list[int], m: int, alpha: float) -> list[int]:
         del cuts[worst], ps[worst]
         for k in (worst - 1, worst):
             if 0 <= k < len(cuts):
-                ps[k] = _local(sums, cuts, k, m)[1]
+                ps[k] = _local(sums, cuts, k, m, alpha)[1]
     for k in range(len(cuts)):
         a, b = _bounds(sums, cuts, k)
-        t, z, _ = sums.scan(a, b, m)
+        t, z = sums.scan(a, b, m)
         cuts[k] = int(t[int(np.argmax(np.abs(z)))])
     return cuts
 
@@ -301,21 +303,23 @@ def _bounds(sums: Sums, cuts: list[int], k: int) -> tuple[int, int]:
     return (cuts[k - 1] if k else 0), (cuts[k + 1] if k + 1 < len(cuts) else sums.w.size)
 
 
-def _local(sums: Sums, cuts: list[int], k: int, m: int) -> tuple[float, float]:
+def _local(sums: Sums, cuts: list[int], k: int, m: int, alpha: float) -> tuple[float, float]:
     """The z at change point k between its neighbours and its max-type p-value there."""
     a, b = _bounds(sums, cuts, k)
-    t, z, x = sums.scan(a, b, m)
+    t, z = sums.scan(a, b, m)
     at = cuts[k] - int(t[0])
-    return float(z[at]), sums.max_p(a, b, t, float(x[at]))
+    x = sums.normal(a, b, cuts[k], float(z[at]))
+    return float(z[at]), sums.p_value(a, b, t, x, alpha)
 
 
 def _point(
-    sums: Sums, cuts: list[int], k: int, m: int, confidence: float, log: bool
+    sums: Sums, cuts: list[int], k: int, test: tuple[float, float], confidence: float, log: bool
 ) -> ChangePoint:
+    """Change point k's size from ``sums``, with ``test`` its (z, p-value)."""
     from scipy.special import ndtri
 
     a, b = _bounds(sums, cuts, k)
-    z, p = _local(sums, cuts, k, m)
+    z, p = test
     left, vl = sums.mean(a, cuts[k])
     right, vr = sums.mean(cuts[k], b)
     half = float(ndtri((1.0 + confidence / 100.0) / 2.0))
