@@ -154,8 +154,8 @@ class CloudLabBackend:
     kind: ClassVar[str] = "cloudlab"
     protocol: ClassVar[int] = PROTOCOL_VERSION
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"reboot", "power_cycle", "reimage", "extend"}
-    )
+        {"reboot", "power_cycle", "reimage", "extend", "pin", "memory", "cpu_time"}
+    )  # the machine block's limits: the agent over SSH applies them
     secret_settings: ClassVar[frozenset[str]] = frozenset({"passphrase"})
 
     @classmethod

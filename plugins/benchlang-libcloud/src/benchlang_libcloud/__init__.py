@@ -76,7 +76,9 @@ class LibcloudBackend:
 
     kind: ClassVar[str] = "libcloud"
     protocol: ClassVar[int] = PROTOCOL_VERSION
-    capabilities: ClassVar[frozenset[str]] = frozenset({"reboot", "tags"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"reboot", "tags", "pin", "memory", "cpu_time"}  # limits: the agent over SSH applies them
+    )
     secret_settings: ClassVar[frozenset[str]] = frozenset({"key", "secret"})
 
     @classmethod
