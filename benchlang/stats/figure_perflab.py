@@ -64,6 +64,11 @@ def requests(
     )
 
 
+def _unit(meta: Mapping[str, object]) -> str:
+    """The unit the CLI prints for the metric, which the drawing's axes use."""
+    return str(meta.get("display_unit") or meta.get("unit") or "the metric's unit")
+
+
 def batch_offsets(y: np.ndarray, version: np.ndarray, batch: np.ndarray) -> np.ndarray:
     """Each trial's batch mean minus its version's mean: the batch's host, host x batch and
     request effects together (Eq. 3-4 cannot split them within one batch)."""
@@ -111,9 +116,11 @@ def timeline(
             )
             for i in keep
         ]
+    factor = float(meta.get("factor") or 1.0)
     words = (
-        "; fitted standard deviations (method of moments, §3): "
-        + ", ".join(f"{k} {v**0.5:.3g}" for k, v in components.items())
+        f"; fitted standard deviations in {_unit(meta)} (method of "
+        "moments, §3): "
+        + ", ".join(f"{k} {max(v, 0.0) ** 0.5 / factor:.3g}" for k, v in components.items())
         if components
         else ""
     )
@@ -144,7 +151,8 @@ def se_curves(sweep: SESweep, current: tuple[str, int, int, int], meta: Mapping)
     ]
     kind, H, R, T = current
     caption = (
-        "Standard error of the estimated difference (treatment − control) against requests per "
+        f"Standard error of the estimated difference (treatment − control, in "
+        f"{_unit(meta)}) against requests per "
         f"version, a panel per layout, a line per number of hosts, with T = {T} repetitions: "
         "analytic from the variance components fitted on this store by moments and made "
         "conservative (§4.2.1), points the SD of the estimate over "
