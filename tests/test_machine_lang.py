@@ -151,3 +151,14 @@ def test_fmt_prints_the_block_canonically_and_keeps_the_plan():
 def test_every_memory_unit_is_read(value):
     expected = {"1GiB": 2**30, "512MiB": 2**29, "2GB": 2 * 10**9, "100000kB": 10**8}[value]
     assert compiled(f"machine {{ memory {value} }}\n{BENCH}").machine.memory == expected
+
+
+def test_the_language_server_outline_lists_the_block():
+    from benchlang.lsp.features import symbols
+    from benchlang.lsp.index import Index
+
+    (experiment,) = symbols(Index(spec_text(f"machine {{ memory 1GiB }}\n{BENCH}")))
+    assert [(s.name, s.kind) for s in experiment.children] == [
+        ("b", "benchmark"),
+        ("machine", "machine"),
+    ]

@@ -241,7 +241,7 @@ class Symbol:
 
 def symbols(index: Index) -> list[Symbol]:
     """The outline: the experiment, its factors, benchmarks (with their measures), metrics
-    and its kpi, variability, design, stop and analysis blocks."""
+    and its kpi, variability, design, stop, analysis and machine blocks."""
     out: list[Symbol] = []
     for d in index.declarations:
         if d.kind == "measure":
@@ -253,7 +253,7 @@ def symbols(index: Index) -> list[Symbol]:
         )
         out.append(_symbol(index, d, children))
     for b in index.blocks:
-        if b.kind in ("kpi", "variability", "design", "stop", "analysis"):
+        if b.kind in ("kpi", "variability", "design", "stop", "analysis", "machine"):
             head = index.line_text(index.position(b.start)[0]).split("{", 1)[0].strip()
             start = index.offset(index.position(b.start)[0], 0)
             out.append(
