@@ -27,6 +27,7 @@ execs (the launcher's child, or a ``/bin/sh`` prologue) and they are removed aft
 """
 
 import contextlib
+import itertools
 import math
 import os
 import signal
@@ -112,7 +113,7 @@ def _below(mount, root, path):
 
 
 _LAYOUT = []
-_COUNT = [0]
+_COUNT = itertools.count(1)
 
 
 def hierarchies():
@@ -182,8 +183,7 @@ class TrialLimits:
     def create(self, layout=None):
         """Make the trial's cgroups; LimitError (nothing left behind) when one cannot be."""
         layout = layout or hierarchies()
-        _COUNT[0] += 1
-        self.name = f"benchlang-{os.getpid()}-t{_COUNT[0]}"
+        self.name = f"benchlang-{os.getpid()}-t{next(_COUNT)}"  # next(): one per thread
         try:
             if self.memory is not None:
                 self._memory(layout)
