@@ -1,0 +1,37 @@
+"""``benchlang system show|check SPEC`` over SSH (issue 38 item 4): the same probe as on this
+machine, run through the spec's backend sessions, reads the remote host's state; the testbed's
+sshd runs here, so its answers are this machine's, read from the filesystem."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from tests.conftest import cli
+
+
+def test_show_and_check_read_the_spec_s_hosts_over_ssh(
+    harness, sshd1, ssh_env, tmp_path, monkeypatch
+):
+    spec = harness.spec(
+        f"{harness.hosts(sshd1, tmp_path / 'remote')}\n"
+        "  machine { governor performance }\n"
+        '  benchmark b { run "true" }'
+    )
+    for key, value in ssh_env.items():
+        if os.environ.get(key) != value:
+            monkeypatch.setenv(key, value)
+    status, out, err = cli(["system", "show", spec, "--json"], cwd=tmp_path)
+    cstatus, cout, _ = cli(["system", "check", spec], cwd=tmp_path)
+    assert status == 0, err
+    (host,) = json.loads(out)["hosts"]
+    assert host["host"] == sshd1.nodes[0]
+    with open("/proc/sys/kernel/randomize_va_space") as handle:
+        assert host["aslr_level"] == int(handle.read())
+    if not glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"):
+        assert host["items"]["governor"] == "not available on this host"
+        assert (cstatus, cout) == (
+            1,
+            "governor: performance required, not available on this host\n",
+        )
