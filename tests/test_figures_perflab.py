@@ -269,6 +269,25 @@ def test_aa_check_tallies_the_aa_stores_and_draws_aa_empirical(stores, capsys, t
     assert row.startswith("time (bootstrap)") and f"{test['false_positives']}" in row.split()
 
 
+def test_aa_check_ladder_ranks_the_real_runs_intervals(stores, capsys, tmp_path):
+    from benchlang.app.aa_check import aa_check, ladder_figure
+
+    svg = tmp_path / "ladder.svg"
+    code, out, err = run_cli(capsys, "aa-check", *stores["aa"], "--ladder", svg)
+    assert code == 0, err
+    assert f"wrote {svg}" in out
+    assert ET.fromstring(svg.read_bytes()).tag.endswith("svg")
+    check = aa_check(stores["aa"])
+    data = ladder_figure(check, "time (bootstrap)")
+    rows = data.where()
+    assert [r["estimate"] for r in rows] == sorted(r["estimate"] for r in rows)
+    assert {r["experiment"] for r in rows} == {p.name for p in stores["aa"]}
+    assert sum(r["false_positive"] for r in rows) == check.figure.where()[0]["false_positives"]
+    assert data.meta["no_change"] == 1.0  # the bootstrap compares a ratio
+    code, _, err = run_cli(capsys, "aa-check", *stores["aa"], "--ladder", svg, "--test", "x")
+    assert code == 2 and "no compare 'x' gave intervals" in err
+
+
 def test_aa_check_refuses_an_ab_store_and_a_single_store(stores, capsys):
     code, _, err = run_cli(capsys, "aa-check", stores["aa"][0], stores["ab"])
     assert code == 2 and "is an A/B run, not an A/A run" in err

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 from benchlang.errors import UserError
 from benchlang.stats.figure_data import FigureData
@@ -143,18 +144,44 @@ def aa_check(stores: Sequence[str | Path]) -> AACheck:
     return AACheck(tuple(runs), aa_empirical(tests, notes))
 
 
-def export_aa_figure(
-    check: AACheck, out: str | Path, data_csv: str | Path | None = None, style: str | None = None
+def ladder_figure(check: AACheck, test: str | None = None) -> FigureData:
+    """``aa-ladder`` (Fig. 7) of real runs: each store's interval of one compare (default: the
+    first with intervals), ranked, false positives marked."""
+    from benchlang.stats.figure_perflab import aa_ladder_runs
+
+    counted = [r for r in check.runs if r.false_positive is not None]
+    tests = list(dict.fromkeys(r.test for r in counted))
+    name = test or (tests[0] if tests else None)
+    if name not in tests:
+        raise UserError(
+            f"no compare {name!r} gave intervals in these stores",
+            hint="compares with intervals: " + (", ".join(tests) or "none"),
+        )
+    mine = [r for r in counted if r.test == name]
+    return aa_ladder_runs(
+        name,
+        [Path(r.store).name for r in mine],
+        np.array([r.estimate for r in mine]),
+        np.array([r.low for r in mine]),
+        np.array([r.high for r in mine]),
+        mine[0].no_change,
+        mine[0].alpha,
+    )
+
+
+def export_figure(
+    data: FigureData, out: str | Path, data_csv: str | Path | None = None, style: str | None = None
 ) -> None:
-    """Draw ``aa-empirical`` (the figure registry's drawing) into ``out``, by its suffix."""
+    """Draw ``data`` with its registry drawing (``aa-empirical``, ``aa-ladder``) into ``out``,
+    by its suffix, and its rows into ``data_csv``."""
     from benchlang.app.figures import format_of, write_csv
     from benchlang.report.figures import kind_of
     from benchlang.report.figures.render import Palette, draw
 
-    picture = draw(check.figure, kind_of("aa-empirical").draw, Palette([]), format_of(out), style)
+    picture = draw(data, kind_of(data.name).draw, Palette([]), format_of(out), style)
     try:
         Path(out).write_bytes(picture)
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror}") from None
     if data_csv is not None:
-        write_csv(check.figure, data_csv)
+        write_csv(data, data_csv)

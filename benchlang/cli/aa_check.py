@@ -23,20 +23,28 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="draw aa-empirical: .svg, .pdf or .png")
     p.add_argument("--data", metavar="FILE.csv", help="the figure's numbers as CSV")
     p.add_argument("--style", metavar="STYLE", help="'paper' or a matplotlib .mplstyle file")
+    p.add_argument(
+        "--ladder", metavar="FILE", help="also draw aa-ladder: each run's interval, ranked"
+    )
+    p.add_argument(
+        "--test", metavar="COMPARE", help="the compare of --ladder, e.g. 'time (bootstrap)'"
+    )
     p.add_argument("--json", action="store_true", help="every run's interval and the tallies")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlang.app.aa_check import aa_check, export_aa_figure
+    from benchlang.app.aa_check import aa_check, export_figure, ladder_figure
 
     check = aa_check(args.stores)
     if args.output:
-        export_aa_figure(check, args.output, args.data, args.style)
+        export_figure(check.figure, args.output, args.data, args.style)
     elif args.data:
         from benchlang.app.figures import write_csv
 
         write_csv(check.figure, args.data)
+    if args.ladder:
+        export_figure(ladder_figure(check, args.test), args.ladder, style=args.style)
     if args.json:
         print(dumps(document("aa-check", 1, check.to_dict())))
         return 0
@@ -72,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if args.output:
         print(f"wrote {args.output}" + (f" and {args.data}" if args.data else ""))
+    if args.ladder:
+        print(f"wrote {args.ladder}")
     return 0
 
 

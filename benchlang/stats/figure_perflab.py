@@ -226,6 +226,27 @@ def _z(alpha: float) -> float:
     return float(norm.ppf(1 - alpha / 2))
 
 
+def _ranked(
+    names: Sequence[object], estimate: np.ndarray, low: np.ndarray, high: np.ndarray, null: float
+) -> list[tuple]:
+    """(rank, experiment, estimate, low, high, false positive) ranked by estimate."""
+    order = np.argsort(estimate, kind="stable")
+    return [
+        (
+            rank,
+            names[i],
+            float(estimate[i]),
+            float(low[i]),
+            float(high[i]),
+            bool(low[i] > null or high[i] < null),
+        )
+        for rank, i in enumerate(order)
+    ]
+
+
+LADDER_COLUMNS = ("rank", "experiment", "estimate", "low", "high", "false_positive")
+
+
 def aa_ladder(
     result: AAResult, cluster: str, meta: Mapping, notes: Sequence[str] = ()
 ) -> FigureData:
@@ -233,19 +254,10 @@ def aa_ladder(
     their estimate; those that exclude 0 are false positives, about α of them when the
     interval is honest (§6)."""
     s = next(s for s in result.schemes if s.cluster == cluster)
-    z = _z(result.alpha)
-    order = np.argsort(s.estimates, kind="stable")
-    rows = [
-        (
-            rank,
-            int(i),
-            float(s.estimates[i]),
-            float(s.estimates[i] - z * s.ses[i]),
-            float(s.estimates[i] + z * s.ses[i]),
-            bool(abs(s.estimates[i]) > z * s.ses[i]),
-        )
-        for rank, i in enumerate(order)
-    ]
+    half = _z(result.alpha) * s.ses
+    rows = _ranked(
+        list(range(s.estimates.size)), s.estimates, s.estimates - half, s.estimates + half, 0.0
+    )
     ci = clopper_pearson(s.rejections, s.estimates.size)
     caption = (
         f"{100 * (1 - result.alpha):g}% intervals of {result.experiments} simulated A/A "
@@ -259,10 +271,52 @@ def aa_ladder(
         "aa-ladder",
         f"{PAPER} Fig. 7",
         caption,
-        ("rank", "experiment", "estimate", "low", "high", "false_positive"),
+        LADDER_COLUMNS,
         rows,
         tuple(notes),
         {**meta, "alpha": result.alpha, "rate": ci.rate, "rate_low": ci.low, "rate_high": ci.high},
+    )
+
+
+def aa_ladder_runs(
+    test: str,
+    runs: Sequence[str],
+    estimate: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    no_change: float,
+    alpha: float,
+) -> FigureData:
+    """Fig. 7 from real A/A runs (``aa-check --ladder``): each store's interval of one compare,
+    ranked by estimate; those that exclude no change (1 for a ratio, 0 for a difference) are
+    false positives."""
+    estimate, low, high = (np.asarray(a, float) for a in (estimate, low, high))
+    rows = _ranked(list(runs), estimate, low, high, no_change)
+    ci = clopper_pearson(sum(r[5] for r in rows), len(rows))
+    scale = "ratio" if no_change == 1.0 else "difference"
+    caption = (
+        f"{100 * (1 - alpha):g}% intervals of {test} in {len(rows)} real A/A runs (stores whose "
+        f"two versions are identical), ranked by estimate; red: the interval excludes "
+        f"{no_change:g} (a false positive). {ci.count} of {ci.runs} ({100 * ci.rate:.1f}%, 95% "
+        f"Clopper-Pearson {100 * ci.low:.1f}-{100 * ci.high:.1f}%) at α = {alpha:g}. After "
+        f"{PAPER} Fig. 7."
+    )
+    return FigureData(
+        "aa-ladder",
+        f"{PAPER} Fig. 7",
+        caption,
+        LADDER_COLUMNS,
+        rows,
+        (),
+        {
+            "alpha": alpha,
+            "rate": ci.rate,
+            "rate_low": ci.low,
+            "rate_high": ci.high,
+            "no_change": no_change,
+            "x_label": "A/A run (store), ranked by estimate",
+            "y_label": f"{test}: treatment {'/' if scale == 'ratio' else '−'} control",
+        },
     )
 
 

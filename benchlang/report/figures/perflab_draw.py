@@ -201,6 +201,7 @@ def draw_aa_estimates(fig: Any, data: FigureData, palette: Palette, paper: bool)
 
 def draw_aa_ladder(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     factor, _u = _scale(data)
+    null = float(data.meta.get("no_change", 0.0))
     rows = data.where()
     ax = fig.subplots()
     for positive, colour in ((False, GREY), (True, RED)):
@@ -219,11 +220,11 @@ def draw_aa_ladder(fig: Any, data: FigureData, palette: Palette, paper: bool) ->
             ms=3,
             color=colour,
             lw=0.6,
-            label="excludes 0 (false positive)" if positive else "covers 0",
+            label=f"excludes {null:g} (false positive)" if positive else f"covers {null:g}",
         )
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_xlabel("simulated A/A experiment, ranked by estimate")
-    ax.set_ylabel(_label(data, "difference"))
+    ax.axhline(null, color="black", lw=0.8)
+    ax.set_xlabel(data.meta.get("x_label", "simulated A/A experiment, ranked by estimate"))
+    ax.set_ylabel(data.meta.get("y_label") or _label(data, "difference"))
     ax.legend(loc="upper left", fontsize="x-small")
 
 
