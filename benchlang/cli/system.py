@@ -52,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
         for line in unmet:
             print(line)
         if not unmet:
-            print(f"the hosts meet the machine block of {args.spec}")
+            has = experiment.machine is not None or experiment.machines
+            print(
+                f"the hosts meet the machine block of {args.spec}"
+                if has
+                else f"{args.spec} has no machine block: nothing to check"
+            )
         return 1 if unmet else 0
     if args.json:
         hosts = [{**s.to_dict(), "items": dict(s.items())} for s in states.values()]

@@ -8,6 +8,8 @@ import glob
 import json
 import os
 
+from benchlang.report.machine import stored_machine
+from benchlang.run.store import Store
 from tests.conftest import cli
 
 
@@ -28,10 +30,19 @@ def test_show_and_check_read_the_spec_s_hosts_over_ssh(
     (host,) = json.loads(out)["hosts"]
     assert host["host"] == sshd1.nodes[0]
     with open("/proc/sys/kernel/randomize_va_space") as handle:
-        assert host["aslr_level"] == int(handle.read())
+        aslr = int(handle.read())
+    assert host["aslr_level"] == aslr
     if not glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"):
         assert host["items"]["governor"] == "not available on this host"
         assert (cstatus, cout) == (
             1,
             "governor: performance required, not available on this host\n",
         )
+    status, _, err = cli(
+        ["run", spec, "--store", tmp_path / "s.sqlite", "-q", "--force"], cwd=tmp_path
+    )
+    assert status == 0, err
+    with Store(tmp_path / "s.sqlite") as store:
+        states, forced = stored_machine(store, store.plans()[0].plan_hash)
+    assert list(states) == [sshd1.nodes[0]] and states[sshd1.nodes[0]].aslr_level == aslr
+    assert forced == (("forced past: " + cout.strip(),) if cstatus else ())
