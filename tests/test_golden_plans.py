@@ -26,6 +26,16 @@ GOLDEN = {
         132,
         [1254797967, 1509045905, 1052909794],
     ),
+    "datamill.bench": (
+        "sha256:58233b7e6a9760fae1191b9c25cf981e5d6aa5bde606d9fce7dd75b0f7d4dc2f",
+        60,
+        [457626850, 1877313256, 1184491769],
+    ),
+    "stopping.bench": (
+        "sha256:6235f180d3b45a35f964dd2c8dd87a8ede40424abe3d84e7486fa47cc6cb64fd",
+        1600,
+        [700233814, 1699057324, 1253014794],
+    ),
     "compressors.bench": (
         "sha256:9674dafffe91895413c0cb62bc77db2e760c72a353145a8dbf4bb60e70dbaf62",
         45,

@@ -18,7 +18,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         "       benchlang figure STORE [SPEC] NAME [-o FILE] [--data FILE.csv] [--style STYLE]"
     )
     p.description = (
-        "The figures of TriScale and OrderSage drawn from a stored run (docs/figures.md): "
+        "The figures of TriScale, OrderSage, Perflab, DataMill and the stopping rule drawn "
+        "from a stored run (docs/figures.md): "
         "--list names those that apply; NAME writes one as SVG, PDF (TrueType fonts) or PNG, "
         "by the suffix of -o."
     )
@@ -37,7 +38,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--metric",
-        help="the metric drawn (default: the first with a KPI); for `profile`, the profile's name",
+        help="the metric drawn (default: the first with a KPI; DataMill's: the anova's, else "
+        "the first; the stopping rule's: the one it watches); for `profile`, the profile's name",
     )
     p.add_argument("--plan", help="plan hash (default: the spec's plan, else the store's latest)")
     p.add_argument("--json", action="store_true", help="print the list or the figure's numbers")
