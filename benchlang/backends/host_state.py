@@ -28,7 +28,7 @@ CPU = "/sys/devices/system/cpu"
 PROBE = r"""
 c=/sys/devices/system/cpu
 say() { printf '%s\t%s\n' "$1" "$2"; }
-val() { [ -r "$2" ] && say "$1" "$(cat "$2" 2>/dev/null)"; }
+val() { [ -r "$2" ] && v= && { IFS= read -r v < "$2" || [ -n "$v" ]; } && say "$1" "$v"; }
 say uid "$(id -u 2>/dev/null)"
 for f in $c/cpu[0-9]*/cpufreq/scaling_governor; do val governor "$f"; done
 for f in $c/cpu[0-9]*/cpufreq/scaling_available_governors; do val governors "$f"; break; done
@@ -43,8 +43,14 @@ val nohz_full $c/nohz_full
 val aslr /proc/sys/kernel/randomize_va_space
 val perf_event_paranoid /proc/sys/kernel/perf_event_paranoid
 val loadavg /proc/loadavg
-[ -r /proc/swaps ] && say swaps "$(tail -n +2 /proc/swaps | wc -l)"
-[ -r /proc/meminfo ] && say swap_total "$(awk '/^SwapTotal:/ {print $2}' /proc/meminfo)"
+if [ -r /proc/swaps ]; then
+  n=-1; while IFS= read -r line; do n=$((n + 1)); done < /proc/swaps; say swaps "$n"
+fi
+if [ -r /proc/meminfo ]; then
+  while read -r key size rest; do
+    [ "$key" = SwapTotal: ] && say swap_total "$size" && break
+  done < /proc/meminfo
+fi
 for f in $c/cpu[0-9]*/thermal_throttle/core_throttle_count \
          $c/cpu[0-9]*/thermal_throttle/package_throttle_count; do val throttle "$f"; done
 if command -v systemd-detect-virt >/dev/null 2>&1; then
@@ -55,15 +61,15 @@ val dmi_vendor /sys/class/dmi/id/sys_vendor
 val dmi_product /sys/class/dmi/id/product_name
 if [ -r /sys/fs/cgroup/cgroup.controllers ]; then
   say cgroup v2
-  say cgroup_controllers "$(cat /sys/fs/cgroup/cgroup.controllers)"
+  val cgroup_controllers /sys/fs/cgroup/cgroup.controllers
   [ -w /sys/fs/cgroup/cgroup.subtree_control ] && say cgroup_writable all
 elif [ -d /sys/fs/cgroup ]; then
   say cgroup v1
   for d in /sys/fs/cgroup/*/; do
-    n=$(basename "$d")
+    d=${d%/}
     [ -f "$d/tasks" ] || continue
-    say cgroup_controllers "$n"
-    [ -w "$d" ] && say cgroup_writable "$n"
+    say cgroup_controllers "${d##*/}"
+    [ -w "$d" ] && say cgroup_writable "${d##*/}"
   done
 fi
 if command -v ps >/dev/null 2>&1; then
