@@ -72,6 +72,8 @@ def ab_view(inputs: Inputs, metric: str | None, figure: str) -> ABView:
             hint='design { versions { a "..." b "..." } layout fully_balanced { hosts 4 '
             "requests 32 } requests [...] } (docs/ab-designs.md)",
         )
+    if not exp.metrics:
+        raise NotApplicable(f"{figure} draws a metric and the spec has none")
     compared = [c.metric for c in exp.comparisons if c.by == VERSION_FACTOR]
     name = metric or (compared[0] if compared else exp.metrics[0].name)
     if exp.metric(name) is None:
