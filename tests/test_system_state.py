@@ -173,6 +173,15 @@ def test_the_methods_sentence_states_the_limits_and_the_measured_state():
         f"Trials were pinned to CPUs 2-3 with a 1 GiB memory limit{no_swap} and a 30 s CPU-time "
         "limit; aslr was on."
     )
+    swapping = {"n": attrs.evolve(state, aslr="on", swap_devices=1)}
+    capped = {"n": {"limits_memory": "cgroup v1 memory.limit_in_bytes + memsw (swap capped)"}}
+    assert "1 GiB memory limit (swap capped at 0) and" in methods_sentence(
+        experiment, swapping, (), capped
+    )
+    loose = {"n": {"limits_memory": "cgroup v1 memory.limit_in_bytes (swap not capped: ...)"}}
+    assert "(swap not capped on every host: a trial may have swapped)" in methods_sentence(
+        experiment, swapping, (), loose
+    )
 
 
 def test_tune_without_root_says_which_action_needs_it():

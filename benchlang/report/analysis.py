@@ -471,7 +471,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         methods_used(exp),
         record_lines(data),
         tuple(_record_independence(results)),
-        tuple(machine_lines(exp, data.host_states, data.forced)),
+        tuple(machine_lines(exp, data.host_states, data.forced, data.hosts)),
         machine_json(exp, data.host_states, data.forced),
     )
 

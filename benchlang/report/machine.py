@@ -50,10 +50,13 @@ def limits_text(machine: model.Machine) -> str | None:
 
 
 def record_lines(
-    experiment: model.Experiment, states: Mapping[str, HostState], forced: tuple[str, ...]
+    experiment: model.Experiment,
+    states: Mapping[str, HostState],
+    forced: tuple[str, ...],
+    facts: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[str]:
-    """The record's lines: the block (limits, requirements), each host's measured state,
-    and what was forced past."""
+    """The record's lines: the block (limits, requirements), how each host enforced the
+    limits (its ``limits_*`` facts), each host's measured state, and what was forced past."""
     machine = experiment.machine
     lines = []
     if machine is not None:
@@ -62,6 +65,11 @@ def record_lines(
         lines.append("machine: " + ("; ".join(p for p in parts if p) or "no limit, no requirement"))
     for host, own in experiment.machines:
         lines.append(f"machine of {host}: {limits_text(own) or 'no limit'}")
+    if machine is not None and machine.limits_trials:
+        for host, f in sorted((facts or {}).items()):
+            how = [f"{k[7:]}: {v}" for k, v in sorted(f.items()) if k.startswith("limits_")]
+            if how:
+                lines.append(f"limits on {host}: " + "; ".join(how))
     for host, state in sorted(states.items()):
         shown = dict(state.items())
         text = ", ".join(f"{k} {shown[k]}" for k in COMPARED)
@@ -96,21 +104,34 @@ def record_json(
     }
 
 
+def _swap(states: Mapping[str, HostState], facts: Mapping[str, Mapping[str, str]]) -> str:
+    """What the memory limit did about swap, from the hosts' ``limits_memory`` facts (how
+    the backend enforced it) and their measured swap; "" when neither says."""
+    how = {str(f.get("limits_memory", "")) for f in facts.values()} - {""}
+    if states and {s.swap_devices for s in states.values()} == {0}:
+        return " (the host had no swap)"
+    if how and all("swap capped" in h or "swap.max 0" in h for h in how):
+        return " (swap capped at 0)"
+    if any("swap not capped" in h for h in how):
+        return " (swap not capped on every host: a trial may have swapped)"
+    return ""
+
+
 def methods_sentence(
-    experiment: model.Experiment, states: Mapping[str, HostState], forced: tuple[str, ...]
+    experiment: model.Experiment,
+    states: Mapping[str, HostState],
+    forced: tuple[str, ...],
+    facts: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str | None:
-    """ "Trials were pinned to CPUs 2-3 with a 1 GiB memory limit and a 30 s CPU-time limit;
-    turbo was off and the governor was performance." from the block and the measured state."""
+    """The limits of the block, how the hosts enforced them (their ``limits_*`` facts) and
+    the measured state, as "Trials were pinned to CPUs 2-3 with a 1 GiB memory limit (swap
+    capped at 0) and a 30 s CPU-time limit; turbo was off and the governor was performance."."""
     machine = experiment.machine
     if machine is None:
         return None
     limits = []
     if machine.memory is not None:
-        swap = {s.swap_devices for s in states.values()}
-        limits.append(
-            f"a {format_bytes(machine.memory)} memory limit"
-            + (" (the host had no swap)" if swap == {0} else "")
-        )
+        limits.append(f"a {format_bytes(machine.memory)} memory limit" + _swap(states, facts or {}))
     if machine.cpu_time is not None:
         limits.append(f"a {machine.cpu_time:g} s CPU-time limit")
     if machine.cpu_quota is not None:

@@ -161,7 +161,7 @@ def _machine(inputs: ReportInputs) -> list[str]:
     from benchlang.report.machine import methods_sentence
 
     data = inputs.data
-    sentence = methods_sentence(data.experiment, data.host_states, data.forced)
+    sentence = methods_sentence(data.experiment, data.host_states, data.forced, data.hosts)
     return [sentence] if sentence else []
 
 
