@@ -153,3 +153,19 @@ def test_bad_input_is_refused_or_explained():
     constant = detect_changes(np.ones(30))
     assert constant.points == () and constant.note == "the series is constant"
     assert isinstance(constant, ChangePoints)
+
+
+def test_an_outlier_at_either_end_weighs_less():
+    """The running median's ends are padded by reflection: the first and the last point are
+    judged against their neighbours, not against copies of themselves, so an outlier there is
+    down-weighted like one inside (its variance grows by |u| / 3)."""
+    from benchlang.stats._changepoint_scan import huber_var
+
+    rng = np.random.default_rng(40)
+    y = rng.normal(0.0, 0.01, 200)
+    y[0] += 0.2
+    y[-1] -= 0.2
+    y[100] += 0.2
+    var = huber_var(y, np.full(200, 1e-4), 5)
+    assert var[0] > 4e-4 and var[-1] > 4e-4 and var[100] > 4e-4
+    assert np.median(var) == pytest.approx(1e-4)

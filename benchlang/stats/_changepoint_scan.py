@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import copy
 import math
-import zlib
 
 import attrs
 import numpy as np
 
 MAD_NORMAL = 0.6744897501960817  # median |Z| of a standard normal Z
 HUBER_C = 3.0  # residuals beyond 3 sd weigh less (Huber 1964)
-PERMUTATIONS = 199  # E-divisive's default R (Matteson & James 2014)
-BLOCK = 25  # permutations per array pass: bounded memory at 10,000 points
-ENOUGH = 10  # exceedances that stop the permutations (Besag & Clifford 1991)
 
 
 @attrs.frozen
@@ -144,10 +140,14 @@ def huber_var(y: np.ndarray, var: np.ndarray, half: int) -> np.ndarray:
     an outlier's pull on a segment's mean is at most c standard deviations and one outlier
     cannot pass for a segment. Weights, not clipped values: a value pulled to a running
     median would copy its neighbours' noise and make segment means vary more than their
-    residuals show."""
+    residuals show. The ends are padded by reflection (the window of the first point is its
+    neighbours twice and itself): padded with copies of the end value, as before, the first
+    and last points were their own median and never weighed less, so an outlier at an end
+    kept its full pull where the search's statistic is most sensitive, and series of 10,000
+    points showed 5.6% false alarms for 5% (2,000 series; 5.1% with reflection)."""
     if y.size < 3:
         return var
-    padded = np.pad(y, half, mode="edge")
+    padded = np.pad(y, half, mode="reflect")
     level = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)
     u = np.abs(y - level) / np.sqrt(var)
     return var * np.maximum(1.0, u / HUBER_C)
@@ -191,51 +191,6 @@ class Sums:
         cw, cq = self.cw, self.cq
         sides = (cw[t] - cw[a], cw[b] - cw[t], cq[t] - cq[a], cq[b] - cq[t])
         return float(normal_equivalent(np.float64(z), *sides, self.dispersion))
-
-    def p_value(self, a: int, b: int, t: np.ndarray, x: float, alpha: float) -> float:
-        """The max-type p-value of [a, b) (:meth:`max_p`), replaced by a permutation test's
-        where it lies in [alpha / 1000, 2 alpha). The analytic tail is an approximation (a
-        Gaussian bridge) that heavy-tailed points near an end of a long series exceed (at
-        10,000 points it rejected about four times its share below alpha / 10), never the
-        other way by much; so a small analytic p-value is checked by permuting, as
-        E-divisive decides (Matteson & James, JASA 109, 2014, §3.2, R = 199 permutations,
-        their default), and a large one accepts. Points are permuted with their weights and
-        the statistic recomputed; the random stream is seeded by the segment's values, so the
-        answer is a function of the data."""
-        p = self.max_p(a, b, t, x)
-        if alpha / 1000.0 <= p < 2.0 * alpha:
-            return self.permutation_p(a, b, int(t[0]) - a, x)
-        return p
-
-    def permutation_p(self, a: int, b: int, m: int, x: float, rounds: int = PERMUTATIONS) -> float:
-        """(1 + #{S* >= |x|}) / (rounds + 1), S* the statistic of [a, b) with its points (and
-        their weights) permuted: |x| at the largest |z|, min_size ``m``. Stopped at
-        ``ENOUGH`` exceedances with p = ENOUGH / permutations so far (the sequential Monte
-        Carlo p-value of Besag & Clifford, Biometrika 78, 1991): a clearly large p-value
-        costs a few dozen permutations."""
-        w = self.w[a:b]
-        wy = np.diff(self.cy[a : b + 1])
-        seed = zlib.crc32(wy.tobytes()) ^ zlib.crc32(w.tobytes())
-        rng = np.random.default_rng(seed)
-        size = b - a
-        t = np.arange(m - 1, size - m)
-        hits = done = 0
-        while done < rounds:
-            count = min(BLOCK, rounds - done)
-            order = rng.permuted(np.tile(np.arange(size), (count, 1)), axis=1)
-            cw, cy = np.cumsum(w[order], axis=1), np.cumsum(wy[order], axis=1)
-            cq = np.cumsum(w[order] ** 2, axis=1)
-            wl, yl, ql = cw[:, t], cy[:, t], cq[:, t]
-            wr, yr, qr = cw[:, -1:] - wl, cy[:, -1:] - yl, cq[:, -1:] - ql
-            z = (yr / wr - yl / wl) / np.sqrt(self.dispersion.phi * (1.0 / wl + 1.0 / wr))
-            best = np.argmax(np.abs(z), axis=1)[:, None]
-            pick = [np.take_along_axis(v, best, axis=1)[:, 0] for v in (z, wl, wr, ql, qr)]
-            exceed = np.abs(normal_equivalent(*pick, self.dispersion)) >= abs(x)
-            if hits + int(exceed.sum()) >= ENOUGH:
-                return ENOUGH / (done + int(np.argmax(np.cumsum(exceed) >= ENOUGH - hits)) + 1)
-            hits += int(exceed.sum())
-            done += count
-        return (1.0 + hits) / (rounds + 1.0)
 
     def max_p(self, a: int, b: int, t: np.ndarray, x: float) -> float:
         """P(max_t |X_t| >= |x|) over the candidates ``t`` of [a, b) when [a, b) has no change,

@@ -183,7 +183,7 @@ def detect_changes(
         )  # fmt: skip
     sums, cuts, model = found
     points = tuple(
-        _point(sums, cuts, k, _local(sums, cuts, k, min_size, level_alpha), confidence, log)
+        _point(sums, cuts, k, _local(sums, cuts, k, min_size), confidence, log)
         for k in range(len(cuts))
     )
     return ChangePoints(
@@ -244,7 +244,7 @@ def _spread(sd: np.ndarray, m: int, alpha: float, confidence: float) -> tuple[Ch
     logs = Sums(x, ones).tuned(segment_dispersion(ones, x, cuts))
     out = []
     for k in range(len(cuts)):
-        size = _point(logs, cuts, k, _local(ranks, cuts, k, m, alpha), confidence, True)
+        size = _point(logs, cuts, k, _local(ranks, cuts, k, m), confidence, True)
         out.append(attrs.evolve(size, index=int(known[cuts[k]])))
     return tuple(out)
 
@@ -271,7 +271,7 @@ def _split(sums: Sums, m: int, alpha: float) -> list[int]:
         t, z = sums.scan(a, b, m)
         best = int(np.argmax(np.abs(z)))
         x = sums.normal(a, b, int(t[best]), float(z[best]))
-        if sums.p_value(a, b, t, x, alpha) < alpha:
+        if sums.max_p(a, b, t, x) < alpha:
             cut = int(t[best])
             cuts.append(cut)
             todo += [(a, cut), (cut, b)]
@@ -283,7 +283,7 @@ def _merge(sums: Sums, cuts: list[int], m: int, alpha: float) -> list[int]:
     neighbours, drop the one with the largest p-value while it is at least ``alpha``; then
     move each to the largest |z| between its neighbours (a local refinement)."""
     cuts = list(cuts)
-    ps = [_local(sums, cuts, k, m, alpha)[1] for k in range(len(cuts))]
+    ps = [_local(sums, cuts, k, m)[1] for k in range(len(cuts))]
     while cuts:
         worst = int(np.argmax(ps))
         if ps[worst] < alpha:
@@ -291,7 +291,7 @@ def _merge(sums: Sums, cuts: list[int], m: int, alpha: float) -> list[int]:
         del cuts[worst], ps[worst]
         for k in (worst - 1, worst):
             if 0 <= k < len(cuts):
-                ps[k] = _local(sums, cuts, k, m, alpha)[1]
+                ps[k] = _local(sums, cuts, k, m)[1]
     for k in range(len(cuts)):
         a, b = _bounds(sums, cuts, k)
         t, z = sums.scan(a, b, m)
@@ -303,13 +303,13 @@ def _bounds(sums: Sums, cuts: list[int], k: int) -> tuple[int, int]:
     return (cuts[k - 1] if k else 0), (cuts[k + 1] if k + 1 < len(cuts) else sums.w.size)
 
 
-def _local(sums: Sums, cuts: list[int], k: int, m: int, alpha: float) -> tuple[float, float]:
+def _local(sums: Sums, cuts: list[int], k: int, m: int) -> tuple[float, float]:
     """The z at change point k between its neighbours and its max-type p-value there."""
     a, b = _bounds(sums, cuts, k)
     t, z = sums.scan(a, b, m)
     at = cuts[k] - int(t[0])
     x = sums.normal(a, b, cuts[k], float(z[at]))
-    return float(z[at]), sums.p_value(a, b, t, x, alpha)
+    return float(z[at]), sums.max_p(a, b, t, x)
 
 
 def _point(
