@@ -68,16 +68,27 @@ def spec_of(lines: int = 500) -> str:
     return "\n".join(head + body + tail) + "\n"
 
 
-def edit(text: str, rnd: random.Random) -> str:
+MIXED = {
+    "string": 30,
+    "digit": 15,
+    "blank": 10,
+    "comment": 10,
+    "delete": 10,
+    "double": 10,
+    "bracket": 5,
+    "stray": 10,
+}
+TYPING = {"string": 2, "digit": 1}
+"""Keystrokes inside a line, the most common edit: the lines keep their numbers."""
+
+
+def edit(text: str, rnd: random.Random, weights: dict[str, int] = MIXED) -> str:
     """One seeded edit, as typing makes them: mostly a character typed into a string or a
     number changed, a blank or comment line added; sometimes a line removed or doubled, a
     brace or quote removed, or a stray character (the text then has errors)."""
     lines = text.split("\n")
     at = rnd.randrange(len(lines))
-    kind = rnd.choices(
-        ["string", "digit", "blank", "comment", "delete", "double", "bracket", "stray"],
-        [30, 15, 10, 10, 10, 10, 5, 10],
-    )[0]
+    kind = rnd.choices(list(weights), list(weights.values()))[0]
     if kind == "string":
         quoted = [i for i, line in enumerate(lines) if '"' in line]
         if quoted:
@@ -108,7 +119,7 @@ def edit(text: str, rnd: random.Random) -> str:
     return "\n".join(lines)
 
 
-def edits(text: str, count: int, seed: int = 39) -> list[str]:
+def edits(text: str, count: int, weights: dict[str, int] = MIXED, seed: int = 39) -> list[str]:
     """A seeded sequence of edited texts; an edit that breaks the syntax is undone by the
     next (the user fixes the typo), so most texts are valid, as while typing."""
     from benchlang.lang import fragments, syntax
@@ -116,19 +127,21 @@ def edits(text: str, count: int, seed: int = 39) -> list[str]:
     rnd = random.Random(seed)
     out = []
     for _ in range(count):
-        edited = edit(text, rnd)
+        edited = edit(text, rnd, weights)
         out.append(edited)
         if fragments.parse_pieces(edited, syntax._literal_diagnostics) is not None:
             text = edited
     return out
 
 
-def in_process(texts: list[str], pieces: bool) -> list[float]:
-    """CPU milliseconds per edit of what the server does for one (check, index, ranges)."""
-    from benchlang.lang import syntax
+def in_process(first: str, texts: list[str], pieces: bool) -> list[float]:
+    """CPU milliseconds per edit of what the server does for one (check, index, ranges),
+    the pieces' cache holding only the opened text's, as in the server."""
+    from benchlang.lang import fragments, syntax
 
+    fragments._piece.cache_clear()
     syntax.PIECES["on"] = pieces
-    features.check_text(texts[0], "big.bench")
+    features.check_text(first, "big.bench")
     out = []
     for text in texts:
         start = time.process_time()
@@ -188,26 +201,31 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     lines = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     first = spec_of(lines)
-    texts = edits(first, EDITS)
     assert not features.check_text(first, "big.bench").diagnostics
-    print(f"spec: {first.count(chr(10))} lines; {EDITS} seeded edits (benchmarks/bench_lsp.py")
-    print("edit()); per edit: didChange of the whole text to publishDiagnostics; budget 50 ms")
+    sequences = {"typing": edits(first, EDITS, TYPING), "mixed": edits(first, EDITS, MIXED)}
+    print(f"spec: {first.count(chr(10))} lines; {EDITS} seeded edits per sequence (typing: in a")
+    print("line; mixed: MIXED); per edit: didChange of the whole text to publishDiagnostics;")
+    print("budget 50 ms")
     print(
-        f"{'machine':<24}{'parse':<8}{'p50 wall':>10}{'p95 wall':>10}"
+        f"{'machine':<16}{'edits':<8}{'parse':<8}{'p50 wall':>10}{'p95 wall':>10}"
         f"{'check CPU p50':>15}{'mean':>9}{'server CPU mean':>17}"
     )
-    cpu = {whole: in_process(texts, not whole) for whole in (True, False)}
+    cpu = {
+        (name, whole): in_process(first, texts, not whole)
+        for name, texts in sequences.items()
+        for whole in (True, False)
+    }
     for load in (0, 2):
         burners = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(load)]
         try:
-            for whole in (True, False):
-                wall, server = asyncio.run(over_stdio(first, texts, whole))
-                name = f"{load} yes loops" if load else "as it is (others' jobs)"
+            for (name, whole), used in cpu.items():
+                wall, server = asyncio.run(over_stdio(first, sequences[name], whole))
+                machine = f"{load} yes loops" if load else "as it is"
                 print(
-                    f"{name:<24}{'whole' if whole else 'pieces':<8}"
+                    f"{machine:<16}{name:<8}{'whole' if whole else 'pieces':<8}"
                     f"{percentile(wall, 50):>7.1f} ms{percentile(wall, 95):>7.1f} ms"
-                    f"{statistics.median(cpu[whole]):>12.1f} ms"
-                    f"{statistics.fmean(cpu[whole]):>6.1f} ms{server:>14.1f} ms"
+                    f"{statistics.median(used):>12.1f} ms"
+                    f"{statistics.fmean(used):>6.1f} ms{server:>14.1f} ms"
                 )
         finally:
             for burner in burners:
