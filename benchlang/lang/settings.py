@@ -138,7 +138,10 @@ def strings(value: ast.Value) -> tuple[str, ...]:
 
 
 def literal(value: ast.Value) -> Any:
-    """Any scalar or list literal as a plain Python value (lists become tuples)."""
+    """Any scalar or list literal as a plain Python value (lists become tuples, a quantity
+    its text: ``4GB``)."""
+    if value.kind == "quantity":
+        return f"{value.value[0]:g}{value.value[1]}"
     if value.kind == "list":
         return tuple(literal(v) for v in value.value)
     if value.kind == "range":
@@ -149,6 +152,8 @@ def literal(value: ast.Value) -> Any:
 def _show(value: ast.Value) -> str:
     if value.kind in ("list", "range"):
         return value.describe()
+    if value.kind == "quantity":
+        return literal(value)
     return repr(value.value) if value.kind == "string" else str(value.value)
 
 
