@@ -12,11 +12,12 @@ figures section (the same analyses, tables and the plots no figure draws). With 
 REV`` also the report of a git revision before the figures (extracted with ``git archive``
 into a temporary directory and run from there; e.g. ``ba910a3``, the commit before the figures
 landed, with ``--patch-from 347ecd0`` for the report/hosts.py its analysis imports but its tree
-lacked). Then each applicable figure exported as PDF by the command line, and, in process, the
+lacked). Then each applicable figure exported as PDF by the command line (beside its floor:
+the interpreter importing numpy and matplotlib, which every export pays), and, in process, the
 time to build its numbers and to draw it (so a slow figure is named).
 
     python benchmarks/bench_figures.py [--trials 100000] [--repeat 3] [--keep DIR]
-        [--before REV [--patch-from REV]]
+        [--before REV [--patch-from REV]] [--exports NAME,NAME]
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def children_cpu() -> float:
 
 
 def command(argv: list[str], env: dict | None = None) -> tuple[float, float]:
-    """Wall and CPU seconds of one command, which must succeed."""
+    """Wall and CPU seconds of one command, which must succeed; with ``env`` (a revision's
+    tree on PYTHONPATH) run from that tree, so ``-m benchlang`` finds it before this one."""
+    cwd = env["PYTHONPATH"] if env else None
     before, start = children_cpu(), time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, check=False)
     wall, cpu = time.perf_counter() - start, children_cpu() - before
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}")
@@ -105,6 +108,7 @@ def main() -> int:
     parser.add_argument("--keep", help="directory to keep the store in")
     parser.add_argument("--before", metavar="REV", help="also the report of this git revision")
     parser.add_argument("--patch-from", metavar="REV", help="report/hosts.py of this revision")
+    parser.add_argument("--exports", help="the figures to export, comma-separated (default: all)")
     args = parser.parse_args()
     root, store = store_in(args.keep, args.trials, "benchlang-figures-")
     page = root / "report.html"
@@ -125,7 +129,13 @@ def main() -> int:
             [*benchlang, "report", str(store), "-o", str(root / "before.html")],
             env,
         )
+    cases["floor: import numpy, matplotlib.figure"] = (
+        [sys.executable, "-c", "import numpy, matplotlib.figure"],
+        None,
+    )
     figures = [name for name, _b, _d in in_process(store)]
+    if args.exports:
+        figures = [name for name in figures if name in args.exports.split(",")]
     for name in figures:
         out = root / f"{name}.pdf"
         cases[f"figure {name} -o .pdf"] = (
@@ -154,12 +164,12 @@ def main() -> int:
             verdict = "  ok" if cpu - base[1] <= 2.0 else "  misses +2 s"
         elif name.startswith("figure "):
             verdict = "  ok" if cpu <= 1.0 else "  misses 1 s"
-        extra = f"{cpu - base[1]:+16.2f}" if not name.startswith("figure ") else " " * 16
+        extra = f"{cpu - base[1]:+16.2f}" if name.startswith("report") else " " * 16
         print(f"{name:44} {wall:8.2f} {cpu:6.2f} {extra}{verdict}")
     print(f"{'in process, after the inputs:':44} {'build':>8} {'draw':>6}  (CPU s)")
     for name, build, draw in drawn:
         print(f"{'  ' + name:44} {build:8.2f} {draw:6.2f}")
-    shown = page.read_text(encoding="utf-8").count('id="fig-')
+    shown = page.read_text(encoding="utf-8").count("<figure class='plot' id=\"fig-")
     print(f"report: {page.stat().st_size / 1024:.0f} KiB, {shown} figures; verdicts on CPU s")
     if scratch is not None:
         shutil.rmtree(scratch)

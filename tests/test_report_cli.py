@@ -53,9 +53,12 @@ def test_run_report_then_report_command(tmp_path: Path) -> None:
     page = (tmp_path / "run.html").read_text(encoding="utf-8")
     for ident in ("summary", "timescales", "stopping", "profile", "failures"):
         assert f"<section id='{ident}'>" in page, ident
-    assert "KS distance of each prefix of echo[k=1]" in page
-    assert "the rule constant stopped after 10 trials (stop)" in page
-    assert "Autocorrelation of load" in page and "periods 86400 s" in page
+    stopping = page[page.index("<section id='stopping'>") :]
+    stopping = stopping[: stopping.index("</section>")]
+    assert "<td>echo[k=1]</td>" in stopping and "<td>constant</td>" in stopping
+    assert 'id="fig-stopping-ks"' in page and 'id="fig-profile"' in page  # drawn once, there
+    profile = page[page.index("<section id='profile'>") :]
+    assert "<td>1d</td>" in profile[: profile.index("</section>")] and "86400" not in page
     assert "broken" in page  # the failed trial's stderr tail
 
     again = _benchlang("report", "r.sqlite", "-o", "again.html", cwd=tmp_path)

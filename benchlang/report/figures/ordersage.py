@@ -48,8 +48,10 @@ def delta_data(inputs: Inputs, metric: str | None) -> FigureData:
 
 
 def ci_data(inputs: Inputs, metric: str | None) -> FigureData:
+    from benchlang.report.figures.triscale import in_cli_units
+
     dep, name, unit = _dependence(inputs, metric, "order-ci")
-    return fo.order_ci(dep, name, unit)
+    return in_cli_units(fo.order_ci(dep, name, unit), inputs, name, "y")
 
 
 def cases_data(inputs: Inputs, metric: str | None) -> FigureData:

@@ -119,10 +119,25 @@ def draw(
         fig = Figure(layout="constrained")
         paper = style == "paper"
         drawer(fig, data, palette, paper)
+        _scale_ticks(fig, data)
         _notes(fig, data.notes, paper)
         out = io.BytesIO()
         fig.savefig(out, format=fmt, metadata=_metadata(fmt))
     return out.getvalue()
+
+
+def _scale_ticks(fig: Any, data: FigureData) -> None:
+    """Tick labels in the unit the CLI prints (``meta["x_scale"]``/``["y_scale"]``: the
+    divisor; the axis label already names the unit), the data left in the metric's unit."""
+    from matplotlib.ticker import FuncFormatter
+
+    for axis in ("x", "y"):
+        factor = data.meta.get(f"{axis}_scale")
+        if not factor:
+            continue
+        ticks = FuncFormatter(lambda v, _pos, f=factor: f"{v / f:.4g}")
+        for ax in fig.axes:
+            getattr(ax, f"{axis}axis").set_major_formatter(ticks)
 
 
 def _use_style(path: str) -> None:
@@ -180,19 +195,17 @@ def _notes(fig: Any, notes: Sequence[str], paper: bool) -> None:
 
 
 def panels(
-    fig: Any, n: int, paper: bool, xlabel: str, ylabel: str, *, share: bool = False
+    fig: Any, n: int, paper: bool, xlabel: str, ylabel: str, *, sharey: bool = False
 ) -> list[Any]:
     """A grid of ``n`` small panels (one per configuration), the figure grown to fit them;
     the y label on the first column, the x label under the lowest panel of each column.
-
-    ``share``: the panels share both axes (the same metric in every panel), so values compare
-    across panels, and only the outer panels carry tick labels (each label's layout is most
-    of a panel's drawing time)."""
+    ``sharey``: one y scale (a fraction, a probability), its tick labels on the first column
+    only (laying out tick labels is most of a panel's drawing time)."""
     cols = min(n, 2 if paper else 4)
     rows = -(-n // cols)
     w, h = fig.get_size_inches()
     fig.set_size_inches(w, max(h, rows * (1.5 if paper else 2.2) + 0.6))
-    axes = fig.subplots(rows, cols, squeeze=False, sharex=share, sharey=share).ravel()
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey).ravel()
     from matplotlib.ticker import MaxNLocator
 
     for i, ax in enumerate(axes[:n]):
@@ -201,7 +214,6 @@ def panels(
             ax.set_ylabel(ylabel)
         if i + cols >= n:
             ax.set_xlabel(xlabel)
-            ax.xaxis.set_tick_params(labelbottom=True)
     for ax in axes[n:]:
         ax.set_visible(False)
     return list(axes[:n])

@@ -17,6 +17,23 @@ from benchlang.stats.figure_data import FigureData
 # -- the numbers ------------------------------------------------------------------------------
 
 
+def in_cli_units(data: FigureData, inputs: Inputs, metric: str, axis: str) -> FigureData:
+    """The figure's ``axis`` ("x" or "y") in the unit the CLI prints the metric in
+    (``report.table.metric_scale`` of all its successful trials: ms for 0.0468 s): its label
+    names the unit and ``meta[axis + "_scale"]`` is the divisor the drawing applies to the
+    ticks; the rows, ``--data`` and ``--json`` keep the metric's own unit."""
+    from benchlang.report.table import metric_scale
+
+    d = inputs.data
+    unit = d.experiment.metric(metric).unit or ""
+    shown, factor = metric_scale(d.metrics[metric].values[d.table.ok], unit)
+    if not shown or factor == 1.0:
+        return data
+    key = f"{axis}_label"
+    label = str(data.meta[key]).replace(f"({unit})", f"({shown})")
+    return attrs.evolve(data, meta={**data.meta, key: label, f"{axis}_scale": factor})
+
+
 def kpi_scatter_data(inputs: Inputs, metric: str | None) -> FigureData:
     x = metric_view(inputs, metric, "kpi-scatter")
     others = [r.metric for r in inputs.kpis if r.metric != x.metric]
@@ -29,7 +46,8 @@ def kpi_scatter_data(inputs: Inputs, metric: str | None) -> FigureData:
     both = [label for label in x.labels if label in y.labels]
     ax = [x.analyses[x.labels.index(label)] for label in both]
     ay = [y.analyses[y.labels.index(label)] for label in both]
-    return ft.kpi_scatter(both, ax, ay, (x.metric, y.metric), (x.unit, y.unit))
+    data = ft.kpi_scatter(both, ax, ay, (x.metric, y.metric), (x.unit, y.unit))
+    return in_cli_units(in_cli_units(data, inputs, x.metric, "x"), inputs, y.metric, "y")
 
 
 def convergence_data(inputs: Inputs, metric: str | None) -> FigureData:
@@ -50,7 +68,9 @@ def convergence_data(inputs: Inputs, metric: str | None) -> FigureData:
             f"convergence draws a trial's raw series; {v.metric} is one number per trial",
             hint="measure a series (`measure NAME series from file ...`) to test convergence",
         )
-    data = ft.convergence(labels, samples, results, v.metric, v.unit)
+    data = in_cli_units(
+        ft.convergence(labels, samples, results, v.metric, v.unit), inputs, v.metric, "y"
+    )
     missing = [label for label in v.labels if label not in labels]
     if missing:
         note = f"no raw series stored for {', '.join(missing)}"
@@ -60,7 +80,8 @@ def convergence_data(inputs: Inputs, metric: str | None) -> FigureData:
 
 def series_kpis_data(inputs: Inputs, metric: str | None) -> FigureData:
     v = metric_view(inputs, metric, "series-kpis")
-    return ft.series_kpis(v.labels, v.values, v.series, v.analyses, v.metric, v.unit)
+    data = ft.series_kpis(v.labels, v.values, v.series, v.analyses, v.metric, v.unit)
+    return in_cli_units(data, inputs, v.metric, "y")
 
 
 def variability_data(inputs: Inputs, metric: str | None) -> FigureData:
@@ -70,7 +91,9 @@ def variability_data(inputs: Inputs, metric: str | None) -> FigureData:
             f"variability draws TriScale's variability score and the spec asks none of {v.metric}",
             hint=f"add `variability {v.metric} {{ percentile 25 confidence 75% }}` and series",
         )
-    return ft.variability(v.labels, v.analyses, v.metric, v.unit)
+    return in_cli_units(
+        ft.variability(v.labels, v.analyses, v.metric, v.unit), inputs, v.metric, "y"
+    )
 
 
 def _confidence(inputs: Inputs, metric: str) -> float:
@@ -79,13 +102,15 @@ def _confidence(inputs: Inputs, metric: str) -> float:
 
 def cdf_data(inputs: Inputs, metric: str | None) -> FigureData:
     v = metric_view(inputs, metric, "cdf")
-    return ft.cdf(v.labels, v.values, _confidence(inputs, v.metric), v.metric, v.unit)
+    data = ft.cdf(v.labels, v.values, _confidence(inputs, v.metric), v.metric, v.unit)
+    return in_cli_units(data, inputs, v.metric, "x")
 
 
 def cdf_overlay_data(inputs: Inputs, metric: str | None) -> FigureData:
     v = metric_view(inputs, metric, "cdf-overlay")
     conf = _confidence(inputs, v.metric)
-    return ft.cdf(v.labels, v.values, conf, v.metric, v.unit, overlay=True)
+    data = ft.cdf(v.labels, v.values, conf, v.metric, v.unit, overlay=True)
+    return in_cli_units(data, inputs, v.metric, "x")
 
 
 def profile_data(inputs: Inputs, metric: str | None) -> FigureData:
@@ -240,7 +265,7 @@ def draw_variability(fig: Any, data: FigureData, palette: Palette, paper: bool) 
 def draw_cdf(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     groups = _by_label(data)
     for ax, (label, rows) in zip(
-        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"], share=True),
+        panels(fig, len(groups), paper, data.meta["x_label"], data.meta["y_label"], sharey=True),
         groups.items(),
         strict=True,
     ):
@@ -250,6 +275,7 @@ def draw_cdf(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
         _, q, lo, hi = _xy(rows, "band", "x", "y", "low", "high")
         ax.fill_betweenx(q, lo, hi, color=c, alpha=0.25, step="post", label="confidence band")
         ax.set_title(label, fontsize="small")
+        ax.set_yticks([0.0, 0.5, 1.0])
 
 
 def draw_cdf_overlay(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
