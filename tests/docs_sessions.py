@@ -140,6 +140,8 @@ class Outcome:
     ran: int = 0
     skipped: int = 0
     problems: list[str] = field(default_factory=list)
+    skips: list[str] = field(default_factory=list)
+    """Each skipped session: where, and why."""
 
 
 def run_block(block: Block, cwd: Path, outcome: Outcome, status: list[int]) -> None:
@@ -161,6 +163,7 @@ def run_block(block: Block, cwd: Path, outcome: Outcome, status: list[int]) -> N
         if not d["skip"].strip():
             outcome.problems.append(f"{where}: a skipped session must say why")
         outcome.skipped += 1
+        outcome.skips.append(f"{where}: skipped: {d['skip']}")
         return
     bin_dir = cwd / ".bin"
     env = environment(bin_dir if bin_dir.is_dir() else None)

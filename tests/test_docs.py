@@ -16,6 +16,8 @@ def test_the_page_shows_what_its_commands_print(page, tmp_path):
     outcome = run_page(page, tmp_path)
     assert not outcome.problems, "\n\n".join(outcome.problems)
     print(f"{page}: {outcome.ran} commands run, {outcome.skipped} sessions skipped")
+    for skip in outcome.skips:
+        print(skip)
 
 
 def test_every_session_runs_or_says_why_not():
