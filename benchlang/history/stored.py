@@ -35,32 +35,31 @@ _TABLE = """CREATE TABLE IF NOT EXISTS change_points (
     confidence DOUBLE PRECISION NOT NULL, series TEXT NOT NULL, found TEXT NOT NULL,
     PRIMARY KEY (metric, configuration, host_class))"""
 _INDEX = "CREATE INDEX IF NOT EXISTS points_series ON points (metric, configuration, host_class)"
-_SEP = "\n"
+_SEP, _PART = "\n", "\x1e"
 
 
 def _pack(s: Series) -> str:
+    """The series as one text: a JSON header, then its numbers (base64 of little-endian
+    doubles) and each text column newline-joined, separated by ``_PART`` (no JSON over the
+    long parts: encoding them was most of an add's cost at 10,000 points)."""
     arrays = np.stack([s.values, s.lower, s.upper, np.asarray(s.trials, dtype=np.float64)])
-    return json.dumps(
-        {
-            "unit": s.unit,
-            "better": s.better,
-            "percentile": s.percentile,
-            "arrays": base64.b64encode(arrays.astype("<f8").tobytes()).decode("ascii"),
-            "commits": _SEP.join(c or "" for c in s.commits),
-            "dates": _SEP.join(s.dates),
-            "run_keys": _SEP.join(s.run_keys),
-            "independence": _SEP.join(s.independence),
-        }
+    header = json.dumps({"unit": s.unit, "better": s.better, "percentile": s.percentile})
+    return _PART.join(
+        [
+            header,
+            base64.b64encode(arrays.astype("<f8").tobytes()).decode("ascii"),
+            _SEP.join(c or "" for c in s.commits),
+            _SEP.join(s.dates),
+            _SEP.join(s.run_keys),
+            _SEP.join(s.independence),
+        ]
     )
 
 
 def _unpack(key: Sequence[str], n: int, text: str) -> Series:
-    d = json.loads(text)
-    arrays = np.frombuffer(base64.b64decode(d["arrays"]), dtype="<f8").reshape(4, n)
-
-    def split(name: str) -> tuple[str, ...]:
-        return tuple(d[name].split(_SEP)) if n else ()
-
+    header, numbers, commits, dates, run_keys, independence = text.split(_PART)
+    d = json.loads(header)
+    arrays = np.frombuffer(base64.b64decode(numbers), dtype="<f8").reshape(4, n)
     return Series(
         key[0],
         key[1],
@@ -68,14 +67,14 @@ def _unpack(key: Sequence[str], n: int, text: str) -> Series:
         d["unit"],
         d["better"],
         float(d["percentile"]),
-        tuple(c or None for c in split("commits")),
-        split("dates"),
-        split("run_keys"),
+        tuple([c or None for c in commits.split(_SEP)]),
+        tuple(dates.split(_SEP)),
+        tuple(run_keys.split(_SEP)),
         arrays[0].copy(),
         arrays[1].copy(),
         arrays[2].copy(),
-        tuple(int(t) for t in arrays[3]),
-        split("independence"),
+        tuple(arrays[3].astype(np.int64).tolist()),
+        tuple(independence.split(_SEP)),
     )
 
 
