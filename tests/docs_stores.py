@@ -165,6 +165,28 @@ def _before_after(cwd: Path) -> None:
         synthetic_store(cwd / "pr.bench", cwd / f"{store}.sqlite", value, facts={"local": FACTS})
 
 
+def _published(cwd: Path) -> None:
+    """pub.bench, value.awk, pub.sqlite (the spec of tests/test_bundle_replicate.py, its plan
+    with seeded values) and an ed25519 key pair ``key`` (``ssh-keygen``), for
+    docs/replicate.md's signed bundle."""
+    from tests.test_bundle_replicate import SPEC, VALUE_AWK
+
+    (cwd / "pub.bench").write_text(SPEC)
+    (cwd / "value.awk").write_text(VALUE_AWK)
+
+    def value(plan: Plan, t: int) -> dict[str, float]:
+        tool = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["tool"]
+        z = np.random.default_rng(int(plan.trial_seed[t])).normal()
+        return {"v": (0.010 if tool == "fast" else 0.020) * float(np.exp(0.02 * z))}
+
+    synthetic_store(cwd / "pub.bench", cwd / "pub.sqlite", value, facts={"local": FACTS})
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(cwd / "key")],
+        check=True,
+        capture_output=True,
+    )
+
+
 def store_examples(cwd: Path) -> None:
     """The stores docs/store.md queries."""
     _compressors(cwd)
@@ -178,6 +200,7 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "ab": _ab,
     "ab-pilots": _ab_pilots,
     "before-after": _before_after,
+    "published": _published,
 }
 
 
