@@ -93,3 +93,34 @@ def write_spec(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+ASLR_LOCK = Path("/tmp/benchlang-tests-aslr.lock")
+
+
+def _aslr_lock(mode: int):
+    """The machine's ASLR setting is one for every test worker (``pytest -n``): a test that
+    reads it holds a shared lock, the one that writes it (``system tune``) an exclusive one."""
+    import fcntl
+
+    handle = ASLR_LOCK.open("a")
+    fcntl.flock(handle, mode)
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+@pytest.fixture
+def aslr_read():
+    import fcntl
+
+    yield from _aslr_lock(fcntl.LOCK_SH)
+
+
+@pytest.fixture
+def aslr_write():
+    import fcntl
+
+    yield from _aslr_lock(fcntl.LOCK_EX)

@@ -71,6 +71,7 @@ def _strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.usefixtures("aslr_read")
 def test_show_prints_every_item_and_says_what_this_host_lacks():
     (status, out, _), (jstatus, jout, _) = cli_many(
         [["system", "show"], ["system", "show", "--json"]]
@@ -91,6 +92,7 @@ def test_show_prints_every_item_and_says_what_this_host_lacks():
         assert host["governor"] is None and host["governors"] == []
 
 
+@pytest.mark.usefixtures("aslr_read")
 def test_check_exits_1_with_one_line_per_unmet_requirement(tmp_path):
     spec = tmp_path / "g.bench"
     spec.write_text(spec_text('machine { governor performance }\nbenchmark b { run "true" }'))
@@ -110,6 +112,7 @@ def _run(tmp_path: Path, body: str, store: str, *extra: str) -> tuple[int, str, 
     return cli(["run", spec, "--store", tmp_path / f"{store}.sqlite", "-q", *extra], cwd=tmp_path)
 
 
+@pytest.mark.usefixtures("aslr_read")
 def test_run_refuses_an_unmet_requirement_unless_forced_and_the_record_says_so(tmp_path):
     if ITEMS["governor"]:
         pytest.skip("this host has cpufreq: the refusal is shown on a host without it")
@@ -197,6 +200,7 @@ def test_tune_without_root_says_which_action_needs_it():
     assert lines == [f"local: restoring {ASLR}: needs root (it writes {ASLR}); run as root"]
 
 
+@pytest.mark.usefixtures("aslr_write")
 def test_tune_sets_aslr_as_root_and_reset_restores_it(tmp_path):
     """A real write of /proc/sys/kernel/randomize_va_space (root in this container), undone at
     once by ``tune --reset`` (and by the test itself should an assertion fail)."""
@@ -227,6 +231,7 @@ def test_tune_sets_aslr_as_root_and_reset_restores_it(tmp_path):
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
 
+@pytest.mark.usefixtures("aslr_read")
 def test_replicate_names_each_host_state_difference(tmp_path):
     from benchlang.app.replicate import judge
 

@@ -8,11 +8,14 @@ import glob
 import json
 import os
 
+import pytest
+
 from benchlang.report.machine import stored_machine
 from benchlang.run.store import Store
 from tests.conftest import cli
 
 
+@pytest.mark.usefixtures("aslr_read")
 def test_show_and_check_read_the_spec_s_hosts_over_ssh(
     harness, sshd1, ssh_env, tmp_path, monkeypatch
 ):
