@@ -6,6 +6,7 @@ where a unit chosen per number would mix seconds and milliseconds."""
 
 from __future__ import annotations
 
+import io
 import re
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchlang.testing.synthetic import lognormal, synthetic_store
-from tests.test_closing_output import HEADER_UNIT, QUANTITY, in_terminal
+from tests.test_closing_output import ANSI, HEADER_UNIT, QUANTITY, in_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = {"sha256sum": 1.3, "md5sum": 0.7, "b2sum": 0.9}
@@ -69,3 +70,26 @@ def test_every_table_lines_up(analyzed):
         assert rows and len(ends) == 1, rows  # the numbers of each column end at one place
         tables += 1
     assert tables == 2  # the KPIs and the variability scores
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("label", ["digest[tool=sha256sum]", "x" * 80])
+def test_a_table_keeps_every_column_in_a_narrow_terminal(label, monkeypatch):
+    """A short label is never folded; one longer than half the terminal folds, and the other
+    columns stay (rich would drop them to keep an unfoldable label whole)."""
+    from benchlang.report.table import render_table
+
+    monkeypatch.setenv("COLUMNS", "60")
+    out = _Terminal()
+    rows = [[label, 5, "1.000 ms"], ["digest[tool=md5sum]", 5, "2.000 ms"]]
+    render_table(["configuration", "n", "value"], rows, stream=out, plain=False)
+    lines = ANSI.sub("", out.getvalue()).splitlines()
+    assert all(len(line) <= 60 for line in lines), lines
+    assert sum("ms" in line for line in lines) == 2
+    assert any(line.startswith(label[:40]) for line in lines)
+    if len(label) < 30:
+        assert any(line.startswith(label + "  ") for line in lines)

@@ -175,13 +175,15 @@ def render_table(
             show_edge=False,
             collapse_padding=True,
         )
+        width = terminal_width()
+        # the first column names the rows (labels such as digest[tool=sha256sum]): kept whole
+        # while the labels take at most half the width; the other columns fold instead
+        whole = max((len(row[0]) for row in cells if row), default=0) <= width // 2
         for i, (h, a) in enumerate(zip(headers, align, strict=True)):
-            # the first column names the rows (labels such as digest[tool=sha256sum]): never
-            # folded; the others fold when the terminal is too narrow for the whole table
-            table.add_column(Text(h), overflow="fold", justify=a, no_wrap=i == 0)
+            table.add_column(Text(h), overflow="fold", justify=a, no_wrap=i == 0 and whole)
         for row in cells:
             table.add_row(*(Text(c) for c in row))
-        Console(file=stream, highlight=False, width=terminal_width()).print(table)
+        Console(file=stream, highlight=False, width=width).print(table)
         return
     widths = [len(h) for h in headers]
     for row in cells:
