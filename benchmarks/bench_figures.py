@@ -164,7 +164,7 @@ def main() -> int:
             verdict = "  ok" if cpu - base[1] <= 2.0 else "  misses +2 s"
         elif name.startswith("figure "):
             verdict = "  ok" if cpu <= 1.0 else "  misses 1 s"
-        extra = f"{cpu - base[1]:+16.2f}" if name.startswith("report") else " " * 16
+        extra = f"{cpu - base[1]:+16.2f}" if name.startswith(("report", "baseline")) else " " * 16
         print(f"{name:44} {wall:8.2f} {cpu:6.2f} {extra}{verdict}")
     print(f"{'in process, after the inputs:':44} {'build':>8} {'draw':>6}  (CPU s)")
     for name, build, draw in drawn:

@@ -3,6 +3,8 @@ the same store (the baseline: the same analysis and headline, printed as text, n
 Target (issue 18): a few seconds (here: at most 4 s), the page adding at most 1 s to
 `analyze` (its order views and drawing; a ratio stopped being the measure once `analyze`
 itself became 2.4-3x faster); plots downsample (and say so) instead of drawing every trial.
+The page is built with ``--no-figures``: the papers' figures (matplotlib) have their own
+benchmark, bench_figures.py, against this page as its baseline.
 
 The store is the one benchmarks/bench_store_scale.py makes (the plan of a 10-configuration spec,
 100 series, seeded log-normal values inserted in the store's schema), with its values stored
@@ -48,7 +50,10 @@ def main() -> int:
             [*benchlang, "analyze", "--store", str(store)],
             "p50 upper",
         ),
-        "benchlang report": ([*benchlang, "report", str(store), "-o", str(page)], None),
+        "benchlang report": (
+            [*benchlang, "report", str(store), "-o", str(page), "--no-figures"],
+            None,
+        ),
     }
     runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in cases}
     load = os.getloadavg()[0]

@@ -185,8 +185,13 @@ def test_ab_layout_shows_effect_components_warmup_and_host_difference(reports):
 
 
 def test_series_metric_shows_convergence(reports):
+    """Drawn once, as the figure ``convergence`` (its legend in words, each panel's verdict);
+    the timescales table counts the trials that did not converge and links the figure."""
     text = reports["latency-series"].read_text(encoding="utf-8")
-    assert "Raw series of trial" in text and "converged: slope CI" in text
+    assert 'id="fig-convergence"' in text and "<a href='#fig-convergence'>" in text
+    assert "Raw series of latency of one trial per configuration" in text
+    assert "95th percentile over windows of" in text
+    assert "<th scope='col'>not converged</th>" in text
 
 
 PROBE = """<script>
