@@ -169,3 +169,18 @@ def test_an_outlier_at_either_end_weighs_less():
     var = huber_var(y, np.full(200, 1e-4), 5)
     assert var[0] > 4e-4 and var[-1] > 4e-4 and var[100] > 4e-4
     assert np.median(var) == pytest.approx(1e-4)
+
+
+def test_correlated_noise_is_said_descriptive_only():
+    """Points that drift together from commit to commit (AR(1), coefficient 0.6) break the
+    independence the p-values assume: the result says so; independent points do not."""
+    rng = np.random.default_rng(41)
+    drift = np.zeros(2000)
+    e = rng.normal(0.0, 0.02, 2000)
+    for i in range(1, 2000):
+        drift[i] = 0.6 * drift[i - 1] + e[i]
+    found = detect_changes(np.exp(drift))
+    assert found.note and "correlated from commit to commit" in found.note
+    assert "descriptive only" in found.note
+    values, lower, upper = _series(rng, 2000)
+    assert detect_changes(values, lower, upper).note is None

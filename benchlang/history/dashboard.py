@@ -109,6 +109,8 @@ def _series_section(found: SeriesChanges, index: int) -> str:
             note=f"change points: {found.method}",
         )
     ]
+    if found.note:
+        body.insert(0, warning(found.note))
     failed = sum(v == "failed" for v in s.independence)
     if failed:
         body.insert(

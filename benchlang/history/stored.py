@@ -86,6 +86,7 @@ def _found_json(found: SeriesChanges) -> str:
             "method": found.method,
             "changes": [attrs.asdict(c) for c in found.changes],
             "spread": [attrs.asdict(c) for c in found.spread],
+            "note": found.note,
         }
     )
 
@@ -97,6 +98,7 @@ def _found(series: Series, text: str) -> SeriesChanges:
         tuple(Change(**c) for c in d["changes"]),
         d["method"],
         tuple(Change(**c) for c in d["spread"]),
+        d.get("note"),
     )
 
 

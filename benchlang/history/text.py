@@ -63,11 +63,11 @@ def changes_text(found: Sequence[SeriesChanges]) -> str:
     noise = sum(len(f.spread) for f in found)
     head = f"{total} change point(s) in {len(found)} series"
     head += f", {noise} change(s) of noise (spread)" if noise else ""
+    notes = "".join(f"{f.series.name}: {f.note}\n" for f in found if f.note)
     if not rows:
-        return head + "\n"
-    return (
-        head + "\n" + _table(["series", "commits", "change", "interval", "p", "kind"], rows) + "\n"
-    )
+        return head + "\n" + notes
+    table = _table(["series", "commits", "change", "interval", "p", "kind"], rows)
+    return head + "\n" + table + "\n" + notes
 
 
 def changes_json(found: Sequence[SeriesChanges]) -> str:

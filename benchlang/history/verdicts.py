@@ -56,6 +56,8 @@ class SeriesChanges:
     changes: tuple[Change, ...]
     method: str
     spread: tuple[Change, ...] = ()
+    note: str | None = None
+    """Why the result is descriptive only or partial (stats.changepoints' note), else None."""
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -73,6 +75,7 @@ class SeriesChanges:
             "method": self.method,
             "changes": [c.to_dict() for c in self.changes],
             "spread": [c.to_dict() for c in self.spread],
+            "note": self.note,
         }
 
 
@@ -160,6 +163,7 @@ def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) ->
         tuple(located(cp, None) for cp in found.points),
         found.method,
         tuple(located(cp, "spread") for cp in found.spread),
+        found.note,
     )
 
 
