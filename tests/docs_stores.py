@@ -166,25 +166,42 @@ def _before_after(cwd: Path) -> None:
 
 
 def _published(cwd: Path) -> None:
-    """pub.bench, value.awk, pub.sqlite (the spec of tests/test_bundle_replicate.py, its plan
-    with seeded values) and an ed25519 key pair ``key`` (``ssh-keygen``), for
-    docs/replicate.md's signed bundle."""
-    from tests.test_bundle_replicate import SPEC, VALUE_AWK
-
-    (cwd / "pub.bench").write_text(SPEC)
-    (cwd / "value.awk").write_text(VALUE_AWK)
-
-    def value(plan: Plan, t: int) -> dict[str, float]:
-        tool = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["tool"]
-        z = np.random.default_rng(int(plan.trial_seed[t])).normal()
-        return {"v": (0.010 if tool == "fast" else 0.020) * float(np.exp(0.02 * z))}
-
-    synthetic_store(cwd / "pub.bench", cwd / "pub.sqlite", value, facts={"local": FACTS})
+    """The published run of ``_replication`` and an ed25519 key pair ``key`` (``ssh-keygen``),
+    for docs/replicate.md's signed bundle."""
+    if not (cwd / "pub.sqlite").exists():
+        _replication(cwd)
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(cwd / "key")],
         check=True,
         capture_output=True,
     )
+
+
+def _replication(cwd: Path) -> None:
+    """pub.benchlang.tar.gz: a real run of the spec of tests/test_bundle_replicate.py (its
+    value.awk prints seeded log-normal values, SALT=1), bundled, for docs/replicate.md."""
+    import os
+
+    from tests.test_bundle_replicate import SPEC, VALUE_AWK
+
+    (cwd / "pub.bench").write_text(SPEC)
+    (cwd / "value.awk").write_text(VALUE_AWK)
+    env = {**os.environ, "SALT": "1"}
+    for args in (
+        ["run", "pub.bench", "--store", "pub.sqlite", "--quiet"],
+        [
+            "bundle",
+            "pub.sqlite",
+            "pub.bench",
+            "--include",
+            "value.awk",
+            "-o",
+            "pub.benchlang.tar.gz",
+        ],
+    ):
+        subprocess.run(
+            [sys.executable, "-m", "benchlang", *args], cwd=cwd, env=env, capture_output=True
+        )
 
 
 def store_examples(cwd: Path) -> None:
@@ -201,6 +218,7 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "ab-pilots": _ab_pilots,
     "before-after": _before_after,
     "published": _published,
+    "replication": _replication,
 }
 
 
