@@ -140,7 +140,8 @@ def test_ks_curve_and_stops_are_the_replay_of_the_specs_rule(synthetic, capsys):
         (optimal,) = [r for r in body["rows"] if r[0] == label and r[1] == "optimal"]
         assert optimal[2] == e.optimal_n
     assert any(
-        "descriptive only: the reference is the configuration's 800 trials" in n
+        "descriptive only: each reference (a configuration's trials: loop[slow=0] 800, "
+        "loop[slow=30] 800) is shorter than the 1,000" in n
         for n in body["notes"]
     )
 

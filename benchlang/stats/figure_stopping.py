@@ -46,19 +46,26 @@ def replay(stream: np.ndarray, rule: Rule, ks_threshold: float = 0.1) -> Replay:
 
 
 def _short(labels: Sequence[str], replays: Sequence[Replay]) -> list[str]:
-    """The notes that make a figure descriptive: a reference shorter than a ground truth, a
-    rule that never stopped."""
+    """The notes that make a figure descriptive: references shorter than a ground truth (said
+    once, naming each configuration's count), a rule that never stopped."""
+    few = [
+        f"{label} {r.evaluation.n}"
+        for label, r in zip(labels, replays, strict=True)
+        if r.evaluation.n < MIN_STREAM
+    ]
     notes = []
-    for label, r in zip(labels, replays, strict=True):
-        e = r.evaluation
-        if e.n < MIN_STREAM:
-            notes.append(
-                f"{label}: descriptive only: the reference is the configuration's {e.n} trials, "
-                f"fewer than the {MIN_STREAM:,} a ground truth needs (stopping-eval); a prefix's "
-                "KS to it is small partly because the prefix is much of it"
-            )
-        if e.action == "continue":
-            notes.append(f"{label}: the rule did not stop within the {e.n} trials")
+    if few:
+        notes.append(
+            "descriptive only: each reference (a configuration's trials: "
+            + ", ".join(few)
+            + f") is shorter than the {MIN_STREAM:,} samples a ground truth needs "
+            "(stopping-eval); a prefix's KS to it is small partly because the prefix is much of it"
+        )
+    notes += [
+        f"{label}: the rule did not stop within the {r.evaluation.n} trials"
+        for label, r in zip(labels, replays, strict=True)
+        if r.evaluation.action == "continue"
+    ]
     return notes
 
 
