@@ -224,3 +224,24 @@ def test_stopping_eval_json_gives_the_prefix_ks_curve(tmp_path, capsys):
     assert curve[got["stop_n"] - 1] == pytest.approx(got["ks"])
     assert np.all(curve[got["optimal_n"] - 1 :] <= got["ks_threshold"])
     assert curve[got["optimal_n"] - 2] > got["ks_threshold"]
+
+
+def test_a_configuration_too_short_for_the_rule_is_named_not_drawn(tmp_path, capsys):
+    spec, store = tmp_path / "short.bench", tmp_path / "short.sqlite"
+    spec.write_text(
+        RUN.replace("min 10 max 30", "min 10 max 12").replace("stopped", "short"),
+        encoding="utf-8",
+    )
+
+    def value(plan, t):
+        k = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["k"]
+        if k == 2 and t >= 6:  # three rounds of two trials: k=2 succeeds 3 times
+            return "the command exited with status 1"
+        return {"v": float(40 + (t * 7919) % 13)}
+
+    synthetic_store(spec, store, value)
+    body = figure_json(capsys, store, "stopping-ks")
+    assert {r[0] for r in body["rows"]} == {"echo[k=1]"}
+    assert "echo[k=2]: not drawn (3 successful trials; the rule decides from 10)" in body["notes"]
+    (stop,) = [r for r in body["rows"] if r[1] == "stop"]
+    assert stop[2] == 12 and stop[4] == "stop_warn"

@@ -56,6 +56,7 @@ def streams(inputs: Inputs, metric: str | None, figure: str) -> Streams:
             f"{figure}: no metric {name!r}", hint="metrics: " + ", ".join(data.metrics)
         )
     rule = build_rule(stop)
+    least = int(getattr(rule, "min_n", 1))
     ks = float(stop.settings.get("ks", 0.1))
     t = data.table
     values = np.asarray(data.metrics[name].values, dtype=float)
@@ -66,8 +67,11 @@ def streams(inputs: Inputs, metric: str | None, figure: str) -> Streams:
     for index, label, _b, _l in data.configurations():
         mask = ok & (np.asarray(t.configuration) == index)
         x = values[mask][np.argsort(np.asarray(t.trial)[mask], kind="stable")] / factor
-        if x.size < 2:
-            notes.append(f"{label}: not drawn ({x.size} successful trial)")
+        if x.size < max(2, least):
+            notes.append(
+                f"{label}: not drawn ({x.size} successful trial{'s' * (x.size != 1)}; the rule "
+                f"decides from {least})"
+            )
             continue
         r = fs.replay(x, rule, ks)
         labels.append(label)
@@ -75,7 +79,10 @@ def streams(inputs: Inputs, metric: str | None, figure: str) -> Streams:
         replays.append(r)
         notes += _recorded(inputs, index, label, np.asarray(t.series)[mask], r)
     if not labels:
-        raise NotApplicable(f"{figure}: no configuration has two successful trials")
+        raise NotApplicable(
+            f"{figure}: no configuration has the {max(2, least)} successful trials the rule "
+            "needs before it decides"
+        )
     out = Streams(name, unit or "", stop.kind, labels, series, replays, tuple(notes))
     _LAST[:] = [(data, metric, out)]
     return out
