@@ -145,10 +145,11 @@ def huber_var(y: np.ndarray, var: np.ndarray, half: int) -> np.ndarray:
     and last points were their own median and never weighed less, so an outlier at an end
     kept its full pull where the search's statistic is most sensitive, and series of 10,000
     points showed 5.6% false alarms for 5% (2,000 series; 5.1% with reflection)."""
+    from scipy.ndimage import median_filter
+
     if y.size < 3:
         return var
-    padded = np.pad(y, half, mode="reflect")
-    level = np.median(np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1), axis=1)
+    level = median_filter(y, size=2 * half + 1, mode="mirror")  # numpy's "reflect" padding
     u = np.abs(y - level) / np.sqrt(var)
     return var * np.maximum(1.0, u / HUBER_C)
 
