@@ -305,7 +305,7 @@ def test_plots_draw_only_finite_coordinates():
     svgs = [
         plots.lines(
             [("a", x, np.array([1.0, nan, 3.0]))], "t", "x", "y", vlines=[("v", nan)],
-            hlines=[("h", inf)], bands=[("b", x, np.array([0.0, nan, 1.0]), x + 2)],
+            bands=[("b", x, np.array([0.0, nan, 1.0]), x + 2)],
         ),
         plots.intervals([("a", nan, None, None), ("b", 1.0, 0.5, inf)], "t", "e", reference=1),
         plots.points([("a", np.array([])), ("b", np.r_[np.ones(50), 9.0, nan])], "t", "y", boxes=True),

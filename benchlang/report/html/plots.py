@@ -63,15 +63,11 @@ def lines(
     *,
     bands: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = (),
     vlines: Sequence[tuple[str, float]] = (),
-    hlines: Sequence[tuple[str, float]] = (),
     markers: bool = False,
-    step: bool = False,
-    horizontal: bool = False,
     note: str | None = None,
     styles: Sequence[tuple[str, str]] | None = None,
 ) -> str:
-    """Curves (label, x, y), shaded bands (label, x, low, high; with ``horizontal`` the band
-    spans x from low to high at each y = x), labelled vertical and horizontal lines.
+    """Curves (label, x, y), shaded bands (label, x, low, high) and labelled vertical lines.
 
     ``styles`` gives each curve its (colour, dash) (``cues``: one per configuration); with
     ``markers`` such curves draw their points joined by the dashed line, a second cue where
@@ -84,17 +80,11 @@ def lines(
         c = COLOURS[(i + 1) % 7]
 
         def band(f, at=at, low=low, high=high, c=c) -> str:
-            if horizontal:
-                xs, ys = np.concatenate((low, high[::-1])), np.concatenate((at, at[::-1]))
-            else:
-                xs, ys = np.concatenate((at, at[::-1])), np.concatenate((low, high[::-1]))
+            xs, ys = np.concatenate((at, at[::-1])), np.concatenate((low, high[::-1]))
             d = polyline(f.x(xs), f.y(ys))
             return path(d + "Z" if d else "", fill=c, fill_opacity=0.2)
 
-        if horizontal:
-            chart.add(band, x=np.concatenate((low, high)), y=at)
-        else:
-            chart.add(band, x=at, y=np.concatenate((low, high)))
+        chart.add(band, x=at, y=np.concatenate((low, high)))
         chart.key(label, "band", c)
     for i, (label, x, y) in enumerate(curves):
         x, y = np.asarray(x, float), np.asarray(y, float)
@@ -107,15 +97,11 @@ def lines(
                 return line + path(dots(f.x(x), f.y(y), 2.5), fill=c)
             if markers:
                 return path(dots(f.x(x), f.y(y), 2.5), fill=c)
-            px, py = f.x(x), f.y(y)
-            if step and x.size:
-                px, py = np.repeat(px, 2)[1:], np.repeat(py, 2)[:-1]
-            return path(polyline(px, py), c, stroke_width=1.5, stroke_linejoin="round")
+            return path(polyline(f.x(x), f.y(y)), c, stroke_width=1.5, stroke_linejoin="round")
 
         chart.add(curve, x=x, y=y)
         chart.key(label, "line" if dash is not None or not markers else "dot", c, dash or "")
     _lines_at(chart, "x", vlines, lambda j: COLOURS[(j + 1) % 7], "5 3")
-    _lines_at(chart, "y", hlines, lambda j: "#57606a", "")
     return chart.render(title, xlabel, ylabel, note)
 
 
@@ -193,13 +179,11 @@ def points(
     title: str,
     ylabel: str,
     *,
-    marks: Sequence[tuple[int, float, str]] = (),
-    hlines: Sequence[tuple[str, float]] = (),
     note: str | None = None,
     boxes: bool = False,
 ) -> str:
-    """Values per group as jittered points (or boxes), with short horizontal ``marks`` (group
-    index, value, legend label) such as each series' KPI bound."""
+    """Values per group as jittered points (or Tukey boxes), every group drawn; the chart
+    widens with the number of groups."""
     rng = np.random.default_rng(0)
     chart = Chart(width=max(640.0, 120.0 + 24.0 * len(groups)), rotate_x=len(groups) > 3)
     chart.xcats = [(i + 1.0, name) for i, (name, _) in enumerate(groups)]
@@ -219,15 +203,6 @@ def points(
             return path(dots(f.x(x), f.y(v), 2.5), fill=COLOURS[0], fill_opacity=0.6)
 
         chart.add(draw, y=v)
-    for g, value, label in marks:
-
-        def mark(f, g=g, value=value) -> str:
-            a, b = float(f.x(g + 0.7)), float(f.x(g + 1.3))
-            return path(f"M{a:.1f} {float(f.y(value)):.1f}H{b:.1f}", COLOURS[1], stroke_width=2)
-
-        chart.add(mark, y=[value])
-        chart.key(label, "line", COLOURS[1])
-    _lines_at(chart, "y", hlines, lambda j: COLOURS[(j + 2) % 7], "5 3")
     if hidden:
         words = f"{hidden:,} outliers not drawn (at most {MAX_POINTS} per box, evenly spaced)"
         note = f"{note}; {words}" if note else words
