@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -125,3 +126,44 @@ def test_a_noise_change_is_shown_with_its_kind(history, capsys):  # noqa: F811
     assert spread["ratio_low"] < 2.0 < spread["ratio_high"] and spread["ratio_low"] > 1.0
     assert main(["history", "check", "--history", history]) == 0
     assert "since the start" in capsys.readouterr().out
+
+
+def test_the_dashboard_marks_a_noise_change(tmp_path, capsys):
+    """The dashboard lists the noise change with its size as a ratio of standard errors."""
+    target = str(tmp_path / "h.sqlite")
+    rng = np.random.default_rng(39)
+    sd = np.where(np.arange(120) >= 60, 0.02, 0.01)
+    values = np.exp(sd * rng.standard_normal(120))
+    half = 2.0 * sd * np.exp(rng.normal(0.0, 0.3, 120))
+    with open_history(target, create=True) as h:
+        for i in range(120):
+            add_run(h, _run(i), [_point(values[i], half[i])], then=store_changes)
+    page = tmp_path / "history.html"
+    assert main(["history", "report", "--history", target, "-o", str(page)]) == 0
+    html = page.read_text()
+    assert re.search(r"spread (1\.[6-9]|2(\.[0-4])?)x", html), "the noise change's size"
+    assert "1 series, 0 with a regression" in html and "<td>spread</td>" in html
+
+
+def test_a_drifting_series_is_said_descriptive_only(tmp_path, capsys):
+    """Imported KPIs that wander together from commit to commit (AR(1), 0.7): ``changes``
+    says the independence the p-values assume does not hold, in text and JSON."""
+    rng = np.random.default_rng(42)
+    drift = np.zeros(400)
+    for i in range(1, 400):
+        drift[i] = 0.7 * drift[i - 1] + rng.normal(0.0, 0.02)
+    csv = tmp_path / "drift.csv"
+    rows = ["time,latency"] + [
+        f"2026-01-01T{i // 60:02d}:{i % 60:02d}:00Z,{float(np.exp(d)):.6f}"
+        for i, d in enumerate(drift)
+    ]
+    csv.write_text("\n".join(rows) + "\n")
+    target = str(tmp_path / "h.sqlite")
+    assert main(["history", "import", str(csv), "--history", target]) == 0
+    capsys.readouterr()
+    assert main(["history", "changes", "--history", target]) == 0
+    text = capsys.readouterr().out
+    assert "latency drift: the points are correlated from commit to commit" in text
+    assert main(["history", "changes", "--history", target, "--json"]) == 0
+    note = json.loads(capsys.readouterr().out)["series"][0]["note"]
+    assert "descriptive only" in note
