@@ -140,7 +140,7 @@ class BenchStore:
         them (a list of ``ConfigurationAnalysis``)."""
         from benchlang.app.analysis import kpis_and_headline, no_values
         from benchlang.app.stores import load_store
-        from benchlang.report.analysis import render_analysis
+        from benchlang.report.analysis_text import render_analysis
 
         data = load_store(self.path, self.plan_hash, every_measure=False)
         if not data.experiment.kpis:

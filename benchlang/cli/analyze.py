@@ -13,7 +13,7 @@ from benchlang.cli import add_command
 from benchlang.cli.common import print_spec_profile
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
-from benchlang.report.analysis import render_analysis
+from benchlang.report.analysis_text import render_analysis
 
 
 def configure(p: argparse.ArgumentParser) -> None:
