@@ -220,23 +220,10 @@ class StoreWriting:
                     db, plan_hash, trials.part(slice(start, start + step)), self._fold
                 )
 
-    def record_round(
-        self,
-        plan_hash: str,
-        round_index: int,
-        host: str,
-        order_kind: str,
-        permutation: Iterable[int],
-        started: float,
-        ended: float | None,
-        reset_status: str,
-    ) -> None:
-        self._write(
-            ROUND_INSERT,
-            round_values(
-                plan_hash, round_index, host, order_kind, permutation, started, ended, reset_status
-            ),
-        )
+    def record_round(self, *values: Any) -> None:
+        """Write a round's row in a transaction of its own; ``values`` are ``round_values``'s
+        arguments (a round whose last trial ran goes in with that trial: ``record_trial``)."""
+        self._write(ROUND_INSERT, round_values(*values))
 
     def record_host(self, plan_hash: str, host: str, facts: Mapping[str, str]) -> None:
         self._write(
