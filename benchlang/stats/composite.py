@@ -28,7 +28,12 @@ import math
 import attrs
 import numpy as np
 
-from benchlang.stats.ab.bootstrap import MIN_CLUSTERS, clusters_per_version, draw_weights
+from benchlang.stats.ab.bootstrap import (
+    MIN_CLUSTERS,
+    clusters_per_version,
+    draw_weights,
+    outcomes_on_scale,
+)
 
 FEW_CLUSTERS = 20
 """Below this many clusters per version the bootstrap SE is likely too small (Cameron,
@@ -225,12 +230,7 @@ def composite_bootstrap(
     codes = np.unique(np.asarray(codes), return_inverse=True)[1].ravel()
     if not (y.size == version.size == component.size == codes.size):
         raise ValueError("y, version, component and codes need one entry per trial")
-    if not np.isfinite(y).all():
-        raise ValueError("outcomes must be finite")
-    if log:
-        if (y <= 0).any():
-            raise ValueError("log outcomes need strictly positive values")
-        y = np.log(y)
+    y = outcomes_on_scale(y, log)
     k, c = int(component.max()) + 1, int(codes.max()) + 1
     names = names or tuple(str(i) for i in range(k))
     if len(names) != k:

@@ -228,13 +228,18 @@ def _check_inputs(y: np.ndarray, version: np.ndarray, log: bool) -> tuple[np.nda
         raise ValueError("y and version must have one entry per trial")
     if not np.isin(version, (0, 1)).all() or np.unique(version).size != 2:
         raise ValueError("version must be 0 (control) or 1 (treatment), with trials of both")
+    return outcomes_on_scale(y, log), version.astype(np.int64)
+
+
+def outcomes_on_scale(y: np.ndarray, log: bool) -> np.ndarray:
+    """The outcomes checked finite, on the log scale when ``log`` (ratios, §4.1)."""
     if not np.isfinite(y).all():
         raise ValueError("outcomes must be finite")
     if log:
         if (y <= 0).any():
             raise ValueError("log outcomes need strictly positive values")
         y = np.log(y)
-    return y, version.astype(np.int64)
+    return y
 
 
 def ab_bootstrap(
