@@ -142,6 +142,8 @@ def test_the_analyses_are_the_clis_objects_and_render_in_jupyter(store, capsys):
     assert record._repr_html_().startswith("<table>")
     compared = opened.compare()
     assert [c.comparison.method for c in compared] == ["mann_whitney"]
+    family = compared[0].family  # adjusted as the run's family, as analyze prints it
+    assert family is not None and family.sentence and family.sentence in printed
     bootstrap = opened.compare("time", by="tool", method="bootstrap", replicates=500)
     assert bootstrap[0].comparison.settings["replicates"] == 500
     with pytest.raises(benchlang.UserError, match="no factor named 'tol'"):

@@ -180,7 +180,9 @@ class BenchStore:
         """Comparisons as ``benchlang analyze`` runs them: the spec's ``compare`` items (those
         of ``metric`` / ``by`` when given), or, when the spec has none for them, ``compare
         METRIC by FACTOR with METHOD {settings}`` (bootstrap by default, Bakshy &
-        Frachtenberg §3), the method's declared defaults filling what is not given."""
+        Frachtenberg §3), the method's declared defaults filling what is not given. The spec's
+        items are adjusted as the run's one family (``report.compare_family``), as ``analyze``
+        adjusts them; an ad hoc comparison is one planned test, outside it."""
         from benchlang.app.stores import load_store
         from benchlang.report.compare import compare
         from benchlang.report.compare_text import render_comparisons
@@ -207,7 +209,13 @@ class BenchStore:
                     experiment, metric, by, method or "bootstrap", settings, statistics_methods()
                 )
             ]
-        results = [compare(data, c) for c in chosen]
+        if chosen[0] in experiment.comparisons:
+            from benchlang.report.compare_family import compare_all
+
+            every = compare_all(data)  # the spec's family, adjusted as analyze adjusts it
+            results = [r for c, r in zip(experiment.comparisons, every, strict=True) if c in chosen]
+        else:
+            results = [compare(data, c) for c in chosen]  # one planned test: no family
         text = _captured(lambda out: render_comparisons(results, out))
         return Shown(results, text, _pre(text))
 
