@@ -142,7 +142,7 @@ def test_a_first_run_far_slower_than_the_rest_gets_a_warmup_note(hyperfine_json,
     assert (
         "Note: sleep 0.001: the first trial ran far worse than the rest (3.000 ms against" in text
     )
-    assert "`warmup 1` in the design (hyperfine: `--warmup 1`) runs such trials first" in text
+    assert '"warmup 1" in the design (hyperfine: --warmup 1) runs such trials first' in text
 
 
 RANDOM_ORDER = textwrap.dedent(

@@ -422,7 +422,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         if g.check and g.check not in rk.reasons:
             lines += _wrap(f"  Check: {g.check}.")
     for note in h.slow_starts:
-        lines += _wrap(note.sentence(lambda x: f"{num(x)} {unit_name or ''}".rstrip()))
+        lines += _wrap("  " + note.sentence(lambda x: f"{num(x)} {unit_name or ''}".rstrip()))
     return lines + _confidence_lines(h)
 
 

@@ -116,8 +116,8 @@ class SlowStartNote:
         return (
             f"Note: {self.label}{f' on {self.host}' if self.host else ''}: the {first} ran far worse than the rest ({number(c.first)} "
             f"against a median of {number(c.median)}; more than {c.threshold:g} robust standard "
-            f"deviations of the logs): a cold start? `warmup {c.leading}` in the design (hyperfine: "
-            f"`--warmup {c.leading}`) runs such trials first and leaves them out of the analysis"
+            f'deviations of the logs): a cold start? "warmup {c.leading}" in the design (hyperfine: '
+            f"--warmup {c.leading}) runs such trials first and leaves them out of the analysis"
         )
 
 
