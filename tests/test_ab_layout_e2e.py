@@ -472,3 +472,8 @@ def test_worker_slots_run_at_the_same_time(tmp_path, run_cli):
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(intervals))
     for k, ((s0, e0), (s1, e1)) in enumerate(zip(slots["local:0"], slots["local:1"], strict=True)):
         assert max(s0, s1) < min(e0, e1), f"pair {k + 1}: {(s0, e0)} and {(s1, e1)} do not overlap"
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_ab_layout_e2e")

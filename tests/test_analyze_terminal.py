@@ -93,3 +93,8 @@ def test_a_table_keeps_every_column_in_a_narrow_terminal(label, monkeypatch):
     assert any(line.startswith(label[:40]) for line in lines)
     if len(label) < 30:
         assert any(line.startswith(label + "  ") for line in lines)
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_analyze_terminal")

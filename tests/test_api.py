@@ -174,3 +174,8 @@ def test_the_notebook_example_runs(store, tmp_path):
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "times.png").stat().st_size > 1000
     assert "fast" in done.stdout and "slow" in done.stdout
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_api")

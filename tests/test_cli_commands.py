@@ -205,3 +205,8 @@ def test_check_prints_warnings_once(tmp_path, capsys):
 def test_results_on_a_missing_store(small_commands):
     status, _out, err = small_commands["results"]
     assert status == 2 and "no store at" in err and "Traceback" not in err
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_cli_commands")

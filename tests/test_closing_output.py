@@ -166,3 +166,8 @@ def test_the_summary_csv_has_its_own_name_and_the_old_one_still_works(quickstart
     assert new.stdout == old.stdout and len(new.stdout.splitlines()) == 4
     assert "--summary-csv" in old.stderr and not new.stderr
     assert len(per_trial.stdout.splitlines()) == 76
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_closing_output")

@@ -304,3 +304,8 @@ def test_the_columnwise_csv_is_the_row_by_row_csv(data):
                 + [cell(r["metrics"][m]) for m in metrics]
             )
         assert results_trials_csv(d) == out.getvalue()
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_exports")

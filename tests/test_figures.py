@@ -283,3 +283,8 @@ def test_quickstart_report_shows_the_figures(tmp_path):
     assert "TriScale (Jacob et al., JSys 2021) Fig. 10" in text
     found = re.findall(r'\bid="([^"]+)"', text)
     assert len(found) == len(set(found))
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_figures")

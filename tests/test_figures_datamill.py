@@ -216,3 +216,8 @@ def test_a_store_without_factors_is_refused_with_the_reason(stores, capsys, tmp_
     assert code == 2 and "series or replicate block" in err
     code, _, err = run_cli(capsys, "figure", store, "level-means", "--metric", "nope", "--json")
     assert code == 2 and "no metric 'nope'" in err
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_figures_datamill")

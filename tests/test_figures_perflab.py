@@ -293,3 +293,8 @@ def test_aa_check_refuses_an_ab_store_and_a_single_store(stores, capsys):
     assert code == 2 and "is an A/B run, not an A/A run" in err
     code, _, err = run_cli(capsys, "aa-check", stores["aa"][0])
     assert code == 2 and "give two stores or more" in err
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_figures_perflab")

@@ -245,3 +245,8 @@ def test_a_configuration_too_short_for_the_rule_is_named_not_drawn(tmp_path, cap
     assert "echo[k=2]: not drawn (3 successful trials; the rule decides from 10)" in body["notes"]
     (stop,) = [r for r in body["rows"] if r[1] == "stop"]
     assert stop[2] == 12 and stop[4] == "stop_warn"
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_figures_stopping")

@@ -36,7 +36,7 @@ PROPERTIES = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-MANY = settings(PROPERTIES, max_examples=1500)
+MANY = settings(PROPERTIES, max_examples=500)
 
 
 def relayout(text: str, rnd: random.Random, comments: float) -> str:
@@ -157,7 +157,7 @@ def test_generated_specs_laid_out_at_random(text, rnd, comments):
     st.randoms(use_true_random=False),
     st.sampled_from([0, 0.1, 0.4]),
 )
-def test_thousands_of_layouts(text, rnd, comments):
-    """1,500 more layouts of shipped and generated specs (idempotent, every comment kept, the
+def test_hundreds_of_layouts(text, rnd, comments):
+    """500 more layouts of shipped and generated specs (idempotent, every comment kept, the
     same tokens), for CI; the tests above compare the plans themselves."""
     assert_formatting_keeps(relayout(text, rnd, comments), None, ROOT)

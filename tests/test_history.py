@@ -248,3 +248,8 @@ def test_changes_and_check_on_both_engines(history, tmp_path, capsys):
         assert (change["commit_before"], change["commit_after"]) == (shas[14], shas[15])
         assert 1.0 < change["ratio_low"] < change["ratio"] < change["ratio_high"]
         assert change["ratio"] == pytest.approx(1.10, abs=0.02)
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_history")

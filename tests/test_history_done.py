@@ -140,3 +140,8 @@ def test_dashboard(built, capsys):
     assert "<svg" in done.stdout and "+7." in done.stdout
     assert shot.stat().st_size > 20_000
     print(f"screenshot: {shot}", file=sys.stderr)
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_history_done")

@@ -243,3 +243,8 @@ def test_an_export_computes_what_the_report_computes(stores, capsys, tmp_path, n
     assert tuple(rows[0]) == data.columns
     expected = [["" if v is None or v != v else str(v) for v in row] for row in data.rows]
     assert rows[1:] == expected
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_report_honest")

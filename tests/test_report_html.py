@@ -317,3 +317,8 @@ def test_plots_draw_only_finite_coordinates():
     tiny = plots.lines([("a", x, 1e9 + x * 1e-3)], "t", "x", "y")
     labels = re.findall(r"text-anchor=\"end\">([^<]*)</text>", tiny)
     assert len(labels) == len(set(labels)) > 1, labels
+
+
+# Its module fixtures are built once: under pytest -n the whole module runs on one worker
+# (--dist loadgroup, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("test_report_html")

@@ -27,7 +27,10 @@ from benchlang.testing.synthetic import synthetic_store
 from tests.test_figures_perflab import AA_SPEC, aa_value
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.timeout(900)  # the module's runs, on a busy 2-core machine
+pytestmark = [
+    pytest.mark.timeout(900),  # the module's runs, on a busy 2-core machine
+    pytest.mark.xdist_group("test_strict_outputs"),  # its fixtures built once (pytest -n)
+]
 QUICK = {
     "quickstart": ("33554432", "1048576"),
     "ab-layout": None,
