@@ -231,10 +231,17 @@ class SlurmBackend:
         for step in left:
             log.info("slurm job %s: cancelling step %s left by the run that was killed", job, step)
             await commands.cancel(step, env)
-        deadline = time.monotonic() + 30.0
-        while left and time.monotonic() < deadline:
+        started = time.monotonic()
+        killed = False
+        while left and time.monotonic() < started + 60.0:
             await asyncio.sleep(0.2)
             left = [step for step in await commands.steps(job, env) if step in left]
+            if left and not killed and time.monotonic() > started + 5.0:
+                # a step still ending its tasks after SIGTERM waits out Slurm's KillWait (30 s
+                # by default): the run that owned it is dead, so its tasks get SIGKILL now
+                for step in left:
+                    await commands.cancel(step, env, "KILL")
+                killed = True
         if left:
             raise HostDown("slurm", f"job {job}: steps {', '.join(left)} did not end after scancel")
 
