@@ -164,7 +164,8 @@ def render_composite(report: CompositeReport, stream: TextIO | None = None) -> N
         ],
         title=(
             f"composite of {report.metric}: {report.treatment} - {report.control} by {report.by}, "
-            f"{report.trials} trials, {r.clusters} {r.cluster} clusters, {r.replicates} replicates"
+            f"{report.trials} trials, {r.clusters} {r.cluster} clusters, {r.replicates} replicates; "
+            f"intervals estimate ± t({r.df}) SE"
         ),
         stream=out,
     )
@@ -195,8 +196,11 @@ def render_composite(report: CompositeReport, stream: TextIO | None = None) -> N
                 f"correlation between the effects (joint bootstrap): mean {_f(r.mean_correlation)}, "
                 f"from {_f(float(off.min()))} to {_f(float(off.max()))} over {k * (k - 1) // 2} pairs\n"
             )
-    verdict = "differs from 0" if r.significant else "does not differ from 0"
-    out.write(f"verdict (joint SE): the composite {verdict} at {conf}\n")
+    if r.descriptive_only:
+        out.write(f"descriptive only: {r.descriptive_only}\n")
+    else:
+        verdict = "differs from 0" if r.significant else "does not differ from 0"
+        out.write(f"verdict (joint SE): the composite {verdict} at {conf}\n")
     if np.isfinite(r.se_joint) and r.se_independent > 0:
         ratio = r.se_joint / r.se_independent
         if ratio > 1.1:
