@@ -63,8 +63,9 @@ def test_advise_finds_a_known_warmup(tmp_path, run_cli, warm):
     lags = advice["lags"]
     assert [x["lag"] for x in lags] == list(range(1, len(lags) + 1)) and len(lags) >= 5
     if warm:  # the warm-up shows at lag 1; the position effects explain it
-        assert lags[0]["autocorrelation"] > lags[0]["bound"]
-        assert abs(lags[0]["after_positions"]) < lags[0]["bound"]
+        assert lags[0]["autocorrelation"] - lags[0]["expected"] > lags[0]["bound"]
+        after = lags[0]["after_positions"] - lags[0]["expected_after_positions"]
+        assert abs(after) < lags[0]["bound"] and not lags[0]["beyond"]
     status, text, err = run_cli(["advise", spec, "--pilot", store, "--budget", "2000"])
     assert status == 0, err
     assert "position effect against the middle of the host batch" in text
@@ -73,12 +74,18 @@ def test_advise_finds_a_known_warmup(tmp_path, run_cli, warm):
 
 
 def test_the_autocorrelation_is_the_pooled_lag_product():
-    """The lags against a direct computation on one batch of white noise and its bound."""
+    """The lags against a direct computation: one batch of white noise, then two batches whose
+    pairs across the boundary are left out while the sum of squares pools both."""
     from benchlang.stats.ab.warmup import pooled_acf
 
     x = np.random.default_rng(2).normal(size=200)
     x -= x.mean()
-    acf, bound = pooled_acf(x, np.zeros(200, dtype=np.int64), 5)
+    acf = pooled_acf(x, np.zeros(200, dtype=np.int64), 5)
     direct = [np.sum(x[k:] * x[:-k]) / np.sum(x**2) for k in range(1, 6)]
     assert acf == pytest.approx(direct, abs=1e-12)
-    assert bound == pytest.approx([1.96 * np.sqrt(200 - k) / 200 for k in range(1, 6)])
+    two = pooled_acf(x, np.repeat([0, 1], 100), 3)
+    within = [
+        (np.sum(x[k:100] * x[: 100 - k]) + np.sum(x[100 + k :] * x[100:-k])) / np.sum(x**2)
+        for k in range(1, 4)
+    ]
+    assert two == pytest.approx(within, abs=1e-12)

@@ -59,16 +59,28 @@ class WarmupAdvice:
             "lag1_autocorrelation": s.autocorrelation if s else None,
             "batches": s.batches if s else None,
             "noise_z": s.z if s else None,
+            "lag_z": s.lag_z if s else None,
             "positions": self.positions(),
             "lags": (
                 [
                     {
                         "lag": int(k),
                         "autocorrelation": float(r),
+                        "expected": float(e),
                         "after_positions": float(a),
+                        "expected_after_positions": float(ea),
                         "bound": float(b),
+                        "beyond": bool(abs(a - ea) > b),
                     }
-                    for k, r, a, b in zip(s.lags, s.acf, s.acf_after, s.acf_bound, strict=True)
+                    for k, r, e, a, ea, b in zip(
+                        s.lags,
+                        s.acf,
+                        s.acf_null,
+                        s.acf_after,
+                        s.acf_null_after,
+                        s.acf_bound,
+                        strict=True,
+                    )
                 ]
                 if s
                 else []
@@ -178,17 +190,28 @@ def render_warmup_detail(advice: list[WarmupAdvice], stream: TextIO | None = Non
             stream=out,
         )
         render_table(
-            ["lag", "autocorrelation", "after position effects", "bound"],
             [
-                (int(k), float(r), float(x), f"±{b:.3g}")
-                for k, r, x, b in zip(s.lags, s.acf, s.acf_after, s.acf_bound, strict=True)
+                "lag",
+                "autocorrelation",
+                "after position effects",
+                "expected after, if independent",
+                "bound",
             ],
-            title=f"{a.metric}: autocorrelation of the per-request residuals in execution order",
+            [
+                (int(k), float(r), float(x), float(e), f"±{b:.3g}")
+                for k, r, x, e, b in zip(
+                    s.lags, s.acf, s.acf_after, s.acf_null_after, s.acf_bound, strict=True
+                )
+            ],
+            title=(
+                f"{a.metric}: autocorrelation of the per-request residuals in execution order "
+                f"(independent errors give the expected value, below 0 as the residuals share "
+                f"their request's mean; bound: ±{s.lag_z:.3g} null SDs, Bonferroni over "
+                f"{s.lags.size} lags at 5%)"
+            ),
             stream=out,
         )
-        beyond = [
-            int(k) for k, x, b in zip(s.lags, s.acf_after, s.acf_bound, strict=True) if abs(x) > b
-        ]
+        beyond = s.dependent_lags.tolist()
         out.write(
             f"recommendation for {a.metric}: warmup {s.warmup} cooldown {s.cooldown} "
             f"(the layout has warmup {a.given_warmup} cooldown {a.given_cooldown}; counted from "
@@ -196,7 +219,8 @@ def render_warmup_detail(advice: list[WarmupAdvice], stream: TextIO | None = Non
         )
         if beyond:
             out.write(
-                f"note: {a.metric}: after the position effects, lags {', '.join(map(str, beyond))} "
-                "still exceed the white-noise bound (about 1 lag in 20 does by chance): neighbouring "
+                f"note: {a.metric}: after the position effects, lag"
+                f"{'s' if len(beyond) > 1 else ''} {', '.join(map(str, beyond))} lie beyond the "
+                "bound (on independent errors some lag does in 5% of pilots): neighbouring "
                 "trials influence each other; host clusters (the default) carry it\n"
             )
