@@ -41,6 +41,7 @@ from benchlang.jsonout import undefined
 from benchlang.stats._changepoint_scan import (
     Noise,
     Sums,
+    huber_info,
     huber_var,
     local_dispersion,
     noise,
@@ -232,7 +233,7 @@ def _segments(
     if not np.all(model.var > 0):
         return None
     var = huber_var(z, model.var, m)
-    base = Sums(z, var)
+    base = Sums(z, var, huber_info(model.var, var))
     sums = base.tuned(local_dispersion(var, z, m))
     cuts = _search(sums, m, alpha)
     for _ in range(ROUNDS):
