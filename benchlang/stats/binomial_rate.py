@@ -42,8 +42,9 @@ def clopper_pearson(count: int, runs: int, confidence: float = 0.95) -> RateInte
     of Beta(k, n-k+1) and the ``(1+c)/2`` quantile of Beta(k+1, n-k); 0 and 1 at the ends."""
     from scipy.stats import beta
 
-    if runs < 1 or not 0 <= count <= runs:
-        raise ValueError("need 0 <= count <= runs and runs >= 1")
+    if int(runs) != runs or int(count) != count or runs < 1 or not 0 <= count <= runs:
+        raise ValueError("need whole numbers 0 <= count <= runs and runs >= 1")
+    count, runs = int(count), int(runs)
     if not 0 < confidence < 1:
         raise ValueError("confidence must lie in (0, 1)")
     tail = (1 - confidence) / 2
@@ -60,6 +61,12 @@ def binomial_band(runs: np.ndarray | int, rate: float, confidence: float = 0.95)
     from scipy.stats import binom
 
     n = np.asarray(runs, dtype=float)
+    if n.size == 0 or not (np.isfinite(n).all() and (n >= 1).all() and (n == np.floor(n)).all()):
+        raise ValueError("runs must be whole numbers >= 1")
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate must lie in [0, 1], got {rate!r}")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must lie in (0, 1)")
     tail = (1 - confidence) / 2
     low = binom.ppf(tail, n, rate) / n
     high = binom.ppf(1 - tail, n, rate) / n
