@@ -14,7 +14,7 @@ import pytest
 
 from benchlang.app.history import history_changes, open_history
 from benchlang.cli import main
-from benchlang.history import stored
+from benchlang.history import series_copy
 from benchlang.history.points import Point, Run
 from benchlang.history.series import add_run, read_series
 from benchlang.history.stored import store_changes, stored_changes
@@ -66,7 +66,7 @@ def test_stored_change_points_equal_a_recomputation_after_every_add(history, see
     including a run added with an earlier date (inserted before the newest point: the copy
     is read back from the points) and a point without a value; the copy in rows of 7 points
     here, so that appends fill rows and start new ones."""
-    monkeypatch.setattr(stored, "CHUNK", 7)
+    monkeypatch.setattr(series_copy, "CHUNK", 7)
     n = 60
     values, half, flat = _series(seed, n)
     values[17] = math.nan

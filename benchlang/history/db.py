@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ class History:
         self.postgres = is_postgres(self.target)
         self.timeout = timeout
         self._db = self._connect_postgres() if self.postgres else self._connect_sqlite(create)
+        self._ready = False  # the tables exist (a PostgreSQL write then locks ``runs``)
         self._check_schema(create)
 
     def _connect_sqlite(self, create: bool) -> Any:
@@ -93,6 +94,7 @@ class History:
             row = None
             self._rollback_quietly()
         if row:
+            self._ready = True
             version = int(row[0][0])
             if version > SCHEMA_VERSION:
                 raise UserError(
@@ -111,6 +113,7 @@ class History:
             self.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
             )
+        self._ready = True
 
     def _has_other_tables(self) -> bool:
         """Tables that are not a history's: any in a SQLite file; in a PostgreSQL database
@@ -150,6 +153,12 @@ class History:
         else:
             self._db.executemany(sql, rows)
 
+    def batch(self) -> AbstractContextManager[Any]:
+        """Statements sent together: on PostgreSQL a pipeline (psycopg's pipeline mode), so
+        writes whose results are not read cost no round trip each, and a query sends what
+        was queued before it; on SQLite (in process) nothing to batch."""
+        return self._db.pipeline() if self.postgres else nullcontext()
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         cur = self._db.execute(self._sql(sql), tuple(params))
         return [tuple(r) for r in cur.fetchall()]
@@ -164,10 +173,9 @@ class History:
         )
         try:
             if self.postgres:
-                self._db.execute("BEGIN")
-                self._db.execute(f"SET LOCAL lock_timeout = '{int(self.timeout * 1000)}ms'")
-                if self.query("SELECT to_regclass('runs')")[0][0] is not None:
-                    self._db.execute("LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE")
+                lock = "; LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE" if self._ready else ""
+                timeout = int(self.timeout * 1000)
+                self._db.execute(f"BEGIN; SET LOCAL lock_timeout = '{timeout}ms'{lock}")
             else:
                 self._db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:

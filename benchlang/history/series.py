@@ -25,14 +25,14 @@ class Series:
     unit: str | None
     better: str
     percentile: float
-    commits: tuple[str | None, ...]
-    dates: tuple[str, ...]
-    run_keys: tuple[str, ...]
+    commits: Sequence[str | None]  # tuples, or a stored copy's columns (history.series_copy)
+    dates: Sequence[str]
+    run_keys: Sequence[str]
     values: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
     trials: tuple[int, ...]
-    independence: tuple[str, ...]
+    independence: Sequence[str]
 
     @property
     def name(self) -> str:
@@ -45,23 +45,6 @@ class Series:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.metric, self.configuration, self.host_class)
-
-    def appended(self, run: Run, point: Point) -> Series:
-        """The series with ``run``'s point after its newest one."""
-        return attrs.evolve(
-            self,
-            unit=point.unit,
-            better=point.better,
-            percentile=point.percentile,
-            commits=(*self.commits, run.commit),
-            dates=(*self.dates, run.date),
-            run_keys=(*self.run_keys, run.run_key),
-            values=np.append(self.values, point.value),
-            lower=np.append(self.lower, point.lower),
-            upper=np.append(self.upper, point.upper),
-            trials=(*self.trials, point.trials),
-            independence=(*self.independence, point.independence),
-        )
 
     def head(self, n: int) -> Series:
         """The series' first ``n`` points (the history as it was before a newer point)."""
@@ -76,11 +59,6 @@ def _null(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def experiment_of(h: History) -> str | None:
-    rows = h.query("SELECT value FROM meta WHERE key = 'experiment'")
-    return rows[0][0] if rows else None
-
-
 def add_run(
     h: History,
     run: Run,
@@ -92,24 +70,41 @@ def add_run(
     ``then`` runs in the same transaction after the points are written (the stored change
     points, history.stored), so both are committed together or not at all."""
     with h.write():
-        tracked = experiment_of(h)
-        if tracked is None:
-            h.execute("INSERT INTO meta (key, value) VALUES ('experiment', ?)", (run.experiment,))
-        elif tracked != run.experiment:
+        tracked, there, seq = h.query(
+            "SELECT (SELECT value FROM meta WHERE key = 'experiment'), "
+            "(SELECT 1 FROM runs WHERE run_key = ?), (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs)",
+            (run.run_key,),
+        )[0]
+        if tracked is not None and tracked != run.experiment:
             raise UserError(
                 f"{run.source} holds experiment {run.experiment!r}; history {h.name} tracks "
                 f"{tracked!r}",
                 "one history per experiment: pass --history with another file or URL",
             )
-        if h.query("SELECT 1 FROM runs WHERE run_key = ?", (run.run_key,)):
+        if there:
             return False
-        seq = h.query("SELECT COALESCE(MAX(seq), 0) + 1 FROM runs")[0][0]
+        return _insert(h, run, points, int(seq), tracked is None, then)
+
+
+def _insert(
+    h: History,
+    run: Run,
+    points: Sequence[Point],
+    seq: int,
+    first: bool,
+    then: Callable[[History, Run, Sequence[Point]], None] | None,
+) -> bool:
+    """add_run's writes, batched (one round trip to a PostgreSQL server for the lot, until
+    ``then`` reads)."""
+    with h.batch():
+        if first:
+            h.execute("INSERT INTO meta (key, value) VALUES ('experiment', ?)", (run.experiment,))
         h.execute(
             "INSERT INTO runs (run_key, seq, experiment, plan_hash, commit_sha, branch, date, "
             "source, facts, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.run_key,
-                int(seq),
+                seq,
                 run.experiment,
                 run.plan_hash,
                 run.commit,

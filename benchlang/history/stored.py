@@ -2,28 +2,32 @@
 the add's own transaction, so that ``history changes`` reads them instead of recomputing.
 
 What is kept per series: the change points found on it at the default level (table
-``stored_changes``) and a copy of the series in commit order (table ``stored_series``: its
-values and intervals packed, its commits, dates and run keys, in rows of ``CHUNK`` points, so
-that an add rewrites the last row only). An add appends the new point to that copy when it is the series'
-newest (else it reads the series back from the points) and runs the full detection
-(stats.changepoints) on it: the stored answer is always the one a recomputation from the
-points gives, never an approximation of it (tests/test_history_incremental.py checks it after
-every add, on SQLite and PostgreSQL). What the add saves is reading and ordering the points
-of every series; the detection itself is not made incremental, because its noise model and
-dispersion are estimated over the whole series (stats._changepoint_scan), so a new point
-moves every test statistic a little. A copy is used only when its point count is the
-series' (a history written by a benchlang without this table is recomputed, not misread).
+``stored_changes``) and a copy of the series in commit order (table ``stored_series``, in rows
+of ``series_copy.CHUNK`` points, so that an add rewrites the last row only). An add appends the
+new point to that copy when it is the series' newest (else it reads the series back from the
+points) and runs the full detection (stats.changepoints) on it: the stored answer is always the
+one a recomputation from the points gives, never an approximation of it
+(tests/test_history_incremental.py checks it after every add, on SQLite and PostgreSQL). What
+the add saves is reading and ordering the points of every series; the detection itself is not
+made incremental, because its noise model and dispersion are estimated over the whole series
+(stats._changepoint_scan), so a new point moves every test statistic a little.
+
+Which copies are current is one number: the meta row ``stored_through`` holds the ``seq`` of the
+newest run every stored answer includes. An add that finds it one below its own run's extends
+the copies; any other value (a run written by a benchlang without this bookkeeping, an old
+history) makes the add store every series anew from the points, once. ``history changes`` uses
+the stored answers only while ``stored_through`` is the newest run's ``seq``, checked in the
+same statement that reads them (one snapshot, one round trip).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
 
 import attrs
-import numpy as np
 
+from benchlang.history import series_copy
 from benchlang.history.db import History
 from benchlang.history.points import Point, Run
 from benchlang.history.series import Series, read_series
@@ -40,62 +44,31 @@ _TABLES = (
         metric TEXT NOT NULL, configuration TEXT NOT NULL, host_class TEXT NOT NULL,
         chunk BIGINT NOT NULL, points BIGINT NOT NULL, series TEXT NOT NULL,
         PRIMARY KEY (metric, configuration, host_class, chunk))""",
+    "CREATE INDEX IF NOT EXISTS points_series ON points (metric, configuration, host_class)",
+    "CREATE INDEX IF NOT EXISTS runs_seq ON runs (seq)",
 )
-CHUNK = 1000  # points a row of the copy holds: an add rewrites the last row only
-_INDEX = "CREATE INDEX IF NOT EXISTS points_series ON points (metric, configuration, host_class)"
-_SEP, _PART = "\n", "\x1e"
+_KEY = "metric, configuration, host_class"
 _WHERE = "metric = ? AND configuration = ? AND host_class = ?"
-
-
-def _pack(s: Series, start: int, end: int) -> str:
-    """Points [start, end) of the series as one text: a JSON header, then their numbers
-    (base64 of little-endian doubles) and each text column newline-joined, separated by
-    ``_PART`` (no JSON over the long parts: encoding them was most of an add's cost)."""
-    cut = slice(start, end)
-    arrays = np.stack(
-        [s.values[cut], s.lower[cut], s.upper[cut], np.asarray(s.trials[cut], dtype=np.float64)]
-    )
-    header = json.dumps({"unit": s.unit, "better": s.better, "percentile": s.percentile})
-    return _PART.join(
-        [
-            header,
-            base64.b64encode(arrays.astype("<f8").tobytes()).decode("ascii"),
-            _SEP.join(c or "" for c in s.commits[cut]),
-            _SEP.join(s.dates[cut]),
-            _SEP.join(s.run_keys[cut]),
-            _SEP.join(s.independence[cut]),
-        ]
-    )
-
-
-def _unpack(key: Sequence[str], chunks: Sequence[tuple[int, str]]) -> Series:
-    """The series from its rows (points, text), in chunk order."""
-    numbers, commits, dates, run_keys, independence = [], [], [], [], []
-    for n, text in chunks:
-        header, packed, c, d, r, i = text.split(_PART)
-        numbers.append(np.frombuffer(base64.b64decode(packed), dtype="<f8").reshape(4, n))
-        commits += c.split(_SEP)
-        dates += d.split(_SEP)
-        run_keys += r.split(_SEP)
-        independence += i.split(_SEP)
-    arrays = np.concatenate(numbers, axis=1)
-    h = json.loads(header)
-    return Series(
-        key[0],
-        key[1],
-        key[2],
-        h["unit"],
-        h["better"],
-        float(h["percentile"]),
-        tuple([c or None for c in commits]),
-        tuple(dates),
-        tuple(run_keys),
-        arrays[0].copy(),
-        arrays[1].copy(),
-        arrays[2].copy(),
-        tuple(arrays[3].astype(np.int64).tolist()),
-        tuple(independence),
-    )
+_CURRENT = (
+    "(SELECT value FROM meta WHERE key = 'stored_through') = "
+    "(SELECT CAST(MAX(seq) {} AS TEXT) FROM runs)"
+)
+_PUT_ROW = (
+    f"INSERT INTO stored_series ({_KEY}, chunk, points, series) VALUES (?, ?, ?, ?, ?, ?) "
+    f"ON CONFLICT ({_KEY}, chunk) DO UPDATE SET points = excluded.points, "
+    "series = excluded.series"
+)
+_PUT_FOUND = (
+    f"INSERT INTO stored_changes ({_KEY}, points, alpha, confidence, found) "
+    f"VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
+    "points = excluded.points, alpha = excluded.alpha, confidence = excluded.confidence, "
+    "found = excluded.found"
+)
+_STAMP = (
+    "INSERT INTO meta (key, value) VALUES ('stored_through', "
+    "(SELECT CAST(MAX(seq) AS TEXT) FROM runs)) ON CONFLICT (key) DO UPDATE SET "
+    "value = excluded.value"
+)
 
 
 def _found_json(found: SeriesChanges) -> str:
@@ -122,72 +95,92 @@ def _found(series: Series, text: str) -> SeriesChanges:
     )
 
 
-def _count(h: History, key: Sequence[str]) -> int:
-    return int(h.query(f"SELECT COUNT(*) FROM points WHERE {_WHERE}", key)[0][0])
+def _grouped(rows: Sequence[tuple]) -> dict[tuple, list[tuple]]:
+    out: dict[tuple, list[tuple]] = {}
+    for row in rows:
+        out.setdefault(tuple(row[:3]), []).append(row[3:])
+    return out
 
 
-def _copy(h: History, key: Sequence[str]) -> Series | None:
-    rows = h.query(f"SELECT points, series FROM stored_series WHERE {_WHERE} ORDER BY chunk", key)
-    return _unpack(key, [(int(n), text) for n, text in rows]) if rows else None
+def _current_copies(h: History) -> dict[tuple, list[series_copy.Row]] | None:
+    """Every series' copy when the copies include every run but the one being added (its
+    points written, its copies not yet); None otherwise or when no copy exists yet."""
+    if not h.has_table("stored_series"):
+        return None
+    rows = h.query(
+        f"SELECT {_KEY}, points, series FROM stored_series WHERE {_CURRENT.format('- 1')} "
+        f"ORDER BY {_KEY}, chunk"
+    )
+    if not rows:
+        return None
+    return {k: [(int(n), text) for n, text in g] for k, g in _grouped(rows).items()}
+
+
+def _put(h: History, series: Series, first: int, rows: Sequence[tuple[int, int, str]]) -> None:
+    """Write ``series``' answer, and the copy's rows from row ``first`` on (earlier ones
+    stay), as the history's stored state for its key."""
+    found = changes(series, alpha=ALPHA, confidence=CONFIDENCE)
+    key = series.key
+    if first == 0:
+        h.execute(f"DELETE FROM stored_series WHERE {_WHERE}", key)
+    h.executemany(_PUT_ROW, [(*key, c, n, text) for c, n, text in rows])
+    h.execute(_PUT_FOUND, (*key, len(series), ALPHA, CONFIDENCE, _found_json(found)))
+
+
+def _store_all(h: History) -> None:
+    """Every series' answer and copy anew from the points (the copies were not current)."""
+    for statement in _TABLES:
+        h.execute(statement)
+    h.execute("DELETE FROM stored_series")
+    h.execute("DELETE FROM stored_changes")
+    for series in read_series(h):
+        _put(h, series, 0, series_copy.rows_of(series))
+    h.execute(_STAMP)
 
 
 def store_changes(h: History, run: Run, points: Sequence[Point]) -> None:
     """After ``run``'s points were written (in the same transaction): each of their series'
     change points, found on the stored copy with the new point appended (only the copy's
-    last row is rewritten), or on the series read back from the points."""
-    for statement in (*_TABLES, _INDEX):
-        h.execute(statement)
-    for p in points:
-        key = p.key
-        kept = _copy(h, key)
-        series, first = None, 0
-        fits = kept is not None and _count(h, key) == len(kept) + 1
-        if fits and kept.dates[-1] <= run.date:  # the copy is current, the new point newest
-            series, first = kept.appended(run, p), len(kept) // CHUNK
-        if series is None:
-            series = read_series(h, key)[0]
-        found = changes(series, alpha=ALPHA, confidence=CONFIDENCE)
-        h.execute(f"DELETE FROM stored_series WHERE {_WHERE} AND chunk >= ?", (*key, first))
-        h.executemany(
-            "INSERT INTO stored_series (metric, configuration, host_class, chunk, points, "
-            "series) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (*key, c, min(len(series), (c + 1) * CHUNK) - c * CHUNK,
-                 _pack(series, c * CHUNK, (c + 1) * CHUNK))
-                for c in range(first, (len(series) - 1) // CHUNK + 1)
-            ],
-        )  # fmt: skip
-        h.execute(f"DELETE FROM stored_changes WHERE {_WHERE}", key)
-        h.execute(
-            "INSERT INTO stored_changes (metric, configuration, host_class, points, alpha, "
-            "confidence, found) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (*key, len(series), ALPHA, CONFIDENCE, _found_json(found)),
-        )
+    last row is rewritten), or on the series read back from the points when the point is
+    not the series' newest; every series stored anew when the copies were not current."""
+    copies = _current_copies(h)
+    if copies is None:
+        _store_all(h)
+        return
+    with h.batch():
+        for p in points:
+            kept = copies.get(p.key)
+            if kept is not None and series_copy.last_date(kept) <= run.date:
+                rows, first = series_copy.appended(kept, run, p)
+                series = series_copy.series_of(p.key, rows)
+                _put(h, series, first, [(c, *rows[c]) for c in range(first, len(rows))])
+            else:
+                series = read_series(h, p.key)[0]
+                _put(h, series, 0, series_copy.rows_of(series))
+        h.execute(_STAMP)
 
 
 def stored_changes(h: History, alpha: float, confidence: float) -> list[SeriesChanges] | None:
-    """Every series' stored change points when each is current (its point count is the
-    series') and found at ``alpha`` and ``confidence``; None otherwise (recompute)."""
-    if (alpha, confidence) != (ALPHA, CONFIDENCE) or not h.has_table("stored_changes"):
+    """Every series' stored change points when they include the history's newest run and were
+    found at ``alpha`` and ``confidence``; None otherwise (recompute)."""
+    if (alpha, confidence) != (ALPHA, CONFIDENCE) or not h.has_table("stored_series"):
         return None
-    counts = h.query(
-        "SELECT metric, configuration, host_class, COUNT(*) FROM points "
-        "GROUP BY metric, configuration, host_class"
-    )
     rows = h.query(
-        "SELECT metric, configuration, host_class, points, alpha, confidence, found "
-        "FROM stored_changes"
+        f"SELECT s.metric, s.configuration, s.host_class, s.points, s.series, c.points, "
+        f"c.alpha, c.confidence, c.found FROM stored_series s JOIN stored_changes c "
+        f"ON c.metric = s.metric AND c.configuration = s.configuration "
+        f"AND c.host_class = s.host_class WHERE {_CURRENT.format('')} "
+        "ORDER BY s.metric, s.configuration, s.host_class, s.chunk"
     )
-    current = {r[:3]: int(r[3]) for r in counts}
-    kept = {r[:3]: r for r in rows}
-    if set(current) != set(kept):
+    if not rows:
         return None
     out = []
-    for key, row in kept.items():
-        if int(row[3]) != current[key] or (float(row[4]), float(row[5])) != (alpha, confidence):
+    for key, group in _grouped(rows).items():
+        total, a, c, text = group[0][2:]
+        if (float(a), float(c)) != (alpha, confidence):
             return None
-        series = _copy(h, key)
-        if series is None or len(series) != current[key]:
+        series = series_copy.series_of(key, [(int(n), t) for n, t, *_ in group])
+        if len(series) != int(total):
             return None
-        out.append(_found(series, row[6]))
+        out.append(_found(series, text))
     return out
