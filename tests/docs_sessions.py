@@ -26,18 +26,26 @@ any text. Each page runs in a directory of its own holding a copy of the reposit
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
-_DIRECTIVE = re.compile(r"^<!--\s*(skip|varies|file|same-as|setup|prepare)\s*:\s*(.*?)\s*-->\s*$")
+_DIRECTIVE = re.compile(
+    r"^<!--\s*(skip|varies|file|same-as|setup|prepare|restores)\s*:\s*(.*?)\s*-->\s*$"
+)
 TIMEOUT = 300
+_LOCK: list[Any] = [None]
+"""The open lock file of the page that holds the host-wide setting's lock (``_host_wide``)."""
 
 
 @dataclass
@@ -127,11 +135,19 @@ def page_directory(tmp: Path) -> Path:
     return tmp
 
 
-def environment(bin_dir: Path | None = None) -> dict[str, str]:
+def environment(bin_dir: Path | None = None, cwd: Path | None = None) -> dict[str, str]:
+    """The sessions' environment; in a page directory ``cwd``, its own cache directory and
+    the variables a preparation wrote to ``.docs-env`` (``NAME=VALUE`` lines)."""
     env = dict(os.environ)
     env.update(PYTHONUNBUFFERED="1", COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8")
     first = [str(bin_dir)] if bin_dir is not None else []
     env["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent), env.get("PATH", "")])
+    if cwd is not None:
+        env["XDG_CACHE_HOME"] = str(cwd / ".cache")
+        extra = cwd / ".docs-env"
+        for line in extra.read_text().splitlines() if extra.exists() else []:
+            name, _, value = line.partition("=")
+            env[name] = value.replace("$" + name, env.get(name, ""))
     return env
 
 
@@ -166,9 +182,39 @@ def run_block(block: Block, cwd: Path, outcome: Outcome, status: list[int]) -> N
         outcome.skips.append(f"{where}: skipped: {d['skip']}")
         return
     bin_dir = cwd / ".bin"
-    env = environment(bin_dir if bin_dir.is_dir() else None)
+    env = environment(bin_dir if bin_dir.is_dir() else None, cwd)
+    if "restores" in d and not os.access(d["restores"], os.W_OK):
+        outcome.skipped += 1
+        outcome.skips.append(f"{where}: skipped: {d['restores']} is not writable here (root)")
+        return
     if "setup" in d:
         subprocess.run(["bash", "-c", d["setup"]], cwd=cwd, env=env, capture_output=True)
+    with _restored(d.get("restores")):
+        _run_commands(block, cwd, env, outcome, status)
+
+
+@contextmanager
+def _restored(path: str | None) -> Iterator[None]:
+    """A block that writes a host-wide setting (``restores: PATH``) holds the tests' lock on it
+    exclusively (tests/conftest.py; the page holds it shared, ``run_page``) and leaves PATH as
+    it found it."""
+    if path is None:
+        yield
+        return
+    original = Path(path).read_text()
+    fcntl.flock(_LOCK[0], fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if Path(path).read_text() != original:
+            Path(path).write_text(original)
+        fcntl.flock(_LOCK[0], fcntl.LOCK_SH)
+
+
+def _run_commands(
+    block: Block, cwd: Path, env: dict[str, str], outcome: Outcome, status: list[int]
+) -> None:
+    d = block.directives
     for command in block.commands():
         proc = subprocess.run(
             ["bash", "-c", f"(exit {status[0]}); {command.text}"],
@@ -206,11 +252,36 @@ def _shown_files(found: list[Block], cwd: Path) -> None:
 def run_page(page: str, tmp: Path, text: str | None = None, standin: bool = False) -> Outcome:
     """Run a page's sessions in ``tmp``; ``standin``: ``sqlite3`` is the stand-in even where
     the shell is installed."""
-    from tests.docs_stores import PREPARE, sqlite3_standin
-
     cwd = page_directory(tmp)
     outcome, status = Outcome(), [0]
     found = blocks(page, text)
+    if any("restores" in b.directives for b in found):
+        with _host_wide():
+            return _run_found(page, found, cwd, outcome, status, standin)
+    return _run_found(page, found, cwd, outcome, status, standin)
+
+
+@contextmanager
+def _host_wide() -> Iterator[None]:
+    """A page with a block that writes a host-wide setting reads it in its other sessions: it
+    holds the tests' lock shared while it runs, as the tests that read the setting do."""
+    from tests.conftest import ASLR_LOCK
+
+    with ASLR_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        _LOCK[0] = handle
+        try:
+            yield
+        finally:
+            _LOCK[0] = None
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_found(
+    page: str, found: list[Block], cwd: Path, outcome: Outcome, status: list[int], standin: bool
+) -> Outcome:
+    from tests.docs_stores import PREPARE, sqlite3_standin
+
     _shown_files(found, cwd)
     sqlite3_standin(cwd / ".bin", force=standin)
     for name in dict.fromkeys(b.directives["prepare"] for b in found if "prepare" in b.directives):

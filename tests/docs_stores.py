@@ -26,6 +26,7 @@ from benchlang.app.plan import build_plan
 from benchlang.plan.plan import ORDER_KINDS, Plan
 from benchlang.run.store import Store
 from benchlang.testing.synthetic import synthetic_store
+from tests.docs_runs import PREPARE_RUNS
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = {"cpu_model": "AMD EPYC", "cores": "2", "kernel": "Linux 6.18.44"}
@@ -219,6 +220,7 @@ PREPARE: dict[str, Callable[[Path], None]] = {
     "before-after": _before_after,
     "published": _published,
     "replication": _replication,
+    **PREPARE_RUNS,
 }
 
 

@@ -174,12 +174,13 @@ def summary_table(
         for name in data.metrics:
             m = row["metrics"][name]
             label = row["configuration"]["label"] + (f" {name}" if len(data.metrics) > 1 else "")
-            entries = [(label, m["summary"])]
-            entries += [(f"  host {h}", s) for h, s in (m.get("hosts") or {}).items()]
-            for text, s in entries:
+            entries = [(label, m["summary"], "")]
+            hosts = (m.get("hosts") or {}).items()
+            entries += [(f"  host {h}", s, " (per host)") for h, s in hosts]
+            for text, s, where in entries:
                 body.append(_summary_cells(text, s, scales[name][1]))
-                if s["reason"] and s["reason"] not in reasons:
-                    reasons.append(s["reason"])
+                if s["reason"] and s["reason"] + where not in reasons:
+                    reasons.append(s["reason"] + where)
     return body, reasons
 
 
