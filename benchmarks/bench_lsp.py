@@ -8,9 +8,8 @@ wait. Two servers: ``pieces`` (the default: benchlang/lang/fragments.py re-parse
 changed statements) and the baseline ``whole`` (BENCHLANG_LSP_WHOLE=1: every text parsed
 whole); on the machine as it is and with two ``yes`` loops busy on its cores. "check CPU" is
 what benchlang computes per edit (check, index, ranges), in process; "server CPU" the server
-process's CPU time per edit (pygls, JSON and benchlang), a mean: the edits that break the
-syntax are parsed whole and cost what the baseline does. Prints a table;
-python benchmarks/bench_lsp.py [LINES].
+process's CPU time per edit (pygls, JSON and benchlang), a mean. Each row is also split by
+the kind of edit (``KINDS``). Prints a table; python benchmarks/bench_lsp.py [LINES].
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -83,9 +81,16 @@ TYPING = {"string": 2, "digit": 1}
 
 
 def edit(text: str, rnd: random.Random, weights: dict[str, int] = MIXED) -> str:
-    """One seeded edit, as typing makes them: mostly a character typed into a string or a
+    """One seeded edit (``edit_kind``): the edited text."""
+    return edit_kind(text, rnd, weights)[0]
+
+
+def edit_kind(text: str, rnd: random.Random, weights: dict[str, int] = MIXED) -> tuple[str, str]:
+    """One seeded edit and its kind, as typing makes them: mostly a character typed into a string or a
     number changed, a blank or comment line added; sometimes a line removed or doubled, a
-    brace or quote removed, or a stray character (the text then has errors)."""
+    brace or quote removed, or a stray character (the text then has errors); and, not in
+    MIXED, a statement's first word misspelt (``typo``), a line split at a space or joined to
+    the next (tests/test_lsp_incremental.py)."""
     lines = text.split("\n")
     at = rnd.randrange(len(lines))
     kind = rnd.choices(list(weights), list(weights.values()))[0]
@@ -99,7 +104,7 @@ def edit(text: str, rnd: random.Random, weights: dict[str, int] = MIXED) -> str:
         digits = [i for i, c in enumerate(text) if c.isdigit()]
         if digits:
             i = rnd.choice(digits)
-            return text[:i] + rnd.choice("123456789") + text[i + 1 :]
+            return text[:i] + rnd.choice("123456789") + text[i + 1 :], kind
     elif kind == "blank":
         lines.insert(at, "")
     elif kind == "comment":
@@ -112,26 +117,57 @@ def edit(text: str, rnd: random.Random, weights: dict[str, int] = MIXED) -> str:
         marks = [i for i, c in enumerate(text) if c in '{}"']
         if marks:
             i = rnd.choice(marks)
-            return text[:i] + text[i + 1 :]
+            return text[:i] + text[i + 1 :], kind
+    elif kind == "typo":
+        words = [i for i, line in enumerate(lines) if len(line.split()) > 1]
+        if words:
+            at = rnd.choice(words)
+            start = len(lines[at]) - len(lines[at].lstrip())
+            i = start + rnd.randrange(len(lines[at].split()[0]))
+            lines[at] = lines[at][:i] + lines[at][i + 1 :]
+    elif kind == "split":
+        spaces = [i for i, c in enumerate(text) if c == " " and i > 0 and text[i - 1] != " "]
+        if spaces:
+            i = rnd.choice(spaces)
+            return text[:i] + "\n" + text[i:], kind
+    elif kind == "join" and len(lines) > 3:
+        at = rnd.randrange(len(lines) - 1)
+        lines[at : at + 2] = [lines[at] + " " + lines[at + 1].lstrip()]
     else:
         i = rnd.randrange(len(text) + 1)
-        return text[:i] + rnd.choice('x{}[]="#9 \n') + text[i:]
-    return "\n".join(lines)
+        return text[:i] + rnd.choice('x{}[]="#9 \n') + text[i:], kind
+    return "\n".join(lines), kind
 
 
-def edits(text: str, count: int, weights: dict[str, int] = MIXED, seed: int = 39) -> list[str]:
-    """A seeded sequence of edited texts; an edit that breaks the syntax is undone by the
-    next (the user fixes the typo), so most texts are valid, as while typing."""
-    from benchlang.lang import fragments, syntax
+def edits(
+    text: str, count: int, weights: dict[str, int] = MIXED, seed: int = 39
+) -> list[tuple[str, str]]:
+    """A seeded sequence of edited texts and the kind of each edit (``KINDS``); an edit that
+    breaks the syntax is undone by the next (the user fixes the typo), so most texts are
+    valid, as while typing."""
+    from benchlang.lang import syntax
+    from benchlang.lang.diagnostics import Source, SpecError
 
     rnd = random.Random(seed)
     out = []
     for _ in range(count):
-        edited = edit(text, rnd, weights)
-        out.append(edited)
-        if fragments.parse_pieces(edited, syntax._literal_diagnostics) is not None:
-            text = edited
+        edited, kind = edit_kind(text, rnd, weights)
+        try:
+            syntax.parse(Source("big.bench", edited))
+        except SpecError:
+            out.append((edited, "breaks"))
+            continue
+        out.append((edited, KINDS[kind]))
+        text = edited
     return out
+
+
+KINDS = {"string": "in a line", "digit": "in a line", "blank": "lines", "comment": "lines"}
+KINDS |= {"delete": "lines", "double": "lines", "split": "lines", "join": "lines"}
+KINDS |= {"bracket": "in a line", "stray": "in a line", "typo": "in a line"}
+"""Edit kinds as the parse sees them: typing ``in a line`` (the lines keep their numbers),
+``lines`` added or removed (the statements below move), and any edit that ``breaks`` the
+syntax (a typo, a brace or quote removed, a stray character)."""
 
 
 def in_process(first: str, texts: list[str], pieces: bool) -> list[float]:
@@ -205,28 +241,33 @@ def main() -> None:
     sequences = {"typing": edits(first, EDITS, TYPING), "mixed": edits(first, EDITS, MIXED)}
     print(f"spec: {first.count(chr(10))} lines; {EDITS} seeded edits per sequence (typing: in a")
     print("line; mixed: MIXED); per edit: didChange of the whole text to publishDiagnostics;")
-    print("budget 50 ms")
+    print("budget 50 ms; kinds: in a line, lines (added, removed), breaks (syntax errors)")
     print(
-        f"{'machine':<16}{'edits':<8}{'parse':<8}{'p50 wall':>10}{'p95 wall':>10}"
-        f"{'check CPU p50':>15}{'mean':>9}{'server CPU mean':>17}"
+        f"{'machine':<14}{'edits':<8}{'parse':<8}{'kind':<11}{'n':>3}{'p50 wall':>10}"
+        f"{'p95 wall':>10}{'check CPU p50':>15}{'p95':>9}{'server CPU mean':>17}"
     )
     cpu = {
-        (name, whole): in_process(first, texts, not whole)
-        for name, texts in sequences.items()
+        (name, whole): in_process(first, [text for text, _ in edited], not whole)
+        for name, edited in sequences.items()
         for whole in (True, False)
     }
     for load in (0, 2):
         burners = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(load)]
         try:
             for (name, whole), used in cpu.items():
-                wall, server = asyncio.run(over_stdio(first, sequences[name], whole))
+                texts = [text for text, _ in sequences[name]]
+                wall, server = asyncio.run(over_stdio(first, texts, whole))
                 machine = f"{load} yes loops" if load else "as it is"
-                print(
-                    f"{machine:<16}{name:<8}{'whole' if whole else 'pieces':<8}"
-                    f"{percentile(wall, 50):>7.1f} ms{percentile(wall, 95):>7.1f} ms"
-                    f"{statistics.median(used):>12.1f} ms"
-                    f"{statistics.fmean(used):>6.1f} ms{server:>14.1f} ms"
-                )
+                kinds = [kind for _, kind in sequences[name]]
+                for kind in ("all", *sorted(set(kinds))):
+                    chosen = [i for i, k in enumerate(kinds) if kind in ("all", k)]
+                    w, c = [wall[i] for i in chosen], [used[i] for i in chosen]
+                    print(
+                        f"{machine:<14}{name:<8}{'whole' if whole else 'pieces':<8}{kind:<11}"
+                        f"{len(chosen):>3}{percentile(w, 50):>7.1f} ms{percentile(w, 95):>7.1f} ms"
+                        f"{percentile(c, 50):>12.1f} ms{percentile(c, 95):>6.1f} ms"
+                        + (f"{server:>14.1f} ms" if kind == "all" else "")
+                    )
         finally:
             for burner in burners:
                 burner.kill()
