@@ -12,14 +12,23 @@ import attrs
 import numpy as np
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable
-from benchlang.report.figures.render import MARKERS, OKABE_ITO, Palette, legend_above, panels
+from benchlang.report.figures.render import (
+    DENSE_Z,
+    MARKERS,
+    OKABE_ITO,
+    Palette,
+    dense_layer,
+    legend_above,
+    panel_title,
+    panels,
+)
 from benchlang.stats import figure_datamill as fd
 from benchlang.stats.figure_data import FigureData
 
 MAX_COLOURS = len(OKABE_ITO)
 RASTER_BOXES = 60
-"""Above this many boxes in one panel, the boxes are drawn as an image inside the SVG or PDF
-(text and axes stay vector): thousands of vector shapes are slow to write and to open."""
+"""Above this many boxes in one panel, its boxes, whiskers, means and outliers are one image
+(``render.dense_layer``)."""
 
 
 @attrs.frozen
@@ -32,6 +41,10 @@ class Trials:
     ok: np.ndarray
     levels: tuple[dict, ...]
     hosts: np.ndarray
+    codes: np.ndarray
+    """Each trial's index into ``distinct``: a factor's column is read from the few distinct
+    level sets, not from 100,000 dicts."""
+    distinct: tuple[dict, ...]
 
 
 def _metric_name(inputs: Inputs, metric: str | None, figure: str) -> str:
@@ -57,7 +70,17 @@ def trials(inputs: Inputs, metric: str | None, figure: str) -> Trials:
     raw = np.asarray(data.metrics[name].values, dtype=float)
     ok = np.asarray(data.table.ok, dtype=bool) & np.isfinite(raw)
     unit, factor = metric_scale(raw[ok], data.experiment.metric(name).unit)
-    return Trials(name, unit or "", raw / factor, ok, data.table.levels, data.table.host)
+    levels = data.table.levels
+    index: dict[int, int] = {}
+    distinct: list[dict] = []
+    for lv in levels:  # the store shares one dict per distinct level set
+        if id(lv) not in index:
+            index[id(lv)] = len(distinct)
+            distinct.append(lv)
+    codes = np.fromiter((index[id(lv)] for lv in levels), dtype=np.intp, count=len(levels))
+    return Trials(
+        name, unit or "", raw / factor, ok, levels, data.table.host, codes, tuple(distinct)
+    )
 
 
 def factor_order(inputs: Inputs, t: Trials) -> list[tuple[str, list]]:
@@ -77,7 +100,7 @@ def factor_order(inputs: Inputs, t: Trials) -> list[tuple[str, list]]:
     names += list(declared) + [h.name for h in exp.hardware] + ["replicate"]
     out = []
     for name in dict.fromkeys(names):
-        seen = {lv.get(name) for lv, k in zip(t.levels, t.ok, strict=True) if k} - {None}
+        seen = set(_column(t, name)[t.ok].tolist()) - {None}
         if len(seen) < 2:
             continue
         order = [lv for lv in declared.get(name, []) if lv in seen]
@@ -89,7 +112,9 @@ def factor_order(inputs: Inputs, t: Trials) -> list[tuple[str, list]]:
 def _column(t: Trials, name: str) -> np.ndarray:
     if name == "host":
         return np.asarray(t.hosts, dtype=object)
-    return np.array([lv.get(name) for lv in t.levels], dtype=object)
+    per_set = np.empty(len(t.distinct), dtype=object)
+    per_set[:] = [lv.get(name) for lv in t.distinct]
+    return per_set[t.codes]
 
 
 def _roles(inputs: Inputs, t: Trials, figure: str, n: int) -> list[tuple[str, list]]:
@@ -123,10 +148,13 @@ def series_boxes_data(inputs: Inputs, metric: str | None) -> FigureData:
     config = np.asarray(data.table.configuration)
     names, groups = [], []
     for index, label, _b, _l in data.configurations():
-        mine = t.ok & (config == index)
-        parts = [(str(g), t.values[mine & (group == g)]) for g in sorted(set(group[mine].tolist()))]
+        mine = np.flatnonzero(t.ok & (config == index))
+        which, inverse = np.unique(group[mine], return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        cuts = np.searchsorted(inverse[order], np.arange(1, which.size))
+        values = np.split(t.values[mine][order], cuts)
         names.append(label)
-        groups.append(parts)
+        groups.append([(str(g), v) for g, v in zip(which.tolist(), values, strict=True)])
     return fd.series_boxes(names, groups, by, t.metric, t.unit)
 
 
@@ -238,9 +266,7 @@ def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width:
     if not keep:
         return
     x = np.array([p for p, _ in keep], dtype=float)
-    dense = {"zorder": 1.5}
-    if len(keep) > RASTER_BOXES:
-        ax.set_rasterization_zorder(2.5)  # one image per panel for all its boxes
+    dense = dense_layer(ax, len(keep), RASTER_BOXES)
     col = {k: np.array([s[k] for _, s in keep], dtype=float) for k in fd.BOX_STATS}
     half = width / 2
     corners = np.stack(
@@ -282,7 +308,15 @@ def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width:
     widths = np.r_[np.full(4 * x.size, 0.6), np.full(x.size, 1.0)]
     ax.add_collection(LineCollection(segments, colors="black", linewidths=widths, **dense))
     ax.plot(
-        x, col["mean"], ls="none", marker="D", ms=3, mfc="white", mec="black", mew=0.6, zorder=2.2
+        x,
+        col["mean"],
+        ls="none",
+        marker="D",
+        ms=3,
+        mfc="white",
+        mec="black",
+        mew=0.6,
+        zorder=DENSE_Z + 0.05 if len(keep) > RASTER_BOXES else 2.2,
     )
     fliers = [(p, v) for p, s in keep for v in s["fliers"]]
     if fliers:
@@ -305,7 +339,7 @@ def draw_series_boxes(fig: Any, data: FigureData, palette: Palette, paper: bool)
     for ax, (label, boxes) in zip(axes, configs.items(), strict=True):
         _bxp(ax, list(boxes.values()), list(range(len(boxes))), palette.colour(label), 0.6)
         _ticks(ax, [g for (g,) in boxes])
-        ax.set_title(label, fontsize="small", color=palette.colour(label))
+        panel_title(ax, label, palette.colour(label))
 
 
 def draw_levels(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -322,7 +356,7 @@ def draw_levels(fig: Any, data: FigureData, palette: Palette, paper: bool) -> No
             _bxp(ax, list(mine.values()), at, OKABE_ITO[j % MAX_COLOURS], width * 0.9)
         _ticks(ax, levels)
         if panel:
-            ax.set_title(f"{meta['panel']} = {panel}", fontsize="small")
+            panel_title(ax, f"{meta['panel']} = {panel}")
     low = min(ax.get_ylim()[0] for ax in axes)
     high = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:

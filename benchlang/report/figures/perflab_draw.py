@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlang.report.figures.render import OKABE_ITO, Palette, legend_above, panels
+from benchlang.report.figures.render import OKABE_ITO, Palette, legend_above, panel_title, panels
 from benchlang.stats.figure_data import FigureData
 
 LAYOUT_ORDER = ("unbalanced", "request_balanced", "host_balanced", "fully_balanced")
@@ -92,9 +92,10 @@ def draw_timeline(fig: Any, data: FigureData, palette: Palette, paper: bool) -> 
         y = np.array([r["value"] for r in mine]) / factor
         ax.plot(x, y, ls="none", marker="os"[versions.index(vname)], ms=3, color=c)
         ax.axhline(y.mean(), color="black", ls="--", lw=0.8)
-        ax.set_title(
+        panel_title(
+            ax,
             f"batch {b}: {host}, {vname}; offset {mine[0]['batch_offset'] / factor:+.3g}",
-            fontsize="x-small",
+            size="x-small",
         )
     from matplotlib.lines import Line2D
 
@@ -134,7 +135,7 @@ def draw_se_curves(fig: Any, data: FigureData, palette: Palette, paper: bool) ->
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.set_title(kind, fontsize="small")
+        panel_title(ax, kind)
         if kind == data.meta["layout"]:
             here = [
                 r
@@ -184,7 +185,7 @@ def draw_aa_estimates(fig: Any, data: FigureData, palette: Palette, paper: bool)
         for sd, ls in ((float(np.median(se)), "--"), (float(np.std(est, ddof=1)), ":")):
             if sd > 0:
                 ax.plot(x, np.exp(-0.5 * (x / sd) ** 2) / (sd * np.sqrt(2 * np.pi)), "k", ls=ls)
-        ax.set_title(kind, fontsize="small")
+        panel_title(ax, kind)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 

@@ -11,7 +11,7 @@ import attrs
 import numpy as np
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable
-from benchlang.report.figures.render import Palette, legend_above, panels
+from benchlang.report.figures.render import Palette, legend_above, panel_title, panels
 from benchlang.stats import figure_stopping as fs
 from benchlang.stats.figure_data import FigureData
 
@@ -149,7 +149,7 @@ def draw_ks(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
             elif r["part"] == "optimal":
                 ax.axvline(r["k"], color="grey", ls=":", lw=1.2)
         ax.set_ylim(0, 1.02)
-        ax.set_title(label, fontsize="small", color=c)
+        panel_title(ax, label, c)
     legend_above(
         fig,
         [
@@ -179,7 +179,7 @@ def draw_density(fig: Any, data: FigureData, palette: Palette, paper: bool) -> N
                 ax.plot(x, y, color=c, lw=1.3, label=f"stopped n={n}, KS {ks:.3f}")
             else:
                 ax.plot(x, y, color="black", ls="--", lw=1, label=f"optimal n={n}, KS {ks:.3f}")
-        ax.set_title(label, fontsize="small", color=c)
+        panel_title(ax, label, c)
         ax.legend(fontsize="xx-small" if paper else "x-small", loc="upper right")
 
 
