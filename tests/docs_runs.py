@@ -136,7 +136,8 @@ def killed_lease(cwd: Path) -> None:
         "[benchlang.backends]\npool = benchlang.testing.pool:PoolBackend\n"
     )
     path = os.pathsep.join(p for p in (str(info.parent), "$PYTHONPATH") if p)
-    (cwd / ".docs-env").write_text(f"POOL_TOKEN={TOKEN}\nPYTHONPATH={path}\n")
+    (cwd / ".docs-env").mkdir(exist_ok=True)
+    (cwd / ".docs-env" / "killed-lease").write_text(f"POOL_TOKEN={TOKEN}\nPYTHONPATH={path}\n")
     env = {**os.environ, "POOL_TOKEN": TOKEN}
     env["PYTHONPATH"] = path.replace("$PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     slow = "[ $BENCHLANG_TRIAL -ge 1 ] && sleep 300; "

@@ -135,16 +135,19 @@ def page_directory(tmp: Path) -> Path:
     return tmp
 
 
-def environment(bin_dir: Path | None = None, cwd: Path | None = None) -> dict[str, str]:
-    """The sessions' environment; in a page directory ``cwd``, its own cache directory and
-    the variables a preparation wrote to ``.docs-env`` (``NAME=VALUE`` lines)."""
+def environment(
+    bin_dir: Path | None = None, cwd: Path | None = None, prepare: str | None = None
+) -> dict[str, str]:
+    """The sessions' environment; in a page directory ``cwd``, its own cache directory and, for
+    the block under ``prepare: NAME``, the variables that preparation wrote to
+    ``.docs-env/NAME`` (``NAME=VALUE`` lines; ``$NAME`` in a value is the variable's value)."""
     env = dict(os.environ)
     env.update(PYTHONUNBUFFERED="1", COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8")
     first = [str(bin_dir)] if bin_dir is not None else []
     env["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent), env.get("PATH", "")])
     if cwd is not None:
         env["XDG_CACHE_HOME"] = str(cwd / ".cache")
-        extra = cwd / ".docs-env"
+        extra = cwd / ".docs-env" / (prepare or "-")
         for line in extra.read_text().splitlines() if extra.exists() else []:
             name, _, value = line.partition("=")
             env[name] = value.replace("$" + name, env.get(name, ""))
@@ -182,7 +185,7 @@ def run_block(block: Block, cwd: Path, outcome: Outcome, status: list[int]) -> N
         outcome.skips.append(f"{where}: skipped: {d['skip']}")
         return
     bin_dir = cwd / ".bin"
-    env = environment(bin_dir if bin_dir.is_dir() else None, cwd)
+    env = environment(bin_dir if bin_dir.is_dir() else None, cwd, d.get("prepare"))
     if "restores" in d and not os.access(d["restores"], os.W_OK):
         outcome.skipped += 1
         outcome.skips.append(f"{where}: skipped: {d['restores']} is not writable here (root)")
