@@ -86,3 +86,38 @@ def test_stores_give_one_configurations_values_in_trial_order(tmp_path, run_cli)
 def test_without_streams_or_baseline_it_says_what_to_give(run_cli):
     status, _, err = run_cli(["stopping-eval"])
     assert status == 2 and "--baseline A B" in err and "Traceback" not in err
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
+    from scipy.signal import lfilter
+
+    return lfilter([1.0], [1.0, -phi], rng.normal(0.0, 1.0, n)) + 10.0
+
+
+def test_runs_that_are_not_iid_give_a_descriptive_distance_not_a_verdict(tmp_path, run_cli):
+    """Two runs of one AR(1) process (phi 0.9): KS calls them different (p < 5%) though nothing
+    moved; the independence check (TriScale §4.5, Ljung-Box) says the test does not apply."""
+    rng = np.random.default_rng(3)
+    x, y = ar1(rng, 2000, 0.9), ar1(rng, 2000, 0.9)
+    assert stats.ks_2samp(x, y).pvalue < 0.05
+    a, b = write(tmp_path / "a.csv", x), write(tmp_path / "b.csv", y)
+    status, out, err = run_cli(["stopping-eval", "--baseline", a, b, "--json"])
+    assert status == 0, err
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    assert doc["differ"] is None and not doc["independent_a"] and not doc["independent_b"]
+    assert "autocorrelation (Ljung-Box" in doc["descriptive_only"]
+    status, text, err = run_cli(["stopping-eval", "--baseline", a, b])
+    assert status == 0, err
+    assert "descriptive only: run a: not independent" in text
+    assert "differ beyond sampling" not in text
+
+
+def test_a_threshold_below_a_sampling_distance_is_undecided():
+    """Two i.i.d. runs of one distribution: a threshold under their (sampling) distance is not
+    called unattainable; the floor lies below the critical distance, unplaced."""
+    rng = np.random.default_rng(8)
+    found = ks_baseline(rng.normal(size=300), rng.normal(size=300), threshold=0.01)
+    assert found.differ is False and found.descriptive_only is None
+    assert found.distance > 0.01 and found.attainable is None
+    moved = ks_baseline(rng.normal(size=300), rng.normal(1.0, 1.0, 300), threshold=0.01)
+    assert moved.differ is True and moved.attainable is False

@@ -69,19 +69,21 @@ def baseline(args: argparse.Namespace) -> int:
         f"background: KS distance {found.distance:.4g} between {a} ({found.n_a} values) and "
         f"{b} ({found.n_b} values); p {found.p_value:.3g}"
     )
-    if found.differ:
-        print(
-            f"the two runs differ beyond sampling (critical distance {found.critical:.3g} at "
-            f"{100 * found.alpha:g}%): the background moved between them"
-        )
+    crit = f"critical distance {found.critical:.3g} at {100 * found.alpha:g}%, asymptotic"
+    if found.descriptive_only:
+        print(f"descriptive only: {found.descriptive_only} ({crit}, not applicable)")
+    elif found.differ:
+        print(f"the two runs differ beyond sampling ({crit}): the background moved between them")
     else:
-        print(
-            f"within what sampling alone gives (critical distance {found.critical:.3g} at "
-            f"{100 * found.alpha:g}%)"
-        )
+        print(f"within what sampling alone gives ({crit})")
     if found.attainable:
         print(
             f"ks {found.threshold:g} lies above this floor: the threshold can hold against another run too"
+        )
+    elif found.attainable is None:
+        print(
+            f"ks {found.threshold:g} lies below this distance, which sampling alone explains: the "
+            f"floor lies somewhere below {found.critical:.2g}; longer runs would place it"
         )
     else:
         print(
