@@ -146,6 +146,8 @@ def test_the_analyses_are_the_clis_objects_and_render_in_jupyter(store, capsys):
     assert family is not None and family.sentence and family.sentence in printed
     bootstrap = opened.compare("time", by="tool", method="bootstrap", replicates=500)
     assert bootstrap[0].comparison.settings["replicates"] == 500
+    assert "ad hoc comparison at its own level, outside the run's family" in bootstrap.text
+    assert "ad hoc" not in compared.text
     with pytest.raises(benchlang.UserError, match="no factor named 'tol'"):
         opened.compare("time", by="tol")
 

@@ -217,6 +217,12 @@ class BenchStore:
         else:
             results = [compare(data, c) for c in chosen]  # one planned test: no family
         text = _captured(lambda out: render_comparisons(results, out))
+        if chosen[0] not in experiment.comparisons and experiment.comparisons:
+            text += (
+                f"note: an ad hoc comparison at its own level, outside the run's family of the "
+                f"spec's {len(experiment.comparisons)} compare item(s): not adjusted for them; "
+                "chosen after seeing the data it is exploratory, not a planned test\n"
+            )
         return Shown(results, text, _pre(text))
 
     def record(self) -> Shown:
