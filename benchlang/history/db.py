@@ -54,6 +54,7 @@ class History:
         self.timeout = timeout
         self._db = self._connect_postgres() if self.postgres else self._connect_sqlite(create)
         self._ready = False  # the tables exist (a PostgreSQL write then locks ``runs``)
+        self.meta: dict[str, str] = {}  # the meta table as it was when opened
         self._check_schema(create)
 
     def _connect_sqlite(self, create: bool) -> Any:
@@ -89,13 +90,12 @@ class History:
 
     def _check_schema(self, create: bool) -> None:
         try:
-            row = self.query("SELECT value FROM meta WHERE key = 'schema_version'")
+            self.meta = dict(self.query("SELECT key, value FROM meta"))
         except Exception:  # no meta table: an empty database, or something else
-            row = None
             self._rollback_quietly()
-        if row:
+        if "schema_version" in self.meta:
             self._ready = True
-            version = int(row[0][0])
+            version = int(self.meta["schema_version"])
             if version > SCHEMA_VERSION:
                 raise UserError(
                     f"history {self.name} has schema {version}; this benchlang reads schema "
@@ -159,7 +159,12 @@ class History:
         was queued before it; on SQLite (in process) nothing to batch."""
         return self._db.pipeline() if self.postgres else nullcontext()
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[tuple]:
+        """The rows; ``binary``: PostgreSQL sends them in binary format (bytea as its bytes,
+        not twice as many hex digits)."""
+        if self.postgres and binary:
+            cur = self._db.execute(self._sql(sql), tuple(params), binary=True)
+            return [tuple(r) for r in cur.fetchall()]
         cur = self._db.execute(self._sql(sql), tuple(params))
         return [tuple(r) for r in cur.fetchall()]
 

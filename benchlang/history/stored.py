@@ -2,8 +2,9 @@
 the add's own transaction, so that ``history changes`` reads them instead of recomputing.
 
 What is kept per series: the change points found on it at the default level (table
-``stored_changes``) and a copy of the series in commit order (table ``stored_series``, in rows
-of ``series_copy.CHUNK`` points, so that an add rewrites the last row only). An add appends the
+``stored_changes``) and a copy of the series in commit order (table ``series_copies``, in rows
+of ``series_copy.CHUNK`` points, so that an add rewrites the last row only; the layout is
+history.series_copy's). An add appends the
 new point to that copy when it is the series' newest (else it reads the series back from the
 points) and runs the full detection (stats.changepoints) on it: the stored answer is always the
 one a recomputation from the points gives, never an approximation of it
@@ -40,23 +41,27 @@ _TABLES = (
         points BIGINT NOT NULL, alpha DOUBLE PRECISION NOT NULL,
         confidence DOUBLE PRECISION NOT NULL, found TEXT NOT NULL,
         PRIMARY KEY (metric, configuration, host_class))""",
-    """CREATE TABLE IF NOT EXISTS stored_series (
+    """CREATE TABLE IF NOT EXISTS series_copies (
         metric TEXT NOT NULL, configuration TEXT NOT NULL, host_class TEXT NOT NULL,
-        chunk BIGINT NOT NULL, points BIGINT NOT NULL, series TEXT NOT NULL,
+        chunk BIGINT NOT NULL, points BIGINT NOT NULL, header TEXT NOT NULL,
+        numbers {blob} NOT NULL, texts {blob} NOT NULL,
         PRIMARY KEY (metric, configuration, host_class, chunk))""",
+    "DROP TABLE IF EXISTS stored_series",  # the copy as text, before series_copies
     "CREATE INDEX IF NOT EXISTS points_series ON points (metric, configuration, host_class)",
     "CREATE INDEX IF NOT EXISTS runs_seq ON runs (seq)",
 )
 _KEY = "metric, configuration, host_class"
 _WHERE = "metric = ? AND configuration = ? AND host_class = ?"
+STAMP = "stored_through"  # meta: the seq of the newest run every stored answer includes
 _CURRENT = (
     "(SELECT value FROM meta WHERE key = 'stored_through') = "
     "(SELECT CAST(MAX(seq) {} AS TEXT) FROM runs)"
 )
 _PUT_ROW = (
-    f"INSERT INTO stored_series ({_KEY}, chunk, points, series) VALUES (?, ?, ?, ?, ?, ?) "
-    f"ON CONFLICT ({_KEY}, chunk) DO UPDATE SET points = excluded.points, "
-    "series = excluded.series"
+    f"INSERT INTO series_copies ({_KEY}, chunk, points, header, numbers, texts) "
+    f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}, chunk) DO UPDATE SET "
+    "points = excluded.points, header = excluded.header, numbers = excluded.numbers, "
+    "texts = excluded.texts"
 )
 _PUT_FOUND = (
     f"INSERT INTO stored_changes ({_KEY}, points, alpha, confidence, found) "
@@ -64,7 +69,7 @@ _PUT_FOUND = (
     "points = excluded.points, alpha = excluded.alpha, confidence = excluded.confidence, "
     "found = excluded.found"
 )
-_STAMP = (
+_PUT_STAMP = (
     "INSERT INTO meta (key, value) VALUES ('stored_through', "
     "(SELECT CAST(MAX(seq) AS TEXT) FROM runs)) ON CONFLICT (key) DO UPDATE SET "
     "value = excluded.value"
@@ -102,40 +107,50 @@ def _grouped(rows: Sequence[tuple]) -> dict[tuple, list[tuple]]:
     return out
 
 
+def _copies_kept(h: History) -> bool:
+    """Whether the history has the copies' tables: known without a round trip when its meta
+    had the stamp at opening (it is written with them; the tables are never dropped)."""
+    return STAMP in h.meta or h.has_table("series_copies")
+
+
 def _current_copies(h: History) -> dict[tuple, list[series_copy.Row]] | None:
     """Every series' copy when the copies include every run but the one being added (its
     points written, its copies not yet); None otherwise or when no copy exists yet."""
-    if not h.has_table("stored_series"):
+    if not _copies_kept(h):
         return None
     rows = h.query(
-        f"SELECT {_KEY}, points, series FROM stored_series WHERE {_CURRENT.format('- 1')} "
-        f"ORDER BY {_KEY}, chunk"
+        f"SELECT {_KEY}, points, header, numbers, texts FROM series_copies "
+        f"WHERE {_CURRENT.format('- 1')} ORDER BY {_KEY}, chunk",
+        binary=True,
     )
-    if not rows:
-        return None
-    return {k: [(int(n), text) for n, text in g] for k, g in _grouped(rows).items()}
+    return {k: [_row(r) for r in g] for k, g in _grouped(rows).items()} or None
 
 
-def _put(h: History, series: Series, first: int, rows: Sequence[tuple[int, int, str]]) -> None:
+def _row(r: Sequence) -> series_copy.Row:
+    return (int(r[0]), r[1], bytes(r[2]), bytes(r[3]))
+
+
+def _put(h: History, series: Series, first: int, rows: Sequence[series_copy.Row]) -> None:
     """Write ``series``' answer, and the copy's rows from row ``first`` on (earlier ones
     stay), as the history's stored state for its key."""
     found = changes(series, alpha=ALPHA, confidence=CONFIDENCE)
     key = series.key
     if first == 0:
-        h.execute(f"DELETE FROM stored_series WHERE {_WHERE}", key)
-    h.executemany(_PUT_ROW, [(*key, c, n, text) for c, n, text in rows])
+        h.execute(f"DELETE FROM series_copies WHERE {_WHERE}", key)
+    h.executemany(_PUT_ROW, [(*key, first + c, *row) for c, row in enumerate(rows)])
     h.execute(_PUT_FOUND, (*key, len(series), ALPHA, CONFIDENCE, _found_json(found)))
 
 
 def _store_all(h: History) -> None:
     """Every series' answer and copy anew from the points (the copies were not current)."""
+    blob = "BYTEA" if h.postgres else "BLOB"
     for statement in _TABLES:
-        h.execute(statement)
-    h.execute("DELETE FROM stored_series")
+        h.execute(statement.format(blob=blob))
+    h.execute("DELETE FROM series_copies")
     h.execute("DELETE FROM stored_changes")
     for series in read_series(h):
         _put(h, series, 0, series_copy.rows_of(series))
-    h.execute(_STAMP)
+    h.execute(_PUT_STAMP)
 
 
 def store_changes(h: History, run: Run, points: Sequence[Point]) -> None:
@@ -147,39 +162,38 @@ def store_changes(h: History, run: Run, points: Sequence[Point]) -> None:
     if copies is None:
         _store_all(h)
         return
-    with h.batch():
-        for p in points:
-            kept = copies.get(p.key)
-            if kept is not None and series_copy.last_date(kept) <= run.date:
-                rows, first = series_copy.appended(kept, run, p)
-                series = series_copy.series_of(p.key, rows)
-                _put(h, series, first, [(c, *rows[c]) for c in range(first, len(rows))])
-            else:
-                series = read_series(h, p.key)[0]
-                _put(h, series, 0, series_copy.rows_of(series))
-        h.execute(_STAMP)
+    for p in points:
+        kept = copies.get(p.key)
+        if kept is not None and series_copy.last_date(kept) <= run.date:
+            rows, first = series_copy.appended(kept, run, p)
+            _put(h, series_copy.series_of(p.key, rows), first, rows[first:])
+        else:
+            series = read_series(h, p.key)[0]
+            _put(h, series, 0, series_copy.rows_of(series))
+    h.execute(_PUT_STAMP)
 
 
 def stored_changes(h: History, alpha: float, confidence: float) -> list[SeriesChanges] | None:
     """Every series' stored change points when they include the history's newest run and were
     found at ``alpha`` and ``confidence``; None otherwise (recompute)."""
-    if (alpha, confidence) != (ALPHA, CONFIDENCE) or not h.has_table("stored_series"):
+    if (alpha, confidence) != (ALPHA, CONFIDENCE) or not _copies_kept(h):
         return None
     rows = h.query(
-        f"SELECT s.metric, s.configuration, s.host_class, s.points, s.series, c.points, "
-        f"c.alpha, c.confidence, c.found FROM stored_series s JOIN stored_changes c "
-        f"ON c.metric = s.metric AND c.configuration = s.configuration "
+        "SELECT s.metric, s.configuration, s.host_class, s.points, s.header, s.numbers, "
+        "s.texts, c.points, c.alpha, c.confidence, c.found FROM series_copies s JOIN "
+        "stored_changes c ON c.metric = s.metric AND c.configuration = s.configuration "
         f"AND c.host_class = s.host_class WHERE {_CURRENT.format('')} "
-        "ORDER BY s.metric, s.configuration, s.host_class, s.chunk"
+        "ORDER BY s.metric, s.configuration, s.host_class, s.chunk",
+        binary=True,
     )
     if not rows:
         return None
     out = []
     for key, group in _grouped(rows).items():
-        total, a, c, text = group[0][2:]
+        total, a, c, text = group[0][4:]
         if (float(a), float(c)) != (alpha, confidence):
             return None
-        series = series_copy.series_of(key, [(int(n), t) for n, t, *_ in group])
+        series = series_copy.series_of(key, [_row(r[:4]) for r in group])
         if len(series) != int(total):
             return None
         out.append(_found(series, text))
