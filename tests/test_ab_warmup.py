@@ -102,3 +102,13 @@ def test_values_must_be_finite():
     y[3] = np.nan
     with pytest.raises(ValueError, match="finite"):
         suggest_warmup(y, s.request, s.host * 2 + s.batch, s.position)
+    empty = np.zeros(0, dtype=np.int64)
+    with pytest.raises(ValueError, match="no successful trials"):
+        suggest_warmup(np.zeros(0), empty, empty, empty)
+
+
+def test_identical_values_suggest_nothing_and_flag_no_lag():
+    y, s = data(seed=0)
+    r = suggest_warmup(np.full(y.size, 3.0), s.request, s.host * 2 + s.batch, s.position)
+    assert (r.warmup, r.cooldown) == (0, 0) and r.dependent_lags.size == 0
+    assert np.isfinite(r.acf_bound).all() and np.isfinite(r.acf_null_after).all()

@@ -169,6 +169,8 @@ def suggest_warmup(
     from scipy.stats import norm
 
     y = np.asarray(y, dtype=np.float64)
+    if y.size == 0:
+        raise ValueError("no successful trials to read a warm-up from")
     if not np.isfinite(y).all():
         raise ValueError("the values must be finite (leave failed trials out)")
     run = _dense(np.asarray(batch))
