@@ -203,3 +203,23 @@ def test_values_that_never_vary_are_descriptive_only():
     assert "descriptive only" in r.descriptive_only
     doc = strict(json.dumps(r.to_dict()))
     assert doc["descriptive_only"] and doc["p_value"] is None and "p_value" in doc["null_reasons"]
+
+
+def test_a_third_level_left_out_is_said(tmp_path, run_cli):
+    """``--by`` a factor of three levels: the first two are compared and the note names the
+    level left out (its trials were silently dropped before)."""
+    (tmp_path / "c.bench").write_text(
+        SPEC.format(hosts=6)
+        .replace('["a", "b"]', '["a", "b", "c"]')
+        .replace("analysis { compare t by build }", "")
+    )
+
+    def value(plan, t):
+        return {"t": np.random.default_rng(int(plan.trial_seed[t])).normal(10.0, 0.1)}
+
+    synthetic_store(tmp_path / "c.bench", tmp_path / "c.sqlite", value)
+    status, out, err = run_cli(["composite", tmp_path / "c.sqlite", "--by", "build", "--json"])
+    assert status == 0, err
+    doc = strict(out)
+    assert (doc["control"], doc["treatment"]) == ("a", "b")
+    assert any("3 levels: b - a compared, c left out" in n for n in doc["notes"])

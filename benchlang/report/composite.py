@@ -144,6 +144,16 @@ def composite_of(
         log=log,
         seed=data.experiment.seed,
     )
+    if len(factor.levels) > 2:
+        left = ", ".join(map(str, factor.levels[2:]))
+        result = attrs.evolve(
+            result,
+            notes=(
+                *result.notes,
+                f"'{by}' has {len(factor.levels)} levels: {treatment} - {control} compared, "
+                f"{left} left out (--by a two-level factor, or the first two levels are taken)",
+            ),
+        )
     return CompositeReport(metric, by, control, treatment, over, int(keep.sum()), result)
 
 
