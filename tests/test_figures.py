@@ -12,50 +12,24 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from benchlang.cli import main
+from benchlang.report.figures import NAMES
 from benchlang.testing.synthetic import lognormal, synthetic_store
-
-ROOT = Path(__file__).resolve().parents[1]
-SPECS = ROOT / "specs"
-FIGURES = (
-    "kpi-scatter",
-    "convergence",
-    "series-kpis",
-    "variability",
-    "cdf",
-    "cdf-overlay",
-    "profile",
-    "order-pvalues",
-    "order-delta",
-    "order-ci",
-    "order-cases",
+from tests.figure_stores import (
+    ROOT,
+    SPECS,
+    latency,
+    make_store,
+    quickstart,
+    run_cli,
+    small_spec,
+    write_load,
 )
+
+FIGURES = (*NAMES["triscale"], *NAMES["ordersage"])
 LEVELS = range(1, 15)
-MANY = """benchlang 1
-
-experiment many {
-  seed 3
-  factor n in [LEVELS]
-
-  benchmark job {
-    run "true {n}"
-    measure time = wall_time
-    measure cpu = cpu_time
-  }
-
-  metric time { measure mean unit "s" better lower }
-  metric cpu { measure mean unit "s" better lower }
-  kpi time { percentile 50 confidence 95% }
-  kpi cpu { percentile 50 confidence 95% }
-  variability time { percentile 25 confidence 75% }
-
-  design { runs 6 series 5 order fixed_vs_random }
-  analysis { profile load from file "load.csv" period 1h }
-}
-""".replace("LEVELS", ", ".join(map(str, LEVELS)))
+MANY = small_spec(cpu=True, levels=LEVELS)
 
 
 def many_value(plan, t):
@@ -66,37 +40,18 @@ def many_value(plan, t):
     return {"time": time, "cpu": 0.8 * time * lognormal(plan, t, 0.01)}
 
 
-def latency(plan, t):
-    payload = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["payload"]
-    rng = np.random.default_rng(int(plan.trial_seed[t]))
-    return {"latency": np.exp(rng.normal(np.log(5 + payload / 1000), 0.2, 3000))}
-
-
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("figures")
-    spec = root / "many.bench"
-    spec.write_text(MANY, encoding="utf-8")
-    hours = np.arange(24 * 14)
-    rng = np.random.default_rng(5)
-    load = 10 + 3 * np.sin(2 * np.pi * hours / 24) + rng.normal(0, 0.5, hours.size)
-    (root / "load.csv").write_text(
-        "load\n" + "\n".join(f"{v:.4f}" for v in load) + "\n", encoding="utf-8"
-    )
-    out = {"many": root / "many.sqlite", "latency": root / "latency.sqlite"}
-    synthetic_store(spec, out["many"], many_value)
-    synthetic_store(SPECS / "latency-series.bench", out["latency"], latency)
-    return out
+    write_load(root)
+    return {
+        "many": make_store(root, "many", MANY, many_value)[0],
+        "latency": make_store(root, "latency", SPECS / "latency-series.bench", latency)[0],
+    }
 
 
 def store_of(name: str) -> str:
     return "latency" if name == "convergence" else "many"
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_list_names_what_applies_per_store(stores, capsys):
@@ -269,10 +224,6 @@ def test_json_is_strict(stores, capsys):
 def test_quickstart_report_shows_the_figures(tmp_path):
     from benchlang.app.report import write_report
 
-    def quickstart(plan, t):
-        tool = int(plan.trial_configuration[t])
-        return {"time": 0.05 * (1.0, 1.2, 1.4)[tool] * lognormal(plan, t)}
-
     store, page = tmp_path / "q.sqlite", tmp_path / "q.html"
     synthetic_store(SPECS / "quickstart.bench", store, quickstart)
     write_report(store, page)
@@ -288,3 +239,27 @@ def test_quickstart_report_shows_the_figures(tmp_path):
 # Its module fixtures are built once: under pytest -n the whole module runs on one worker
 # (--dist loadgroup, pyproject.toml).
 pytestmark = pytest.mark.xdist_group("test_figures")
+
+
+def test_each_module_names_its_figures_and_an_export_imports_its_own():
+    import importlib
+    import subprocess
+    import sys
+
+    from benchlang.report.figures import registry
+
+    for module, names in NAMES.items():
+        kinds = importlib.import_module(f"benchlang.report.figures.{module}").FIGURES
+        assert tuple(kind.name for kind in kinds) == names
+    assert list(registry()) == [n for names in NAMES.values() for n in names]
+    probe = (
+        "import sys; from benchlang.report.figures import kind_of; kind_of('cdf'); "
+        "print(*sorted(m for m in sys.modules if m.startswith('benchlang.report.figures.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.split() == [
+        "benchlang.report.figures.render",
+        "benchlang.report.figures.triscale",
+    ]

@@ -9,29 +9,25 @@ from __future__ import annotations
 import csv
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchlang.cli import main
-from benchlang.testing.synthetic import lognormal, synthetic_store
+from benchlang.testing.synthetic import lognormal
+from tests.figure_stores import (
+    ROOT,
+    datamill,
+    figure_json,
+    levels_of,
+    make_store,
+    run_cli,
+    small_spec,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("series-boxes", "levels", "level-means")
-MANY = """benchlang 1
-
-experiment many {
-  seed 4
-  factor n in [LEVELS]
-  benchmark job {
-    run "true {n}"
-    measure time = wall_time
-  }
-  metric time { measure mean unit "s" better lower }
-  design { runs 4 series 3 order random }
-}
-""".replace("LEVELS", ", ".join(map(str, range(1, 15))))
+MANY = small_spec(
+    seed=4, kpis=False, variability=False, design="runs 4 series 3 order random", profile=False
+)
 FLAT = """benchlang 1
 
 experiment flat {
@@ -46,18 +42,6 @@ experiment flat {
 """
 
 
-def levels_of(plan, t) -> dict:
-    return dict(plan.configurations[int(plan.trial_configuration[t])].levels)
-
-
-def datamill_value(plan, t):
-    """xz 3x gzip, +20% per level step, local:1 10% slower; 5% lognormal noise."""
-    lv = levels_of(plan, t)
-    base = {"gzip": 0.01, "xz": 0.03}[lv["tool"]] * (1 + 0.2 * lv["level"])
-    host = 1.1 if plan.hosts[int(plan.trial_host[t])] == "local:1" else 1.0
-    return {"time": base * host * lognormal(plan, t, 0.05), "size": 1000.0 * lv["level"]}
-
-
 def many_value(plan, t):
     return {"time": 0.002 * levels_of(plan, t)["n"] * lognormal(plan, t, 0.1)}
 
@@ -67,29 +51,12 @@ def stores(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("datamill")
     out = {}
     for name, spec, value in (
-        ("datamill", ROOT / "specs" / "datamill.bench", datamill_value),
+        ("datamill", ROOT / "specs" / "datamill.bench", datamill),
         ("many", MANY, many_value),
         ("flat", FLAT, lambda plan, t: {"time": 0.01 * lognormal(plan, t)}),
     ):
-        if isinstance(spec, str):
-            path = root / f"{name}.bench"
-            path.write_text(spec, encoding="utf-8")
-            spec = path
-        store = root / f"{name}.sqlite"
-        out[name] = (store, synthetic_store(spec, store, value), value)
+        out[name] = (*make_store(root, name, spec, value), value)
     return out
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def figure_json(capsys, store: Path, name: str, *extra: str) -> dict:
-    code, out, err = run_cli(capsys, "figure", str(store), name, "--json", *extra)
-    assert code == 0, err
-    return json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json"))
 
 
 def test_list_offers_datamills_figures(stores, capsys):
@@ -221,3 +188,13 @@ def test_a_store_without_factors_is_refused_with_the_reason(stores, capsys, tmp_
 # Its module fixtures are built once: under pytest -n the whole module runs on one worker
 # (--dist loadgroup, pyproject.toml).
 pytestmark = pytest.mark.xdist_group("test_figures_datamill")
+
+
+def test_boxes_in_one_pass_equal_a_box_each():
+    from benchlang.stats.figure_datamill import box, boxes
+
+    rng = np.random.default_rng(7)
+    groups = [rng.lognormal(0, 0.5, int(rng.integers(0, 120))) for _ in range(200)]
+    groups += [np.array([]), np.array([np.nan, 1.0]), np.array([3.0]), np.r_[np.ones(50), 100.0]]
+    groups += [rng.standard_cauchy(3000), np.r_[np.inf, 2.0, 2.0]]  # > MAX_OUTLIERS outliers
+    assert boxes(groups) == [box(g) for g in groups]

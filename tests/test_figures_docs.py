@@ -25,48 +25,25 @@ import pytest
 
 from benchlang.cli import main
 from benchlang.testing.synthetic import lognormal, synthetic_store
+from tests.figure_stores import (
+    ROOT,
+    SPECS,
+    datamill,
+    latency,
+    levels_of,
+    make_store,
+    quickstart,
+    small_spec,
+    write_load,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-SPECS = ROOT / "specs"
 PAGE = ROOT / "docs" / "figures.md"
 SHOWN = ROOT / "docs" / "figures"
 REGEN = os.environ.get("BENCHLANG_REGEN_FIGURES") == "1"
 MAX_BYTES = 60_000
-TWO_KPIS = """benchlang 1
-
-experiment two_kpis {
-  seed 3
-  factor n in [1, 2, 3]
-
-  benchmark job {
-    run "true {n}"
-    measure time = wall_time
-    measure cpu = cpu_time
-  }
-
-  metric time { measure mean unit "s" better lower }
-  metric cpu { measure mean unit "s" better lower }
-  kpi time { percentile 50 confidence 95% }
-  kpi cpu { percentile 50 confidence 95% }
-
-  design { runs 6 series 3 order random }
-  analysis { profile load from file "load.csv" period 1h }
-}
-"""
-
-
-def configuration(plan, t) -> dict:
-    return dict(plan.configurations[int(plan.trial_configuration[t])].levels)
-
-
-def quickstart(plan, t):
-    return {"time": 0.05 * (1.0, 1.2, 1.4)[int(plan.trial_configuration[t])] * lognormal(plan, t)}
-
-
-def latency(plan, t):
-    rng = np.random.default_rng(int(plan.trial_seed[t]))
-    payload = configuration(plan, t)["payload"]
-    return {"latency": np.exp(rng.normal(np.log(5 + payload / 1000), 0.2, 3000))}
+TWO_KPIS = small_spec(
+    "two_kpis", levels=[1, 2, 3], cpu=True, variability=False, design="runs 6 series 3 order random"
+)
 
 
 def order_trap(plan, t):
@@ -74,39 +51,31 @@ def order_trap(plan, t):
     after_produce = (
         t > 0
         and plan.trial_round[t - 1] == plan.trial_round[t]
-        and configuration(plan, t - 1)["task"] == "produce"
+        and levels_of(plan, t - 1)["task"] == "produce"
     )
-    slow = configuration(plan, t)["task"] == "consume" and not after_produce
+    slow = levels_of(plan, t)["task"] == "consume" and not after_produce
     return {"time": (0.25 if slow else 0.01) * lognormal(plan, t)}
 
 
 def ab_layout(plan, t, work: float = 1.05):
     """Version new does 5% more work; request, host and batch effects (Perflab Eq. 3-4)."""
-    levels = configuration(plan, t)
+    levels = levels_of(plan, t)
     host, batch = int(plan.trial_host[t]), int(plan.trial_round[t])
     shared = np.random.default_rng([plan.seed, host, batch]).normal(0, 0.02)
     factor = work if levels["version"] == "new" else 1.0
     return {"cpu": levels["request"] / 1e6 * 0.02 * factor * (1 + shared) * lognormal(plan, t)}
 
 
-def datamill(plan, t):
-    """xz 3x gzip, 20% per level step, local:1 10% slower."""
-    levels = configuration(plan, t)
-    base = {"gzip": 0.01, "xz": 0.03}[levels["tool"]] * (1 + 0.2 * levels["level"])
-    host = 1.1 if plan.hosts[int(plan.trial_host[t])] == "local:1" else 1.0
-    return {"time": base * host * lognormal(plan, t, 0.05), "size": 1000.0 * levels["level"]}
-
-
 def stopping(plan, t):
     """slow 30: 30% of the trials 4x slower; a series' own offset (a busy machine)."""
     rng = np.random.default_rng(int(plan.trial_seed[t]))
-    slow = 4.0 if rng.random() * 100 < configuration(plan, t)["slow"] else 1.0
+    slow = 4.0 if rng.random() * 100 < levels_of(plan, t)["slow"] else 1.0
     series = 1.0 + 0.08 * int(plan.trial_series[t])
     return {"time": 0.005 * slow * series * float(np.exp(rng.normal(0.0, 0.15)))}
 
 
 def two_kpis(plan, t):
-    time = 0.01 * configuration(plan, t)["n"] * lognormal(plan, t, 0.05)
+    time = 0.01 * levels_of(plan, t)["n"] * lognormal(plan, t, 0.05)
     return {"time": time, "cpu": 0.8 * time * lognormal(plan, t, 0.02)}
 
 
@@ -150,18 +119,8 @@ AA_STORES = 4
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("examples")
-    hours = np.arange(24 * 14)
-    load = 10 + 3 * np.sin(2 * np.pi * hours / 24) + np.random.default_rng(5).normal(0, 0.5, 336)
-    (root / "load.csv").write_text(
-        "load\n" + "\n".join(f"{v:.4f}" for v in load) + "\n", encoding="utf-8"
-    )
-    out = {}
-    for name, (spec, value) in EXAMPLES.items():
-        if isinstance(spec, str):
-            (root / f"{name}.bench").write_text(spec, encoding="utf-8")
-            spec = root / f"{name}.bench"
-        out[name] = root / f"{name}.sqlite"
-        synthetic_store(spec, out[name], value)
+    write_load(root)
+    out = {name: make_store(root, name, spec, value)[0] for name, (spec, value) in EXAMPLES.items()}
     text = (SPECS / "ab-layout.bench").read_text(encoding="utf-8")
     for old, new in (
         ('new "1.05"', 'new "1.00"'),

@@ -19,10 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlang.cli import main
 from benchlang.testing.synthetic import lognormal, synthetic_store
+from tests.figure_stores import ROOT, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
 SINGLE = ("requests", "timeline", "se-curves", "aa-estimates", "aa-ladder")
 AA_SPEC = """benchlang 1
 
@@ -76,12 +75,6 @@ def stores(tmp_path_factory) -> dict[str, object]:
     for seed, path in enumerate(aa, start=1):
         synthetic_store(spec, path, aa_value, seed=seed)
     return {"ab": ab, "aa": aa, "root": root}
-
-
-def run_cli(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_list_offers_the_single_store_figures_and_says_why_not_aa_empirical(stores, capsys):

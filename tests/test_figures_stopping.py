@@ -15,12 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlang.cli import main
 from benchlang.stats.stopping import AdaptiveStop
 from benchlang.stats.stopping_eval import evaluate, prefix_ks_distances
 from benchlang.testing.synthetic import synthetic_store
+from tests.figure_stores import ROOT, figure_json, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("stopping-ks", "stopping-density")
 RUN = """benchlang 1
 experiment stopped {
@@ -64,18 +63,6 @@ def ran(tmp_path_factory) -> Path:
     )
     assert done.returncode == 0, done.stderr
     return store
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def figure_json(capsys, store: Path, name: str) -> dict:
-    code, out, err = run_cli(capsys, "figure", str(store), name, "--json")
-    assert code == 0, err
-    return json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json"))
 
 
 def stream(plan, label: str) -> np.ndarray:

@@ -16,30 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlang.cli import main
-from benchlang.testing.synthetic import lognormal, synthetic_store
+from benchlang.testing.synthetic import lognormal
+from tests.figure_stores import ROOT, latency, make_store, run_cli, small_spec, write_load
 
-ROOT = Path(__file__).resolve().parents[1]
 LEVELS = range(1, 15)
-MANY = """benchlang 1
-
-experiment many {
-  seed 3
-  factor n in [LEVELS]
-
-  benchmark job {
-    run "true {n}"
-    measure time = wall_time
-  }
-
-  metric time { measure mean unit "s" better lower }
-  kpi time { percentile 50 confidence 95% }
-  variability time { percentile 25 confidence 75% }
-
-  design { runs 6 series 5 order fixed_vs_random }
-  analysis { profile load from file "load.csv" period 1h }
-}
-""".replace("LEVELS", ", ".join(map(str, LEVELS)))
+MANY = small_spec(levels=LEVELS)
 ANOVA = """benchlang 1
 
 experiment factorial {
@@ -75,36 +56,15 @@ def skewed(plan, t):
     return {"time": base * float(np.exp(2.0 * rng.standard_exponential()))}
 
 
-def latency(plan, t):
-    payload = dict(plan.configurations[int(plan.trial_configuration[t])].levels)["payload"]
-    rng = np.random.default_rng(int(plan.trial_seed[t]))
-    return {"latency": np.exp(rng.normal(np.log(5 + payload / 1000), 0.2, 3000))}
-
-
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("honest")
-    hours = np.arange(24 * 14)
-    rng = np.random.default_rng(5)
-    load = 10 + 3 * np.sin(2 * np.pi * hours / 24) + rng.normal(0, 0.5, hours.size)
-    (root / "load.csv").write_text(
-        "load\n" + "\n".join(f"{v:.4f}" for v in load) + "\n", encoding="utf-8"
-    )
-    out = {}
-    for name, text, value in (("many", MANY, many_value), ("anova", ANOVA, skewed)):
-        spec = root / f"{name}.bench"
-        spec.write_text(text, encoding="utf-8")
-        out[name] = root / f"{name}.sqlite"
-        synthetic_store(spec, out[name], value)
-    out["latency"] = root / "latency.sqlite"
-    synthetic_store(ROOT / "specs" / "latency-series.bench", out["latency"], latency)
-    return out
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+    write_load(root)
+    return {
+        "many": make_store(root, "many", MANY, many_value)[0],
+        "anova": make_store(root, "anova", ANOVA, skewed)[0],
+        "latency": make_store(root, "latency", ROOT / "specs" / "latency-series.bench", latency)[0],
+    }
 
 
 PAGES: dict[tuple[Path, tuple[str, ...]], str] = {}

@@ -23,13 +23,24 @@ Inputs = Any
 """What a builder reads: ``report.html.inputs.ReportInputs`` (not imported: the report's page
 imports this package, and siblings of ``report`` may not import each other both ways)."""
 
-MODULES = (
-    "benchlang.report.figures.triscale",
-    "benchlang.report.figures.ordersage",
-    "benchlang.report.figures.perflab",
-    "benchlang.report.figures.datamill",
-    "benchlang.report.figures.stopping",
-)
+NAMES = {
+    "triscale": (
+        "kpi-scatter",
+        "convergence",
+        "series-kpis",
+        "variability",
+        "cdf",
+        "cdf-overlay",
+        "profile",
+    ),
+    "ordersage": ("order-pvalues", "order-delta", "order-ci", "order-cases"),
+    "perflab": ("requests", "timeline", "se-curves", "aa-estimates", "aa-ladder", "aa-empirical"),
+    "datamill": ("series-boxes", "levels", "level-means"),
+    "stopping": ("stopping-ks", "stopping-density"),
+}
+"""Each paper's module and its figures' names in the report's order, so exporting one figure
+imports its own module only (tests/test_figures.py checks these against each ``FIGURES``)."""
+MODULES = tuple(f"benchlang.report.figures.{module}" for module in NAMES)
 
 
 class NotApplicable(UserError):
@@ -56,12 +67,15 @@ def registry() -> dict[str, FigureKind]:
 
 
 def kind_of(name: str) -> FigureKind:
-    kinds = registry()
-    if name not in kinds:
-        raise UserError(
-            f"no figure named {name!r}", hint="figures: " + ", ".join(kinds) + " (see --list)"
-        )
-    return kinds[name]
+    """The figure ``name``, its paper's module alone imported."""
+    for module, names in NAMES.items():
+        if name in names:
+            kinds = importlib.import_module(f"benchlang.report.figures.{module}").FIGURES
+            return next(kind for kind in kinds if kind.name == name)
+    every = [n for names in NAMES.values() for n in names]
+    raise UserError(
+        f"no figure named {name!r}", hint="figures: " + ", ".join(every) + " (see --list)"
+    )
 
 
 def applicable(
