@@ -203,6 +203,7 @@ def test_values_that_never_vary_are_descriptive_only():
     assert "descriptive only" in r.descriptive_only
     doc = strict(json.dumps(r.to_dict()))
     assert doc["descriptive_only"] and doc["p_value"] is None and "p_value" in doc["null_reasons"]
+    assert doc["ci_joint"] == [None, None] and doc["ci_independent"] == [None, None]
 
 
 def test_a_third_level_left_out_is_said(tmp_path, run_cli):
@@ -223,3 +224,17 @@ def test_a_third_level_left_out_is_said(tmp_path, run_cli):
     doc = strict(out)
     assert (doc["control"], doc["treatment"]) == ("a", "b")
     assert any("3 levels: b - a compared, c left out" in n for n in doc["notes"])
+
+
+def test_the_cli_gives_no_interval_nor_verdict_when_nothing_varies(tmp_path, run_cli):
+    (tmp_path / "c.bench").write_text(SPEC.format(hosts=6))
+
+    def value(plan, t):
+        c = plan.configurations[int(plan.trial_configuration[t])]
+        return {"t": 10.0 + (dict(c.levels)["build"] == "b")}
+
+    synthetic_store(tmp_path / "c.bench", tmp_path / "c.sqlite", value)
+    status, text, err = run_cli(["composite", tmp_path / "c.sqlite"])
+    assert status == 0, err
+    assert "descriptive only: the composite did not vary" in text
+    assert "interval [undefined, undefined]" in text and "verdict (joint SE)" not in text

@@ -179,7 +179,8 @@ def render_composite(report: CompositeReport, stream: TextIO | None = None) -> N
         ),
         stream=out,
     )
-    ind, joint = r.ci_independent, r.ci_joint
+    none = (float("nan"), float("nan"))
+    ind, joint = (none, none) if r.descriptive_only else (r.ci_independent, r.ci_joint)
     conf = f"{r.confidence:g}%"
     out.write(f"composite effect {_f(r.estimate)}\n")
     out.write(

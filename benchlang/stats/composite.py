@@ -58,6 +58,7 @@ def small_sample(clusters: int) -> tuple[float, int]:
 
 
 _BLOCK = 1 << 22
+_NONE = (math.nan, math.nan)
 
 
 @attrs.frozen(eq=False)
@@ -145,8 +146,8 @@ class CompositeResult:
             "estimate": self.estimate,
             "se_independent": self.se_independent,
             "se_joint": self.se_joint,
-            "ci_independent": list(self.ci_independent),
-            "ci_joint": list(self.ci_joint),
+            "ci_independent": list(self.ci_independent if not self.descriptive_only else _NONE),
+            "ci_joint": list(self.ci_joint if not self.descriptive_only else _NONE),
             "p_value": self.p_value,
             "mean_correlation": self.mean_correlation,
         }
