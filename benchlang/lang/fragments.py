@@ -251,7 +251,9 @@ def _items_at(piece: str, line: int) -> tuple[Any, ...]:
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _first_terminal(piece: str) -> str:
-    for token in parser().lex(piece):
+    """The kind of the piece's first token, by the parser's own lexer (``Lark.lex`` would
+    build a new lexer, compiling its patterns, on every call)."""
+    for token in parser().parser.lexer.lex(LexerState(TextSlice.cast_from(piece)), None):
         return token.type
     return "RBRACE"
 
