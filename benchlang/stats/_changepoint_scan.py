@@ -184,7 +184,7 @@ class Sums:
         self.ci = self.cw if info is None else np.concatenate(([0.0], np.cumsum(info)))
         self.dispersion = Dispersion()
         self._scans: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._mus: dict[tuple[int, int, int, int], np.ndarray] = {}
+        self._mus: dict[tuple[int, int, int], np.ndarray] = {}
 
     def tuned(self, dispersion: Dispersion) -> Sums:
         """The same sums under another dispersion (no new pass over the points)."""
@@ -223,16 +223,26 @@ class Sums:
         t, raw = kept
         return t, raw / math.sqrt(self.dispersion.phi)
 
+    def z_at(self, a: int, b: int, t: int) -> float:
+        """The z of :meth:`scan` at the one split ``t`` (the same operations, so the same
+        number), for a change point re-tested between its neighbours."""
+        shift = (self.cy[b] - self.cy[t]) / (self.cw[b] - self.cw[t]) - (
+            self.cy[t] - self.cy[a]
+        ) / (self.cw[t] - self.cw[a])
+        raw = shift / np.sqrt(self._spread(a, t) + self._spread(t, b))
+        return float(raw / math.sqrt(self.dispersion.phi))
+
     def normal(self, a: int, b: int, t: int, z: float) -> float:
         """The normal equivalent x of the z at split ``t`` of [a, b) (:func:`normal_equivalent`)."""
         cw, cq = self.cw, self.cq
         sides = (cw[t] - cw[a], cw[b] - cw[t], cq[t] - cq[a], cq[b] - cq[t])
         return float(normal_equivalent(np.float64(z), *sides, self.dispersion))
 
-    def max_p(self, a: int, b: int, t: np.ndarray, x: float) -> float:
-        """P(max_t |X_t| >= |x|) over the candidates ``t`` of [a, b) when [a, b) has no change,
-        ``x`` the normal-equivalent statistic (:meth:`normal`) where |z| is largest (the
-        place; at most the largest |X_t|, so the test keeps its level).
+    def max_p(self, a: int, b: int, m: int, x: float) -> float:
+        """P(max_t |X_t| >= |x|) over the candidates t of [a, b) (:meth:`scan`'s, ``m`` the
+        fewest points a side) when [a, b) has no change, ``x`` the normal-equivalent statistic
+        (:meth:`normal`) where |z| is largest (the place; at most the largest |X_t|, so the
+        test keeps its level).
 
         Z_t is a standardized Brownian bridge in weight time u = W_left / W; its maximum over
         a grid has the tail 2 b phi(b) sum_t mu_t nu(b sqrt(2 mu_t)), mu_t = du / (2 u (1-u))
@@ -243,16 +253,27 @@ class Sums:
         """
         b_ = abs(x)
         single = math.erfc(b_ / math.sqrt(2.0))
-        if single * t.size <= 1e-12:
-            return single * t.size
-        key = (a, b, int(t[0]), t.size)
-        mu = self._mus.get(key)
+        size = b - a - 2 * m + 1
+        if single * size <= 1e-12:
+            return single * size
+        mu = self._mus.get((a, b, m))
         if mu is None:
+            t = np.arange(a + m, b - m + 1)
             total = self.cw[b] - self.cw[a]
             u = (self.cw[t] - self.cw[a]) / total
-            mu = self._mus[key] = self.w[t] / total / (2.0 * u * (1.0 - u))
+            mu = self._mus[(a, b, m)] = self.w[t] / total / (2.0 * u * (1.0 - u))
         bridge = 2.0 * b_ * _phi(b_) * float(np.sum(mu * _nu(b_ * np.sqrt(2.0 * mu))))
-        return min(1.0, max(single, min(single * t.size, bridge)))
+        return min(1.0, max(single, min(single * size, bridge)))
+
+    def significant(self, a: int, b: int, m: int, x: float, alpha: float) -> bool:
+        """Whether :meth:`max_p` < ``alpha``, from its bounds when they decide (the single
+        test's tail from below, Bonferroni's from above) without summing the bridge."""
+        single = math.erfc(abs(x) / math.sqrt(2.0))
+        if single >= alpha:
+            return False
+        if single * (b - a - 2 * m + 1) < alpha:
+            return True
+        return self.max_p(a, b, m, x) < alpha
 
 
 def normal_equivalent(z, wl, wr, ql, qr, dispersion: Dispersion):

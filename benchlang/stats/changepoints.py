@@ -297,7 +297,7 @@ def _split(sums: Sums, m: int, alpha: float) -> list[int]:
         t, z = sums.scan(a, b, m)
         best = int(np.argmax(np.abs(z)))
         x = sums.normal(a, b, int(t[best]), float(z[best]))
-        if sums.max_p(a, b, t, x) < alpha:
+        if sums.significant(a, b, m, x, alpha):
             cut = int(t[best])
             cuts.append(cut)
             todo += [(a, cut), (cut, b)]
@@ -332,10 +332,8 @@ def _bounds(sums: Sums, cuts: list[int], k: int) -> tuple[int, int]:
 def _local(sums: Sums, cuts: list[int], k: int, m: int) -> tuple[float, float]:
     """The z at change point k between its neighbours and its max-type p-value there."""
     a, b = _bounds(sums, cuts, k)
-    t, z = sums.scan(a, b, m)
-    at = cuts[k] - int(t[0])
-    x = sums.normal(a, b, cuts[k], float(z[at]))
-    return float(z[at]), sums.max_p(a, b, t, x)
+    z = sums.z_at(a, b, cuts[k])
+    return z, sums.max_p(a, b, m, sums.normal(a, b, cuts[k], z))
 
 
 def _point(
