@@ -223,7 +223,7 @@ def tampered_bundles(cwd: Path) -> None:
     (cwd / "someone-elses-allowed-signers").write_text(
         f'someone namespaces="benchlang-bundle" {public[0]} {public[1]}\n'
     )
-    _pack(cwd / "bomb.tar.gz", {"pub/zeros": bytes(64 << 20)}, rehash=False)
+    _pack(cwd / "bomb.tar.gz", {"pub/zeros": bytes(8 << 20)}, rehash=False)
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
         for i in range(10_001):
