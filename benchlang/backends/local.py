@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shlex
 import shutil
@@ -67,14 +68,20 @@ _SHELL_SYNTAX = set("|&;<>()$`\\*?[]#~\n!{}=%")
 
 def argv_for(text: str) -> list[str]:
     """Direct argv when the command has no shell syntax, else ``/bin/sh -c``."""
+    return list(_argv(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _argv(text: str) -> tuple[str, ...]:
+    """``argv_for``, split once per command text: a run repeats its few commands."""
     if not _SHELL_SYNTAX.intersection(text):
         try:
             argv = shlex.split(text)
         except ValueError:
             argv = []
         if argv:
-            return argv
-    return ["/bin/sh", "-c", text]
+            return tuple(argv)
+    return ("/bin/sh", "-c", text)
 
 
 def host_facts() -> dict[str, str]:
@@ -131,7 +138,7 @@ class LocalSession(Spawned):
         return self._base_block + environment_block(extra)
 
     def _start(self, command: Command) -> Trial | Execution:
-        argv = argv_for(command.text)
+        argv = _argv(command.text)
         cwd = str(self.spec_dir / command.cwd) if command.cwd else None
         started = time.time()
         request = limits_request(command.limits)

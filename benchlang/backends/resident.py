@@ -24,7 +24,7 @@ import signal
 import socket
 import struct
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from benchlang.backends.launcher import TrialCgroup, kill_group
 
@@ -113,7 +113,7 @@ def environment_block(env: Mapping[str, str]) -> bytes:
 
 
 def encode_request(
-    argv: list[str],
+    argv: Sequence[str],
     environment: bytes,
     cwd: str | None,
     timeout: float | None,

@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -38,7 +39,7 @@ class Trial:
     request: dict[str, Any] | None = None
 
 
-def setarch(aslr: bool | None, argv: list[str]) -> list[str]:
+def setarch(aslr: bool | None, argv: Sequence[str]) -> Sequence[str]:
     """``argv`` under setarch(8) with randomisation off (``-R``) or as the host has it, when
     a hidden aslr factor asks; both levels pay the same exec (no launcher to set it)."""
     if aslr is None:
@@ -65,7 +66,7 @@ class Spawned:
 
     def _spawn(
         self,
-        argv: list[str],
+        argv: Sequence[str],
         env: dict[str, str],
         cwd: str | None,
         aslr: bool | None,

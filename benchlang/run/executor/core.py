@@ -118,6 +118,7 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
         self._loop: asyncio.AbstractEventLoop | None = None
         self.leases = LeaseKeeper(backend, store, self.plan_hash, spec_dir)
         self._per_trial = 0.0  # the longest a trial took here, round time / trials
+        self._command_kept: dict[tuple[int, str], tuple] = {}  # trial.py: _command_parts
         if self.stopping.active:
             self._restore_stopping()
 

@@ -5,6 +5,7 @@ times, with exponential backoff), and committed to the store before the next one
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import numpy as np
 
@@ -28,59 +29,24 @@ class TrialLife:
     ) -> TrialRecord:
         plan = self.plan
         config = plan.configurations[int(plan.trial_configuration[t])]
-        bench = self.benchmarks[config.benchmark]
-        values = self._values(config.levels)
         drawn = plan.plan_levels(t)
-        values.update((k, v) for k, v in drawn.items() if k in self.hidden)
-        bench_env = {
-            k: v.format_map({k2: text_of(v2) for k2, v2 in values.items()}) for k, v in bench.env
-        }
-        env = self._env(
-            {
-                **bench_env,
-                **hidden_environment(self.hidden, drawn),
-                "BENCHLANG_TRIAL": str(t),
-                "BENCHLANG_SEED": str(int(plan.trial_seed[t])),
-                "BENCHLANG_CONFIGURATION": config.label,
-                "BENCHLANG_HOST": session.host,
-                **({"BENCHLANG_RUNTIME": f"{values['runtime']:g}"} if "runtime" in values else {}),
-            }
-        )
-        cwd = self._cwd(bench)
-        timeout = bench.timeout or self.experiment.timeout
-        exp_before = self.experiment.before and self._experiment_command(self.experiment.before)
-        exp_after = self.experiment.after and self._experiment_command(self.experiment.after)
-        hooks_before = [
-            h
-            for h in (
-                drop_caches_command(self.hidden, drawn),
-                exp_before,
-                bench.before and substitute(bench.before, values),
-            )
-            if h
-        ]
-        command = config.command
-        if bench.hidden:
-            command = parse_template(bench.command).render(values)
-        if bench.counters:
-            command = perf_command(command, bench.counters)
-        hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
+        key = (config.index, session.host)
+        setup = None if drawn else self._command_kept.get(key)
+        if setup is None:
+            setup = self._command_parts(config, session.host, drawn)
+            if not drawn:
+                self._command_kept[key] = setup
+        command, template, cwd, timeout, hooks_before, hooks_after, aslr, limits, bench = setup
+        env = dict(template)
+        env["BENCHLANG_TRIAL"] = str(t)
+        env["BENCHLANG_SEED"] = str(int(plan.trial_seed[t]))
         attempts = 0
         while True:
             attempts += 1
             try:
                 status, reason, execution, measures, series_values = await self._attempt(
                     session,
-                    Command(
-                        command,
-                        env,
-                        cwd,
-                        timeout,
-                        aslr=aslr_of(self.hidden, drawn),
-                        limits=applicable_limits(
-                            self.experiment.machine_for(session.host), self.backend
-                        ),
-                    ),
+                    Command(command, env, cwd, timeout, aslr=aslr, limits=limits),
                     hooks_before,
                     hooks_after,
                     bench,
@@ -125,6 +91,58 @@ class TrialLife:
             measures=measures,
             series_values=series_values,
             phase=plan.phase(t),
+        )
+
+    def _command_parts(self, config: Any, host: str, drawn: dict[str, Any]) -> tuple:
+        """What a trial's command is made of but its number and seed: kept per configuration
+        and host when the plan draws no level for the trial (``_trial``), built per trial
+        otherwise. ``BENCHLANG_TRIAL`` and ``BENCHLANG_SEED`` hold their places in the
+        environment's order with empty values."""
+        bench = self.benchmarks[config.benchmark]
+        values = self._values(config.levels)
+        values.update((k, v) for k, v in drawn.items() if k in self.hidden)
+        bench_env = {
+            k: v.format_map({k2: text_of(v2) for k2, v2 in values.items()}) for k, v in bench.env
+        }
+        template = self._env(
+            {
+                **bench_env,
+                **hidden_environment(self.hidden, drawn),
+                "BENCHLANG_TRIAL": "",
+                "BENCHLANG_SEED": "",
+                "BENCHLANG_CONFIGURATION": config.label,
+                "BENCHLANG_HOST": host,
+                **({"BENCHLANG_RUNTIME": f"{values['runtime']:g}"} if "runtime" in values else {}),
+            }
+        )
+        exp_before = self.experiment.before and self._experiment_command(self.experiment.before)
+        exp_after = self.experiment.after and self._experiment_command(self.experiment.after)
+        hooks_before = [
+            h
+            for h in (
+                drop_caches_command(self.hidden, drawn),
+                exp_before,
+                bench.before and substitute(bench.before, values),
+            )
+            if h
+        ]
+        command = config.command
+        if bench.hidden:
+            command = parse_template(bench.command).render(values)
+        if bench.counters:
+            command = perf_command(command, bench.counters)
+        hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
+        limits = applicable_limits(self.experiment.machine_for(host), self.backend)
+        return (
+            command,
+            template,
+            self._cwd(bench),
+            bench.timeout or self.experiment.timeout,
+            hooks_before,
+            hooks_after,
+            aslr_of(self.hidden, drawn),
+            limits,
+            bench,
         )
 
     async def _attempt(self, session, trial: Command, hooks_before, hooks_after, bench):

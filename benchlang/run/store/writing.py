@@ -7,7 +7,7 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,42 @@ def round_values(
         ended,
         reset_status,
     )
+
+
+class _Transaction:
+    """``StoreWriting._transaction``'s context: a class rather than a generator, as it wraps
+    every trial's commit (benchmarks/bench_runner.py)."""
+
+    __slots__ = ("db", "store")
+
+    def __init__(self, store: StoreWriting, db: sqlite3.Connection) -> None:
+        self.store = store
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as err:
+            self.store._rollback()
+            raise self.store._write_error(err) from None
+        return self.db
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, _tb: object
+    ) -> None:
+        if kind is None:
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.IntegrityError:
+                self.store._rollback()
+                raise
+            except sqlite3.Error as failed:
+                self.store._rollback()
+                raise self.store._write_error(failed) from None
+            return
+        self.store._rollback()
+        if issubclass(kind, sqlite3.Error) and not issubclass(kind, sqlite3.IntegrityError):
+            raise self.store._write_error(err) from None
 
 
 class StoreWriting:
@@ -90,26 +126,12 @@ class StoreWriting:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> _Transaction:
         """One ``BEGIN IMMEDIATE`` ... ``COMMIT``; a write failure rolls back (when SQLite has
         not already) and becomes a StoreWriteError."""
         if not self.writable or self.db is None:
             raise UserError(f"{self.path} was opened read-only")
-        db = self.db
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            yield db
-            db.execute("COMMIT")
-        except sqlite3.IntegrityError:
-            self._rollback()
-            raise
-        except sqlite3.Error as err:
-            self._rollback()
-            raise self._write_error(err) from None
-        except BaseException:
-            self._rollback()
-            raise
+        return _Transaction(self, self.db)
 
     def _write(self, sql: str, params: Iterable[Any] = ()) -> None:
         with self._transaction() as db:
