@@ -255,6 +255,20 @@ def aslr_off(cwd: Path) -> None:
     (cwd / "aslr-off.bench").write_text(ASLR_OFF)
 
 
+def perf_without_pmu(cwd: Path) -> None:
+    """For docs/measures.md's missing counter: tests/test_counters_missing.py's perf stand-in
+    (perf 6.1's lines on a VM without a PMU) first on the PATH of the block under this
+    preparation only, so the page shows the same on a machine that has a PMU."""
+    from tests.test_counters_missing import FAKE_PERF
+
+    perf = cwd / ".perf" / "perf"
+    perf.parent.mkdir()
+    perf.write_text(FAKE_PERF)
+    perf.chmod(0o755)
+    (cwd / ".docs-env").mkdir(exist_ok=True)
+    (cwd / ".docs-env" / "perf-without-pmu").write_text(f"PATH={perf.parent}:$PATH\n")
+
+
 PREPARE_RUNS = {
     "pilot": pilot,
     "old-store": old_store,
@@ -264,4 +278,5 @@ PREPARE_RUNS = {
     "figure-store": figure_store,
     "tampered-bundles": tampered_bundles,
     "aslr-off": aslr_off,
+    "perf-without-pmu": perf_without_pmu,
 }
