@@ -14,7 +14,12 @@ fence direct the runner:
 - ``<!-- same-as: PATH -->``: the block must equal the repository's file PATH.
 - ``<!-- setup: COMMAND -->``: run before the block, silently (a file the page does not show).
 - ``<!-- prepare: NAME -->``: before the page's first session, the stores and files NAME
-  (tests/docs_stores.py: real plans of the page's specs with seeded values) are written.
+  (tests/docs_stores.py: real plans of the page's specs with seeded values; tests/docs_runs.py:
+  killed runs, old stores, a git repository, tampered bundles) are written; the variables it
+  writes to ``.docs-env/NAME`` apply to the block under it.
+- ``<!-- restores: PATH -->``: the block writes a host-wide setting; it runs under the tests'
+  exclusive lock on it (the page under the shared one), PATH is written back after it, and it
+  is skipped, saying why, where PATH is not writable.
 
 ``sqlite3`` runs the SQLite shell, or where it is not installed a stand-in printing its
 formats (tests/docs_stores.py).
