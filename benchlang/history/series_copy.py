@@ -34,28 +34,33 @@ class _Texts:
     def __init__(self, blobs: Sequence[bytes], sizes: Sequence[int]) -> None:
         self.blobs = list(blobs)
         self.starts = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
-        self._rows: dict[int, list[list[str]]] = {}
+        self._rows: dict[int, list[str]] = {}
 
-    def row(self, r: int) -> list[list[str]]:
+    def row(self, r: int) -> list[str]:
+        """Row ``r``'s four columns, each newline-joined."""
         got = self._rows.get(r)
         if got is None:
-            columns = zlib.decompress(self.blobs[r]).decode("utf-8").split(_PART)
-            got = self._rows[r] = [c.split(_SEP) for c in columns]
+            got = self._rows[r] = zlib.decompress(self.blobs[r]).decode("utf-8").split(_PART)
         return got
 
 
 class Column(Sequence):
     """One text column of a series' copy (``which``: 0 commits, 1 dates, 2 run keys, 3
-    independence), read row by row on demand; equal to any sequence with the same items.
+    independence), split row by row on demand; equal to any sequence with the same items.
     Commits read "" back as None (a run without one)."""
 
     def __init__(self, texts: _Texts, which: int) -> None:
         self._texts = texts
         self._which = which
+        self._rows: dict[int, tuple] = {}
 
-    def _row(self, r: int) -> list:
-        items = self._texts.row(r)[self._which]
-        return [x or None for x in items] if self._which == 0 else items
+    def _row(self, r: int) -> tuple:
+        got = self._rows.get(r)
+        if got is None:
+            items = self._texts.row(r)[self._which].split(_SEP)
+            got = tuple(x or None for x in items) if self._which == 0 else tuple(items)
+            self._rows[r] = got
+        return got
 
     def __len__(self) -> int:
         return int(self._texts.starts[-1])
@@ -119,7 +124,7 @@ def rows_of(s: Series) -> list[Row]:
 
 def last_date(rows: Sequence[Row]) -> str:
     """The date of the copy's newest point."""
-    return _Texts([rows[-1][3]], [rows[-1][0]]).row(0)[1][-1]
+    return _Texts([rows[-1][3]], [rows[-1][0]]).row(0)[1].rpartition(_SEP)[2]
 
 
 def appended(rows: Sequence[Row], run: Run, p: Point) -> tuple[list[Row], int]:
