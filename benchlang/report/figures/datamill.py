@@ -257,16 +257,19 @@ def _nested(boxes: dict[tuple, dict]) -> dict[Any, dict[tuple, dict]]:
 
 
 def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width: float) -> None:
-    """Tukey boxes drawn as a handful of collections (boxes, whiskers, caps, medians, means,
+    """Tukey boxes drawn as a handful of artists (boxes, whiskers and caps, medians, means,
     outliers) whatever their number: a thousand boxes (100 series of 10 configurations) draw
-    in a fraction of a second, where one artist set per box (``Axes.bxp``) took seconds."""
-    from matplotlib.collections import LineCollection, PolyCollection
+    in a fraction of a second, where one artist set per box (``Axes.bxp``) took seconds. The
+    boxes are one compound path and the lines one polyline broken by NaNs: a collection makes
+    a path object per box in Python."""
+    from matplotlib.patches import PathPatch
+    from matplotlib.path import Path
 
     keep = [(p, s) for p, s in zip(positions, stats, strict=True) if s.get("n", 0) > 0]
     if not keep:
         return
     x = np.array([p for p, _ in keep], dtype=float)
-    dense = dense_layer(ax, len(keep), RASTER_BOXES)
+    dense = dense_layer(ax, len(keep), RASTER_BOXES, usual=1.5)
     col = {k: np.array([s[k] for _, s in keep], dtype=float) for k in fd.BOX_STATS}
     half = width / 2
     corners = np.stack(
@@ -278,35 +281,36 @@ def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width:
         ],
         axis=1,
     )
-    ax.add_collection(
-        PolyCollection(
-            corners, facecolors=colour, edgecolors="black", linewidths=0.6, alpha=0.55, **dense
-        )
+    boxes = PathPatch(
+        Path.make_compound_path_from_polys(corners),
+        facecolor=colour,
+        edgecolor="black",
+        linewidth=0.6,
+        alpha=0.55,
+        **dense,
     )
-    lo, hi = x - half, x + half
-    segments = np.concatenate(
-        [
-            np.stack([np.column_stack([x, col["whislo"]]), np.column_stack([x, col["q1"]])], 1),
-            np.stack([np.column_stack([x, col["q3"]]), np.column_stack([x, col["whishi"]])], 1),
-            np.stack(
-                [
-                    np.column_stack([x - half / 2, col["whislo"]]),
-                    np.column_stack([x + half / 2, col["whislo"]]),
-                ],
-                1,
-            ),
-            np.stack(
-                [
-                    np.column_stack([x - half / 2, col["whishi"]]),
-                    np.column_stack([x + half / 2, col["whishi"]]),
-                ],
-                1,
-            ),
-            np.stack([np.column_stack([lo, col["med"]]), np.column_stack([hi, col["med"]])], 1),
-        ]
+    ax.add_artist(boxes)  # add_patch walks the path's segments in Python for the limits
+    ax.update_datalim(corners.reshape(-1, 2))
+
+    def lines(*ends: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+        """Segments (x0, y0, x1, y1) as one (x, y) polyline, a NaN between segments."""
+        xy = [np.stack([x0, x1, np.full_like(x0, np.nan)], 1) for x0, _y0, x1, _y1 in ends]
+        yy = [np.stack([y0, y1, np.full_like(y0, np.nan)], 1) for _x0, y0, _x1, y1 in ends]
+        return np.concatenate(xy).ravel(), np.concatenate(yy).ravel()
+
+    cap = half / 2
+    ax.plot(
+        *lines(
+            (x, col["whislo"], x, col["q1"]),
+            (x, col["q3"], x, col["whishi"]),
+            (x - cap, col["whislo"], x + cap, col["whislo"]),
+            (x - cap, col["whishi"], x + cap, col["whishi"]),
+        ),
+        color="black",
+        lw=0.6,
+        **dense,
     )
-    widths = np.r_[np.full(4 * x.size, 0.6), np.full(x.size, 1.0)]
-    ax.add_collection(LineCollection(segments, colors="black", linewidths=widths, **dense))
+    ax.plot(*lines((x - half, col["med"], x + half, col["med"])), color="black", lw=1.0, **dense)
     ax.plot(
         x,
         col["mean"],

@@ -65,12 +65,16 @@ DENSE_Z, RASTER_Z = 1.2, 1.3
 (zorder 1.5 under ``axes.axisbelow: line``) stay vector."""
 
 
-def dense_layer(ax: Any, count: int, limit: int = DENSE_POINTS) -> dict[str, Any]:
-    """Keyword arguments for one panel's dense marks: its zorder, and the panel's marks below
-    ``RASTER_Z`` drawn as one image when ``count`` exceeds ``limit``."""
+def dense_layer(
+    ax: Any, count: int, limit: int = DENSE_POINTS, usual: float | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for one panel's dense marks: above ``limit`` marks, a zorder below
+    ``RASTER_Z`` and the panel's marks there drawn as one image; else their ``usual`` zorder
+    (matplotlib's default when None), drawn as vectors as before."""
     if count > limit:
         ax.set_rasterization_zorder(RASTER_Z)
-    return {"zorder": DENSE_Z}
+        return {"zorder": DENSE_Z}
+    return {} if usual is None else {"zorder": usual}
 
 
 class Palette:
