@@ -29,7 +29,8 @@ shown here:
   ``sqrt(pairs_l) / n``, §2.1.6 there, overstates it by about 1.4 when the cells hold 4
   repetitions), and the k lags as one family (Bonferroni's z at ``alpha``): on independent
   errors the advice says "neighbouring trials influence each other" in about ``alpha`` of pilots
-  (4.8% of 400 seeded pilots), not in most (81% with 10 lags each at 5% around 0).
+  (4.5-5.8% in three layouts, benchmarks/sim_warmup_lags.py), not in most (78-93% with each lag
+  at 5% around 0).
 """
 
 from __future__ import annotations
