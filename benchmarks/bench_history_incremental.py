@@ -17,7 +17,8 @@ after every add). Times are the median of ``--rounds`` rounds, wall and CPU, in 
 app layer, as the CLI calls it) and as two ``benchlang`` processes (Python start-up and
 imports included, shown apart as ``benchlang --version``).
 
-    python benchmarks/bench_history_incremental.py [--points 10000] [--rounds 7] [--skip-postgres]
+    python benchmarks/bench_history_incremental.py [--points 10000] [--rounds 15] [--skip-postgres]
+        [--skip-cli]
 """
 
 from __future__ import annotations
@@ -173,28 +174,33 @@ def engine(name: str, target: str, work: Path, args, rng) -> None:
     build(target, template, args.points - 1, rng)
     n = args.points
     stored = in_process(target, template, n, args.rounds, stored=True)
-    processes = cli(target, stores[1:], n + args.rounds)
+    processes = None if args.skip_cli else cli(target, stores[1:], n + args.rounds)
     base = in_process(target, template, n + 2 * args.rounds, args.rounds, stored=False)
+    shown = "-" if processes is None else f"{processes['add']:.0f} + {processes['changes']:.0f}"
     print(f"| {name}, stored (benchlang) | {stored['add']:.1f} | {stored['changes']:.1f} | "
-          f"**{stored['total wall']:.1f}** | {stored['total cpu']:.1f} | "
-          f"{processes['add']:.0f} + {processes['changes']:.0f} |")  # fmt: skip
+          f"**{stored['total wall']:.1f}** | {stored['total cpu']:.1f} | {shown} |")  # fmt: skip
     print(f"| {name}, recompute (baseline) | {base['add']:.1f} | {base['changes']:.1f} | "
           f"{base['total wall']:.1f} | {base['total cpu']:.1f} | - |", flush=True)  # fmt: skip
+    start = (
+        "" if processes is None else f"; `benchlang --version` alone {processes['start']:.0f} ms"
+    )
     print(
         f"  ({name}: {len(stored['answer'][0].changes)} change points found; stored answer "
-        f"== recomputation: {stored['same']}; `benchlang --version` alone {processes['start']:.0f} ms)"
+        f"== recomputation: {stored['same']}{start})"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--skip-cli", action="store_true", help="in process only")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    print(f"one series of {args.points} points; median of {args.rounds} rounds; milliseconds")
+    print(f"one series of {args.points} points; median of {args.rounds} rounds; milliseconds; "
+          f"load average {os.getloadavg()[0]:.1f} at the start")  # fmt: skip
     print("| history | add | changes | add + changes, wall | CPU | CLI: add + changes (wall) |")
     print("| --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,7 +215,7 @@ def main() -> None:
             else:
                 with postgres_server() as url:
                     engine("PostgreSQL", fresh_database(url, "bench"), work, args, rng)
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -86,7 +86,10 @@ def test_stored_change_points_equal_a_recomputation_after_every_add(history, see
 
 def test_a_history_without_stored_change_points_is_recomputed(history):  # noqa: F811
     """Runs added without the table (as by a benchlang before it): nothing stored is used;
-    the next add stores the whole series' answer from the points."""
+    the next add stores the whole series' answer from the points. A run added without them
+    later makes every stored answer stale (``changes`` recomputes), and the next add, though
+    it touches another series, stores every series anew, the one with the foreign point
+    included."""
     values, half, _ = _series(303, 40)
     with open_history(history, create=True) as h:
         for i in range(39):
@@ -97,7 +100,11 @@ def test_a_history_without_stored_change_points_is_recomputed(history):  # noqa:
         add_run(h, _run(40, 200), [_point(1.0, 0.03)])  # a point the table does not know
         assert stored_changes(h, 0.05, 95.0) is None
         assert stored_changes(h, 0.10, 90.0) is None  # another level: found anew
+        _same(history_changes(history), _recomputed(history))
+        add_run(h, _run(41, 201), [_point(2.0, 0.03, "memory")], then=store_changes)
+        assert stored_changes(h, 0.05, 95.0) is not None
     _same(history_changes(history), _recomputed(history))
+    assert {len(f.series) for f in history_changes(history)} == {1, 41}
 
 
 def test_a_noise_change_is_shown_with_its_kind(history, capsys):  # noqa: F811

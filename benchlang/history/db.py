@@ -162,10 +162,8 @@ class History:
     def query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[tuple]:
         """The rows; ``binary``: PostgreSQL sends them in binary format (bytea as its bytes,
         not twice as many hex digits)."""
-        if self.postgres and binary:
-            cur = self._db.execute(self._sql(sql), tuple(params), binary=True)
-            return [tuple(r) for r in cur.fetchall()]
-        cur = self._db.execute(self._sql(sql), tuple(params))
+        fmt = {"binary": True} if self.postgres and binary else {}
+        cur = self._db.execute(self._sql(sql), tuple(params), **fmt)
         return [tuple(r) for r in cur.fetchall()]
 
     @contextmanager
