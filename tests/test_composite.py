@@ -150,7 +150,7 @@ def test_mistakes_are_told_without_a_traceback(tmp_path, run_cli):
 
 
 def test_the_interval_is_t_with_g_minus_1_df_on_cr1_ses():
-    """Cameron & Miller 2015, §VI.B-C: SE x sqrt(G/(G-1)), critical value t(G-1). Perflab's
+    """Cameron & Miller 2015, §II and §VI: SE x sqrt(G/(G-1)), critical value t(G-1). Perflab's
     normal interval on the raw bootstrap SE covered 89-91% at 6 hosts (sim_composite.py)."""
     from scipy.stats import t
 
