@@ -24,7 +24,7 @@ shown here:
   batch of 5 requests x 4 repetitions). Each lag is therefore judged against its expectation
   under independent errors, ``-tr(H A_l) / (n - rank)`` for the fit's hat matrix H and the lag-l
   pair matrix A_l (``E[e'MAMe] = s^2 tr(MA)``, M = I - H; Box, Jenkins & Reinsel, *Time Series
-  Analysis*, §8.2.2 on the autocorrelations of residuals), with its SD under independent normal
+  Analysis*, ch. 8 on the autocorrelations of residuals), with its SD under independent normal
   errors from ``NULL_DRAWS`` white-noise vectors through the same fit (Bartlett's
   ``sqrt(pairs_l) / n``, §2.1.6 there, overstates it by about 1.4 when the cells hold 4
   repetitions), and the k lags as one family (Bonferroni's z at ``alpha``): on independent
