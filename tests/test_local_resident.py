@@ -139,3 +139,20 @@ def test_a_run_stores_the_dead_launchers_trial_as_failed_and_goes_on(tmp_path, r
     assert "launcher ended (killed by signal 9) before it reported" in rows[1][2]
     assert sorted(values) == [(0, 0.0), (2, 2.0)]
     assert live("74.01") == []
+
+
+def test_files_a_trial_left_empty_serve_the_next_one_from_their_start(session):
+    """A trial that wrote nothing leaves its files to the next trial (launcher.c): that trial
+    sees only its own output, from offset 0, even when the first one wrote and truncated;
+    a trial that wrote something gets new files, and the scratch directory keeps no more
+    than the last two trials' files."""
+    quiet = session.run_blocking(Command("printf abcdef; truncate -s 0 /proc/self/fd/1"))
+    assert quiet.ok and quiet.stdout == b"" and quiet.stdout_size == 0
+    loud = session.run_blocking(Command("echo x; echo y >&2"))
+    assert (loud.stdout, loud.stderr) == (b"x\n", b"y\n")
+    assert loud.stdout_path == quiet.stdout_path
+    after = session.run_blocking(Command("echo z"))
+    assert after.stdout == b"z\n" and after.stdout_path != loud.stdout_path
+    for _ in range(5):
+        assert session.run_blocking(Command("true")).ok
+    assert len(os.listdir(session._scratch)) <= 4

@@ -27,7 +27,8 @@
  * cannot enter its cgroups or take its CPUs says so on its stderr and exits 126.
  * The trial's stdout and stderr are files of its own, "PID-N.out" and "PID-N.err" in the
  * scratch directory, made after the previous report (while benchlang commits that trial) and
- * deleted after the next one: no file is written by two trials. While a trial
+ * deleted after the next one: no file is written by two trials (files a trial left empty
+ * are the next trial's, under the same N: nothing of the first is in them). While a trial
  * runs, a byte on fd 3 cancels it, and end of file (benchlang gone) cancels it and ends the
  * launcher; SIGTERM, SIGINT or SIGHUP do the same.
  *
@@ -356,6 +357,9 @@ static void prepare_files(void) {
         remove_files(n);
     }
 }
+/* Whether the trial just reported left both its files empty: they then serve the next trial
+ * as they are (nothing of this trial is in them), saving two creations and two removals. */
+static int files_unwritten;
 static sigset_t wanted, saved;
 static int stopping; /* benchlang is gone or a signal asked the launcher to end */
 
@@ -510,6 +514,7 @@ static int signal_says_stop(void) {
 
 static void run_trial(const struct request *rq) {
     int session_cgroup = cgroup_fd;
+    files_unwritten = 0;
     if (rq->cgroup2) {
         cgroup_fd = open(rq->cgroup2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cgroup_fd < 0) {
@@ -621,8 +626,11 @@ static void run_trial(const struct request *rq) {
     note_trial(0, rq->files);
     struct rusage *u = &command_usage;
     struct stat out, err;
-    if (fstat(rq->out_fd, &out) != 0) out.st_size = 0;
-    if (fstat(rq->err_fd, &err) != 0) err.st_size = 0;
+    if (fstat(rq->out_fd, &out) != 0) out.st_size = -1;
+    if (fstat(rq->err_fd, &err) != 0) err.st_size = -1;
+    files_unwritten = out.st_size == 0 && err.st_size == 0;
+    if (out.st_size < 0) out.st_size = 0;
+    if (err.st_size < 0) err.st_size = 0;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
     dprintf(control_fd,
             "benchlang-launch 1 %d %lld %lld %lld %ld %ld %ld %ld %ld %d %d %d %ld %lld %lld\n",
@@ -700,13 +708,20 @@ static int serve_one(void) {
             rq.files = ready_n;
             ready_out = ready_err = -1;
             run_trial(&rq);
-            close(rq.out_fd);
-            close(rq.err_fd);
-            /* The previous trial's files go, the next one's are made, while benchlang
+            /* The previous trial's files go, the next one's are made (or this trial's kept,
+             * empty, rewound in case the command truncated what it wrote), while benchlang
              * commits this one; this trial's stay until the next report. */
-            remove_files(last_n);
+            if (last_n != rq.files) remove_files(last_n);
             last_n = rq.files;
-            prepare_files();
+            if (files_unwritten && lseek(rq.out_fd, 0, SEEK_SET) == 0 &&
+                lseek(rq.err_fd, 0, SEEK_SET) == 0) {
+                ready_out = rq.out_fd;
+                ready_err = rq.err_fd;
+            } else {
+                close(rq.out_fd);
+                close(rq.err_fd);
+                prepare_files();
+            }
         }
     }
     free(fields);
