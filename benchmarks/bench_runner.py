@@ -16,8 +16,8 @@ the event loop), and the time between one trial's end and the next one's start (
 commit of the trial and of its one-trial round, the executor's bookkeeping). Then each layer
 timed alone in this process (at other moments, so only roughly comparable): the session's
 launcher driven without an event loop (``run_blocking``), the same through asyncio
-(``execute``), and the store's commit of a trial and its round (two transactions, as the
-executor writes them for a plan of one configuration).
+(``execute``), and the store's commit of a trial with its round's row (one transaction, as
+the executor writes them for a plan of one configuration).
 
     python benchmarks/bench_runner.py
 """
@@ -49,6 +49,9 @@ experiment overhead {{
 }}
 """
 MS = 1e3
+REPO = Path(__file__).resolve().parents[1]
+PYTHONPATH = os.environ.get("PYTHONPATH", "")
+sys.path.insert(0, str(REPO))  # this checkout's benchlang, whatever is installed
 
 
 def benchlang_round(workdir: Path) -> dict[str, float]:
@@ -70,6 +73,7 @@ def benchlang_round(workdir: Path) -> dict[str, float]:
         cwd=workdir,
         check=True,
         stdout=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), PYTHONPATH]))},
     )
     process = time.perf_counter() - t0
     db = sqlite3.connect(store)
@@ -100,9 +104,11 @@ def hyperfine_round(workdir: Path) -> float:
 
 
 def commit_time(workdir: Path) -> float:
-    """Mean time of one Store.record_trial plus its round's record_round, as the executor
-    writes a `true` trial of a one-configuration plan."""
+    """Mean time of one Store.record_trial with its round's row in the same transaction, as
+    the executor writes a `true` trial of a one-configuration plan (WAL checkpoints
+    included)."""
     from benchlang.run.store import Store, TrialRecord
+    from benchlang.run.store.writing import round_values
 
     rusage = {
         "wall_time": 5e-4,
@@ -145,8 +151,9 @@ def commit_time(workdir: Path) -> float:
                     measures=rusage,
                     series_values={},
                 ),
+                None,
+                round_values("sha256:x", t, "local", "fixed", [0], 0.0, 0.0, "none"),
             )
-            store.record_round("sha256:x", t, "local", "fixed", [0], 0.0, 0.0, "none")
         return (time.perf_counter() - t0) / TRIALS
 
 
