@@ -8,11 +8,14 @@ is left open or closed too early, the whole parse resumes where the last plain p
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchlang.lang import ast, fragments, syntax
 from benchlang.lang.diagnostics import Source
@@ -115,4 +118,42 @@ def test_a_valid_layout_that_is_not_plain_is_parsed_whole(text):
 )
 def test_broken_layouts_report_what_the_whole_parse_reports(text):
     assert isinstance(fragments.parse_pieces(text), list)
+    assert checked(text, True) == checked(text, False)
+
+
+_spec = importlib.util.spec_from_file_location(
+    "lang_fuzz", Path(__file__).with_name("test_lang_fuzz.py")
+)
+fuzz = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fuzz)
+
+
+@fuzz.SETTINGS
+@given(
+    st.sampled_from(range(len(fuzz.SEED_TEXTS))),
+    st.lists(fuzz.MUTATION, min_size=1, max_size=5),
+)
+def test_mutated_specs_check_as_the_whole_text_does(which, mutations):
+    """The checker's fuzzed inputs (tests/test_lang_fuzz.py): tokens deleted, inserted,
+    doubled or replaced anywhere, braces and quotes included."""
+    tokens = fuzz.TOKEN.findall(fuzz.SEED_TEXTS[which])
+    for op, where, piece in mutations:
+        i = min(int(where * len(tokens)), len(tokens) - 1)
+        if op == "delete" and len(tokens) > 1:
+            del tokens[i]
+        elif op == "insert":
+            tokens.insert(i, f" {piece} ")
+        elif op == "duplicate":
+            tokens.insert(i, tokens[i])
+        else:
+            tokens[i] = piece
+    text = "".join(tokens)
+    assert checked(text, True) == checked(text, False)
+
+
+@fuzz.SETTINGS
+@given(st.lists(st.lists(st.sampled_from(fuzz.VOCAB), max_size=6), max_size=12))
+def test_token_soup_lines_check_as_the_whole_text_does(lines):
+    body = "\n".join("  " + " ".join(line) for line in lines)
+    text = f"benchlang 1\nexperiment x {{\n{body}\n}}\n"
     assert checked(text, True) == checked(text, False)

@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 from lark import Token
-from lark.exceptions import LarkError, UnexpectedInput, UnexpectedToken
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import LexerState, LexerThread, LineCounter, TextSlice
 from lark.parsers.lalr_interactive_parser import InteractiveParser
 
@@ -100,7 +100,7 @@ def cut(text: str) -> tuple[str, list[tuple[int, int]], int | None] | None:
             if depth == 0:
                 if piece_start < 0:
                     return text[:header_end], [], header_end
-                if not _BLANK.fullmatch(text, match.end()):
+                if symbol != "}" or not _BLANK.fullmatch(text, match.end()):
                     return text[:header_end], pieces, piece_start  # closed too early
                 pieces.append((piece_start, match.start()))
                 return text[:header_end], pieces, None
@@ -250,19 +250,25 @@ def _items_at(piece: str, line: int) -> tuple[Any, ...]:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _first_terminal(piece: str) -> str:
+def _first_terminal(piece: str) -> str | None:
     """The kind of the piece's first token, by the parser's own lexer (``Lark.lex`` would
-    build a new lexer, compiling its patterns, on every call)."""
-    for token in parser().parser.lexer.lex(LexerState(TextSlice.cast_from(piece)), None):
-        return token.type
+    build a new lexer, compiling its patterns, on every call); None for a character no
+    token matches (a control character the parse skips with a diagnostic)."""
+    try:
+        for token in parser().parser.lexer.lex(LexerState(TextSlice.cast_from(piece)), None):
+            return token.type
+    except UnexpectedCharacters:
+        return None
     return "RBRACE"
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _enters_list(before: str | None, terminal: str) -> bool:
+def _enters_list(before: str | None, terminal: str | None) -> bool:
     """Whether ``terminal``, fed where piece ``before`` ends (None: after the experiment's
     ``{``), is shifted onto the experiment's statement list or refused there, so that the
     next piece is parsed from where its stand-in parses it."""
+    if terminal is None:
+        return False
     if before is None:
         return True
     parsed = _piece(before)
