@@ -111,13 +111,13 @@ def _null_acf(
     A_l)`` (the hat matrix with the position columns ``z_cols`` = M_cell X added), for the
     expectations of the module docstring."""
     cells, full = np.zeros(max_lag), np.zeros(max_lag)
+    projected = z_cols @ inverse  # tr(inv Z'A Z) = sum over pairs of z_i' inv z_j
     for lag in range(1, max_lag + 1):
         i = np.flatnonzero(run[lag:] == run[:-lag])
         j = i + lag
         same = cell[i] == cell[j]
         cells[lag - 1] = float(np.sum(1.0 / n_cell[cell[i][same]]))
-        cross = z_cols[i].T @ z_cols[j]
-        full[lag - 1] = cells[lag - 1] + float(np.sum(inverse * (cross + cross.T) / 2.0))
+        full[lag - 1] = cells[lag - 1] + float(np.einsum("ij,ij->", projected[i], z_cols[j]))
     return cells, full
 
 
