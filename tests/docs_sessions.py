@@ -155,7 +155,7 @@ def environment(
         extra = cwd / ".docs-env" / (prepare or "-")
         for line in extra.read_text().splitlines() if extra.exists() else []:
             name, _, value = line.partition("=")
-            env[name] = value.replace("$" + name, env.get(name, ""))
+            env[name] = value.replace("$" + name, env.get(name, "")).strip(os.pathsep)
     return env
 
 
