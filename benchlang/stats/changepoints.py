@@ -17,7 +17,9 @@ benchlang adds is what it knows per point:
   around a local level, then within the segments found, so that points whose intervals
   understate their noise do not make false alarms;
 - a point far from a running median weighs less (Huber weights; Huber 1964, Tukey 1977), so
-  that isolated outliers are not segments;
+  that isolated outliers are not segments, and adds no information to its segment's mean: the
+  mean's variance is Huber's sandwich (stats._changepoint_scan.huber_info), without which
+  KPIs without intervals showed 5.7% false alarms at ``alpha`` 5%;
 - changes of the points' own noise (their intervals' width) are searched apart (``spread``),
   each family at ``alpha`` / 2;
 - the size of a shift is a ratio of the segments' geometric-mean levels with an interval at
