@@ -288,8 +288,9 @@ def formatting(ls: BenchServer, params: t.DocumentFormattingParams) -> list[t.Te
 
 def serve() -> None:
     """Answer one client over stdin/stdout until it exits. Texts are parsed from cached pieces
-    (benchlang.lang.fragments: a keystroke re-parses one statement); BENCHLANG_LSP_WHOLE=1
-    parses every text whole, the baseline of benchmarks/bench_lsp.py."""
+    (benchlang.lang.fragments: a keystroke or a typo re-parses one statement, a line added
+    re-parses none); BENCHLANG_LSP_WHOLE=1 parses every text whole, the baseline of
+    benchmarks/bench_lsp.py."""
     from benchlang.lang import syntax
 
     syntax.PIECES["on"] = os.environ.get("BENCHLANG_LSP_WHOLE") != "1"
