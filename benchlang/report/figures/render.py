@@ -143,8 +143,27 @@ def draw(
         drawer(fig, data, palette, paper)
         _scale_ticks(fig, data)
         _notes(fig, data.notes, paper)
-        out = io.BytesIO()
+        return _written(fig, fmt)
+
+
+def _written(fig: Any, fmt: str) -> bytes:
+    """The figure as ``fmt`` bytes. SVG and PDF through their canvases, whose one drawing
+    lays the figure out (constrained layout) with the very renderer that writes it:
+    ``savefig`` draws a figure with a layout engine twice, once to lay it out and once to
+    write it, the same picture for twice the time. The resolution of a rasterized layer is
+    ``savefig.dpi``, as ``savefig`` sets it."""
+    import matplotlib as mpl
+
+    out = io.BytesIO()
+    if fmt == "png":
         fig.savefig(out, format=fmt, metadata=_metadata(fmt))
+        return out.getvalue()
+    if fmt == "svg":
+        from matplotlib.backends.backend_svg import FigureCanvasSVG as Canvas
+    else:
+        from matplotlib.backends.backend_pdf import FigureCanvasPdf as Canvas
+    fig.set_dpi(mpl.rcParams["savefig.dpi"])
+    getattr(Canvas(fig), f"print_{fmt}")(out, metadata=_metadata(fmt))
     return out.getvalue()
 
 
@@ -198,9 +217,10 @@ def _use_style(path: str) -> None:
 
 
 def _metadata(fmt: str) -> dict[str, Any]:
+    """No software version or date in the file: the same store draws the same bytes."""
     if fmt == "png":
         return {"Software": None}
-    return {"Creator": None, "Date": None} if fmt in ("svg", "pdf") else {}
+    return {"Creator": None, "CreationDate" if fmt == "pdf" else "Date": None}
 
 
 def _notes(fig: Any, notes: Sequence[str], paper: bool) -> None:
