@@ -19,10 +19,11 @@ from benchlang.run.store.writing import StoreWriting
 
 WAL_CHECKPOINT_PAGES = 8192
 """Pages (4 KiB) the write-ahead log grows to before a commit folds it into the file (SQLite's
-default 1000). A checkpoint fsyncs the log and the file (4-12 ms each on this machine's ext4);
-a trial of one configuration adds ~9.5 pages, so the default paid two fsyncs every ~105 trials,
-~0.2 ms a trial (benchmarks/bench_runner.py). At most 32 MiB of log, removed when the writer
-closes; commits stay durable against a killed process either way (docs/store.md)."""
+default 1000). A checkpoint is almost all fsync (of 8192 pages: ~100 ms, 3 ms without it, on
+this machine's ext4): a one-configuration trial adds ~9.5 pages, so the default paid ~20 ms
+every ~105 trials (~0.2 ms a trial), this ~100 ms every ~860 (~0.1 ms: the log's bytes reaching
+the disk). At most 32 MiB of log, removed when the writer closes; commits stay durable against
+a killed process either way (docs/store.md)."""
 
 
 class Store(StoreReading, StoreWriting, LeaseRows):
