@@ -121,9 +121,9 @@ MUTATION = st.tuples(
 )
 
 
-@SETTINGS
-@given(st.sampled_from(range(len(SEED_TEXTS))), st.lists(MUTATION, min_size=1, max_size=5))
-def test_mutated_valid_specs(which, mutations):
+def mutate(which: int, mutations: list) -> str:
+    """Seed spec ``which`` with MUTATION's tokens deleted, inserted, doubled or replaced (the
+    LSP's fuzz and incremental tests apply the same edits)."""
     tokens = TOKEN.findall(SEED_TEXTS[which])
     for op, where, piece in mutations:
         i = min(int(where * len(tokens)), len(tokens) - 1)
@@ -135,7 +135,13 @@ def test_mutated_valid_specs(which, mutations):
             tokens.insert(i, tokens[i])
         else:
             tokens[i] = piece
-    compile_or_spec_error("".join(tokens).encode())
+    return "".join(tokens)
+
+
+@SETTINGS
+@given(st.sampled_from(range(len(SEED_TEXTS))), st.lists(MUTATION, min_size=1, max_size=5))
+def test_mutated_valid_specs(which, mutations):
+    compile_or_spec_error(mutate(which, mutations).encode())
 
 
 @pytest.mark.slow

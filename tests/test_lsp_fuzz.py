@@ -48,21 +48,6 @@ def answer_everything(text: str, seed: int = 0) -> None:
     features.auto_hints(index, experiment)
 
 
-def mutate(which: int, mutations: list) -> str:
-    tokens = fuzz.TOKEN.findall(fuzz.SEED_TEXTS[which])
-    for op, where, piece in mutations:
-        i = min(int(where * len(tokens)), len(tokens) - 1)
-        if op == "delete" and len(tokens) > 1:
-            del tokens[i]
-        elif op == "insert":
-            tokens.insert(i, f" {piece} ")
-        elif op == "duplicate":
-            tokens.insert(i, tokens[i])
-        else:
-            tokens[i] = piece
-    return "".join(tokens)
-
-
 def test_every_seed_spec_is_answered_without_diagnostics():
     for text in fuzz.SEED_TEXTS:
         answer_everything(text)
@@ -93,7 +78,7 @@ def test_token_soup_inside_an_experiment(tokens):
     st.integers(0, 1000),
 )
 def test_mutated_valid_specs(which, mutations, seed):
-    answer_everything(mutate(which, mutations), seed)
+    answer_everything(fuzz.mutate(which, mutations), seed)
 
 
 def test_a_server_keeps_answering_after_fuzzed_texts(tmp_path):
@@ -107,7 +92,7 @@ def test_a_server_keeps_answering_after_fuzzed_texts(tmp_path):
     rng = random.Random(39)
     pieces = fuzz.PIECES + fuzz.ODD
     texts = [
-        mutate(
+        fuzz.mutate(
             rng.randrange(len(fuzz.SEED_TEXTS)),
             [
                 (

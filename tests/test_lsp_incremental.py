@@ -136,18 +136,7 @@ _spec.loader.exec_module(fuzz)
 def test_mutated_specs_check_as_the_whole_text_does(which, mutations):
     """The checker's fuzzed inputs (tests/test_lang_fuzz.py): tokens deleted, inserted,
     doubled or replaced anywhere, braces and quotes included."""
-    tokens = fuzz.TOKEN.findall(fuzz.SEED_TEXTS[which])
-    for op, where, piece in mutations:
-        i = min(int(where * len(tokens)), len(tokens) - 1)
-        if op == "delete" and len(tokens) > 1:
-            del tokens[i]
-        elif op == "insert":
-            tokens.insert(i, f" {piece} ")
-        elif op == "duplicate":
-            tokens.insert(i, tokens[i])
-        else:
-            tokens[i] = piece
-    text = "".join(tokens)
+    text = fuzz.mutate(which, mutations)
     assert checked(text, True) == checked(text, False)
 
 
