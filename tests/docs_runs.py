@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from benchlang.testing.synthetic import synthetic_store
+from tests.test_store_columnar import drop_blocks
 
 
 def _cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
@@ -69,11 +70,7 @@ def old_store(cwd: Path) -> None:
     (cwd / "q.bench").write_text(Q_SPEC)
     _cli(cwd, "run", "q.bench", "--store", "q.sqlite", "-q")
     with sqlite3.connect(cwd / "q.sqlite") as db:
-        for table in ("measures", "trials"):
-            db.execute(f"DROP TABLE {table[:-1]}_blocks")
-            db.execute(f"DELETE FROM meta WHERE key = '{table}_folded'")
-            for trigger in ("updated", "deleted", "inserted_below"):
-                db.execute(f"DROP TRIGGER {table}_{trigger}")
+        drop_blocks(db)
         db.execute("DROP TABLE leases")
         db.execute("DELETE FROM measures WHERE trial >= 7")
         db.execute("DELETE FROM trials WHERE trial >= 7")

@@ -12,6 +12,16 @@ import numpy as np
 from benchlang.run.store import Store, TrialRecord
 
 
+def drop_blocks(db: sqlite3.Connection) -> None:
+    """Take a store's trial and measure blocks and their triggers out, as schema 3 had none
+    (docs/store.md's upgrade session starts from such a store too: tests/docs_runs.py)."""
+    for table in ("measures", "trials"):
+        db.execute(f"DROP TABLE {table[:-1]}_blocks")
+        db.execute(f"DELETE FROM meta WHERE key = '{table}_folded'")
+        for trigger in ("updated", "deleted", "inserted_below"):
+            db.execute(f"DROP TRIGGER {table}_{trigger}")
+
+
 def _record(trial: int, rng: np.random.Generator) -> TrialRecord:
     configuration = int(rng.integers(0, 3))
     failed = trial % 7 == 3
@@ -160,11 +170,7 @@ def test_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, mon
         db.execute("DELETE FROM trials WHERE trial = 3")
     same(expect_blocks=False)
     with sqlite3.connect(path) as db:  # back to schema 3: no blocks, no triggers
-        for table in ("measures", "trials"):
-            db.execute(f"DROP TABLE {table[:-1]}_blocks")
-            db.execute(f"DELETE FROM meta WHERE key = '{table}_folded'")
-            for trigger in ("updated", "deleted", "inserted_below"):
-                db.execute(f"DROP TRIGGER {table}_{trigger}")
+        drop_blocks(db)
         db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     same(expect_blocks=False)
     monkeypatch.setattr(measure_blocks, "FOLD_ROWS", 7)
