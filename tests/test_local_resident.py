@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -156,3 +157,34 @@ def test_files_a_trial_left_empty_serve_the_next_one_from_their_start(session):
     for _ in range(5):
         assert session.run_blocking(Command("true")).ok
     assert len(os.listdir(session._scratch)) <= 4
+
+
+def test_a_file_held_outside_the_trial_does_not_serve_the_next_one(session, tmp_path):
+    """A process outside the trial's tree and cgroup (a service handed the command's stdout;
+    here this test, through /proc/PID/fd/1) can write to an empty trial's file after the trial
+    ended: the next trial must get files of its own, not those bytes as its output."""
+    pid_file, go_on = tmp_path / "pid", tmp_path / "go-on"
+    held: list[int] = []
+
+    def hold() -> None:
+        while not pid_file.exists() or not pid_file.read_text().endswith("\n"):
+            time.sleep(0.005)
+        held.append(os.open(f"/proc/{pid_file.read_text().strip()}/fd/1", os.O_WRONLY))
+        go_on.touch()
+
+    with ThreadPoolExecutor(1) as pool:
+        holding = pool.submit(hold)
+        quiet = session.run_blocking(
+            Command(f"echo $$ > {pid_file}; while [ ! -e {go_on} ]; do sleep 0.005; done")
+        )
+        holding.result()
+    try:
+        assert quiet.ok and quiet.stdout_size == 0
+        os.write(held[0], b"late\n")
+        after = session.run_blocking(Command("true"))
+        assert after.ok and after.stdout == b"" and after.stdout_size == 0
+        assert after.stdout_path != quiet.stdout_path
+        again = session.run_blocking(Command("true"))
+        assert again.ok and again.stdout_path == after.stdout_path, "unheld files not reused"
+    finally:
+        os.close(held[0])

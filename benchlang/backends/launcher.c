@@ -28,7 +28,8 @@
  * The trial's stdout and stderr are files of its own, "PID-N.out" and "PID-N.err" in the
  * scratch directory, made after the previous report (while benchlang commits that trial) and
  * deleted after the next one: no file is written by two trials (files a trial left empty
- * are the next trial's, under the same N: nothing of the first is in them). While a trial
+ * and no process outside the launcher holds are the next trial's, under the same N: nothing
+ * of the first is in them or can reach them). While a trial
  * runs, a byte on fd 3 cancels it, and end of file (benchlang gone) cancels it and ends the
  * launcher; SIGTERM, SIGINT or SIGHUP do the same.
  *
@@ -355,10 +356,28 @@ static void prepare_files(void) {
         if (ready_out >= 0) close(ready_out);
         ready_out = -1;
         remove_files(n);
+        return;
     }
+    /* A lease break (held_only_here) signals SIGCHLD, which only wakes the loop, not SIGIO,
+     * whose default action would end the launcher. */
+    fcntl(ready_out, F_SETSIG, SIGCHLD);
+    fcntl(ready_err, F_SETSIG, SIGCHLD);
 }
+
+/* Whether no open file but the launcher's own refers to fd's file: only then is a write lease
+ * granted (man 2 fcntl, "Leases"; fs/locks.c, check_conflicting_open). The trial's processes
+ * are dead, but one outside its tree and cgroup may hold the file (a service handed the
+ * command's stdout, a reopen of /proc/PID/fd/1) and write to it later: that file must not
+ * serve the next trial, whose output would then hold the late bytes. */
+static int held_only_here(int fd) {
+    if (fcntl(fd, F_SETLEASE, F_WRLCK) != 0) return 0;
+    fcntl(fd, F_SETLEASE, F_UNLCK);
+    return 1;
+}
+
 /* Whether the trial just reported left both its files empty: they then serve the next trial
- * as they are (nothing of this trial is in them), saving two creations and two removals. */
+ * (when held_only_here), as nothing of this trial is in them or can come, saving two
+ * creations and two removals. */
 static int files_unwritten;
 static sigset_t wanted, saved;
 static int stopping; /* benchlang is gone or a signal asked the launcher to end */
@@ -713,8 +732,8 @@ static int serve_one(void) {
              * commits this one; this trial's stay until the next report. */
             if (last_n != rq.files) remove_files(last_n);
             last_n = rq.files;
-            if (files_unwritten && lseek(rq.out_fd, 0, SEEK_SET) == 0 &&
-                lseek(rq.err_fd, 0, SEEK_SET) == 0) {
+            if (files_unwritten && held_only_here(rq.out_fd) && held_only_here(rq.err_fd) &&
+                lseek(rq.out_fd, 0, SEEK_SET) == 0 && lseek(rq.err_fd, 0, SEEK_SET) == 0) {
                 ready_out = rq.out_fd;
                 ready_err = rq.err_fd;
             } else {
