@@ -188,3 +188,15 @@ def test_a_file_held_outside_the_trial_does_not_serve_the_next_one(session, tmp_
         assert again.ok and again.stdout_path == after.stdout_path, "unheld files not reused"
     finally:
         os.close(held[0])
+
+
+def test_a_trials_max_rss_holds_no_peak_of_an_earlier_trial(session):
+    """A command started sharing the launcher's memory gets, at exec, that memory's peak
+    resident size as its max_rss floor (launcher.c, spawn_shared): a trial's 1.5 MiB
+    environment (the launcher's request) must not raise every later trial's max_rss."""
+    before = session.run_blocking(Command("true"))
+    big = session.run_blocking(Command("true", {f"V{i}": "x" * 100_000 for i in range(15)}))
+    after = session.run_blocking(Command("true"))
+    assert before.ok and big.ok and after.ok
+    assert big.rusage["max_rss"] > before.rusage["max_rss"] + 1024
+    assert after.rusage["max_rss"] < before.rusage["max_rss"] + 512

@@ -450,8 +450,23 @@ static void child(const struct request *rq, int ready) {
  * faulted in again after the fork, as hyperfine's posix_spawn does; the command's wall time
  * then holds no more than its spawn. The child writes nothing the launcher reads but
  * `environ`, which is put back. Its signal dispositions are its own (no CLONE_SIGHAND) and
- * the launcher catches no signal (signalfd), so none can run a handler on shared memory. */
+ * the launcher catches no signal (signalfd), so none can run a handler on shared memory.
+ * At exec Linux folds the old memory's peak resident size into the command's max_rss
+ * (exec_mmap -> setmax_mm_hiwater_rss): after fork that is the launcher's resident size at the
+ * fork, but shared it would be the launcher's peak since it started (a trial's 1.5 MiB
+ * environment raised every later `true` from 0.9 to 2.2 MiB). So the peak is reset to the
+ * current size first ("5" to /proc/self/clear_refs, Linux >= 4.0, man 5 proc), else fork. */
 static char shared_stack[64 * 1024] __attribute__((aligned(16)));
+static int clear_refs_fd = -1;
+
+/* Whether the command can start on shared_stack: glibc's execvp puts a copy of argv there to
+ * run a script without "#!" through /bin/sh (posix/execvpe.c, maybe_script_execute); with
+ * many arguments it starts by fork, whose child runs on the launcher's own stack. */
+static int fits_shared_stack(const struct request *rq) {
+    int argc = 0;
+    while (rq->argv[argc] && argc < 1024) argc++;
+    return argc < 1024;
+}
 
 static int shared_child(void *rq) {
     child(rq, -1);
@@ -460,16 +475,19 @@ static int shared_child(void *rq) {
 
 #if defined(__x86_64__)
 /* clone3 (no glibc wrapper) with the child on shared_stack: it resumes after the syscall on
- * that stack with the parent's registers and calls shared_child(rq), which never returns. */
+ * that stack with the parent's registers and calls shared_child(rq), which never returns.
+ * Its operands are moved out before %rbp is cleared (the compiler may have put one there);
+ * %rcx is free in the child (syscall clobbers it, so no operand is in it). */
 static pid_t clone3_shared(struct clone_args_v2 *args, const struct request *rq) {
     long ret;
     int (*start)(void *) = shared_child;
     __asm__ volatile("syscall\n\t"
                      "test %%rax, %%rax\n\t"
                      "jnz 1f\n\t"
-                     "xor %%ebp, %%ebp\n\t"
                      "mov %[arg], %%rdi\n\t"
-                     "call *%[start]\n\t"
+                     "mov %[start], %%rcx\n\t"
+                     "xor %%ebp, %%ebp\n\t"
+                     "call *%%rcx\n\t"
                      "ud2\n"
                      "1:"
                      : "=a"(ret)
@@ -488,6 +506,8 @@ static pid_t clone3_shared(struct clone_args_v2 *args, const struct request *rq)
  * clone3(CLONE_INTO_CGROUP) where the launcher knows how to call it, else vfork; 0 when it
  * cannot be started so (the caller forks instead). */
 static pid_t spawn_shared(const struct request *rq) {
+    if (!fits_shared_stack(rq) || clear_refs_fd < 0 || write(clear_refs_fd, "5", 1) != 1)
+        return 0;
     char **environment = environ;
     pid_t pid = 0;
     if (cgroup_fd < 0) {
@@ -777,6 +797,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     signal_fd = signalfd(-1, &wanted, SFD_NONBLOCK | SFD_CLOEXEC);
     if (signal_fd < 0) return 125;
+    clear_refs_fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
     prepare_files();
     while (!stopping) {
         /* Wait for a request (or a stopping signal) without holding the socket blocking. */
