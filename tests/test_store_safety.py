@@ -330,3 +330,20 @@ def test_a_stopping_decision_commits_with_its_trial_or_not_at_all(tmp_path):
         store.record_trial("sha256:p", record(1), stop)
         assert store.stops("sha256:p") == [(0, 0, 2, "stop", "kpi_width", None, "narrow enough")]
         assert store.finished_trials("sha256:p") == {0, 1}
+
+
+def test_a_closed_writer_leaves_every_trial_in_the_file_though_a_reader_is_open(tmp_path):
+    """The writer folds its log into the file when it closes (core.py, ``close``): SQLite
+    keeps the log while a reader has the store open, and the file alone (copied without it)
+    then lacked every trial since the last checkpoint, up to WAL_CHECKPOINT_PAGES pages."""
+    path, copy = tmp_path / "s.sqlite", tmp_path / "copy.sqlite"
+    with Store(path, create=True) as store:
+        store.add_plan("sha256:p", "e", "sha256:s", 1, "{}")
+        store.record_trial("sha256:p", record(0))
+    with Store(path) as reader:
+        with Store(path, create=True) as writer:
+            for t in range(1, 20):
+                writer.record_trial("sha256:p", record(t))
+        assert reader.db.execute("SELECT count(*) FROM trials").fetchone() == (20,)
+        copy.write_bytes(path.read_bytes())
+    assert trials(copy) == list(range(20))

@@ -22,8 +22,9 @@ WAL_CHECKPOINT_PAGES = 8192
 default 1000). A checkpoint is almost all fsync (of 8192 pages: ~100 ms, 3 ms without it, on
 this machine's ext4): a one-configuration trial adds ~9.5 pages, so the default paid ~20 ms
 every ~105 trials (~0.2 ms a trial), this ~100 ms every ~860 (~0.1 ms: the log's bytes reaching
-the disk). At most 32 MiB of log, removed when the writer closes; commits stay durable against
-a killed process either way (docs/store.md)."""
+the disk). About 32 MiB of log (more while a reader holds an older snapshot), folded into the
+file when the writer closes (``close``) and removed with the last connection; commits stay
+durable against a killed process either way (docs/store.md)."""
 
 
 class Store(StoreReading, StoreWriting, LeaseRows):
@@ -211,8 +212,13 @@ class Store(StoreReading, StoreWriting, LeaseRows):
         self.close()
 
     def close(self) -> None:
+        """A writer first folds its log into the file (a passive checkpoint: it waits for no
+        reader): SQLite removes the log only when the last connection closes, and a reader
+        still open kept up to WAL_CHECKPOINT_PAGES pages of trials out of the file itself."""
         if self.db is not None:
             with contextlib.suppress(sqlite3.Error):
+                if self.writable:
+                    self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 self.db.close()
             self.db = None
         if self._lock is not None:
