@@ -200,3 +200,15 @@ def test_a_trials_max_rss_holds_no_peak_of_an_earlier_trial(session):
     assert before.ok and big.ok and after.ok
     assert big.rusage["max_rss"] > before.rusage["max_rss"] + 1024
     assert after.rusage["max_rss"] < before.rusage["max_rss"] + 512
+
+
+def test_a_script_without_interpreter_line_runs_with_many_arguments(session, tmp_path):
+    """glibc's execvp runs a script without ``#!`` through /bin/sh with a copy of argv on the
+    child's stack: a command started on the launcher's 64 KiB stack (launcher.c,
+    fits_shared_stack) with 20,000 arguments died of SIGSEGV instead of running."""
+    script = tmp_path / "no-interpreter-line"
+    script.write_text('echo "$#"\n')
+    script.chmod(0o755)
+    run = session.run_blocking(Command(f"{script} " + " ".join(["a"] * 20_000)))
+    assert run.ok and run.stdout == b"20000\n"
+    assert session.run_blocking(Command("echo after")).stdout == b"after\n"
