@@ -212,3 +212,11 @@ def test_a_script_without_interpreter_line_runs_with_many_arguments(session, tmp
     run = session.run_blocking(Command(f"{script} " + " ".join(["a"] * 20_000)))
     assert run.ok and run.stdout == b"20000\n"
     assert session.run_blocking(Command("echo after")).stdout == b"after\n"
+
+
+def test_commands_start_with_no_signal_blocked(session):
+    """The launcher blocks SIGCHLD, SIGTERM, SIGINT and SIGHUP for its signalfd; a command,
+    started by fork or sharing the launcher's memory, must not inherit that mask."""
+    for command in ("grep SigBlk /proc/self/status", "sh -c 'grep SigBlk /proc/self/status'"):
+        run = session.run_blocking(Command(command))
+        assert run.ok and int(run.stdout.split()[1], 16) == 0
