@@ -232,16 +232,19 @@ class SlurmBackend:
             log.info("slurm job %s: cancelling step %s left by the run that was killed", job, step)
             await commands.cancel(step, env)
         started = time.monotonic()
-        killed = False
+        again = started + 5.0
         while left and time.monotonic() < started + 60.0:
             await asyncio.sleep(0.2)
             left = [step for step in await commands.steps(job, env) if step in left]
-            if left and not killed and time.monotonic() > started + 5.0:
+            if left and time.monotonic() > again:
                 # a step still ending its tasks after SIGTERM waits out Slurm's KillWait (30 s
-                # by default): the run that owned it is dead, so its tasks get SIGKILL now
+                # by default), and one still being launched when it was cancelled starts its
+                # tasks after: the run that owned them is dead, so every 5 s the step is
+                # cancelled again and its tasks get SIGKILL
                 for step in left:
+                    await commands.cancel(step, env)
                     await commands.cancel(step, env, "KILL")
-                killed = True
+                again = time.monotonic() + 5.0
         if left:
             raise HostDown("slurm", f"job {job}: steps {', '.join(left)} did not end after scancel")
 
