@@ -63,7 +63,7 @@ class WarmupSuggestion:
     acf_after: np.ndarray = attrs.field(factory=lambda: np.zeros(0))
     """The same of the fit's residuals (the position effects removed)."""
     acf_bound: np.ndarray = attrs.field(factory=lambda: np.zeros(0))
-    """Half-width per lag around the expectation: Bonferroni's z over the lags x Bartlett's SD."""
+    """Half-width per lag around the expectation: Bonferroni's z over the lags x the null SD."""
     acf_null: np.ndarray = attrs.field(factory=lambda: np.zeros(0))
     """Expected autocorrelation of ``acf`` under independent errors (the cell means' pull)."""
     acf_null_after: np.ndarray = attrs.field(factory=lambda: np.zeros(0))
@@ -86,56 +86,62 @@ def _within_noise_from(effect: np.ndarray, se: np.ndarray, z: float) -> int:
     return int(outside[-1]) + 1 if outside.size else 0
 
 
+def _lag_pairs(run: np.ndarray, max_lag: int) -> list[np.ndarray]:
+    """Per lag l in 1..max_lag, the indices i of entries whose lag-l neighbour i + l is in the
+    same batch (``run`` sorted: consecutive entries of one batch)."""
+    return [np.flatnonzero(run[lag:] == run[:-lag]) for lag in range(1, max_lag + 1)]
+
+
 def pooled_acf(resid: np.ndarray, run: np.ndarray, max_lag: int) -> np.ndarray:
     """Autocorrelation at lags 1..max_lag of residuals in execution order (``run`` sorted:
     consecutive entries of one batch), pooled over batches: lag-l products of neighbours in
     one batch over the sum of squares of all residuals."""
+    return _acf(resid, _lag_pairs(run, max_lag))
+
+
+def _acf(resid: np.ndarray, pairs: list[np.ndarray]) -> np.ndarray:
     total = float(np.sum(resid**2))
-    acf = np.zeros(max_lag)
-    for lag in range(1, max_lag + 1):
-        same = run[lag:] == run[:-lag]
-        if total > 0 and same.any():
-            acf[lag - 1] = float(np.sum(resid[lag:][same] * resid[:-lag][same]) / total)
+    acf = np.zeros(len(pairs))
+    for k, i in enumerate(pairs):
+        if total > 0 and i.size:
+            acf[k] = float(np.sum(resid[i + k + 1] * resid[i]) / total)
     return acf
 
 
 def _null_acf(
-    run: np.ndarray,
+    pairs: list[np.ndarray],
     cell: np.ndarray,
     n_cell: np.ndarray,
     z_cols: np.ndarray,
     inverse: np.ndarray,
-    max_lag: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per lag (trials in execution order): ``tr(P_cell A_l)`` and ``tr(P_cell A_l) + tr(H_pos
     A_l)`` (the hat matrix with the position columns ``z_cols`` = M_cell X added), for the
     expectations of the module docstring."""
-    cells, full = np.zeros(max_lag), np.zeros(max_lag)
+    cells, full = np.zeros(len(pairs)), np.zeros(len(pairs))
     projected = z_cols @ inverse  # tr(inv Z'A Z) = sum over pairs of z_i' inv z_j
-    for lag in range(1, max_lag + 1):
-        i = np.flatnonzero(run[lag:] == run[:-lag])
-        j = i + lag
+    for k, i in enumerate(pairs):
+        j = i + k + 1
         same = cell[i] == cell[j]
-        cells[lag - 1] = float(np.sum(1.0 / n_cell[cell[i][same]]))
-        full[lag - 1] = cells[lag - 1] + float(np.einsum("ij,ij->", projected[i], z_cols[j]))
+        cells[k] = float(np.sum(1.0 / n_cell[cell[i][same]]))
+        full[k] = cells[k] + float(np.einsum("ij,ij->", projected[i], z_cols[j]))
     return cells, full
 
 
 def _null_sd(
-    run: np.ndarray,
+    pairs: list[np.ndarray],
     cell: np.ndarray,
     n_cell: np.ndarray,
     z_cols: np.ndarray,
     inverse: np.ndarray,
-    max_lag: int,
     draws: int = NULL_DRAWS,
 ) -> np.ndarray:
     """SD per lag of the fit's residual autocorrelation when the errors are independent normal:
     ``draws`` seeded white-noise vectors through the same fit (a parametric bootstrap of the
     null; trials in execution order), in blocks that bound memory."""
     rng = np.random.default_rng(0)
-    n = run.size
-    values = np.empty((draws, max_lag))
+    n = cell.size
+    values = np.empty((draws, len(pairs)))
     step = max(1, min(draws, (1 << 22) // max(n, 1)))
     for d0 in range(0, draws, step):
         e = rng.standard_normal((min(step, draws - d0), n))
@@ -144,9 +150,8 @@ def _null_sd(
         ec = e - (sums / n_cell)[:, cell]
         r = ec - ((ec @ z_cols) @ inverse) @ z_cols.T
         total = np.sum(r**2, axis=1)
-        for lag in range(1, max_lag + 1):
-            i = np.flatnonzero(run[lag:] == run[:-lag])
-            values[d0 : d0 + e.shape[0], lag - 1] = np.sum(r[:, i] * r[:, i + lag], axis=1) / total
+        for k, i in enumerate(pairs):
+            values[d0 : d0 + e.shape[0], k] = np.sum(r[:, i] * r[:, i + k + 1], axis=1) / total
     return values.std(axis=0, ddof=1)
 
 
@@ -210,13 +215,14 @@ def suggest_warmup(
     front, front_se = effect[:tested], se[:tested]
     rear, rear_se = effect[tested:-1][::-1], se[tested:][::-1]
     lags = min(max_lag, L - 1)
-    acf = pooled_acf((y - a[cell])[order], run[order], lags)
-    acf_after = pooled_acf(resid[order], run[order], lags)
+    pairs = _lag_pairs(run[order], lags)
+    acf = _acf((y - a[cell])[order], pairs)
+    acf_after = _acf(resid[order], pairs)
     z_cols = (index[:, None] == np.arange(p - 1)) - counts[cell, :-1] / n_cell[cell, None]
-    cells, full = _null_acf(run[order], cell[order], n_cell, z_cols[order], inverse, lags)
+    cells, full = _null_acf(pairs, cell[order], n_cell, z_cols[order], inverse)
     n_cells = int(cell.max()) + 1
     lag_z = float(norm.ppf(1.0 - alpha / (2.0 * max(lags, 1))))
-    bound = lag_z * _null_sd(run[order], cell[order], n_cell, z_cols[order], inverse, lags)
+    bound = lag_z * _null_sd(pairs, cell[order], n_cell, z_cols[order], inverse)
     profile = np.zeros(L)
     profile_se = np.zeros(L)
     profile[:tested], profile_se[:tested] = front, front_se
