@@ -110,6 +110,9 @@ def test_runs_that_are_not_iid_give_a_descriptive_distance_not_a_verdict(tmp_pat
     assert status == 0, err
     assert "descriptive only: run a: not independent" in text
     assert "differ beyond sampling" not in text
+    status, text, err = run_cli(["stopping-eval", "--baseline", a, b, "--ks", "0.01"])
+    assert status == 0, err
+    assert "undecided" in text and "no stopping point can promise" not in text
 
 
 def test_a_threshold_below_a_sampling_distance_is_undecided():
@@ -121,3 +124,12 @@ def test_a_threshold_below_a_sampling_distance_is_undecided():
     assert found.distance > 0.01 and found.attainable is None
     moved = ks_baseline(rng.normal(size=300), rng.normal(1.0, 1.0, 300), threshold=0.01)
     assert moved.differ is True and moved.attainable is False
+
+
+def test_a_threshold_below_a_descriptive_distance_is_undecided():
+    """Runs that are not i.i.d. give no test: a threshold under their distance is neither
+    attainable nor unattainable (second reading: "unattainable" came from the invalid test)."""
+    rng = np.random.default_rng(3)
+    found = ks_baseline(ar1(rng, 2000, 0.9), ar1(rng, 2000, 0.9), threshold=0.01)
+    assert found.descriptive_only and found.differ is None
+    assert found.distance > 0.01 and found.attainable is None

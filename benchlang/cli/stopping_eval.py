@@ -80,6 +80,11 @@ def baseline(args: argparse.Namespace) -> int:
         print(
             f"ks {found.threshold:g} lies above this floor: the threshold can hold against another run too"
         )
+    elif found.attainable is None and found.descriptive_only:
+        print(
+            f"ks {found.threshold:g} lies below this distance; with runs that are not i.i.d. no "
+            "test says whether sampling or a move made it: undecided"
+        )
     elif found.attainable is None:
         print(
             f"ks {found.threshold:g} lies below this distance, which sampling alone explains: the "

@@ -71,10 +71,11 @@ class KSBaseline:
     def attainable(self) -> bool | None:
         """The rule's threshold lies above the floor: a stop can promise it against another run.
         None when the threshold lies below the distance of two i.i.d. runs that do not differ
-        beyond sampling (the floor is then below the critical distance, not placed)."""
+        beyond sampling (the floor is then below the critical distance, not placed), and when
+        a run is not i.i.d. (no test says whether that distance is sampling or a move)."""
         if self.threshold > self.distance:
             return True
-        if self.differ is False:
+        if self.differ is not True:
             return None
         return False
 
