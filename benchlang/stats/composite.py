@@ -28,7 +28,9 @@ Cameron & Miller, "A Practitioner's Guide to Cluster-Robust Inference", J. Human
 50(2) 2015: §II on the CR1 factor G/(G - 1), §VI on few clusters and T(G - 1) critical values.
 Perflab's own normal interval (§5.1, estimate +- z SE) under-covered in benchmarks/
 sim_composite.py: 89-91% at 6 hosts, 93-95% at 40; with the correction every cell covered
-94.1-97.2% (95% within 1.3 Monte Carlo SEs).
+94.1-97.2% (no cell below 95% by more than 1.3 Monte Carlo SEs; conservative at 6-10 hosts, up
+to 3.2 SEs above). In the split layout (a host runs one version) G counts every cluster; Donald
+& Lang's t(G - 2) and a per-version factor would be stricter, and the simulation shows no need.
 """
 
 from __future__ import annotations

@@ -23,10 +23,11 @@ shown here:
   negatively (-1/(r - 1) for r repetitions), which pulls every lag below 0 (by about -0.04 in a
   batch of 5 requests x 4 repetitions). Each lag is therefore judged against its expectation
   under independent errors, ``-tr(H A_l) / (n - rank)`` for the fit's hat matrix H and the lag-l
-  pair matrix A_l (``E[e'MAMe] = s^2 tr(MA)``, M = I - H; Box, Jenkins & Reinsel, *Time Series
-  Analysis*, ch. 8 on the autocorrelations of residuals), with its SD under independent normal
-  errors from ``NULL_DRAWS`` white-noise vectors through the same fit (Bartlett's
-  ``sqrt(pairs_l) / n``, §2.1.6 there, overstates it by about 1.4 when the cells hold 4
+  pair matrix A_l (``E[e'MAMe] = s^2 tr(MA)``, M = I - H; the ratio's expectation is the
+  ratio of expectations for least-squares residuals: Durbin & Watson, Biometrika 37, 1950, §3),
+  with its SD under independent normal errors from ``NULL_DRAWS`` white-noise vectors through
+  the same fit (Bartlett's ``sqrt(pairs_l) / n``, Box, Jenkins & Reinsel, *Time Series
+  Analysis*, §2.1.6, overstates it by about 1.4 when the cells hold 4
   repetitions), and the k lags as one family (Bonferroni's z at ``alpha``): on independent
   errors the advice says "neighbouring trials influence each other" in about ``alpha`` of pilots
   (4.5-5.8% in three layouts, benchmarks/sim_warmup_lags.py), not in most (78-93% with each lag
@@ -39,7 +40,9 @@ import attrs
 import numpy as np
 
 NULL_DRAWS = 200
-"""White-noise draws that give each lag's null SD (a relative Monte Carlo error of 5%)."""
+"""White-noise draws that give each lag's null SD (a relative Monte Carlo error of 5%: the
+family's false-alarm rate averages about 5.5%, not 5%, at 10 lags; the SD's closed form,
+Durbin & Watson 1950 §3, needs tr(MAMA) over n x n matrices)."""
 
 
 @attrs.frozen(eq=False)
