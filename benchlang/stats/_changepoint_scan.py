@@ -160,7 +160,7 @@ def huber_info(var: np.ndarray, weighted: np.ndarray) -> np.ndarray:
     """Each point's information in a segment's Huber mean, psi'(u_i) / var_i: 1 / var_i where
     the point kept its full weight, 0 where :func:`huber_var` down-weighted it (psi' = 0 beyond
     c). The mean's variance is then the sandwich sum psi_i^2 / (sum psi'_i)^2 (Huber, Ann.
-    Math. Stat. 35, 1964, §4; Huber & Ronchetti, Robust Statistics, 2009, Eq. 6.6), not
+    Math. Stat. 35, 1964, §4; Huber & Ronchetti, Robust Statistics, 2009, §3.2), not
     1 / sum w_i: a down-weighted point's contribution is capped at c deviations whatever its
     value, so it adds spread but no information about the level. Read as inverse variances
     the weights made segment means look more precise than they are when the points' noise

@@ -16,11 +16,17 @@ TriScale §4.5 made sound (stats.independence: rank trend and Ljung-Box), the tw
 family (Bonferroni, each at ``alpha / 2``). When a run fails, "the runs differ beyond sampling"
 is not claimed: the distance stays, descriptive only (two runs of one AR(1) process "differed"
 at alpha 5% in 12-13% of pairs at phi 0.3 and 38-39% at phi 0.7; two i.i.d. runs are called
-not i.i.d. in 4.4-5.7%: benchmarks/sim_ks_baseline.py, 1,000 pairs a cell).
+not i.i.d. in 4.4-5.7%: benchmarks/sim_ks_baseline.py, 1,000 pairs a cell, runs of 500 and
+2,000). Passing the check does not prove a run i.i.d.: its power against dependence falls with
+shorter runs, and the Bonferroni split lowers it further, so on short runs a "differ" may still
+come from dependence the check did not see.
 
 The floor is the distance itself only when it exceeds sampling: two i.i.d. runs that do not
 differ beyond sampling leave the floor somewhere below the critical distance, so a threshold
-below their distance is undecided (``attainable`` None), not "unattainable". The critical
+below their distance is undecided (``attainable`` None), not "unattainable"; so is one below
+the distance of runs that are not i.i.d. The band is one-sided: a threshold above D is called
+attainable even when it lies below the critical distance, and one just below a D that differs
+is called unattainable though D is biased upward by sampling. The critical
 distance is asymptotic while ``ks_2samp``'s p-value is exact for small runs; the verdict
 follows the p-value.
 """
