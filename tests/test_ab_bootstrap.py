@@ -215,3 +215,40 @@ def test_zero_se_is_never_significant():
         mean_treatment=1.3,
     )
     assert not r.significant
+
+
+def test_simulated_scheme_with_one_cluster_per_version_has_no_rate():
+    """H = 1: the host scheme's single cluster holds both versions, so its SE is 0 up to
+    rounding; a rate of 1 from 1e-17 SEs would be an artefact, so none is given."""
+    res = simulate_aa("fully_balanced", 1, 8, 1, ENDPOINT1, experiments=50, replicates=20, seed=2)
+    host = next(s for s in res.schemes if s.cluster == "host")
+    assert host.clusters_per_version == (1, 1) and host.degenerate
+    assert np.isnan(host.rejection_rate) and host.tested == 0 and host.rejections == 0
+    request = next(s for s in res.schemes if s.cluster == "request")
+    assert not request.degenerate and not request.below_floor
+    assert request.tested == 50 and 0 <= request.rejection_rate <= 1
+
+
+def test_simulated_rate_counts_only_experiments_with_an_se():
+    """Two host clusters holding both versions and 3 replicates: a replicate loses a version
+    when both hosts draw weight 0 (e^-2), so about 5% of experiments keep fewer than two
+    replicates and have no SE. They are left out of the rate, not counted as not rejected."""
+    res = simulate_aa(
+        "fully_balanced",
+        2,
+        16,
+        1,
+        ENDPOINT1,
+        experiments=400,
+        replicates=3,
+        seed=5,
+        schemes=("host",),
+    )
+    s = res.schemes[0]
+    has_se = np.isfinite(s.ses)
+    assert s.below_floor and not s.degenerate
+    assert 0 < s.estimates.size - s.tested == np.count_nonzero(~has_se)
+    z = 1.959963984540054
+    rejected = np.abs(s.estimates[has_se]) > z * s.ses[has_se]
+    assert s.rejections == np.count_nonzero(rejected)
+    assert s.rejection_rate == pytest.approx(rejected.mean())

@@ -84,3 +84,71 @@ def test_table_report(capsys):
 def test_user_errors(argv, message):
     with pytest.raises(UserError, match=message):
         run(argv)
+
+
+def test_a_scheme_without_clusters_to_resample_is_shown_without_a_rate(capsys):
+    run(
+        [
+            "--hosts",
+            "1",
+            "--requests",
+            "8",
+            "--components",
+            COMPONENTS,
+            "--experiments",
+            "40",
+            "--replicates",
+            "20",
+            "--seed",
+            "1",
+        ]
+    )
+    out = capsys.readouterr().out
+    host_row = next(line for line in out.splitlines() if line.startswith("host "))
+    assert host_row.split()[2:4] == ["-", "-"]
+    assert "host, host-block: 1 cluster(s) per version: with one, every bootstrap" in out
+    assert "no rate is given" in out
+    run(
+        [
+            "--hosts",
+            "1",
+            "--requests",
+            "8",
+            "--components",
+            COMPONENTS,
+            "--experiments",
+            "40",
+            "--replicates",
+            "20",
+            "--seed",
+            "1",
+            "--json",
+        ]
+    )
+    schemes = {s["cluster"]: s for s in json.loads(capsys.readouterr().out)["schemes"]}
+    assert schemes["host"]["type_i_error"] is None
+    assert schemes["host"]["type_i_error_interval"] is None
+    assert schemes["host"]["tested"] == 0 and schemes["host"]["clusters_per_version"] == [1, 1]
+    assert "no rate is given" in schemes["host"]["note"]
+    assert schemes["request"]["tested"] == 40 and "note" not in schemes["request"]
+
+
+def test_a_scheme_below_the_analysis_floor_is_flagged(capsys):
+    run(
+        [
+            "--hosts",
+            "4",
+            "--requests",
+            "16",
+            "--components",
+            COMPONENTS,
+            "--experiments",
+            "40",
+            "--replicates",
+            "20",
+            "--seed",
+            "1",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "host, host-block: 4 clusters per version, under the 5 benchlang's analysis" in out

@@ -14,6 +14,7 @@ from benchlang.report.table import render_table
 
 if TYPE_CHECKING:
     from benchlang.stats.ab import AAResult, VarianceComponents
+    from benchlang.stats.ab.simulate import SchemeResult
 
 SCHEME_NAMES = {"none": "iid", "request": "request", "host": "host", "host_block": "host-block"}
 
@@ -157,15 +158,22 @@ def to_json(result: AAResult) -> dict[str, object]:
                 {
                     "cluster": SCHEME_NAMES[s.cluster],
                     "clusters": s.clusters,
+                    "clusters_per_version": list(s.clusters_per_version),
+                    "tested": s.tested,
                     "type_i_error": s.rejection_rate,
-                    "type_i_error_interval": clopper_pearson(
-                        s.rejections, result.experiments
-                    ).to_dict(),
+                    "type_i_error_interval": (
+                        clopper_pearson(s.rejections, s.tested).to_dict() if s.tested else None
+                    ),
                     "mean_se": s.mean_se,
+                    **({"note": _scheme_words(s)} if s.degenerate or s.below_floor else {}),
                     "estimates": s.estimates.tolist(),
                     "ses": s.ses.tolist(),
                 },
-                {"*": "every bootstrap replicate left a version without weight (one cluster)"},
+                {
+                    "ses": "fewer than two bootstrap replicates gave both versions weight",
+                    "*": "one cluster holds each version's trials: every bootstrap replicate "
+                    "gives the same difference (SE 0)",
+                },
             )
             for s in result.schemes
         ],
@@ -175,18 +183,16 @@ def to_json(result: AAResult) -> dict[str, object]:
 def report(result: AAResult) -> None:
     from benchlang.stats.binomial_rate import clopper_pearson
 
-    rows = []
+    rows, notes = [], {}
     for s in result.schemes:
-        ci = clopper_pearson(s.rejections, result.experiments)
-        rows.append(
-            [
-                SCHEME_NAMES[s.cluster],
-                s.clusters,
-                s.rejection_rate,
-                f"{ci.low:.3f}-{ci.high:.3f}",
-                s.mean_se,
-            ]
-        )
+        name = SCHEME_NAMES[s.cluster]
+        if s.degenerate or s.below_floor or s.tested < result.experiments:
+            notes.setdefault(_scheme_words(s), []).append(name)
+        if s.degenerate:
+            rows.append([name, s.clusters, "-", "-", 0.0])
+            continue
+        ci = clopper_pearson(s.rejections, s.tested)
+        rows.append([name, s.clusters, s.rejection_rate, f"{ci.low:.3f}-{ci.high:.3f}", s.mean_se])
     title = (
         f"A/A simulation: {result.layout}, H={result.hosts}, R={result.requests}, "
         f"T={result.repetitions}; {result.experiments} experiments x {result.replicates} replicates; "
@@ -203,10 +209,40 @@ def report(result: AAResult) -> None:
         rows,
         title,
     )
+    for words, names in notes.items():
+        print(f"{', '.join(names)}: {words}")
     print(
         f"Monte Carlo interval: Clopper-Pearson over the {result.experiments} simulated "
         "experiments (more --experiments narrow it); per-experiment estimates in --json"
     )
+
+
+def _scheme_words(s: SchemeResult) -> str:
+    """Why a scheme's rate is missing, rests on fewer experiments, or is not what benchlang's
+    own analysis would report (``bootstrap.MIN_CLUSTERS``)."""
+    from benchlang.stats.ab.bootstrap import MIN_CLUSTERS
+
+    counts = sorted(set(s.clusters_per_version))
+    per_version = " or ".join(str(c) for c in counts)
+    if s.degenerate:
+        return (
+            f"{per_version} cluster(s) per version: with one, every bootstrap replicate gives "
+            "the same difference (SE 0), so no rate is given"
+        )
+    words = []
+    if s.below_floor:
+        words.append(
+            f"{per_version} clusters per version, under the {MIN_CLUSTERS} benchlang's analysis "
+            "needs for an interval (Cameron, Gelbach & Miller 2008): what such a bootstrap "
+            "would do, not an interval benchlang gives"
+        )
+    untested = s.estimates.size - s.tested
+    if untested:
+        words.append(
+            f"{untested} experiment(s) without an SE (every replicate left a version without "
+            "weight) are not in the rate"
+        )
+    return "; ".join(words)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

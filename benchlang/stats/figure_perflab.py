@@ -12,11 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from benchlang.stats.ab.simulate import AAResult
+from benchlang.stats.ab.simulate import AAResult, SchemeResult
 from benchlang.stats.ab.sweep import SESweep
-from benchlang.stats.binomial_rate import binomial_band, clopper_pearson
-from benchlang.stats.figure_data import FigureData
-from benchlang.stats.figure_triscale import spaced
+from benchlang.stats.binomial_rate import RateInterval, binomial_band, clopper_pearson
+from benchlang.stats.figure_data import FigureData, spaced
 
 PAPER = "Perflab (Bakshy & Frachtenberg, WWW 2015)"
 NAN = float("nan")
@@ -171,9 +170,20 @@ def se_curves(sweep: SESweep, current: tuple[str, int, int, int], meta: Mapping)
     )
 
 
+def _rate_interval(s: SchemeResult) -> RateInterval | None:
+    """The false positive rate over the experiments the scheme could test (none when one
+    cluster holds a version's trials: ``SchemeResult.degenerate``)."""
+    return clopper_pearson(s.rejections, s.tested) if s.tested else None
+
+
 def _rate_words(result: AAResult, cluster: str) -> str:
     s = next(s for s in result.schemes if s.cluster == cluster)
-    ci = clopper_pearson(s.rejections, s.estimates.size)
+    ci = _rate_interval(s)
+    if ci is None:
+        return (
+            "no false positive rate: one cluster holds each version's trials, so every "
+            "bootstrap replicate gives the same difference (SE 0)"
+        )
     return (
         f"{100 * ci.rate:.1f}% false positives (95% Clopper-Pearson {100 * ci.low:.1f}-"
         f"{100 * ci.high:.1f}%) at α = {result.alpha:g}"
@@ -197,7 +207,7 @@ def aa_estimates(
         said.append(
             f"{kind}: SD of the estimates {res.simulated_sd:.3g}, analytic SE "
             f"{res.analytic_se:.3g}, mean {SCHEME_WORDS.get(cluster, cluster)} bootstrap SE "
-            f"{s.mean_se:.3g}; {_rate_words(res, cluster)}"
+            f"{s.mean_se if s.tested else 0:.3g}; {_rate_words(res, cluster)}"
         )
     first = next(iter(results.values()))[0]
     caption = (
@@ -258,7 +268,7 @@ def aa_ladder(
     rows = _ranked(
         list(range(s.estimates.size)), s.estimates, s.estimates - half, s.estimates + half, 0.0
     )
-    ci = clopper_pearson(s.rejections, s.estimates.size)
+    ci = _rate_interval(s)
     caption = (
         f"{100 * (1 - result.alpha):g}% intervals of {result.experiments} simulated A/A "
         f"experiments of the run's layout ({result.layout}, H = {result.hosts}, R = "
@@ -274,7 +284,15 @@ def aa_ladder(
         LADDER_COLUMNS,
         rows,
         tuple(notes),
-        {**meta, "alpha": result.alpha, "rate": ci.rate, "rate_low": ci.low, "rate_high": ci.high},
+        {
+            **meta,
+            "alpha": result.alpha,
+            **(
+                {"rate": ci.rate, "rate_low": ci.low, "rate_high": ci.high}
+                if ci is not None
+                else {}
+            ),
+        },
     )
 
 

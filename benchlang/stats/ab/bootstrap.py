@@ -339,4 +339,8 @@ def bootstrap_se_many(
     sums, counts = cluster_sums(Y, version, codes)
     est = sums[:, 1].sum(axis=1) / counts[1].sum() - sums[:, 0].sum(axis=1) / counts[0].sum()
     reps = replicate_differences(sums, counts, replicates, weights, rng)
-    return est, np.nanstd(reps, axis=1, ddof=1)
+    kept = np.isfinite(reps).sum(axis=1)
+    se = np.full(est.shape, np.nan)
+    some = kept >= 2
+    se[some] = np.nanstd(reps[some], axis=1, ddof=1)
+    return est, se

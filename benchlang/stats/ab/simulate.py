@@ -13,7 +13,12 @@ import attrs
 import numpy as np
 
 from benchlang.design.layouts import LayoutSchedule, layout_schedule
-from benchlang.stats.ab.bootstrap import bootstrap_se_many, cluster_codes
+from benchlang.stats.ab.bootstrap import (
+    MIN_CLUSTERS,
+    bootstrap_se_many,
+    cluster_codes,
+    clusters_per_version,
+)
 from benchlang.stats.ab.designs import VarianceComponents, layout_se
 
 SCHEMES = ("none", "request", "host", "host_block")
@@ -69,7 +74,13 @@ def simulate_outcomes(
 
 @attrs.frozen
 class SchemeResult:
-    """Type I error (or power) of one bootstrap cluster scheme over the simulated experiments."""
+    """Type I error (or power) of one bootstrap cluster scheme over the simulated experiments.
+
+    The rate counts only experiments whose bootstrap gave an SE (``tested``): one whose every
+    replicate left a version without weight has no test, and counting it "not rejected" would
+    understate the rate. A scheme with one cluster per version has no rate at all (NaN): the
+    cluster weight cancels in each version's weighted mean, so every replicate gives the same
+    difference and the SE is 0 up to rounding (``bootstrap.TooFewClusters``)."""
 
     cluster: str
     clusters: int
@@ -78,11 +89,31 @@ class SchemeResult:
     estimates: np.ndarray = attrs.field(factory=lambda: np.empty(0), eq=False, repr=False)
     """Each simulated experiment's estimate (treatment - control), for figures and --json."""
     ses: np.ndarray = attrs.field(factory=lambda: np.empty(0), eq=False, repr=False)
-    """Each experiment's bootstrap SE under this scheme."""
+    """Each experiment's bootstrap SE under this scheme (NaN where it has none)."""
+    clusters_per_version: tuple[int, ...] = ()
+    """Distinct clusters holding each version's trials (control, treatment)."""
+
+    @property
+    def tested(self) -> int:
+        """Experiments the scheme could test: a finite SE, and more than one cluster per version."""
+        if self.degenerate:
+            return 0
+        return int(np.count_nonzero(np.isfinite(self.ses)))
 
     @property
     def rejections(self) -> int:
-        return round(self.rejection_rate * self.estimates.size)
+        return round(self.rejection_rate * self.tested) if self.tested else 0
+
+    @property
+    def degenerate(self) -> bool:
+        """One cluster holds all of a version's trials: the bootstrap sees no variation."""
+        return bool(self.clusters_per_version) and min(self.clusters_per_version) < 2
+
+    @property
+    def below_floor(self) -> bool:
+        """Fewer clusters per version than benchlang's analysis needs for an interval
+        (``bootstrap.MIN_CLUSTERS``): the rate shows what a bootstrap would do regardless."""
+        return bool(self.clusters_per_version) and min(self.clusters_per_version) < MIN_CLUSTERS
 
 
 @attrs.frozen
@@ -124,7 +155,9 @@ def simulate_aa(
 
     Every experiment draws fresh random effects; each scheme runs its own reweighting bootstrap
     with ``replicates`` replicates and a two-sided CLT test at level ``alpha``. With ``effect=0``
-    the rates are Type I errors, otherwise powers.
+    the rates are Type I errors, otherwise powers. A scheme with one cluster per version gets
+    no rate (NaN, :attr:`SchemeResult.degenerate`); below ``MIN_CLUSTERS`` per version it gets
+    one, flagged (:attr:`SchemeResult.below_floor`): Table 3's point is how such schemes reject.
     """
     from scipy.stats import norm
 
@@ -140,14 +173,20 @@ def simulate_aa(
     for cluster in schemes:
         codes = cluster_codes(cluster, design.size, design.request, design.host)
         est, se = bootstrap_se_many(Y, design.version, codes, replicates, weights, rng)
+        per_version = clusters_per_version(design.version, codes)
+        tested = np.isfinite(se)
+        defined = min(per_version) >= 2 and tested.any()
         results.append(
             SchemeResult(
                 cluster=cluster,
                 clusters=int(codes.max()) + 1,
-                rejection_rate=float(np.mean(np.abs(est) > z * se)),
-                mean_se=float(np.mean(se)),
+                rejection_rate=(
+                    float(np.mean(np.abs(est[tested]) > z * se[tested])) if defined else np.nan
+                ),
+                mean_se=float(np.mean(se[tested])) if defined else np.nan,
                 estimates=est,
                 ses=se,
+                clusters_per_version=per_version,
             )
         )
     if est is None:
