@@ -137,3 +137,52 @@ def test_resume_attaches_to_the_allocation_a_killed_run_left(idle_cluster, tmp_p
     ((lease_id, lease_job, released),) = found
     assert lease_id == held and lease_job == job and released is not None
     assert idle_cluster.jobs() == []
+
+
+def step_ids(cluster, job: str) -> list[str]:
+    listed = cluster.run("squeue", "--noheader", "--steps", f"--jobs={job}", "--format=%i")
+    return listed.stdout.split()
+
+
+def test_a_run_killed_while_srun_launches_a_step_leaves_no_step_behind(idle_cluster, tmp_path):
+    """The run's process group is SIGKILLed while srun is between creating trial 1's step and
+    launching it (held there by srun's prolog, which runs in that gap: srun(1) --prolog,
+    SLURM_PROLOG). srun, in a session of its own, survives and launches the step, which then
+    ends by itself: killed with the run, srun would leave a step only slurmctld knows, that
+    no scancel ends, and the resume could not attach (session.py ``Step.start``)."""
+    spec, store = write_spec(tmp_path, 4), tmp_path / "s.sqlite"
+    held, go, prolog = tmp_path / "held", tmp_path / "go", tmp_path / "prolog.sh"
+    prolog.write_text(
+        "#!/bin/sh\n"
+        f'[ "$SLURM_JOB_NAME" = benchlang-node0-trial1 ] && [ ! -e {held} ] || exit 0\n'
+        f'echo "$SLURM_STEP_ID" > {held}\n'
+        f"for _ in $(seq 1200); do [ -e {go} ] && exit 0; sleep 0.05; done\n"
+    )
+    prolog.chmod(0o755)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "-q"],
+        env={**os.environ, "SLURM_PROLOG": str(prolog)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        until(lambda: held.exists() or run.poll() is not None, timeout=120)
+        assert held.exists(), run.communicate()[1]
+        (job,) = idle_cluster.jobs()
+        step = f"{job}.{held.read_text().strip()}"
+        assert step in step_ids(idle_cluster, job)
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    finally:
+        go.touch()
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    until(lambda: step not in step_ids(idle_cluster, job))
+    status, _out, err = cli("run", spec, "--store", store, "--resume")
+    assert status == 0, err
+    assert ok_trials(store) == 4
+    ((_lease, lease_job, released),) = leases(store)
+    assert lease_job == job and released is not None
+    assert idle_cluster.jobs() == []

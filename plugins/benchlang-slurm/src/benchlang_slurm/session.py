@@ -37,6 +37,8 @@ PRELUDE = (
 START_TIMEOUT = 300.0
 """Seconds a step may take to start (srun waits while the node's previous step ends)."""
 ANSWER_GRACE = 30.0
+KILL_GRACE = 5.0
+"""Seconds srun has after SIGTERM to end its step before it is SIGKILLed."""
 STDERR_KEEP = 16384
 
 
@@ -82,12 +84,22 @@ class Step:
         ]
 
     async def start(self) -> None:
+        """srun in a session of its own, so that killing benchlang's process group (SIGKILL,
+        a terminal's Ctrl-C) cannot kill srun between creating the step and launching it.
+        Such a step exists only in slurmctld, with no slurmstepd on the node: ``scancel``
+        reaches no process and slurmd's "no such step" answer counts as done (Slurm 22.05
+        step_mgr.c ``_step_signal``, agent.c ``ESLURM_INVALID_JOB_ID``), only srun itself can
+        complete it (srun_job.c ``_cancel_steps``), so it holds its CPUs until the job ends and
+        a run attaching with ``--resume`` could start no step. Left alone, srun launches the
+        step; the agent sees end of input and exits, or srun's write to the dead reader
+        (SIGPIPE) kills the task: the step ends by itself (docs/slurm.md)."""
         self.proc = await asyncio.create_subprocess_exec(
             *self.argv(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=dict(self.session.target.env),
+            start_new_session=True,
         )
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
         first = await self._line(START_TIMEOUT)
@@ -159,7 +171,10 @@ class Step:
 
     async def kill(self) -> None:
         """Stop the step now (on cancellation): the agent kills its command at end of input;
-        if srun is still there half a second later, it is killed and the step cancelled."""
+        if srun is still there half a second later it gets SIGTERM, which it holds until the
+        step is launched and then ends the step's tasks (srun_job.c ``_srun_signal_mgr``);
+        SIGKILL, which could leave a created step never launched (``start``), and
+        ``scancel`` only when srun outlives SIGTERM by KILL_GRACE seconds."""
         proc = self.proc
         if proc is None:
             return
@@ -170,6 +185,11 @@ class Step:
         try:
             await asyncio.wait_for(proc.wait(), 0.5)
         except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), KILL_GRACE)
+        if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             if self.id != "?":
