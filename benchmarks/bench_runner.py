@@ -157,6 +157,72 @@ def commit_time(workdir: Path) -> float:
         return (time.perf_counter() - t0) / TRIALS
 
 
+def floor_time(workdir: Path) -> float:
+    """The floor of the guarantees, per trial: a plain loop that hands `true` to the same
+    launcher (the session's cgroup, scratch directory and environment, as a local session
+    starts it), blocks on its report, and commits the same rows as benchlang (the trial, its
+    seven measures, its one-trial round) in one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on a store
+    opened as benchlang opens it (WAL, synchronous=NORMAL, its checkpoint interval), before
+    the next trial starts. No executor, event loop, records or progress."""
+    from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
+    from benchlang.backends.resident import (
+        LauncherPool,
+        encode_request,
+        environment_block,
+        parse_report,
+        report_measures,
+    )
+    from benchlang.run.store import Store
+
+    path = workdir / "floor.sqlite"
+    for leftover in workdir.glob("floor.sqlite*"):
+        leftover.unlink()
+    cgroup = TrialCgroup.create()
+    scratch = scratch_dir()
+    pool = LauncherPool(
+        launcher().path, scratch, cgroup if isinstance(cgroup, TrialCgroup) else None
+    )
+    base = environment_block(dict(os.environ))
+    try:
+        with Store(path, create=True) as store:
+            store.add_plan("sha256:x", "overhead", "sha256:s", 0, "{}")
+            db = store.db
+            t0 = time.perf_counter()
+            for t in range(TRIALS):
+                extra = {"BENCHLANG_TRIAL": str(t), "BENCHLANG_SEED": "1"}
+                started = time.time()
+                resident = pool.hand_over(
+                    encode_request(["true"], base + environment_block(extra), None, None, "0")
+                )
+                fields = parse_report(resident.wait_report(None))
+                pool.idle(resident)
+                ended = time.time()
+                measures = report_measures(fields)
+                db.execute("BEGIN IMMEDIATE")
+                db.execute(
+                    "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        *("sha256:x", t, 0, t, 0, "local", 0, "t", "t", "{}", "fixed", "ok"),
+                        *(None, int(fields[0]), 0, started, ended, 1, b"", b"", "measured"),
+                    ),
+                )
+                db.executemany(
+                    "INSERT INTO measures VALUES (?,?,?,?)",
+                    [("sha256:x", t, k, v) for k, v in measures.items()],
+                )
+                db.execute(
+                    "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)",
+                    ("sha256:x", t, "local", "fixed", "[0]", started, ended, "none"),
+                )
+                db.execute("COMMIT")
+            return (time.perf_counter() - t0) / TRIALS
+    finally:
+        pool.close()
+        if isinstance(cgroup, TrialCgroup):
+            cgroup.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def session_times() -> dict[str, float]:
     """Per trial: the local session's launcher driven directly (``run_blocking``: no event
     loop, no store) and through ``execute`` on an event loop, with a trial's environment."""

@@ -502,12 +502,16 @@ static pid_t clone3_shared(struct clone_args_v2 *args, const struct request *rq)
 }
 #endif
 
-/* The command started sharing the launcher's memory (above): into the session's cgroup with
- * clone3(CLONE_INTO_CGROUP) where the launcher knows how to call it, else vfork; 0 when it
- * cannot be started so (the caller forks instead). */
+/* Whether the command can start sharing the launcher's memory: it fits shared_stack, and
+ * the launcher's peak resident size was reset (before the command's wall time starts). */
+static int can_share(const struct request *rq) {
+    return fits_shared_stack(rq) && clear_refs_fd >= 0 && write(clear_refs_fd, "5", 1) == 1;
+}
+
+/* The command started sharing the launcher's memory (above; can_share said yes): into the
+ * session's cgroup with clone3(CLONE_INTO_CGROUP) where the launcher knows how to call it,
+ * else vfork; 0 when it cannot be started so (the caller forks instead). */
 static pid_t spawn_shared(const struct request *rq) {
-    if (!fits_shared_stack(rq) || clear_refs_fd < 0 || write(clear_refs_fd, "5", 1) != 1)
-        return 0;
     char **environment = environ;
     pid_t pid = 0;
     if (cgroup_fd < 0) {
@@ -572,8 +576,9 @@ static void run_trial(const struct request *rq) {
     int ready[2] = {-1, -1};
     if ((rq->njoins || rq->pinned || rq->rlimit_cpu > 0) && pipe2(ready, O_CLOEXEC) != 0)
         ready[0] = ready[1] = -1;
+    int shared = ready[0] < 0 && can_share(rq);
     long long t0 = now_ns();
-    pid_t pid = ready[0] < 0 ? spawn_shared(rq) : 0;
+    pid_t pid = shared ? spawn_shared(rq) : 0;
     if (pid == 0) {
         t0 = now_ns();
         pid = spawn_into_cgroup(rq->err_fd);

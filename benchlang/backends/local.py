@@ -27,6 +27,7 @@ import shlex
 import shutil
 import signal
 import time
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -106,10 +107,18 @@ def _not_limited(reason: str, started: float) -> Execution:
     )
 
 
+DIRECT_WAIT = 0.01
+"""Seconds ``execute`` waits for its launcher's report in this thread, before it waits on the
+event loop, when its session is the only one open (``_alone``)."""
+
+
 class LocalSession(Spawned):
     """Runs commands on this machine, one at a time; each trial writes its own scratch files."""
 
+    _open: ClassVar[weakref.WeakSet[LocalSession]] = weakref.WeakSet()
+
     def __init__(self, host: str = "local", spec_dir: Path | None = None) -> None:
+        LocalSession._open.add(self)
         self.host = host
         self.spec_dir = spec_dir or Path.cwd()
         self.declared: dict[str, str] = {}
@@ -281,7 +290,9 @@ class LocalSession(Spawned):
         report, ended = b"", "exited"
         try:
             if trial.launcher is not None:
-                report = await trial.launcher.report()
+                report = trial.launcher.report_within(DIRECT_WAIT) if self._alone() else None
+                if report is None:
+                    report = await trial.launcher.report()
             else:
                 ended = await wait_exit(trial.pid, command.timeout, trial.limits)
         except BaseException:
@@ -295,6 +306,17 @@ class LocalSession(Spawned):
         if trial.launcher is not None:
             return self._reported(trial, report)
         return self._reap(trial, ended)
+
+    def _alone(self) -> bool:
+        """Whether this is the only open session (one trial at a time in this process): its
+        report is then first awaited in this thread, for at most ``DIRECT_WAIT``, as the event
+        loop has no other trial to serve. A trial of `true` ends within it, and two hops of the
+        loop (the reader's callback, then the task's wake-up) and the registration of the
+        reader are saved (benchmarks/bench_runner.py); a longer one then waits on the loop,
+        cancellable. A signal's handler runs meanwhile (the CLI's kills the trial: halting.py);
+        a cancellation is seen at most ``DIRECT_WAIT`` later. With slots (several sessions)
+        every report is awaited on the loop, so that no slot holds up another."""
+        return len(LocalSession._open) == 1
 
     # -- the rest of the protocol ------------------------------------------------------------
 
@@ -318,6 +340,7 @@ class LocalSession(Spawned):
         raise SettingError("reset", "the local backend cannot reboot this machine")
 
     async def close(self) -> None:
+        LocalSession._open.discard(self)
         if self._null < 0:
             return
         if self._pool is not None:

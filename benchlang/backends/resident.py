@@ -208,6 +208,14 @@ class ResidentLauncher:
         finally:
             loop.remove_reader(self.fd)
 
+    def report_within(self, seconds: float) -> bytes | None:
+        """The report if it comes within ``seconds``, in this thread (b"" when the launcher
+        ended without one, as ``report``), else None."""
+        try:
+            return self.wait_report(seconds)
+        except OSError:
+            return b""
+
     def wait_report(self, seconds: float | None) -> bytes | None:
         """Block until the report (b"" at end of file), or None after ``seconds``."""
         poller = select.poll()

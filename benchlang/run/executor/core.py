@@ -119,6 +119,10 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
         self.leases = LeaseKeeper(backend, store, self.plan_hash, spec_dir)
         self._per_trial = 0.0  # the longest a trial took here, round time / trials
         self._command_kept: dict[tuple[int, str], tuple] = {}  # trial.py: _command_parts
+        self._interleave = len(plan.hosts) > 1
+        """Yield to the event loop after each trial, so that host tasks whose backend answers
+        without suspending take turns; one host task has no other to let run (a signal's
+        halt is seen by ``_check_halt`` after each trial)."""
         if self.stopping.active:
             self._restore_stopping()
 

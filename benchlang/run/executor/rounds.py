@@ -32,37 +32,35 @@ class Rounds:
                 f"round {r} (series {series}) starts in {wait:.0f}s (spread over the span)"
             )
             await asyncio.sleep(wait)
-        bounds = plan.round_bounds
-        trials = range(int(bounds[r]), int(bounds[r + 1]))
+        first, end = int(plan.round_bounds[r]), int(plan.round_bounds[r + 1])
+        trials = range(first, end)
         order_kind = ORDER_KINDS[int(plan.round_order[r])]
         stopping = self.stopping.active
         if stopping:
             trials = [t for t in trials if t in self.finished or not self._skipped(t)]
             if not any(t not in self.finished for t in trials):
                 return
-        permutation = plan.trial_configuration[list(trials)].tolist()
+            permutation = plan.trial_configuration[trials].tolist()
+        else:
+            permutation = plan.trial_configuration[first:end].tolist()
         started = time.time()
 
+        def round_args(status: str) -> tuple:
+            """``round_values``'s arguments (``record_round`` takes them, not the row)."""
+            host = session.host
+            return self.plan_hash, r, host, order_kind, permutation, started, time.time(), status
+
         def round_row(status: str) -> tuple:
-            return round_values(
-                self.plan_hash,
-                r,
-                session.host,
-                order_kind,
-                permutation,
-                started,
-                time.time(),
-                status,
-            )
+            return round_values(*round_args(status))
 
         def record_round(status: str) -> None:
-            self.store.record_round(*round_row(status))
+            self.store.record_round(*round_args(status))
 
-        if reboots(self.hidden, plan.plan_levels(int(bounds[r]))):
+        if self.hidden and reboots(self.hidden, plan.plan_levels(first)):
             await self._reboot(session, r)
         reset_status = "none"
         if self.experiment.reset is not None:
-            failed = await self._reset(session, int(bounds[r]))
+            failed = await self._reset(session, first)
             if failed is not None:
                 record_round("failed")
                 raise HostStopped(
@@ -76,8 +74,11 @@ class Rounds:
         recorded = False  # the round's row went in with its last trial's transaction
         first_failure: TrialRecord | None = None
         all_failed = True
+        last = len(trials) - 1
+        phased = plan.trial_phase is not None
         for position, t in enumerate(trials):
-            warm_before += plan.phase(t) == "warmup"
+            if phased:
+                warm_before += plan.phase(t) == "warmup"
             if t in self.finished:
                 continue
             if stopping and self._skipped(t):
@@ -95,12 +96,12 @@ class Rounds:
             if stopping and record.phase == "measured":
                 record = attrs.evolve(record, position=position - warm_before)
                 stop = self._decide(record, series)
-            last = position == len(trials) - 1
-            self._store_trial(record, stop, round_row(reset_status) if last else None)
-            recorded = recorded or last
+            self._store_trial(record, stop, round_row(reset_status) if position == last else None)
+            recorded = recorded or position == last
             if stop is not None:
                 self._announce_stop(record, stop)
-            await asyncio.sleep(0)
+            if self._interleave:
+                await asyncio.sleep(0)
             if record.timed_out:
                 self._timeouts_in_a_row[session.host] = n = (
                     self._timeouts_in_a_row.get(session.host, 0) + 1

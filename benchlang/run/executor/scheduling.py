@@ -47,10 +47,13 @@ class Scheduling:
                     break
                 if session is None:
                     session = await self._open(host)
-                n, began = len(self._unfinished(current)), time.monotonic()
-                await self._round(session, current)
-                if n:
-                    self._per_trial = max(self._per_trial, (time.monotonic() - began) / n)
+                if self._deadline():
+                    n, began = len(self._unfinished(current)), time.monotonic()
+                    await self._round(session, current)
+                    if n:
+                        self._per_trial = max(self._per_trial, (time.monotonic() - began) / n)
+                else:
+                    await self._round(session, current)
                 current = None
         except (HostStopped, HostDown) as err:
             self._host_down(
@@ -118,11 +121,15 @@ class Scheduling:
         self.progress.note(text)
         self._wake.set()
 
+    def _deadline(self) -> bool:
+        """Whether the lease ends at a time (rounds are then timed, to know what fits)."""
+        lease = self.leases.lease
+        return lease is not None and lease.expires is not None
+
     async def _lease_allows(self, host: str, r: int, queue: list[int]) -> bool:
         """Whether round ``r`` can finish before the lease ends (extending it when the backend
         can); if not, this host's rounds are left for ``--resume`` under a new lease."""
-        lease = self.leases.lease
-        if lease is None or lease.expires is None:
+        if not self._deadline():
             return True  # no deadline: skip counting every queued round (quadratic in rounds)
         n = len(self._unfinished(r))
         needed = self._per_trial * n

@@ -4,6 +4,7 @@ trial starts (docs/store.md), and the folding of rows into columnar blocks."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sqlite3
 import time
@@ -33,17 +34,33 @@ def round_values(
     ended: float | None,
     reset_status: str,
 ) -> tuple:
-    """A ``rounds`` row: the round's host, order, permutation, times and reset status."""
+    """A ``rounds`` row: the round's host, order, permutation, times and reset status. The
+    permutation's text is ``json.dumps``'s of a list of integers, without its encoder."""
     return (
         plan_hash,
         round_index,
         host,
         order_kind,
-        json.dumps(list(permutation)),
+        "[" + ", ".join(map(str, map(int, permutation))) + "]",
         started,
         ended,
         reset_status,
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _levels_text(key: tuple[tuple[str, type, Any], ...]) -> str:
+    return json.dumps({name: value for name, _, value in key}, sort_keys=True)
+
+
+def levels_text(levels: Mapping[str, Any]) -> str:
+    """A trial's levels as stored (sorted JSON), encoded once per distinct set: a run repeats
+    its configurations' few. Each value's type is in the key (1, 1.0 and True are equal keys
+    but not the same JSON)."""
+    try:
+        return _levels_text(tuple((k, v.__class__, v) for k, v in levels.items()))
+    except TypeError:  # a level that cannot be a key (a list)
+        return json.dumps(dict(levels), sort_keys=True)
 
 
 class _Transaction:
@@ -192,7 +209,7 @@ class StoreWriting:
                     record.configuration,
                     record.label,
                     record.benchmark,
-                    json.dumps(dict(record.levels), sort_keys=True),
+                    levels_text(record.levels),
                     record.order_kind,
                     record.status,
                     record.reason,
