@@ -262,4 +262,5 @@ def test_each_module_names_its_figures_and_an_export_imports_its_own():
     assert done.stdout.split() == [
         "benchlang.report.figures.render",
         "benchlang.report.figures.triscale",
+        "benchlang.report.figures.triscale_draw",
     ]

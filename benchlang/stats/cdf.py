@@ -5,6 +5,8 @@ Source: Jacob et al., JSys 1(1) 2021, §5.4 (one-sided bounds of Eq. 1-2 for eac
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 import numpy as np
 
@@ -40,8 +42,14 @@ class CDFBand:
 
 
 def _upper_ranks(n: int, p: np.ndarray, c: float) -> np.ndarray:
-    """Vectorised upper_rank over percentiles; 0 where no rank reaches c."""
-    cover = _cdf_table(n, p)[:, :n] >= c - _EPS  # binom_cdf(k, n, p) for k = 0..n-1
+    """Vectorised upper_rank over percentiles; 0 where no rank reaches c. The ranks depend on
+    (n, p, c) only, so configurations with as many values share one binomial table."""
+    return _ranks_of(n, tuple(np.asarray(p, dtype=float).tolist()), c).copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _ranks_of(n: int, p: tuple[float, ...], c: float) -> np.ndarray:
+    cover = _cdf_table(n, np.array(p))[:, :n] >= c - _EPS  # binom_cdf(k, n, p), k = 0..n-1
     return np.where(cover.any(axis=1), cover.argmax(axis=1) + 1, 0)
 
 

@@ -2,7 +2,7 @@
 ``benchlang figure`` (its drawing and its ``--data`` CSV) and ``--json``.
 
 Each of the papers' figures (docs/figures.md) is two halves: this table, built by the pure
-functions of ``stats.figure_triscale`` and ``stats.figure_ordersage`` from results the
+functions of ``stats.figure_*`` (one module per paper, TriScale's three by concern) from results the
 statistics already computed, and one drawing function in ``report.figures``. Rows are long
 format (one row per drawn element: a point, a bound, a bar), so the CSV holds exactly what
 is drawn; ``notes`` says what a figure leaves out and why, or what it cannot claim (a
@@ -17,6 +17,18 @@ from typing import Any
 
 import attrs
 import numpy as np
+
+NAN = float("nan")
+MAX_POINTS = 2000
+"""Samples of a raw series drawn per configuration; beyond it, evenly spaced (the figure and its
+``notes`` say so; the statistics use every value)."""
+
+
+def spaced(n: int, most: int = MAX_POINTS) -> np.ndarray:
+    """At most ``most`` evenly spaced indices of ``n`` items, the first and last kept."""
+    if n <= most:
+        return np.arange(n)
+    return np.unique(np.round(np.linspace(0, n - 1, most)).astype(np.int64))
 
 
 def _plain(value: Any) -> Any:
