@@ -226,7 +226,9 @@ class SlurmBackend:
 
     async def _end_left_steps(self, job: str, env: Mapping[str, str]) -> None:
         """Cancel the steps a killed run left in the job: each holds its node's CPUs
-        (``--exclusive``), so a new step would wait for them forever."""
+        (``--exclusive``), so a new step would wait for them forever. A step created but
+        never launched (its srun SIGKILLed in between; session.py ``Step.start`` keeps a
+        killed run from doing that) outlives every scancel: HostDown, and a new allocation."""
         left = await commands.steps(job, env)
         for step in left:
             log.info("slurm job %s: cancelling step %s left by the run that was killed", job, step)
@@ -246,7 +248,12 @@ class SlurmBackend:
                     await commands.cancel(step, env, "KILL")
                 again = time.monotonic() + 5.0
         if left:
-            raise HostDown("slurm", f"job {job}: steps {', '.join(left)} did not end after scancel")
+            raise HostDown(
+                "slurm",
+                f"job {job}: steps {', '.join(left)} did not end after scancel (a step whose "
+                "srun was killed after creating it and before launching it has no process to "
+                "end, and Slurm keeps it until the job ends; or its tasks cannot be killed)",
+            )
 
     async def release(self, lease: Lease) -> None:
         """``scancel`` the holder job (every step in it ends with it); idempotent."""
