@@ -1,25 +1,31 @@
-"""Runner overhead: 1000 trials of `true` through `benchlang run` vs `hyperfine -N --runs 1000 true`.
+"""Runner overhead: 1000 trials of `true` through `benchlang run` vs `hyperfine -N --runs 1000 true`,
+and vs the floor of benchlang's guarantees.
 
-Both run side by side, alternating, ROUNDS times (the machine may be shared; the median of
-the rounds is reported), twice: on the machine as found (its load average is printed), then
-with both cores kept busy by two `yes > /dev/null` processes this script starts and kills.
-Per trial, benchlang's time is shown three ways:
-  - process: the whole `benchlang run` wall time / 1000 (includes interpreter start-up),
+Each round runs, one after the other: `benchlang run` of this checkout (and of the checkout
+given as the argument, to compare two trees under the same load), the floor, and hyperfine;
+ROUNDS rounds (the machine may be shared; medians of the rounds are reported), twice: on the
+machine as found (its load average is printed), then with both cores kept busy by two
+`yes > /dev/null` processes this script starts and kills.
+
+The floor (``floor_time``) is what the guarantees cost with nothing else: a plain loop that
+hands each `true` to the same launcher (the command measured alone, docs/measures.md) and
+commits the same rows in one transaction per trial before the next starts (docs/store.md).
+So floor/hyperfine is what the guarantees themselves add to hyperfine's mean, and
+benchlang/floor what the runner adds to them. Per trial, benchlang's time is:
   - in-run: (last trial's end - first trial's start) / 1000, from the store,
-  - wall_time: the mean stored wall_time (the launcher's fork to wait4, what hyperfine times),
-the last two divided by hyperfine's mean. Targets (issue 28 item 5): in-run at most 1.5x
-hyperfine's mean, the stored wall_time at most 1.1x.
+  - wall_time: the mean stored wall_time (the launcher's fork to wait4, what hyperfine times).
+Targets (issue 28 item 5): in-run at most 1.5x hyperfine's mean, wall_time at most 1.1x.
 
 Where an in-run trial goes, from the same runs' stored times: the command's wall_time, the
-rest of its `execute` (the request to the session's launcher, its report and output files,
-the event loop), and the time between one trial's end and the next one's start (the store's
-commit of the trial and of its one-trial round, the executor's bookkeeping). Then each layer
-timed alone in this process (at other moments, so only roughly comparable): the session's
-launcher driven without an event loop (``run_blocking``), the same through asyncio
-(``execute``), and the store's commit of a trial with its round's row (one transaction, as
-the executor writes them for a plan of one configuration).
+rest of its `execute` (the request to the session's launcher, its report and output files),
+and the time between one trial's end and the next one's start (the store's commit of the
+trial and of its one-trial round, the executor's bookkeeping). Then each layer timed alone in
+this process (at other moments, so only roughly comparable): the session's launcher driven
+without an event loop (``run_blocking``), the same through asyncio (``execute``), and the
+store's commit of a trial with its round's row (one transaction, as the executor writes them
+for a plan of one configuration).
 
-    python benchmarks/bench_runner.py
+    python benchmarks/bench_runner.py [OTHER_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ PYTHONPATH = os.environ.get("PYTHONPATH", "")
 sys.path.insert(0, str(REPO))  # this checkout's benchlang, whatever is installed
 
 
-def benchlang_round(workdir: Path) -> dict[str, float]:
+def benchlang_round(workdir: Path, repo: Path = REPO) -> dict[str, float]:
+    """One `benchlang run` of the spec by the checkout ``repo``: per-trial times."""
     store = workdir / "overhead.sqlite"
     for leftover in workdir.glob("overhead.sqlite*"):
         leftover.unlink()
@@ -73,7 +80,7 @@ def benchlang_round(workdir: Path) -> dict[str, float]:
         cwd=workdir,
         check=True,
         stdout=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), PYTHONPATH]))},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), PYTHONPATH]))},
     )
     process = time.perf_counter() - t0
     db = sqlite3.connect(store)
@@ -264,28 +271,48 @@ def cores_busy(n: int = 2):
             process.wait()
 
 
-def measure(workdir: Path, label: str) -> dict[str, float]:
-    """ROUNDS alternating rounds of benchlang and hyperfine, then the layers; medians."""
+def measure(workdir: Path, label: str, other: Path | None) -> dict[str, float]:
+    """ROUNDS alternating rounds of benchlang (and the ``other`` checkout's), the floor and
+    hyperfine, then the layers; medians."""
     print(f"\n{label}: load average {os.getloadavg()[0]:.2f} at the start (2 cores)")
     print(
-        f"{'round':>5}  {'hyperfine':>9}  {'process':>8}  {'in-run':>8}  {'wall_time':>9}"
-        f"  {'in-run/hf':>9}  {'wall/hf':>7}"
+        f"{'round':>5}  {'hyperfine':>9}  {'floor':>6}  {'in-run':>6}"
+        + (f"  {'other':>6}" if other else "")
+        + f"  {'wall_time':>9}  {'floor/hf':>8}  {'in-run/floor':>12}  {'in-run/hf':>9}"
+        + f"  {'wall/hf':>7}"
     )
     rows = []
     for r in range(ROUNDS):
         ours = benchlang_round(workdir)
+        theirs = benchlang_round(workdir, other)["in_run"] if other else None
+        floor = floor_time(workdir)
         hf = hyperfine_round(workdir)
         layers = session_times()
-        rows.append({**ours, **layers, "hyperfine": hf, "commit": commit_time(workdir)})
+        row = {**ours, **layers, "hyperfine": hf, "floor": floor, "commit": commit_time(workdir)}
+        if theirs is not None:
+            row["other"] = theirs
+        rows.append(row)
         print(
-            f"{r + 1:>5}  {hf * MS:9.3f}  {ours['process'] * MS:8.3f}  {ours['in_run'] * MS:8.3f}"
-            f"  {ours['spawn'] * MS:9.3f}  {ours['in_run'] / hf:9.2f}  {ours['spawn'] / hf:7.2f}"
+            f"{r + 1:>5}  {hf * MS:9.3f}  {floor * MS:6.3f}  {ours['in_run'] * MS:6.3f}"
+            + (f"  {theirs * MS:6.3f}" if other else "")
+            + f"  {ours['spawn'] * MS:9.3f}  {floor / hf:8.2f}  {ours['in_run'] / floor:12.2f}"
+            + f"  {ours['in_run'] / hf:9.2f}  {ours['spawn'] / hf:7.2f}"
         )
     med = {k: statistics.median(row[k] for row in rows) for k in rows[0]}
-    med["in_run_ratio"] = statistics.median(row["in_run"] / row["hyperfine"] for row in rows)
-    med["wall_ratio"] = statistics.median(row["spawn"] / row["hyperfine"] for row in rows)
+    for name, num, den in RATIOS:
+        if num in med:
+            med[name] = statistics.median(row[num] / row[den] for row in rows)
     med["load_end"] = os.getloadavg()[0]
     return med
+
+
+RATIOS = (
+    ("in_run_ratio", "in_run", "hyperfine"),
+    ("wall_ratio", "spawn", "hyperfine"),
+    ("floor_ratio", "floor", "hyperfine"),
+    ("over_floor", "in_run", "floor"),
+    ("other_over_floor", "other", "floor"),
+)
 
 
 def verdict(ratio: float, target: float) -> str:
@@ -295,31 +322,43 @@ def verdict(ratio: float, target: float) -> str:
 def main() -> None:
     if shutil.which("hyperfine") is None:
         sys.exit("hyperfine is not installed (Debian package hyperfine)")
+    other = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else None
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
         workdir = Path(tmp)
         (workdir / "overhead.bench").write_text(SPEC)
         print(f"{TRIALS} trials of `true`, {ROUNDS} alternating rounds (ms per trial)")
-        results = {"as found": measure(workdir, "as found")}
+        if other:
+            print(f"other: `benchlang run` of the checkout {other}, in the same rounds")
+        results = {"as found": measure(workdir, "as found", other)}
         with cores_busy():
-            results["both cores busy"] = measure(workdir, "both cores busy (2 x yes)")
-    print(f"\nmedians of {ROUNDS} rounds, ms per trial (ratios to hyperfine -N's mean)")
+            results["both cores busy"] = measure(workdir, "both cores busy (2 x yes)", other)
+    print(f"\nmedians of {ROUNDS} rounds, ms per trial (ratios: medians of the rounds' ratios)")
     print(
-        f"{'machine':<16} {'load':>5} {'hyperfine':>9} {'in-run':>8} {'ratio':>6}"
-        f" {'wall_time':>9} {'ratio':>6}"
+        f"{'machine':<16} {'load':>5} {'hyperfine':>9} {'floor':>6} {'in-run':>6}"
+        + (f" {'other':>6}" if other else "")
+        + f" {'floor/hf':>8} {'in-run/floor':>12} {'in-run/hf':>9}"
+        + (f" {'other/floor':>11}" if other else "")
+        + f" {'wall_time':>9} {'wall/hf':>7}"
     )
     for label, med in results.items():
         print(
             f"{label:<16} {med['load_end']:5.2f} {med['hyperfine'] * MS:9.3f}"
-            f" {med['in_run'] * MS:8.3f} {med['in_run_ratio']:5.2f}x"
-            f" {med['spawn'] * MS:9.3f} {med['wall_ratio']:5.2f}x"
+            f" {med['floor'] * MS:6.3f} {med['in_run'] * MS:6.3f}"
+            + (f" {med['other'] * MS:6.3f}" if other else "")
+            + f" {med['floor_ratio']:7.2f}x {med['over_floor']:11.2f}x {med['in_run_ratio']:8.2f}x"
+            + (f" {med['other_over_floor']:10.2f}x" if other else "")
+            + f" {med['spawn'] * MS:9.3f} {med['wall_ratio']:6.2f}x"
         )
     for label, med in results.items():
         print(f"\n{label}:")
         print(
-            f"  in-run per trial / hyperfine:    {med['in_run_ratio']:.2f}x  ({verdict(med['in_run_ratio'], TARGET)})"
+            f"  in-run per trial / hyperfine: {med['in_run_ratio']:.2f}x"
+            f" ({verdict(med['in_run_ratio'], TARGET)}); the floor of the guarantees / hyperfine:"
+            f" {med['floor_ratio']:.2f}x; benchlang / the floor: {med['over_floor']:.2f}x"
         )
         print(
-            f"  stored wall_time / hyperfine:    {med['wall_ratio']:.2f}x  ({verdict(med['wall_ratio'], WALL_TARGET)})"
+            f"  stored wall_time / hyperfine: {med['wall_ratio']:.2f}x"
+            f" ({verdict(med['wall_ratio'], WALL_TARGET)})"
         )
         print(
             "  where an in-run trial goes (the same runs, from the store's times):"
