@@ -7,13 +7,14 @@ tests/test_ab_warmup.py), plus AR(1) errors of SD 0.3 within each host batch in 
 (phi 0: independent). No warm-up. A pilot is flagged when some lag of the residuals after the
 position effects lies beyond its bound. Two rules:
 
-- ``now``: each lag against its exact expectation under independent errors, SD from white
-  noise through the same fit, Bonferroni over the lags (what benchlang does);
+- ``now``: each lag against its exact expectation under independent errors, with its exact
+  SD under independent normal errors (Durbin & Watson 1950 §3's moments of a ratio of quadratic
+  forms), Bonferroni over the lags (what benchlang does);
 - ``before``: each lag against 0 with Bartlett's ``1.96 sqrt(pairs) / n`` (the rule this
   replaced).
 
 With phi 0 the flagged share is the false-alarm rate (nominal 5%); with phi > 0 it is power.
-400 pilots per cell; Monte Carlo SE of a rate near 5%: 1.1 points. Prints a Markdown table.
+400 pilots per cell by default (Monte Carlo SE of a rate near 5%: 1.1 points; 0.7 at 1,000). Prints a Markdown table.
 
     python3 benchmarks/sim_warmup_lags.py [--pilots 400]
 """

@@ -112,3 +112,33 @@ def test_identical_values_suggest_nothing_and_flag_no_lag():
     r = suggest_warmup(np.full(y.size, 3.0), s.request, s.host * 2 + s.batch, s.position)
     assert (r.warmup, r.cooldown) == (0, 0) and r.dependent_lags.size == 0
     assert np.isfinite(r.acf_bound).all() and np.isfinite(r.acf_null_after).all()
+
+
+def test_each_lags_bound_is_the_exact_null_sd_of_the_fits_residual_autocorrelation():
+    """The bound's SD (Durbin & Watson 1950 §3 moments) against the SD of the lag
+    autocorrelations of least-squares residuals of 4,000 white-noise vectors, fitted here with
+    the design matrix written out (cell dummies, then a dummy per tested position from the
+    start and from the end of the batch), independently of the module's algebra."""
+    s = layout_schedule("fully_balanced", 4, 16, 2, seed=1)
+    batch = s.host * 2 + s.batch
+    y = simulate_outcomes(ABDesign.from_schedule(s), COMPS, 1, np.random.default_rng(1))[0]
+    r = suggest_warmup(y, s.request, batch, s.position)
+    order = np.lexsort((s.position, batch))
+    run = np.unique(batch, return_inverse=True)[1][order]
+    cell = np.unique(np.stack([batch, s.request], 1), axis=0, return_inverse=True)[1].ravel()
+    length = np.bincount(run)[run]
+    pos = s.position[order]
+    back = length - 1 - pos
+    columns = [cell[order] == c for c in range(cell.max() + 1)]
+    columns += [pos == k for k in range(r.tested)] + [back == k for k in range(r.tested)]
+    X = np.column_stack(columns).astype(float)
+    e = np.random.default_rng(7).standard_normal((4000, y.size))
+    resid = e - (X @ np.linalg.lstsq(X, e.T, rcond=None)[0]).T
+    acf = np.column_stack(
+        [
+            np.sum(resid[:, :-lag] * resid[:, lag:] * (run[:-lag] == run[lag:]), axis=1)
+            for lag in r.lags
+        ]
+    ) / np.sum(resid**2, axis=1, keepdims=True)
+    assert r.acf_bound / r.lag_z == pytest.approx(acf.std(axis=0, ddof=1), rel=0.06)
+    assert r.acf_null_after == pytest.approx(acf.mean(axis=0), abs=0.006)

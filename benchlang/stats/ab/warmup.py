@@ -25,24 +25,18 @@ shown here:
   under independent errors, ``-tr(H A_l) / (n - rank)`` for the fit's hat matrix H and the lag-l
   pair matrix A_l (``E[e'MAMe] = s^2 tr(MA)``, M = I - H; the ratio's expectation is the
   ratio of expectations for least-squares residuals: Durbin & Watson, Biometrika 37, 1950, §3),
-  with its SD under independent normal errors from ``NULL_DRAWS`` white-noise vectors through
-  the same fit (Bartlett's ``sqrt(pairs_l) / n``, Box, Jenkins & Reinsel, *Time Series
-  Analysis*, §2.1.6, overstates it by about 1.4 when the cells hold 4
-  repetitions), and the k lags as one family (Bonferroni's z at ``alpha``): on independent
-  errors the advice says "neighbouring trials influence each other" in about ``alpha`` of pilots
-  (4.5-5.8% in three layouts, benchmarks/sim_warmup_lags.py), not in most (78-93% with each lag
-  at 5% around 0).
+  with its exact SD under independent normal errors from the same moments (``_null_sd``;
+  Bartlett's ``sqrt(pairs_l) / n``, Box, Jenkins & Reinsel, *Time Series Analysis*, §2.1.6,
+  overstates it by about 1.4 when the cells hold 4 repetitions), and the k lags as one family
+  (Bonferroni's z at ``alpha``): on independent errors the advice says "neighbouring trials
+  influence each other" in at most about ``alpha`` of pilots (benchmarks/sim_warmup_lags.py;
+  docs/ab-designs.md), not in most (78-93% with each lag at 5% around 0).
 """
 
 from __future__ import annotations
 
 import attrs
 import numpy as np
-
-NULL_DRAWS = 200
-"""White-noise draws that give each lag's null SD (a relative Monte Carlo error of 5%: the
-family's false-alarm rate averages about 5.5%, not 5%, at 10 lags; the SD's closed form,
-Durbin & Watson 1950 §3, needs tr(MAMA) over n x n matrices)."""
 
 
 @attrs.frozen(eq=False)
@@ -137,25 +131,53 @@ def _null_sd(
     n_cell: np.ndarray,
     z_cols: np.ndarray,
     inverse: np.ndarray,
-    draws: int = NULL_DRAWS,
 ) -> np.ndarray:
-    """SD per lag of the fit's residual autocorrelation when the errors are independent normal:
-    ``draws`` seeded white-noise vectors through the same fit (a parametric bootstrap of the
-    null; trials in execution order), in blocks that bound memory."""
-    rng = np.random.default_rng(0)
+    """Exact SD per lag of the fit's residual autocorrelation ``r = M e`` when the errors are
+    independent normal (trials in execution order).
+
+    ``rho_l = e'M A_l M e / e'M e`` with ``A_l`` the symmetric lag-l pair matrix and M the
+    fit's residual projector of rank ``nu``: ``M e / |M e|`` is uniform on the sphere of M's
+    range and independent of ``|M e|`` (Koopmans, Ann. Math. Statist. 13, 1942), so ``E[rho^2] =
+    E[(e'Be)^2] / E[(e'Me)^2]`` with ``B = M A_l M``, ``E[(e'Be)^2] = tr(B)^2 + 2 tr(B^2)``
+    and ``E[(e'Me)^2] = nu^2 + 2 nu`` (Durbin & Watson, Biometrika 37, 1950, §3: the moments
+    of a ratio of quadratic forms in least-squares residuals). With ``H = P + Q`` (P the cell
+    means' projector ``C D C'``, Q the position columns' ``Z W Z'``, ``P Z = 0``),
+    ``tr(MA) = -tr(HA)`` (A has a zero diagonal) and ``tr(MAMA) = tr(A^2) - 2 tr(HA^2) +
+    tr(PAPA) + 2 tr(PAQA) + tr(QAQA)``, each a sum over the sparse pairs or a small matrix."""
+    from scipy import sparse
+
     n = cell.size
-    values = np.empty((draws, len(pairs)))
-    step = max(1, min(draws, (1 << 22) // max(n, 1)))
-    for d0 in range(0, draws, step):
-        e = rng.standard_normal((min(step, draws - d0), n))
-        sums = np.zeros((e.shape[0], n_cell.size))
-        np.add.at(sums.T, cell, e.T)
-        ec = e - (sums / n_cell)[:, cell]
-        r = ec - ((ec @ z_cols) @ inverse) @ z_cols.T
-        total = np.sum(r**2, axis=1)
-        for k, i in enumerate(pairs):
-            values[d0 : d0 + e.shape[0], k] = np.sum(r[:, i] * r[:, i + k + 1], axis=1) / total
-    return values.std(axis=0, ddof=1)
+    cells = n_cell.size
+    nu = max(n - cells - z_cols.shape[1], 1)
+    C = sparse.csr_matrix((np.ones(n), (np.arange(n), cell)), shape=(n, cells))
+    d = 1.0 / n_cell
+    W = inverse
+    sd = np.zeros(len(pairs))
+    for k, i in enumerate(pairs):
+        if not i.size:
+            continue
+        j = i + k + 1
+        S = sparse.csr_matrix((np.full(i.size, 0.5), (i, j)), shape=(n, n))
+        A = (S + S.T).tocsr()
+        AC = (A @ C).tocsc()
+        AZ = A @ z_cols
+        G = (C.T @ AC).tocoo()
+        F = C.T @ AZ
+        K = z_cols.T @ AZ
+        tr_ha = float(np.sum(d[cell[i]] * (cell[i] == cell[j]))) + float(
+            np.einsum("ij,ij->", z_cols[i] @ W, z_cols[j])
+        )
+        tr_aa = i.size / 2.0
+        tr_paa = float(np.asarray(AC.multiply(AC).sum(axis=0)).ravel() @ d)
+        tr_qaa = float(np.sum((AZ @ W) * AZ))
+        tr_papa = float(np.sum(G.data**2 * d[G.row] * d[G.col]))
+        tr_paqa = float(np.sum(((F @ W) * F).sum(axis=1) * d))
+        tr_qaqa = float(np.sum((W @ K) * (W @ K).T))
+        tr_mama = tr_aa - 2.0 * (tr_paa + tr_qaa) + tr_papa + 2.0 * tr_paqa + tr_qaqa
+        mean = -tr_ha / nu
+        second = (tr_ha**2 + 2.0 * tr_mama) / (nu * (nu + 2.0))
+        sd[k] = np.sqrt(max(second - mean**2, 0.0))
+    return sd
 
 
 def suggest_warmup(
