@@ -312,6 +312,7 @@ RATIOS = (
     ("floor_ratio", "floor", "hyperfine"),
     ("over_floor", "in_run", "floor"),
     ("other_over_floor", "other", "floor"),
+    ("other_ratio", "other", "hyperfine"),
 )
 
 
@@ -337,7 +338,7 @@ def main() -> None:
         f"{'machine':<16} {'load':>5} {'hyperfine':>9} {'floor':>6} {'in-run':>6}"
         + (f" {'other':>6}" if other else "")
         + f" {'floor/hf':>8} {'in-run/floor':>12} {'in-run/hf':>9}"
-        + (f" {'other/floor':>11}" if other else "")
+        + (f" {'other/floor':>11} {'other/hf':>8}" if other else "")
         + f" {'wall_time':>9} {'wall/hf':>7}"
     )
     for label, med in results.items():
@@ -346,7 +347,7 @@ def main() -> None:
             f" {med['floor'] * MS:6.3f} {med['in_run'] * MS:6.3f}"
             + (f" {med['other'] * MS:6.3f}" if other else "")
             + f" {med['floor_ratio']:7.2f}x {med['over_floor']:11.2f}x {med['in_run_ratio']:8.2f}x"
-            + (f" {med['other_over_floor']:10.2f}x" if other else "")
+            + (f" {med['other_over_floor']:10.2f}x {med['other_ratio']:7.2f}x" if other else "")
             + f" {med['spawn'] * MS:9.3f} {med['wall_ratio']:6.2f}x"
         )
     for label, med in results.items():
