@@ -5,11 +5,13 @@ local session's report awaited in its own thread when it is the only session ope
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import sqlite3
 
 from benchlang.backends.base import Command
 from benchlang.backends.local import DIRECT_WAIT, LocalSession
+from benchlang.run.progress import Progress
 from benchlang.run.store import Store, TrialRecord
 from benchlang.testing.scripted import HostScript
 from tests.test_executor_failures import BASIC, execute
@@ -107,3 +109,20 @@ def test_sessions_side_by_side_both_answer_on_the_loop(tmp_path):
     assert (first.stdout, second.stdout) == (b"0\n", b"1\n")
     # Side by side, not one after the other: each started before the other ended.
     assert first.started < second.ended and second.started < first.ended
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_shows_every_trial_counted_when_the_run_ends():
+    progress = Progress(500, stream=_Terminal())
+    try:
+        for t in range(500):
+            progress.advance(failed=t % 100 == 0)
+        task = progress._bar.tasks[0]
+        assert (progress.done, progress.failed) == (500, 5)
+        assert (task.completed, task.fields["failed"]) == (500, 5)
+    finally:
+        progress.close()
