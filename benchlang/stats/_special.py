@@ -8,6 +8,7 @@ has a closed form (Abramowitz & Stegun, *Handbook of Mathematical Functions*, 19
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
@@ -121,10 +122,12 @@ def t_sf(t: np.ndarray | float, df: float) -> np.ndarray | float:
     return float(out) if out.ndim == 0 else out
 
 
+@functools.lru_cache(maxsize=256)
 def t_ppf(q: float, df: float) -> float:
     """The ``q`` quantile of Student's t (``scipy.special.stdtrit``) for 0.5 <= q < 1: Newton's
     method on ``t_sf`` from the normal quantile, which lies below it; t_sf is convex there,
-    so every step stays below the root and the iteration converges monotonically."""
+    so every step stays below the root and the iteration converges monotonically. Cached: a
+    figure's intervals share their few (q, df)."""
     if not 0.5 <= q < 1.0:
         raise ValueError(f"q must lie in [0.5, 1), got {q!r}")
     log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)

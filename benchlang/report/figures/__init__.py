@@ -10,6 +10,7 @@ builder raises ``NotApplicable`` with the reason when the store cannot show its 
 from __future__ import annotations
 
 import importlib
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +90,21 @@ def applicable(
         except NotApplicable as err:
             out.append((kind, None, err.message))
     return out
+
+
+_SHARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def shared(inputs: Inputs, key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per report (its ``inputs``) and ``key``: what several figures read (a
+    metric's CDF bands, its trials by factor level) is built for the first and reused."""
+    try:
+        memo = _SHARED.setdefault(inputs, {})
+    except TypeError:  # inputs that cannot be weakly referenced: nothing shared
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def labels(inputs: Inputs) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from benchlang.report.figures import FigureKind, Inputs, NotApplicable
+from benchlang.report.figures import FigureKind, Inputs, NotApplicable, shared
 from benchlang.report.figures.datamill_draw import (
     MAX_COLOURS,
     draw_level_means,
@@ -52,10 +52,15 @@ def _metric_name(inputs: Inputs, metric: str | None, figure: str) -> str:
 
 
 def trials(inputs: Inputs, metric: str | None, figure: str) -> Trials:
+    """The metric's trials with their level codes, built once for the three figures."""
+    name = _metric_name(inputs, metric, figure)
+    return shared(inputs, ("trials", name), lambda: _trials(inputs, name))
+
+
+def _trials(inputs: Inputs, name: str) -> Trials:
     from benchlang.report.table import metric_scale
 
     data = inputs.data
-    name = _metric_name(inputs, metric, figure)
     raw = np.asarray(data.metrics[name].values, dtype=float)
     ok = np.asarray(data.table.ok, dtype=bool) & np.isfinite(raw)
     unit, factor = metric_scale(raw[ok], data.experiment.metric(name).unit)

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from benchlang.report.figures.render import (
-    DENSE_Z,
     MARKERS,
     OKABE_ITO,
     Palette,
@@ -22,9 +21,6 @@ from benchlang.stats import figure_datamill as fd
 from benchlang.stats.figure_data import FigureData
 
 MAX_COLOURS = len(OKABE_ITO)
-RASTER_BOXES = 60
-"""Above this many boxes in one panel, its boxes, whiskers, means and outliers are one image
-(``render.dense_layer``)."""
 
 
 def _boxes_of(data: FigureData) -> dict[tuple, dict[str, Any]]:
@@ -52,8 +48,9 @@ def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width:
     """Tukey boxes drawn as a handful of artists (boxes, whiskers and caps, medians, means,
     outliers) whatever their number: a thousand boxes (100 series of 10 configurations) draw
     in a fraction of a second, where one artist set per box (``Axes.bxp``) took seconds. The
-    boxes are one compound path and the lines one polyline broken by NaNs: a collection makes
-    a path object per box in Python."""
+    boxes are one compound path and the lines one polyline broken by NaNs (a collection makes
+    a path object per box in Python), so they stay vector at any number; only the outliers,
+    one mark each, are an image above ``render.DENSE_POINTS`` of them in the panel."""
     from matplotlib.patches import PathPatch
     from matplotlib.path import Path
 
@@ -61,7 +58,7 @@ def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width:
     if not keep:
         return
     x = np.array([p for p, _ in keep], dtype=float)
-    dense = dense_layer(ax, len(keep), RASTER_BOXES, usual=1.5)
+    dense = {"zorder": 1.5}
     col = {k: np.array([s[k] for _, s in keep], dtype=float) for k in fd.BOX_STATS}
     half = width / 2
     corners = np.stack(
@@ -112,12 +109,13 @@ def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width:
         mfc="white",
         mec="black",
         mew=0.6,
-        zorder=DENSE_Z + 0.05 if len(keep) > RASTER_BOXES else 2.2,
+        zorder=2.2,
     )
     fliers = [(p, v) for p, s in keep for v in s["fliers"]]
     if fliers:
         fx, fy = np.array(fliers, dtype=float).T
-        ax.plot(fx, fy, ls="none", marker=".", ms=2, color=colour, **dense)
+        marks = dense_layer(ax, len(fliers))
+        ax.plot(fx, fy, ls="none", marker=".", ms=2, color=colour, **marks)
     ax.autoscale_view()
 
 

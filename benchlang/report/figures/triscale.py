@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import attrs
 import numpy as np
 
-from benchlang.report.figures import FigureKind, Inputs, NotApplicable, metric_view
+from benchlang.report.figures import FigureKind, Inputs, NotApplicable, metric_view, shared
 from benchlang.report.figures.triscale_draw import (
     draw_cdf,
     draw_cdf_overlay,
@@ -110,21 +109,13 @@ def _confidence(inputs: Inputs, metric: str) -> float:
     return next(r.kpi.confidence for r in inputs.kpis if r.metric == metric)
 
 
-_CDF_PARTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""Each report's CDF step lines and bands by metric: ``cdf`` and ``cdf-overlay`` draw the
-same ones, computed once."""
-
-
 def _cdf_parts(inputs: Inputs, metric: str | None, figure: str) -> tuple[Any, float, Any]:
+    """The metric's view, KPI confidence and CDF parts, built once for ``cdf`` and
+    ``cdf-overlay``."""
     v = metric_view(inputs, metric, figure)
     conf = _confidence(inputs, v.metric)
-    try:
-        known = _CDF_PARTS.setdefault(inputs, {})
-    except TypeError:  # inputs that cannot be weakly referenced: no sharing
-        known = {}
-    if v.metric not in known:
-        known[v.metric] = fc.cdf_parts(v.labels, v.values, conf)
-    return v, conf, known[v.metric]
+    parts = shared(inputs, ("cdf", v.metric), lambda: fc.cdf_parts(v.labels, v.values, conf))
+    return v, conf, parts
 
 
 def cdf_data(inputs: Inputs, metric: str | None) -> FigureData:
