@@ -58,6 +58,7 @@ def _record(trial: int, levels: dict) -> TrialRecord:
 
 def test_levels_equal_as_keys_but_not_as_json_are_stored_each_as_given(tmp_path):
     given = [{"x": 1}, {"x": True}, {"x": 1.0}, {"x": 1}, {"b": [1, 2], "a": "s"}, {}]
+    given += [{"x": 0.0}, {"x": -0.0}, {"x": float("nan")}, {"x": None}]
     with Store(tmp_path / "s.sqlite", create=True) as store:
         store.add_plan("sha256:p", "e", "sha256:s", 0, "{}")
         for t, levels in enumerate(given):

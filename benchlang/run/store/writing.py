@@ -49,16 +49,21 @@ def round_values(
 
 
 @functools.lru_cache(maxsize=1024)
-def _levels_text(key: tuple[tuple[str, type, Any], ...]) -> str:
-    return json.dumps({name: value for name, _, value in key}, sort_keys=True)
+def _levels_text(key: tuple[tuple[str, type, Any, str | None], ...]) -> str:
+    return json.dumps({name: value for name, _, value, _ in key}, sort_keys=True)
 
 
 def levels_text(levels: Mapping[str, Any]) -> str:
     """A trial's levels as stored (sorted JSON), encoded once per distinct set: a run repeats
-    its configurations' few. Each value's type is in the key (1, 1.0 and True are equal keys
-    but not the same JSON)."""
+    its configurations' few. Each value's type, and a float's text, are in the key (1, 1.0
+    and True are equal keys, and so are 0.0 and -0.0, but none has the same JSON)."""
     try:
-        return _levels_text(tuple((k, v.__class__, v) for k, v in levels.items()))
+        return _levels_text(
+            tuple(
+                (k, v.__class__, v, repr(v) if v.__class__ is float else None)
+                for k, v in levels.items()
+            )
+        )
     except TypeError:  # a level that cannot be a key (a list)
         return json.dumps(dict(levels), sort_keys=True)
 
