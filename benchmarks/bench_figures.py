@@ -12,12 +12,14 @@ figures section (the same analyses, tables and the plots no figure draws). With 
 REV`` also the report of a git revision before the figures (extracted with ``git archive``
 into a temporary directory and run from there; e.g. ``ba910a3``, the commit before the figures
 landed, with ``--patch-from 347ecd0`` for the report/hosts.py its analysis imports but its tree
-lacked). Then each applicable figure exported as PDF by the command line (beside its floor:
-the interpreter importing numpy and matplotlib, which every export pays), and, in process, the
-time to build its numbers and to draw it (so a slow figure is named).
+lacked; with ``--before-exports`` its exports too, for a before/after table of a pass). Then each applicable figure exported as PDF by the command line, beside two floors:
+the interpreter importing numpy and matplotlib, and matplotlib writing a PDF of one line with
+axis labels in TrueType fonts (its PDF backend, fontTools and a font subset), which every
+export pays; each export's CPU over the second floor is printed. Last, in process, the time to
+build each figure's numbers and to draw it (so a slow figure is named).
 
     python benchmarks/bench_figures.py [--trials 100000] [--repeat 3] [--keep DIR]
-        [--before REV [--patch-from REV]] [--exports NAME,NAME]
+        [--before REV [--patch-from REV] [--before-exports]] [--exports NAME,NAME]
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store_scale import store_in
 
 ROOT = Path(__file__).resolve().parents[1]
+PDF_FLOOR = "floor: matplotlib's PDF of one line"
+ONE_LINE_PDF = (
+    "import io, matplotlib; from matplotlib.figure import Figure; "
+    "from matplotlib.backends.backend_pdf import FigureCanvasPdf; "
+    "matplotlib.rcParams['pdf.fonttype'] = 42; f = Figure(layout='constrained'); "
+    "a = f.subplots(); a.plot([0, 1]); a.set_xlabel('configuration'); a.set_ylabel('time (ms)'); "
+    "FigureCanvasPdf(f).print_pdf(io.BytesIO())"
+)
 
 
 def children_cpu() -> float:
@@ -116,6 +126,9 @@ def main() -> int:
     parser.add_argument("--before", metavar="REV", help="also the report of this git revision")
     parser.add_argument("--patch-from", metavar="REV", help="report/hosts.py of this revision")
     parser.add_argument("--exports", help="the figures to export, comma-separated (default: all)")
+    parser.add_argument(
+        "--before-exports", action="store_true", help="with --before, its exports too"
+    )
     args = parser.parse_args()
     root, store = store_in(args.keep, args.trials, "benchlang-figures-")
     page = root / "report.html"
@@ -132,7 +145,7 @@ def main() -> int:
         scratch = Path(tempfile.mkdtemp(prefix="benchlang-before-"))
         tree = revision_tree(args.before, args.patch_from, scratch)
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        cases[f"report at {args.before} (before figures)"] = (
+        cases[f"report at {args.before}"] = (
             [*benchlang, "report", str(store), "-o", str(root / "before.html")],
             env,
         )
@@ -140,6 +153,7 @@ def main() -> int:
         [sys.executable, "-c", "import numpy, matplotlib.figure"],
         None,
     )
+    cases[PDF_FLOOR] = ([sys.executable, "-c", ONE_LINE_PDF], None)
     figures = [name for name, *_times in in_process(store)]
     if args.exports:
         figures = [name for name in figures if name in args.exports.split(",")]
@@ -149,6 +163,11 @@ def main() -> int:
             [*benchlang, "figure", str(store), name, "-o", str(out)],
             None,
         )
+        if args.before and args.before_exports:
+            cases[f"figure {name} at {args.before}"] = (
+                [*benchlang, "figure", str(store), name, "-o", str(root / f"before-{name}.pdf")],
+                env,
+            )
     load = os.getloadavg()[0]
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(args.repeat):
@@ -164,14 +183,18 @@ def main() -> int:
         f"{args.trials:,} trials, load average {load:.1f} at the start; medians of "
         f"{args.repeat} interleaved runs"
     )
-    print(f"{'command':44} {'seconds':>8} {'CPU s':>6} {'vs baseline CPU':>16}")
+    floor = med[PDF_FLOOR][1]
+    print(f"{'command':44} {'seconds':>8} {'CPU s':>6} {'CPU over':>16}")
     for name, (wall, cpu) in med.items():
-        verdict = ""
+        verdict, extra = "", " " * 16
+        if name.startswith(("report", "baseline")):
+            extra = f"{cpu - base[1]:+7.2f} baseline"
+        elif name.startswith("figure "):
+            extra = f"{cpu - floor:+7.2f} PDF floor"
         if name == "report (every figure)":
             verdict = "  ok" if cpu - base[1] <= 2.0 else "  misses +2 s"
         elif name.startswith("figure "):
             verdict = "  ok" if cpu <= 1.0 else "  misses 1 s"
-        extra = f"{cpu - base[1]:+16.2f}" if name.startswith(("report", "baseline")) else " " * 16
         print(f"{name:44} {wall:8.2f} {cpu:6.2f} {extra}{verdict}")
     print(f"{'in process, after the inputs:':44} {'build':>8} {'SVG':>6} {'PDF':>6}  (CPU s)")
     for name, build, svg, pdf in drawn:

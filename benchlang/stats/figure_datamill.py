@@ -17,7 +17,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchlang.stats.figure_data import FigureData
-from benchlang.stats.summaries import summarize
 
 PAPER = "DataMill (de Oliveira et al., ICPE 2013)"
 BOX_STATS = ("n", "mean", "whislo", "q1", "med", "q3", "whishi")
@@ -202,6 +201,8 @@ def level_means(
     Student t over the means of the coarsest clustering unit (host, series, round) with enough
     units (Donald & Lang 2007). Where it gives none, the mean is drawn alone and a note says
     why (descriptive only)."""
+    from benchlang.stats.summaries import summarize  # imports stats.ab: not for the boxes
+
     rows: list[tuple] = []
     said: dict[str, list[str]] = {}
     for (line, level), values, cl in zip(keys, groups, clusters, strict=True):
