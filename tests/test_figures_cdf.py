@@ -3,12 +3,16 @@ line to within one slice of its range, and the bands are built once for both fig
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from benchlang.stats.cdf import cdf_band
 from benchlang.stats.figure_cdf import STEP_COLUMNS, cdf, cdf_parts, step_points
 from benchlang.stats.figure_data import ecdf
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _samples() -> list[np.ndarray]:
@@ -80,3 +84,28 @@ def test_cdf_and_overlay_share_their_bands_and_say_what_the_line_keeps() -> None
     assert f"within each 1/{STEP_COLUMNS:,} of its x range" in one.caption
     assert "step line" not in both.caption  # the overlay draws no step line
     assert not any(r[1] == "trial" for r in both.rows)
+
+
+def test_a_report_builds_the_cdf_parts_once_for_both_figures(tmp_path, monkeypatch) -> None:
+    from benchlang.app.report import report_inputs
+    from benchlang.report.figures import kind_of
+    from benchlang.stats import figure_cdf
+    from tests.figure_stores import make_store, quickstart
+
+    store, _ = make_store(tmp_path, "quick", ROOT / "specs" / "quickstart.bench", quickstart)
+    calls = []
+    real = figure_cdf.cdf_parts
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(figure_cdf, "cdf_parts", counted)
+    inputs = report_inputs(store, with_headline=False)
+    one = kind_of("cdf").build(inputs, None)
+    both = kind_of("cdf-overlay").build(inputs, None)
+    assert len(calls) == 1
+    assert [r for r in one.rows if r[1] == "band"] == [r for r in both.rows if r[1] == "band"]
+    assert len(calls[0]) == 3  # quickstart's three tools
+    kind_of("cdf").build(report_inputs(store, with_headline=False), None)
+    assert len(calls) == 2  # another report (other inputs) builds its own
