@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import numpy as np
 import pytest
 
@@ -102,14 +103,15 @@ def test_a_noisy_point_weighs_less_than_a_precise_one():
 
 def test_weights_move_the_level_toward_precise_points():
     """The levels are weighted means: noisy high points pull the unweighted level up, the
-    weighted one stays near the precise points' level."""
+    weighted one stays near the precise points' level. Without intervals the +5% point at 48,
+    five deviations out and down-weighted, may move the place a point early."""
     rng = np.random.default_rng(35)
     values, lower, upper = _series(rng, 100, [(50, 1.2)], sd=0.01, width=0.02)
     noisy = np.arange(0, 50, 3)
     values[noisy] *= 1.05
     lower[noisy], upper[noisy] = values[noisy] / 1.3, values[noisy] * 1.3
     plain, weighted = detect_changes(values).points[0], detect_changes(values, lower, upper)
-    assert weighted.points[0].index == plain.index == 50
+    assert weighted.points[0].index == 50 and abs(plain.index - 50) <= 1
     assert abs(weighted.points[0].before - 1.0) < abs(plain.before - 1.0)
     assert abs(weighted.points[0].ratio - 1.2) < abs(plain.ratio - 1.2)
 
@@ -188,13 +190,18 @@ def test_correlated_noise_is_said_descriptive_only():
 
 def test_a_split_of_huber_weighted_points_has_a_standard_z():
     """Down-weighted points add spread but no information, so a segment's Huber-weighted mean
-    has the sandwich variance phi W / I^2: on 3,000 series without change of 200 points of
-    heavy-tailed noise (one point in five four times as noisy, no intervals: an imported
-    CSV's KPIs) the two-sample z at splits after 5, 10, 50 and 100 points has variance at
-    most 1; read as inverse variances (1 / W) the weights gave it 1.08 and 5.7% false alarms
-    at 5% (benchmarks/bench_changepoints_otava.py --calibration)."""
+    has a sandwich variance: the larger of its own, (phi I + C) / I^2 (I the full points'
+    information, C the down-weighted points' psi^2 / var = c^2 / var, phi the full points'
+    dispersion), and the pooled one, pooled W / I^2. On 3,000 series without change of 200
+    points of heavy-tailed noise (one point in five four times as noisy, no intervals: an
+    imported CSV's KPIs) the two-sample z at splits after 5, 10, 50 and 100 points has
+    variance at most 1 at each split with it, 1.03 after 5 points with the own one alone;
+    read as inverse variances (1 / W) the weights gave it 1.06-1.10 at every split and 5.7%
+    false alarms at 5% (benchmarks/bench_changepoints_otava.py --calibration)."""
     from benchlang.stats._changepoint_scan import (
+        Dispersion,
         Sums,
+        huber_capped,
         huber_info,
         huber_var,
         local_dispersion,
@@ -202,16 +209,52 @@ def test_a_split_of_huber_weighted_points_has_a_standard_z():
     )
 
     rng = np.random.default_rng(42)
-    n, sandwich, naive = 200, [], []
+    n, sandwich, own, naive = 200, [], [], []
     for _ in range(3000):
         y = rng.normal(0.0, 0.016, n) * np.where(rng.random(n) < 0.2, 4.0, 1.0)
         model = noise(y, np.full(n, np.nan))
         var = huber_var(y, model.var, 5)
-        dispersion = local_dispersion(var, y, 5)
-        for out, sums in (
-            (sandwich, Sums(y, var, huber_info(model.var, var))),
-            (naive, Sums(y, var)),
-        ):
-            out.append(sums.tuned(dispersion).scan(0, n, 5)[1][[0, 5, 45, 95]])
-    assert 0.9 < float(np.var(sandwich)) <= 1.0
-    assert float(np.var(naive)) > 1.04
+        full = var <= model.var
+        sums = Sums(y, var, huber_info(model.var, var), huber_capped(model.var, var))
+        dispersion = local_dispersion(var, y, 5, full)
+        sandwich.append(sums.tuned(dispersion).scan(0, n, 5)[1][[0, 5, 45, 95]])
+        alone = attrs.evolve(dispersion, pooled=0.0)
+        own.append(sums.tuned(alone).scan(0, n, 5)[1][[0, 5, 45, 95]])
+        plain = Sums(y, var).tuned(Dispersion(phi=dispersion.pooled))
+        naive.append(plain.scan(0, n, 5)[1][[0, 5, 45, 95]])
+    each = np.var(np.array(sandwich), axis=0)
+    assert np.all((each > 0.7) & (each <= 1.0))
+    assert np.var(np.array(own), axis=0)[0] > 1.0
+    assert np.all(np.var(np.array(naive), axis=0) > 1.05)
+
+
+def test_a_down_weighted_point_adds_psi_squared_to_its_segment_mean_variance():
+    """The consistent numerator, term by term: a point 10 deviations from the running median
+    adds c^2 / var (psi^2 with c = 3) to its segment's numerator and nothing to its
+    information, so the mean's own variance is (phi I + c^2 / var) / I^2, unless the pooled
+    pooled W / I^2 is larger; without down-weighted points it is phi / W."""
+    from benchlang.stats._changepoint_scan import (
+        HUBER_C,
+        Dispersion,
+        Sums,
+        huber_capped,
+        huber_info,
+        huber_var,
+    )
+
+    rng = np.random.default_rng(43)
+    y = rng.normal(0.0, 0.01, 40)
+    y[7] += 0.1
+    model_var = np.full(40, 1e-4)
+    var = huber_var(y, model_var, 5)
+    capped = huber_capped(model_var, var)
+    assert var[7] > model_var[7] and capped[7] == pytest.approx(HUBER_C**2 / 1e-4)
+    assert np.count_nonzero(capped) == 1
+    sums = Sums(y, var, huber_info(model_var, var), capped)
+    info, weight = 19 / 1e-4, 19 / 1e-4 + 1 / var[7]  # [0, 20): 19 full points and one not
+    own = (1.3 * info + HUBER_C**2 / 1e-4) / info**2
+    assert sums.tuned(Dispersion(phi=1.3, pooled=1.4)).mean(0, 20)[1] == pytest.approx(own)
+    pooled = 40.0 * weight / info**2
+    assert pooled > own
+    assert sums.tuned(Dispersion(phi=1.3, pooled=40.0)).mean(0, 20)[1] == pytest.approx(pooled)
+    assert sums.tuned(Dispersion(phi=1.3)).mean(20, 40)[1] == pytest.approx(1.3 / (20 / 1e-4))

@@ -18,8 +18,10 @@ benchlang adds is what it knows per point:
   understate their noise do not make false alarms;
 - a point far from a running median weighs less (Huber weights; Huber 1964, Tukey 1977), so
   that isolated outliers are not segments, and adds no information to its segment's mean: the
-  mean's variance is Huber's sandwich (stats._changepoint_scan.huber_info), without which
-  KPIs without intervals showed 5.7% false alarms at ``alpha`` 5%;
+  mean's variance is a Huber sandwich sum psi^2 / (sum psi')^2 (Huber & Ronchetti 2009, §3.2;
+  stats._changepoint_scan.Sums.mean), the larger of the segment's own (a down-weighted
+  point adds its psi^2 = c^2) and the series' pooled one, so that neither outliers crowded
+  into one stretch nor short segments without any make false alarms (docs/history.md);
 - changes of the points' own noise (their intervals' width) are searched apart (``spread``),
   each family at ``alpha`` / 2;
 - the size of a shift is a ratio of the segments' geometric-mean levels with an interval at
@@ -43,6 +45,7 @@ from benchlang.jsonout import undefined
 from benchlang.stats._changepoint_scan import (
     Noise,
     Sums,
+    huber_capped,
     huber_info,
     huber_var,
     local_dispersion,
@@ -235,13 +238,14 @@ def _segments(
     if not np.all(model.var > 0):
         return None
     var = huber_var(z, model.var, m)
-    base = Sums(z, var, huber_info(model.var, var))
-    sums = base.tuned(local_dispersion(var, z, m))
+    full = var <= model.var
+    base = Sums(z, var, huber_info(model.var, var), huber_capped(model.var, var))
+    sums = base.tuned(local_dispersion(var, z, m, full))
     cuts = _search(sums, m, alpha)
     for _ in range(ROUNDS):
         if not cuts:
             break
-        sums = base.tuned(segment_dispersion(var, z, cuts))
+        sums = base.tuned(segment_dispersion(var, z, cuts, full))
         again = _search(sums, m, alpha)
         if again == cuts:
             break
