@@ -87,8 +87,9 @@ def revision_tree(rev: str, patch_from: str | None, into: Path) -> Path:
 
 def in_process(store: Path) -> list[tuple[str, float, float, float]]:
     """(figure, CPU seconds to build its numbers, to draw it as SVG (the report's), as PDF) of
-    every applicable one, after the inputs are gathered once; matplotlib and its SVG and PDF
-    backends imported before (their import is counted in the commands above)."""
+    every applicable one, in the report's order, after the inputs are gathered once (what
+    figures share, ``report.figures.shared``, is counted in the first that builds it);
+    matplotlib and its SVG and PDF backends imported before (counted in the commands)."""
     import matplotlib.figure  # noqa: F401
 
     from benchlang.app.report import report_inputs
@@ -102,6 +103,7 @@ def in_process(store: Path) -> list[tuple[str, float, float, float]]:
             for fmt in ("svg", "pdf"):  # the backends' imports, once
                 draw(data, kind.draw, palette, fmt)
             break
+    inputs = report_inputs(store, with_headline=False)  # nothing built yet, as in a report
     inputs.kpis, inputs.order  # noqa: B018 (computed once, as the report does)
     out = []
     for name, kind in registry().items():

@@ -107,5 +107,9 @@ def test_a_report_builds_the_cdf_parts_once_for_both_figures(tmp_path, monkeypat
     assert len(calls) == 1
     assert [r for r in one.rows if r[1] == "band"] == [r for r in both.rows if r[1] == "band"]
     assert len(calls[0]) == 3  # quickstart's three tools
+    assert "kpis" not in vars(inputs)  # a CDF draws no KPI: the analyses are not computed
     kind_of("cdf").build(report_inputs(store, with_headline=False), None)
     assert len(calls) == 2  # another report (other inputs) builds its own
+    with_kpis = report_inputs(store, with_headline=False)
+    assert len(with_kpis.kpis) == 3  # the configurations the analysis holds are the CDF's
+    assert kind_of("cdf").build(with_kpis, None).rows == one.rows

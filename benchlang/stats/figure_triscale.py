@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from benchlang.stats.figure_data import NAN, FigureData, spaced
-from benchlang.stats.triscale import MetricAnalysis
 
 if TYPE_CHECKING:  # stats.profile imports scipy.signal and statsmodels (2 s): not for a CDF
     from benchlang.stats.profile import Profile
+    from benchlang.stats.triscale import MetricAnalysis
 
 PAPER = "TriScale (Jacob et al., JSys 2021)"
 COLUMNS = ("configuration", "part", "x", "y", "low", "high")

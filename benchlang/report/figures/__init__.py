@@ -125,9 +125,18 @@ class MetricView:
     indices: list[int]
 
 
-def metric_view(inputs: Inputs, metric: str | None, figure: str) -> MetricView:
-    """The analyses of ``metric`` (default: the first metric with a KPI) per configuration."""
-    names = list(dict.fromkeys(r.metric for r in inputs.kpis))
+def metric_view(
+    inputs: Inputs, metric: str | None, figure: str, *, analysed: bool = True
+) -> MetricView:
+    """The analyses of ``metric`` (default: the first metric with a KPI) per configuration.
+    Without ``analysed``, its values only (``analyses`` empty) for the configurations the
+    analysis holds (``report.analysis.analyze``: those with a finite value, or a series
+    metric's): a CDF draws no KPI, so its export skips the KPIs and independence tests."""
+    data = inputs.data
+    if analysed:
+        names = list(dict.fromkeys(r.metric for r in inputs.kpis))
+    else:
+        names = list(dict.fromkeys(k.metric for k in data.experiment.kpis))
     if not names:
         raise NotApplicable(
             f"{figure} draws TriScale KPIs and the spec asks for none",
@@ -138,18 +147,22 @@ def metric_view(inputs: Inputs, metric: str | None, figure: str) -> MetricView:
         raise NotApplicable(
             f"{figure}: no KPI of {name!r}", hint="metrics with a KPI: " + ", ".join(names)
         )
-    data = inputs.data
-    by_label = {r.configuration: r for r in inputs.kpis if r.metric == name}
+    by_label = (
+        {r.configuration: r.analysis for r in inputs.kpis if r.metric == name} if analysed else {}
+    )
     t = data.table
-    values = data.metrics[name].values
+    mv = data.metrics[name]
     view = MetricView(name, data.experiment.metric(name).unit or "", [], [], [], [], [])
     for index, label, _b, _l in data.configurations():
-        if label not in by_label:
-            continue
         mask = (t.configuration == index) & t.ok
+        if analysed and label not in by_label:
+            continue
+        if not analysed and mv.converged is None and not np.isfinite(mv.values[mask]).any():
+            continue
         view.labels.append(label)
-        view.analyses.append(by_label[label].analysis)
-        view.values.append(values[mask])
+        if analysed:
+            view.analyses.append(by_label[label])
+        view.values.append(mv.values[mask])
         view.series.append(t.series[mask])
         view.indices.append(index)
     return view

@@ -106,13 +106,14 @@ def variability_data(inputs: Inputs, metric: str | None) -> FigureData:
 
 
 def _confidence(inputs: Inputs, metric: str) -> float:
-    return next(r.kpi.confidence for r in inputs.kpis if r.metric == metric)
+    """The confidence of ``metric``'s KPI, as the spec declares it."""
+    return next(k.confidence for k in inputs.data.experiment.kpis if k.metric == metric)
 
 
 def _cdf_parts(inputs: Inputs, metric: str | None, figure: str) -> tuple[Any, float, Any]:
     """The metric's view, KPI confidence and CDF parts, built once for ``cdf`` and
     ``cdf-overlay``."""
-    v = metric_view(inputs, metric, figure)
+    v = metric_view(inputs, metric, figure, analysed=False)
     conf = _confidence(inputs, v.metric)
     parts = shared(inputs, ("cdf", v.metric), lambda: fc.cdf_parts(v.labels, v.values, conf))
     return v, conf, parts
