@@ -131,26 +131,21 @@ def _dispersion(
     sum_i w_i^2 r_i^2 / sum_i w_i, the whole series' numerator sum psi^2 / var per unit
     weight (a down-weighted point's w_i^2 r_i^2 is c^2 / var_i). ``df`` and ``kurtosis``
     are every point's."""
-    every = _moments(w, wr2, expected)
-    if every is None:
-        return Dispersion()
-    if full is None or full.all() or not full.any():
-        return attrs.evolve(every, pooled=every.phi)
-    kept = _moments(w[full], wr2[full], expected[full])
-    return attrs.evolve(every, phi=kept.phi if kept else every.phi, pooled=every.phi)
-
-
-def _moments(w: np.ndarray, wr2: np.ndarray, expected: np.ndarray) -> Dispersion | None:
     omega = w * expected
     u2 = wr2 / np.maximum(expected, 1e-12)
-    phi = float(np.sum(omega * u2)) / float(np.sum(omega))
-    if not phi > 0:
-        return None
+    spread = omega * u2
+    pooled = float(np.sum(spread)) / float(np.sum(omega))
+    if not pooled > 0:
+        return Dispersion()
+    phi = pooled
+    if full is not None and 0 < np.count_nonzero(full) < full.size:
+        keep = full.astype(np.float64)
+        phi = float(spread @ keep) / float(omega @ keep)
     w2 = w * w
     df = max(1.0, float(np.sum(w2)) ** 2 / float(np.sum(w2 * w2)) - 1.0)
     total = float(np.sum(w))
     fourth = float(np.sum(w * u2 * u2)) / total / (float(np.sum(w * u2)) / total) ** 2
-    return Dispersion(phi, df, max(0.0, fourth - 3.0))
+    return Dispersion(phi if phi > 0 else pooled, df, max(0.0, fourth - 3.0), pooled)
 
 
 def _robust_var(d: np.ndarray) -> float:
@@ -242,32 +237,34 @@ class Sums:
         other.dispersion = dispersion
         return other
 
-    def _parts(self, a, b):
+    def _parts(self, a, b, weight=None):
         """[a, b)'s weighted mean's variance terms: A = 1 / I (I its information), B = C / I^2
-        (C its down-weighted points' psi^2 / var), P = W / I^2 (W its weights); B and P are
-        None without down-weighted points (then I = W and the variance is phi A)."""
-        info = self.ci[b] - self.ci[a]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if self.cc is None:
-                return 1.0 / info, None, None
-            square = info * info
-            return (
-                1.0 / info,
-                (self.cc[b] - self.cc[a]) / square,
-                (self.cw[b] - self.cw[a]) / square,
-            )
+        (C its down-weighted points' psi^2 / var), P = W / I^2 (W its weights, ``weight``
+        when the caller has them); B and P are None without down-weighted points (then I = W
+        and the variance is phi A). A side without information (every point down-weighted)
+        has infinite terms: its z is 0."""
+        if weight is None:
+            weight = self.cw[b] - self.cw[a]
+        info = weight if self.ci is self.cw else self.ci[b] - self.ci[a]
+        with np.errstate(divide="ignore"):
+            inverse = 1.0 / info
+        if self.cc is None:
+            return inverse, None, None
+        square = inverse * inverse
+        return inverse, (self.cc[b] - self.cc[a]) * square, weight * square
 
     def _var(self, a_part, b_part, p_part):
         """max(phi A + B, pooled P) (:meth:`mean`), phi A without down-weighted points."""
         d = self.dispersion
         if b_part is None:
             return d.phi * a_part
-        return np.maximum(d.phi * a_part + b_part, d.pooled * p_part)
+        own = d.phi * a_part
+        own += b_part
+        return np.maximum(own, d.pooled * p_part, out=own if isinstance(own, np.ndarray) else None)
 
     def _z(self, shift, left, right):
         """shift / sqrt(Var_left + Var_right), the same operations for one split and a scan."""
-        with np.errstate(invalid="ignore"):
-            return shift / np.sqrt(self._var(*left) + self._var(*right))
+        return shift / np.sqrt(self._var(*left) + self._var(*right))
 
     def mean(self, a: int, b: int) -> tuple[float, float]:
         """Weighted mean of [a, b) and its variance, the larger of two sandwiches sum psi^2 /
@@ -291,14 +288,15 @@ class Sums:
         kept = self._scans.get((a, b, m))
         if kept is None:
             t = np.arange(a + m, b - m + 1)
-            wl = self.cw[t] - self.cw[a]
-            wr = self.cw[b] - self.cw[t]
-            yl = self.cy[t] - self.cy[a]
-            yr = self.cy[b] - self.cy[t]
-            left, right = self._parts(a, t), self._parts(t, b)
-            kept = self._scans[(a, b, m)] = (t, yr / wr - yl / wl, left, right)
-        t, shift, left, right = kept
-        return t, self._z(shift, left, right)
+            at = slice(a + m, b - m + 1)  # t as a view: no gather from the cumulative sums
+            wl = self.cw[at] - self.cw[a]
+            wr = self.cw[b] - self.cw[at]
+            yl = self.cy[at] - self.cy[a]
+            yr = self.cy[b] - self.cy[at]
+            kept = self._scans[(a, b, m)] = (t, yr / wr - yl / wl, wl, wr)
+        t, shift, wl, wr = kept
+        at = slice(a + m, b - m + 1)
+        return t, self._z(shift, self._parts(a, at, wl), self._parts(at, b, wr))
 
     def z_at(self, a: int, b: int, t: int) -> float:
         """The z of :meth:`scan` at the one split ``t`` (the same operations, so the same
@@ -334,7 +332,7 @@ class Sums:
             return single * size
         mu = self._mus.get((a, b, m))
         if mu is None:
-            t = np.arange(a + m, b - m + 1)
+            t = slice(a + m, b - m + 1)
             total = self.cw[b] - self.cw[a]
             u = (self.cw[t] - self.cw[a]) / total
             mu = self._mus[(a, b, m)] = self.w[t] / total / (2.0 * u * (1.0 - u))
