@@ -7,7 +7,7 @@ interval is Student's t on the G cluster means of the coarsest clustering level 
 ``MIN_CLUSTERS`` units, mean(ybar_g) ± t(G - 1) · sd(ybar_g) / sqrt(G): the two-step estimator
 of Donald & Lang, Rev. Econ. Stat. 89(2), 2007, §2, exact when the cluster means are normal.
 With equal cluster sizes it equals the cluster-robust (CR1) interval of the trial mean
-(Cameron & Miller, J. Human Resources 50(2), 2015, §2.3, §4.3); with unequal sizes CR1 with
+(Cameron & Miller, J. Human Resources 50(2), 2015, §II.C Eq. 12, §VI.D); with unequal sizes CR1 with
 t(G - 1) under-covers badly (59–81% at 95% with sizes like 2, 2, 2, 2, 40), so the interval is
 for the mean of the cluster means, and a note says so with that value. Where the trials are one block of one host (one host, series and round) no level has
 clusters and the summary is descriptive only: a t interval treating those trials as
