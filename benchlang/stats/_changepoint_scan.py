@@ -208,10 +208,11 @@ class Sums:
     """Cumulative weights, weighted sums, squared weights, information (``info``, the weights
     when None; :func:`huber_info`) and the down-weighted points' numerator terms (``capped``,
     none when None; :func:`huber_capped`): any segment's weighted mean and its variance, and
-    every split's statistic, in O(1) each. ``dispersion`` scales the full points' part of the
-    variance (:meth:`tuned`). A segment's scan (shifts and both parts of their variance) does
-    not depend on the dispersion, so it is kept and shared by the tuned copies: the search
-    re-tests the same segments under each dispersion and in its merge step."""
+    every split's statistic, in O(1) each. ``dispersion`` gives the variance's two factors
+    (:meth:`tuned`). A segment's shifts and their sides' weights do not depend on the
+    dispersion, so they are kept and shared by the tuned copies: the search re-tests the same
+    segments under each dispersion and in its merge step (the variance terms are recomputed
+    from slices of the cumulative sums: keeping six arrays a segment cost more than that)."""
 
     def __init__(
         self,
