@@ -212,7 +212,7 @@ class Sums:
     (:meth:`tuned`). A segment's shifts and their sides' weights do not depend on the
     dispersion, so they are kept and shared by the tuned copies: the search re-tests the same
     segments under each dispersion and in its merge step (the variance terms are recomputed
-    from slices of the cumulative sums: keeping six arrays a segment cost more than that)."""
+    from slices of the cumulative sums, about as fast as keeping six arrays a segment)."""
 
     def __init__(
         self,
