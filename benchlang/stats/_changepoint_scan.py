@@ -139,8 +139,7 @@ def _dispersion(
         return Dispersion()
     phi = pooled
     if full is not None and 0 < np.count_nonzero(full) < full.size:
-        keep = full.astype(np.float64)
-        phi = float(spread @ keep) / float(omega @ keep)
+        phi = float(np.sum(spread, where=full)) / float(np.sum(omega, where=full))
     w2 = w * w
     df = max(1.0, float(np.sum(w2)) ** 2 / float(np.sum(w2 * w2)) - 1.0)
     total = float(np.sum(w))
