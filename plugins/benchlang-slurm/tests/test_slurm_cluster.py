@@ -118,11 +118,17 @@ def test_a_spec_runs_end_to_end_as_job_steps(idle_cluster, tmp_path):
 
 
 def test_a_step_cancelled_by_scancel_is_reported_by_name_and_retried(idle_cluster, tmp_path):
+    """``scancel --signal=TERM`` and a command that ignores SIGTERM: only the agent dies, so
+    the step ends without an answer. A plain ``scancel`` (SIGKILL) reaches the step's
+    processes deepest first (Slurm 22.05 proctrack/linuxproc/kill_tree.c): under load the
+    shell ran on after its ``sleep`` was killed, printed the value and exited 0, and the
+    agent answered before its own SIGKILL (1 of 10 loaded runs of this directory; 1 of 50
+    alone): a trial that really ended, with nothing to retry."""
     spec = write_spec(
         tmp_path,
         """  factor n in [1, 2]
   benchmark b {
-    run "if [ ! -e first ]; then touch first; sleep 600; fi; echo value {n}"
+    run "if [ ! -e first ]; then trap '' TERM; touch first; sleep 600; fi; echo value {n}"
     measure v from stdout regex "value ([0-9]+)"
   }
   design { runs 1 series 1 order fixed }""",
@@ -134,7 +140,7 @@ def test_a_step_cancelled_by_scancel_is_reported_by_name_and_retried(idle_cluste
         when(lambda: (tmp_path / "first").exists())
         step = next(i for i, name in steps(idle_cluster) if name.endswith("-trial0"))
         cancelled.append(step)
-        idle_cluster.run("scancel", step)
+        idle_cluster.run("scancel", "--signal=TERM", step)
 
     watcher = in_thread(cancel_the_sleeping_step)
     _lease, summary = run(store, plan, executor)
