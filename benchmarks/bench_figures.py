@@ -93,16 +93,19 @@ def in_process(store: Path) -> list[tuple[str, float, float, float]]:
     import matplotlib.figure  # noqa: F401
 
     from benchlang.app.report import report_inputs
-    from benchlang.report.figures import NotApplicable, applicable, labels, registry
+    from benchlang.report.figures import NotApplicable, labels, registry
     from benchlang.report.figures.render import Palette, draw
 
     inputs = report_inputs(store, with_headline=False)
     palette = Palette(labels(inputs))
-    for kind, data, _why in applicable(inputs):
-        if data is not None:
-            for fmt in ("svg", "pdf"):  # the backends' imports, once
-                draw(data, kind.draw, palette, fmt)
-            break
+    for kind in registry().values():  # the backends' imports, once, by the first that applies
+        try:
+            data = kind.build(inputs, None)
+        except NotApplicable:
+            continue
+        for fmt in ("svg", "pdf"):
+            draw(data, kind.draw, palette, fmt)
+        break
     inputs = report_inputs(store, with_headline=False)  # nothing built yet, as in a report
     inputs.kpis, inputs.order  # noqa: B018 (computed once, as the report does)
     out = []
