@@ -121,8 +121,10 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
         self._command_kept: dict[tuple[int, str], tuple] = {}  # trial.py: _command_parts
         self._interleave = len(plan.hosts) > 1
         """Yield to the event loop after each trial, so that host tasks whose backend answers
-        without suspending take turns; one host task has no other to let run (a signal's
-        halt is seen by ``_check_halt`` after each trial)."""
+        without suspending take turns; one host task yields every ``LOOP_TURN`` (rounds.py),
+        so that a cancellation or another task on the loop is not held up for the whole run
+        (a signal's halt is seen by ``_check_halt`` after each trial)."""
+        self._loop_turn = 0.0
         if self.stopping.active:
             self._restore_stopping()
 

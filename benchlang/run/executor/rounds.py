@@ -16,6 +16,12 @@ from benchlang.run.hidden import reboots
 from benchlang.run.store import TrialRecord
 from benchlang.run.store.writing import round_values
 
+LOOP_TURN = 0.01
+"""Seconds of trials after which one host's task gives the event loop a turn (at the next
+trial's end): its trials may all end without suspending (``LocalSession._alone``), and what
+else the loop serves (an asyncio cancellation, ``wait_for``, a caller's other tasks) must not
+wait for the whole run (tests/test_runner_review.py)."""
+
 
 class Rounds:
     """A round's life on its host (a mixin of ``Executor``)."""
@@ -100,8 +106,9 @@ class Rounds:
             recorded = recorded or position == last
             if stop is not None:
                 self._announce_stop(record, stop)
-            if self._interleave:
+            if self._interleave or time.monotonic() >= self._loop_turn:
                 await asyncio.sleep(0)
+                self._loop_turn = time.monotonic() + LOOP_TURN
             if record.timed_out:
                 self._timeouts_in_a_row[session.host] = n = (
                     self._timeouts_in_a_row.get(session.host, 0) + 1

@@ -53,14 +53,19 @@ def _levels_text(key: tuple[tuple[str, type, Any, str | None], ...]) -> str:
     return json.dumps({name: value for name, _, value, _ in key}, sort_keys=True)
 
 
+_ONE_TEXT = frozenset({str, int, bool, type(None)})
+"""Types whose equal values have the same JSON (an int and a bool are told by their type)."""
+
+
 def levels_text(levels: Mapping[str, Any]) -> str:
     """A trial's levels as stored (sorted JSON), encoded once per distinct set: a run repeats
-    its configurations' few. Each value's type, and a float's text, are in the key (1, 1.0
-    and True are equal keys, and so are 0.0 and -0.0, but none has the same JSON)."""
+    its configurations' few. Each value's type, and the text of any other than ``_ONE_TEXT``'s,
+    are in the key (1, 1.0 and True are equal keys, and so are 0.0 and -0.0, (0.0,) and
+    (-0.0,), numpy's 0.0 and -0.0, but none has the same JSON)."""
     try:
         return _levels_text(
             tuple(
-                (k, v.__class__, v, repr(v) if v.__class__ is float else None)
+                (k, v.__class__, v, None if v.__class__ in _ONE_TEXT else repr(v))
                 for k, v in levels.items()
             )
         )

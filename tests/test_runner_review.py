@@ -1,0 +1,86 @@
+"""A review of the runner's short paths between trials (issue 28 item 5): one host's task still
+gives the event loop turns when every trial ends without suspending, and the levels' text
+cache never hands one value the JSON of another equal to it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import sqlite3
+
+import numpy as np
+
+import benchlang.backends.local as local
+from benchlang.backends.local import LocalBackend
+from benchlang.lang.check import load
+from benchlang.plan.compile import compile_plan
+from benchlang.run.executor import Executor
+from benchlang.run.progress import Progress
+from benchlang.run.store import Store
+from tests.test_runner_paths import _record
+
+SPEC = """benchlang 1
+experiment quick {
+  seed 1
+  factor c in ["true", "/bin/true"]
+  benchmark b { run "{c}" }
+  design { runs 300 series 1 }
+}
+"""
+
+
+def test_a_one_host_run_is_cancelled_between_trials_that_never_suspend(tmp_path, monkeypatch):
+    # Every report is awaited in the session's thread, however loaded the machine: the trials
+    # of one host never suspend, and only the executor's own turns let the loop cancel it.
+    monkeypatch.setattr(local, "DIRECT_WAIT", 60.0)
+    gc.collect()  # sessions other tests left unclosed would make this one not alone
+    (tmp_path / "t.bench").write_text(SPEC)
+    experiment = load(tmp_path / "t.bench")
+    backend = LocalBackend(tmp_path)
+    plan = compile_plan(experiment, backend.hosts())
+    with Store(tmp_path / "r.sqlite", create=True) as store:
+        store.add_plan(
+            plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
+        )
+        executor = Executor(
+            experiment,
+            plan,
+            backend,
+            store,
+            Progress(plan.n_trials, quiet=True),
+            spec_dir=str(tmp_path),
+        )
+
+        async def main() -> str:
+            run = asyncio.ensure_future(executor.run())
+            while len(executor.finished) < 3 and not run.done():
+                await asyncio.sleep(0.001)
+            run.cancel()
+            try:
+                await run
+            except asyncio.CancelledError:
+                return "cancelled"
+            return "ran to the end"
+
+        how = asyncio.run(main())
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:
+        stored = [t for (t,) in db.execute("SELECT trial FROM trials ORDER BY trial")]
+    assert how == "cancelled"
+    assert 3 <= len(stored) < plan.n_trials
+    assert stored == list(range(len(stored))), "one host's trials, committed in plan order"
+
+
+def test_equal_levels_of_other_texts_are_stored_each_as_given(tmp_path):
+    given = [{"x": (1, 2)}, {"x": (1.0, 2.0)}, {"x": (True, 2)}, {"x": (0.0,)}, {"x": (-0.0,)}]
+    given += [{"x": np.float64(0.0)}, {"x": np.float64(-0.0)}, {"x": ("a", ("b", 1))}]
+    given += [{"x": ("a", ("b", 1.0))}, {"x": 0.0}, {"x": -0.0}, {"x": 2}, {"x": 2.0}]
+    with Store(tmp_path / "s.sqlite", create=True) as store:
+        store.add_plan("sha256:p", "e", "sha256:s", 0, "{}")
+        for t, levels in enumerate(given):
+            store.record_trial("sha256:p", _record(t, levels))
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        stored = [text for (text,) in db.execute("SELECT levels FROM trials ORDER BY trial")]
+    assert stored == [json.dumps(levels, sort_keys=True) for levels in given]
+    assert stored[:2] == ['{"x": [1, 2]}', '{"x": [1.0, 2.0]}']
+    assert stored[5:7] == ['{"x": 0.0}', '{"x": -0.0}']
