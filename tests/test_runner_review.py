@@ -1,17 +1,20 @@
 """A review of the runner's short paths between trials (issue 28 item 5): one host's task still
-gives the event loop turns when every trial ends without suspending, and the levels' text
-cache never hands one value the JSON of another equal to it."""
+gives the event loop turns when every trial ends without suspending, the levels' text cache
+never hands one value the JSON of another equal to it, and the bar draws the counts an update
+left out while the next trial runs."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import io
 import json
 import sqlite3
 
 import numpy as np
 
 import benchlang.backends.local as local
+import benchlang.run.progress as progress
 from benchlang.backends.local import LocalBackend
 from benchlang.lang.check import load
 from benchlang.plan.compile import compile_plan
@@ -84,3 +87,31 @@ def test_equal_levels_of_other_texts_are_stored_each_as_given(tmp_path):
     assert stored == [json.dumps(levels, sort_keys=True) for levels in given]
     assert stored[:2] == ['{"x": [1, 2]}', '{"x": [1.0, 2.0]}']
     assert stored[5:7] == ['{"x": 0.0}', '{"x": -0.0}']
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_draws_a_failure_it_left_out_while_the_next_trial_runs(monkeypatch):
+    monkeypatch.setattr(progress, "DRAW_INTERVAL", 0.2)
+
+    async def main() -> tuple:
+        bar = progress.Progress(10, stream=_Terminal())
+        try:
+            bar.advance(failed=False)
+            bar._next_line = float("inf")  # the next count falls within DRAW_INTERVAL
+            bar.advance(failed=True)
+            left_out = bar._bar.tasks[0]
+            shown_at_once = (left_out.completed, left_out.fields["failed"])
+            # A long next trial awaited on the loop: its timer ends after the bar's.
+            await asyncio.sleep(0.4)
+            task = bar._bar.tasks[0]
+            return shown_at_once, (task.completed, task.fields["failed"])
+        finally:
+            bar.close()
+
+    at_once, during_the_next_trial = asyncio.run(main())
+    assert at_once == (1, 0), "the update was left out (throttled)"
+    assert during_the_next_trial == (2, 1)
