@@ -86,45 +86,17 @@ def test_user_errors(argv, message):
         run(argv)
 
 
+ONE_HOST = ["--hosts", "1", "--requests", "8", "--components", COMPONENTS, "--experiments", "40"]
+
+
 def test_a_scheme_without_clusters_to_resample_is_shown_without_a_rate(capsys):
-    run(
-        [
-            "--hosts",
-            "1",
-            "--requests",
-            "8",
-            "--components",
-            COMPONENTS,
-            "--experiments",
-            "40",
-            "--replicates",
-            "20",
-            "--seed",
-            "1",
-        ]
-    )
+    run([*ONE_HOST, "--replicates", "20", "--seed", "1"])
     out = capsys.readouterr().out
     host_row = next(line for line in out.splitlines() if line.startswith("host "))
     assert host_row.split()[2:4] == ["-", "-"]
     assert "host, host-block: 1 cluster(s) per version: with one, every bootstrap" in out
     assert "no rate is given" in out
-    run(
-        [
-            "--hosts",
-            "1",
-            "--requests",
-            "8",
-            "--components",
-            COMPONENTS,
-            "--experiments",
-            "40",
-            "--replicates",
-            "20",
-            "--seed",
-            "1",
-            "--json",
-        ]
-    )
+    run([*ONE_HOST, "--replicates", "20", "--seed", "1", "--json"])
     schemes = {s["cluster"]: s for s in json.loads(capsys.readouterr().out)["schemes"]}
     assert schemes["host"]["type_i_error"] is None
     assert schemes["host"]["type_i_error_interval"] is None
