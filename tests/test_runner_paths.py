@@ -9,12 +9,15 @@ import io
 import json
 import sqlite3
 
+import numpy as np
+
 from benchlang.backends.base import Command
 from benchlang.backends.local import DIRECT_WAIT, LocalSession
 from benchlang.run.progress import Progress
-from benchlang.run.store import Store, TrialRecord
+from benchlang.run.store import Store
 from benchlang.testing.scripted import HostScript
 from tests.test_executor_failures import BASIC, execute
+from tests.test_store_run import record
 
 
 def test_a_round_whose_reset_failed_stores_its_permutation_as_a_list_of_configurations(
@@ -30,43 +33,24 @@ def test_a_round_whose_reset_failed_stores_its_permutation_as_a_list_of_configur
     assert reset == "failed" and json.loads(permutation) == expected
 
 
-def _record(trial: int, levels: dict) -> TrialRecord:
-    return TrialRecord(
-        trial=trial,
-        series=0,
-        round=trial,
-        position=0,
-        host="local",
-        configuration=0,
-        label="t",
-        benchmark="t",
-        levels=levels,
-        order_kind="fixed",
-        status="ok",
-        reason=None,
-        exit_status=0,
-        timed_out=False,
-        started=0.0,
-        ended=0.0,
-        attempts=1,
-        stdout_tail=b"",
-        stderr_tail=b"",
-        measures={"wall_time": 0.001},
-        series_values={},
-    )
-
-
 def test_levels_equal_as_keys_but_not_as_json_are_stored_each_as_given(tmp_path):
+    """The levels' text cache never hands a value the JSON of another equal to it (1, True,
+    1.0; 0.0 and -0.0; equal tuples of other texts; numpy scalars)."""
     given = [{"x": 1}, {"x": True}, {"x": 1.0}, {"x": 1}, {"b": [1, 2], "a": "s"}, {}]
     given += [{"x": 0.0}, {"x": -0.0}, {"x": float("nan")}, {"x": None}]
+    given += [{"x": (1, 2)}, {"x": (1.0, 2.0)}, {"x": (True, 2)}, {"x": (0.0,)}, {"x": (-0.0,)}]
+    given += [{"x": np.float64(0.0)}, {"x": np.float64(-0.0)}, {"x": ("a", ("b", 1))}]
+    given += [{"x": ("a", ("b", 1.0))}, {"x": 2}, {"x": 2.0}]
     with Store(tmp_path / "s.sqlite", create=True) as store:
         store.add_plan("sha256:p", "e", "sha256:s", 0, "{}")
         for t, levels in enumerate(given):
-            store.record_trial("sha256:p", _record(t, levels))
+            store.record_trial("sha256:p", record(t, levels=levels))
     with sqlite3.connect(tmp_path / "s.sqlite") as db:
         stored = [text for (text,) in db.execute("SELECT levels FROM trials ORDER BY trial")]
     assert stored == [json.dumps(levels, sort_keys=True) for levels in given]
     assert stored[:3] == ['{"x": 1}', '{"x": true}', '{"x": 1.0}']
+    assert stored[10:12] == ['{"x": [1, 2]}', '{"x": [1.0, 2.0]}']
+    assert stored[15:17] == ['{"x": 0.0}', '{"x": -0.0}']
 
 
 def test_one_session_waits_in_its_thread_and_a_longer_trial_stays_cancellable(tmp_path):

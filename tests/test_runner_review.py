@@ -1,17 +1,12 @@
 """A review of the runner's short paths between trials (issue 28 item 5): one host's task still
-gives the event loop turns when every trial ends without suspending, the levels' text cache
-never hands one value the JSON of another equal to it, and the bar draws the counts an update
-left out while the next trial runs."""
+gives the event loop turns when every trial ends without suspending, and the bar draws the
+counts an update left out while the next trial runs (the levels' text cache: test_runner_paths)."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import io
-import json
 import sqlite3
-
-import numpy as np
 
 import benchlang.backends.local as local
 import benchlang.run.progress as progress
@@ -21,7 +16,7 @@ from benchlang.plan.compile import compile_plan
 from benchlang.run.executor import Executor
 from benchlang.run.progress import Progress
 from benchlang.run.store import Store
-from tests.test_runner_paths import _record
+from tests.test_runner_paths import _Terminal
 
 SPEC = """benchlang 1
 experiment quick {
@@ -72,26 +67,6 @@ def test_a_one_host_run_is_cancelled_between_trials_that_never_suspend(tmp_path,
     assert how == "cancelled"
     assert 3 <= len(stored) < plan.n_trials
     assert stored == list(range(len(stored))), "one host's trials, committed in plan order"
-
-
-def test_equal_levels_of_other_texts_are_stored_each_as_given(tmp_path):
-    given = [{"x": (1, 2)}, {"x": (1.0, 2.0)}, {"x": (True, 2)}, {"x": (0.0,)}, {"x": (-0.0,)}]
-    given += [{"x": np.float64(0.0)}, {"x": np.float64(-0.0)}, {"x": ("a", ("b", 1))}]
-    given += [{"x": ("a", ("b", 1.0))}, {"x": 0.0}, {"x": -0.0}, {"x": 2}, {"x": 2.0}]
-    with Store(tmp_path / "s.sqlite", create=True) as store:
-        store.add_plan("sha256:p", "e", "sha256:s", 0, "{}")
-        for t, levels in enumerate(given):
-            store.record_trial("sha256:p", _record(t, levels))
-    with sqlite3.connect(tmp_path / "s.sqlite") as db:
-        stored = [text for (text,) in db.execute("SELECT levels FROM trials ORDER BY trial")]
-    assert stored == [json.dumps(levels, sort_keys=True) for levels in given]
-    assert stored[:2] == ['{"x": [1, 2]}', '{"x": [1.0, 2.0]}']
-    assert stored[5:7] == ['{"x": 0.0}', '{"x": -0.0}']
-
-
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
 
 
 def test_the_bar_draws_a_failure_it_left_out_while_the_next_trial_runs(monkeypatch):
