@@ -1,5 +1,5 @@
 """The runner's short paths between trials (issue 28 item 5; docs/measures.md#cost): a round's
-row as stored when its reset fails, the levels' text encoded once per distinct set, and the
+row as stored when its reset fails, levels stored as their own JSON (1, True, 1.0; -0.0), and the
 local session's report awaited in its own thread when it is the only session open."""
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def test_a_round_whose_reset_failed_stores_its_permutation_as_a_list_of_configur
 
 
 def test_levels_equal_as_keys_but_not_as_json_are_stored_each_as_given(tmp_path):
-    """The levels' text cache never hands a value the JSON of another equal to it (1, True,
-    1.0; 0.0 and -0.0; equal tuples of other texts; numpy scalars)."""
+    """Each trial's levels are stored as their own JSON, never as another equal value's (1,
+    True, 1.0; 0.0 and -0.0; equal tuples of other texts; numpy scalars)."""
     given = [{"x": 1}, {"x": True}, {"x": 1.0}, {"x": 1}, {"b": [1, 2], "a": "s"}, {}]
     given += [{"x": 0.0}, {"x": -0.0}, {"x": float("nan")}, {"x": None}]
     given += [{"x": (1, 2)}, {"x": (1.0, 2.0)}, {"x": (True, 2)}, {"x": (0.0,)}, {"x": (-0.0,)}]

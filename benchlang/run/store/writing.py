@@ -4,7 +4,6 @@ trial starts (docs/store.md), and the folding of rows into columnar blocks."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import sqlite3
 import time
@@ -46,31 +45,6 @@ def round_values(
         ended,
         reset_status,
     )
-
-
-@functools.lru_cache(maxsize=1024)
-def _levels_text(key: tuple[tuple[str, type, Any, str | None], ...]) -> str:
-    return json.dumps({name: value for name, _, value, _ in key}, sort_keys=True)
-
-
-_ONE_TEXT = frozenset({str, int, bool, type(None)})
-"""Types whose equal values have the same JSON (an int and a bool are told by their type)."""
-
-
-def levels_text(levels: Mapping[str, Any]) -> str:
-    """A trial's levels as stored (sorted JSON), encoded once per distinct set: a run repeats
-    its configurations' few. Each value's type, and the text of any other than ``_ONE_TEXT``'s,
-    are in the key (1, 1.0 and True are equal keys, and so are 0.0 and -0.0, (0.0,) and
-    (-0.0,), numpy's 0.0 and -0.0, but none has the same JSON)."""
-    try:
-        return _levels_text(
-            tuple(
-                (k, v.__class__, v, None if v.__class__ in _ONE_TEXT else repr(v))
-                for k, v in levels.items()
-            )
-        )
-    except TypeError:  # a level that cannot be a key (a list)
-        return json.dumps(dict(levels), sort_keys=True)
 
 
 class _Transaction:
@@ -219,7 +193,7 @@ class StoreWriting:
                     record.configuration,
                     record.label,
                     record.benchmark,
-                    levels_text(record.levels),
+                    json.dumps(dict(record.levels), sort_keys=True),
                     record.order_kind,
                     record.status,
                     record.reason,
