@@ -277,7 +277,8 @@ class Sums:
         points; the pooled one where that share is the series' and the own one falls short:
         on a short segment without down-weighted points its phi, estimated over points
         selected by a shared running median, understates their mean's spread (z^2 1.12 on
-        average at a side of 5 such points in heavy-tailed noise). docs/history.md measures
+        average at a side of 5 such points in heavy-tailed noise). Taking the larger is a
+        conservative rule chosen by simulation, not part of the cited estimator. docs/history.md measures
         both and their maximum."""
         weight = self.cw[b] - self.cw[a]
         return (self.cy[b] - self.cy[a]) / weight, float(self._var(*self._parts(a, b)))
