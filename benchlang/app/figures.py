@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -37,10 +39,140 @@ class Listed:
         }
 
 
-def _inputs(store: str | Path, plan_hash: str | None, experiment: model.Experiment | None):
-    from benchlang.app.report import report_inputs
+class FigureSource:
+    """A store's figures with what they are built from gathered once: several figures in one
+    command, or in a notebook, read the store, analyse it and import matplotlib once (a single
+    export pays all three; docs/figures.md#speed)."""
 
-    return report_inputs(store, plan_hash, experiment, with_headline=False)
+    def __init__(
+        self,
+        store: str | Path,
+        plan_hash: str | None = None,
+        experiment: model.Experiment | None = None,
+    ) -> None:
+        self.store, self.plan_hash, self.experiment = store, plan_hash, experiment
+        self._inputs: Any = None
+
+    @property
+    def inputs(self) -> Any:
+        """``app.report.report_inputs`` of the store, built at first use."""
+        if self._inputs is None:
+            from benchlang.app.report import report_inputs
+
+            self._inputs = report_inputs(
+                self.store, self.plan_hash, self.experiment, with_headline=False
+            )
+        return self._inputs
+
+    def listed(self, metric: str | None = None) -> list[Listed]:
+        """Every figure benchlang draws, each saying whether it applies to this store."""
+        from benchlang.report.figures import applicable
+
+        return [
+            Listed(kind.name, kind.line, data is not None, reason)
+            for kind, data, reason in applicable(self.inputs, metric)
+        ]
+
+    def data(self, name: str, metric: str | None = None) -> FigureData:
+        """The numbers of figure ``name`` (``NotApplicable``, a UserError, says why it
+        cannot be)."""
+        from benchlang.report.figures import kind_of
+
+        return kind_of(name).build(self.inputs, metric)
+
+    def picture(self, data: FigureData, fmt: str, style: str | None = None) -> bytes:
+        """Figure ``data`` drawn as ``fmt`` ("svg", "pdf" or "png") bytes."""
+        from benchlang.report.figures import kind_of, labels
+        from benchlang.report.figures.render import Palette, draw
+
+        return draw(data, kind_of(data.name).draw, Palette(labels(self.inputs)), fmt, style)
+
+    def export(
+        self,
+        name: str,
+        out: str | Path,
+        *,
+        data_csv: str | Path | None = None,
+        style: str | None = None,
+        metric: str | None = None,
+    ) -> FigureData:
+        """Draw figure ``name`` into ``out`` (format by suffix) and, when asked, its rows into
+        ``data_csv``; the figure's numbers."""
+        fmt = format_of(out)
+        data = self.data(name, metric)
+        _write(Path(out), self.picture(data, fmt, style))
+        if data_csv is not None:
+            write_csv(data, data_csv)
+        return data
+
+    def export_many(
+        self,
+        names: Sequence[str] | None,
+        directory: str | Path,
+        fmt: str,
+        *,
+        data_dir: str | Path | None = None,
+        style: str | None = None,
+        metric: str | None = None,
+    ) -> Exported:
+        """Figures ``names`` (None: every one that applies) as ``directory/NAME.fmt``, with
+        ``data_dir/NAME.csv`` when asked. Every named figure is built before any is drawn:
+        one that does not apply stops the command with its reason and nothing written."""
+        if fmt not in FORMATS:
+            raise UserError(f"no format {fmt!r}", hint="--format svg, pdf or png")
+        if names is None:
+            listed = self._applicable(metric)
+            built = [data for data, _reason in listed.values() if data is not None]
+            skipped = {name: r for name, (d, r) in listed.items() if d is None and r}
+        else:
+            built, skipped = self._named(names, metric), {}
+        if not built:
+            raise UserError("no figure applies to this store", hint="benchlang figure STORE --list")
+        folders = [Path(directory)] + ([Path(data_dir)] if data_dir is not None else [])
+        for folder in folders:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise UserError(f"cannot make directory {folder}: {err.strerror}") from None
+        written = []
+        for data in built:
+            path = Path(directory) / f"{data.name}.{fmt}"
+            _write(path, self.picture(data, fmt, style))
+            if data_dir is not None:
+                write_csv(data, Path(data_dir) / f"{data.name}.csv")
+            written.append((path, data))
+        return Exported(tuple(written), skipped)
+
+    def _applicable(self, metric: str | None) -> dict[str, tuple[FigureData | None, str | None]]:
+        from benchlang.report.figures import applicable
+
+        return {kind.name: (data, reason) for kind, data, reason in applicable(self.inputs, metric)}
+
+    def _named(self, names: Sequence[str], metric: str | None) -> list[FigureData]:
+        from benchlang.report.figures import NotApplicable, kind_of
+
+        kinds = [kind_of(name) for name in dict.fromkeys(names)]  # an unknown name: at once
+        built, refused = [], []
+        for kind in kinds:
+            try:
+                built.append(kind.build(self.inputs, metric))
+            except NotApplicable as err:
+                refused.append(f"{kind.name}: {err.message}")
+        if refused:
+            raise UserError(
+                "not drawn, as these figures do not apply to this store: " + "; ".join(refused),
+                hint="benchlang figure STORE --list names those that apply (--all draws them)",
+            )
+        return built
+
+
+@attrs.frozen
+class Exported:
+    """What ``FigureSource.export_many`` wrote: (path, numbers) per figure, in the report's
+    order, and the reason of each figure ``--all`` skipped."""
+
+    written: tuple[tuple[Path, FigureData], ...]
+    skipped: dict[str, str]
 
 
 def list_figures(
@@ -50,12 +182,7 @@ def list_figures(
     metric: str | None = None,
 ) -> list[Listed]:
     """Every figure benchlang draws, each saying whether it applies to this store."""
-    from benchlang.report.figures import applicable
-
-    return [
-        Listed(kind.name, kind.line, data is not None, reason)
-        for kind, data, reason in applicable(_inputs(store, plan_hash, experiment), metric)
-    ]
+    return FigureSource(store, plan_hash, experiment).listed(metric)
 
 
 def figure_data(
@@ -66,10 +193,7 @@ def figure_data(
     metric: str | None = None,
 ) -> FigureData:
     """The numbers of figure ``name`` (``NotApplicable``, a UserError, says why it cannot be)."""
-    from benchlang.report.figures import kind_of
-
-    kind = kind_of(name)
-    return kind.build(_inputs(store, plan_hash, experiment), metric)
+    return FigureSource(store, plan_hash, experiment).data(name, metric)
 
 
 def format_of(path: str | Path) -> str:
@@ -95,18 +219,8 @@ def export_figure(
 ) -> FigureData:
     """Draw figure ``name`` of the store into ``out`` (format by suffix) and, when asked, its
     rows into ``data_csv``; the figure's numbers."""
-    from benchlang.report.figures import kind_of, labels
-    from benchlang.report.figures.render import Palette, draw
-
-    fmt = format_of(out)
-    kind = kind_of(name)
-    inputs = _inputs(store, plan_hash, experiment)
-    data = kind.build(inputs, metric)
-    picture = draw(data, kind.draw, Palette(labels(inputs)), fmt, style)
-    _write(Path(out), picture)
-    if data_csv is not None:
-        write_csv(data, data_csv)
-    return data
+    source = FigureSource(store, plan_hash, experiment)
+    return source.export(name, out, data_csv=data_csv, style=style, metric=metric)
 
 
 def _write(path: Path, content: bytes) -> None:

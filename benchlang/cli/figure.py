@@ -1,10 +1,11 @@
-"""``benchlang figure``: list the papers' figures that apply to a store, or export one as SVG,
-PDF or PNG with its numbers as CSV (docs/figures.md)."""
+"""``benchlang figure``: list the papers' figures that apply to a store, or export one, several
+or all of them as SVG, PDF or PNG with their numbers as CSV (docs/figures.md)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from benchlang.cli import add_command
 from benchlang.errors import UserError
@@ -13,23 +14,45 @@ from benchlang.jsonout import document, dumps
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang figure``; the lazy table in benchlang.cli calls this."""
+    from benchlang.app.figures import FORMATS
+
     p.usage = (
         "benchlang figure STORE [SPEC] --list\n"
-        "       benchlang figure STORE [SPEC] NAME [-o FILE] [--data FILE.csv] [--style STYLE]"
+        "       benchlang figure STORE [SPEC] NAME [-o FILE] [--data FILE.csv] [--style STYLE]\n"
+        "       benchlang figure STORE [SPEC] (NAME NAME... | --all) [-o DIR] [--format FMT] "
+        "[--data DIR]"
     )
     p.description = (
         "The figures of TriScale, OrderSage, Perflab, DataMill and the stopping rule drawn "
         "from a stored run (docs/figures.md): "
         "--list names those that apply; NAME writes one as SVG, PDF (TrueType fonts) or PNG, "
-        "by the suffix of -o."
+        "by the suffix of -o; several NAMEs or --all write DIR/NAME.FMT each, the store read "
+        "and matplotlib loaded once."
     )
     p.add_argument("store", metavar="STORE", help="the SQLite store of the run")
-    p.add_argument("rest", nargs="*", metavar="[SPEC] NAME", help="a spec (.bench), a figure")
-    p.add_argument("--list", action="store_true", help="the figures that apply, one line each")
     p.add_argument(
-        "-o", "--output", metavar="FILE", help="FILE.svg, .pdf or .png (default NAME.svg)"
+        "rest", nargs="*", metavar="[SPEC] NAME", help="a spec (.bench), one or more figures"
     )
-    p.add_argument("--data", metavar="FILE.csv", help="also write the numbers behind the figure")
+    p.add_argument("--list", action="store_true", help="the figures that apply, one line each")
+    p.add_argument("--all", action="store_true", help="every figure that applies (into -o DIR)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="FILE.svg, .pdf or .png (default NAME.svg); with several figures a directory "
+        "(default .)",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="svg, pdf or png: of several figures (default svg), or of one without -o",
+    )
+    p.add_argument(
+        "--data",
+        metavar="FILE.csv",
+        help="also write the numbers behind the figure; with several figures a directory "
+        "of NAME.csv",
+    )
     p.add_argument(
         "--style",
         metavar="STYLE",
@@ -46,24 +69,29 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def _split(rest: list[str], listing: bool) -> tuple[str | None, str | None]:
-    """(spec, figure name) from the positional arguments after STORE."""
+def _split(rest: list[str], args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """(spec, figure names) from the positional arguments after STORE."""
     spec = rest[0] if rest and rest[0].endswith(".bench") else None
     names = rest[1:] if spec else rest
-    if listing and names:
-        raise UserError(f"--list takes no figure name (got {' '.join(names)})")
-    if not listing and len(names) != 1:
+    if args.list and (names or args.all):
+        raise UserError(f"--list takes no figure name (got {' '.join(names) or '--all'})")
+    if args.all and names:
         raise UserError(
-            "name one figure, or ask for --list",
+            f"--all draws every figure that applies: name none (got {' '.join(names)})",
+            hint="benchlang figure STORE --all -o figures/ --format pdf",
+        )
+    if not (args.list or args.all or names):
+        raise UserError(
+            "name a figure (or several, or --all), or ask for --list",
             hint="benchlang figure STORE --list; benchlang figure STORE cdf -o cdf.pdf",
         )
-    return spec, (names[0] if names else None)
+    return spec, names
 
 
 def run(args: argparse.Namespace) -> int:
     from benchlang.app import figures
 
-    spec, name = _split(args.rest, args.list)
+    spec, names = _split(args.rest, args)
     where = {"plan_hash": args.plan, "experiment": None, "metric": args.metric}
     if spec is not None:  # app.plan imports the planner and backends: only for a spec
         from benchlang.app.plan import analysis_target
@@ -72,8 +100,9 @@ def run(args: argparse.Namespace) -> int:
         if target.note:
             print(f"note: {target.note}", file=sys.stderr)
         where.update(plan_hash=target.plan_hash, experiment=target.experiment)
+    source = figures.FigureSource(args.store, where["plan_hash"], where["experiment"])
     if args.list:
-        listed = figures.list_figures(args.store, **where)
+        listed = source.listed(args.metric)
         if args.json:
             print(dumps(document("figure", 1, {"figures": [f.to_dict() for f in listed]})))
             return 0
@@ -86,20 +115,64 @@ def run(args: argparse.Namespace) -> int:
             for f in skipped:
                 print(f"{f.name:<{width}}  {f.reason}")
         return 0
+    if args.all or len(names) > 1:
+        return _export_many(source, None if args.all else names, args)
+    name = names[0]
     if args.json and not args.output:
-        data = figures.figure_data(args.store, name, **where)
+        data = source.data(name, args.metric)
         print(dumps(document("figure", 1, data.to_dict())))
         return 0
-    out = args.output or f"{name}.svg"
-    data = figures.export_figure(
-        args.store, name, out, data_csv=args.data, style=args.style, **where
-    )
+    out = _single_output(name, args)
+    data = source.export(name, out, data_csv=args.data, style=args.style, metric=args.metric)
     if args.json:
         print(dumps(document("figure", 1, data.to_dict())))
         return 0
     print(f"wrote {out}" + (f" and {args.data}" if args.data else "") + f" ({data.paper})")
     for note in data.notes:
         print(f"  note: {note}")
+    return 0
+
+
+def _single_output(name: str, args: argparse.Namespace) -> str:
+    """One figure's file: -o, else NAME.FORMAT; a -o whose suffix --format contradicts is an
+    error, not a guess."""
+    if args.output is None:
+        return f"{name}.{args.format or 'svg'}"
+    if args.format and not args.output.lower().endswith(f".{args.format}"):
+        raise UserError(
+            f"-o {args.output} is not a .{args.format} file, as --format {args.format} asks",
+            hint=f"-o {name}.{args.format}, or leave out --format (the suffix of -o decides)",
+        )
+    return args.output
+
+
+def _export_many(source: Any, names: list[str] | None, args: argparse.Namespace) -> int:
+    done = source.export_many(
+        names,
+        args.output or ".",
+        args.format or "svg",
+        data_dir=args.data,
+        style=args.style,
+        metric=args.metric,
+    )
+    if args.json:
+        body = {
+            "figures": [{"path": str(path), **data.to_dict()} for path, data in done.written],
+            "skipped": [{"name": n, "reason": r} for n, r in done.skipped.items()],
+        }
+        print(dumps(document("figure", 1, body)))
+        return 0
+    for path, data in done.written:
+        print(f"wrote {path} ({data.paper})")
+        for note in data.notes:
+            print(f"  note: {note}")
+    if args.data:
+        print(f"wrote the numbers of each as {args.data}/NAME.csv")
+    if done.skipped:
+        print(
+            f"not drawn, as they do not apply to this store (--list says why): "
+            f"{', '.join(done.skipped)}"
+        )
     return 0
 
 
