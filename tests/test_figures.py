@@ -264,3 +264,53 @@ def test_each_module_names_its_figures_and_an_export_imports_its_own():
         "benchlang.report.figures.triscale",
         "benchlang.report.figures.triscale_draw",
     ]
+
+
+def test_all_writes_each_figure_that_applies_once_with_its_numbers(stores, capsys, tmp_path):
+    store = str(stores["latency"])
+    code, out, _ = run_cli(capsys, "figure", store, "--list", "--json")
+    applies = [f["name"] for f in json.loads(out)["figures"] if f["applies"]]
+    out_dir, data_dir = tmp_path / "figs", tmp_path / "figs" / "data"
+    code, out, err = run_cli(
+        capsys, "figure", store, "--all", "-o", out_dir, "--format", "pdf", "--data", data_dir
+    )
+    assert code == 0, err
+    assert sorted(p.name for p in out_dir.glob("*.pdf")) == sorted(f"{n}.pdf" for n in applies)
+    assert sorted(p.stem for p in data_dir.glob("*.csv")) == sorted(applies)
+    for name in applies:
+        pdf = (out_dir / f"{name}.pdf").read_bytes()
+        assert pdf.startswith(b"%PDF") and b"/FontFile2" in pdf and b"/Type3" not in pdf
+        assert f"wrote {out_dir / name}.pdf (" in out
+    not_drawn = out.split("not drawn, as they do not apply to this store (--list says why): ")[1]
+    assert "kpi-scatter" in not_drawn and "cdf," not in not_drawn
+    single = tmp_path / "cdf.csv"
+    assert (
+        run_cli(capsys, "figure", store, "cdf", "-o", tmp_path / "cdf.svg", "--data", single)[0]
+        == 0
+    )
+    assert (data_dir / "cdf.csv").read_text(encoding="utf-8") == single.read_text(encoding="utf-8")
+
+
+def test_several_names_in_one_command_json_and_refusals(stores, capsys, tmp_path):
+    store = str(stores["many"])
+    code, out, err = run_cli(
+        capsys, "figure", store, "order-delta", "cdf-overlay", "-o", tmp_path, "--json"
+    )
+    assert code == 0, err
+    body = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json"))
+    assert [f["name"] for f in body["figures"]] == ["order-delta", "cdf-overlay"]  # as asked
+    assert body["skipped"] == []
+    for f in body["figures"]:
+        assert f["path"] == str(tmp_path / f"{f['name']}.svg") and f["rows"]
+        ET.fromstring(Path(f["path"]).read_bytes())
+    latency, out_dir = str(stores["latency"]), tmp_path / "none"
+    code, out, err = run_cli(capsys, "figure", latency, "cdf", "order-ci", "-o", out_dir)
+    assert code == 2 and not out and "Traceback" not in err
+    assert "order-ci: order-ci compares fixed-order and random-order" in err
+    assert not out_dir.exists()  # every figure built before any is written
+    code, _, err = run_cli(capsys, "figure", store, "cdf", "--all")
+    assert code == 2 and "--all draws every figure that applies: name none" in err
+    code, _, err = run_cli(capsys, "figure", store, "cdf", "-o", "x.svg", "--format", "pdf")
+    assert code == 2 and "-o x.svg is not a .pdf file" in err
+    code, _, err = run_cli(capsys, "figure", store, "--list", "--all")
+    assert code == 2 and "--list takes no figure name" in err

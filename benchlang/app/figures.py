@@ -168,8 +168,8 @@ class FigureSource:
 
 @attrs.frozen
 class Exported:
-    """What ``FigureSource.export_many`` wrote: (path, numbers) per figure, in the report's
-    order, and the reason of each figure ``--all`` skipped."""
+    """What ``FigureSource.export_many`` wrote: (path, numbers) per figure, in the order asked
+    (``--all``: the report's), and the reason of each figure ``--all`` skipped."""
 
     written: tuple[tuple[Path, FigureData], ...]
     skipped: dict[str, str]
