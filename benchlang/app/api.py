@@ -23,6 +23,8 @@ from benchlang.errors import UserError
 if TYPE_CHECKING:
     import pandas
 
+    from benchlang.app.api_figures import Drawn
+    from benchlang.app.figures import FigureSource
     from benchlang.lang.diagnostics import Diagnostic, Source
     from benchlang.plan.plan import Plan
     from benchlang.report.record import Record
@@ -108,13 +110,14 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def open_store(path: str | Path, plan: str | None = None) -> BenchStore:
     """A store's plan (the latest unless ``plan`` names one) for analysis: ``.trials()`` as a
     DataFrame, ``.kpis()``, ``.headline()``, ``.compare(...)``, ``.record()``,
-    ``.to_parquet(path)``; a UserError (the CLI's message) when it is no store."""
+    ``.to_parquet(path)``, ``.figures()`` and ``.figure(name)``; a UserError (the CLI's message) when it is no store."""
     return BenchStore(path, plan)
 
 
 class BenchStore:
     """A store opened for analysis: one plan (the latest unless ``plan`` names one). Each
-    call reads the store afresh and closes it, as the CLI's commands do."""
+    call reads the store afresh and closes it, as the CLI's commands do, except the figures:
+    they share one reading and analysis of the store, made at the first (``figures()``)."""
 
     def __init__(self, path: str | Path, plan: str | None = None) -> None:
         from benchlang.run.store import Store
@@ -122,6 +125,7 @@ class BenchStore:
         self.path = Path(path)
         with Store(self.path) as store:
             self.plan_hash = store.plan(plan).plan_hash
+        self._figures: FigureSource | None = None
 
     def __repr__(self) -> str:
         return f"BenchStore({str(self.path)!r}, plan={self.plan_hash[:19]!r})"
@@ -224,6 +228,31 @@ class BenchStore:
                 "chosen after seeing the data it is exploratory, not a planned test\n"
             )
         return Shown(results, text, _pre(text))
+
+    def figures(self, metric: str | None = None) -> Shown:
+        """Every figure of the papers (docs/figures.md), whether it applies to this store and
+        why not, as ``benchlang figure STORE --list`` prints them (a list of ``Listed``)."""
+        from benchlang.app.api_figures import figures_shown
+
+        return figures_shown(self._figure_source(), metric)
+
+    def figure(self, name: str, *, style: str | None = None, metric: str | None = None) -> Drawn:
+        """Figure ``name`` as ``benchlang figure STORE NAME`` draws it (``style`` "paper" or
+        a .mplstyle file; ``metric`` as ``--metric``): shown inline in Jupyter, ``.data``,
+        ``.frame()``, ``.save(path)``. A figure that does not apply raises the UserError
+        saying why."""
+        from benchlang.app.api_figures import drawn
+
+        return drawn(self._figure_source(), name, style, metric)
+
+    def _figure_source(self) -> FigureSource:
+        """The store's inputs for figures, gathered at the first figure and kept: the store
+        read, analysed and matplotlib imported once per session (docs/api.md)."""
+        if self._figures is None:
+            from benchlang.app.figures import FigureSource
+
+            self._figures = FigureSource(self.path, self.plan_hash)
+        return self._figures
 
     def record(self) -> Shown:
         """The 12-parameter reproducibility record (TriScale §4.4), as ``benchlang record``

@@ -1,0 +1,136 @@
+"""The papers' figures in a notebook (docs/api.md#figures-in-a-notebook): ``BenchStore.figures()``
+lists them and ``BenchStore.figure(name)`` gives one as a :class:`Drawn`, shown inline by
+Jupyter and saved as SVG, PDF or PNG.
+
+Everything goes through one ``app.figures.FigureSource`` per store, so the store is read and
+analysed once, and matplotlib imported once, for every figure of a session; the drawing is
+``FigureSource.picture``, the same as ``benchlang figure`` and the HTML report (one drawing
+path; docs/figures.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from benchlang.app.api import Shown, _table
+from benchlang.app.figures import FigureSource, Listed, _write, format_of, write_csv
+from benchlang.errors import UserError
+from benchlang.stats.figure_data import FigureData
+
+if TYPE_CHECKING:
+    import pandas
+
+_SHOWN = itertools.count(1)
+"""Numbers each inline figure of a notebook's page, so the ids inside its SVG stay unique."""
+
+
+def listed_text(listed: list[Listed]) -> str:
+    """The figures as ``benchlang figure --list`` prints them: those that apply, one line
+    each, then those that do not, each with its reason."""
+    width = max(len(f.name) for f in listed)
+    lines = [f"{f.name:<{width}}  {f.line}" for f in listed if f.applies]
+    skipped = [f"{f.name:<{width}}  {f.reason}" for f in listed if not f.applies]
+    if skipped:
+        lines += ["", "not applicable to this store:", *skipped]
+    return "\n".join(lines) + "\n"
+
+
+def figures_shown(source: FigureSource, metric: str | None = None) -> Shown:
+    """Every figure, whether it applies to the store and why not: the ``Listed`` list, the
+    CLI's text, and an HTML table."""
+    listed = source.listed(metric)
+    rows = [
+        [f.name, "yes" if f.applies else "no", f.line if f.applies else f.reason or ""]
+        for f in listed
+    ]
+    html = _table(["figure", "applies", "draws / why not"], rows)
+    return Shown(listed, listed_text(listed), html)
+
+
+def drawn(
+    source: FigureSource, name: str, style: str | None = None, metric: str | None = None
+) -> Drawn:
+    """Figure ``name`` of the store: its numbers built now (a figure that does not apply is a
+    ``NotApplicable`` UserError with the reason; an unknown name a UserError listing the
+    names), its picture when first shown or saved."""
+    return Drawn(name, source.data(name, metric), source, style)
+
+
+@attrs.frozen(repr=False)
+class Drawn:
+    """One of the papers' figures of a store: ``.data`` (caption, columns, rows, notes),
+    ``.frame()`` its rows as a DataFrame, ``.save(path)`` (SVG, PDF with TrueType fonts, or
+    PNG, by suffix); Jupyter shows it inline with its caption and what it leaves out."""
+
+    name: str
+    data: FigureData
+    source: FigureSource = attrs.field(eq=False)
+    style: str | None = None
+    _pictures: dict[str, bytes] = attrs.field(factory=dict, init=False, eq=False)
+
+    def picture(self, fmt: str) -> bytes:
+        """The figure as ``fmt`` ("svg", "pdf" or "png") bytes, drawn once per format."""
+        if fmt not in self._pictures:
+            self._pictures[fmt] = self.source.picture(self.data, fmt, self.style)
+        return self._pictures[fmt]
+
+    def save(self, path: str | Path, data_csv: str | Path | None = None) -> Path:
+        """Write the figure to ``path`` (format by its suffix: .svg, .pdf or .png) and, when
+        asked, its rows as CSV to ``data_csv``, as ``benchlang figure NAME -o PATH --data
+        CSV`` does; the path written."""
+        path = Path(path)
+        _write(path, self.picture(format_of(path)))
+        if data_csv is not None:
+            write_csv(self.data, data_csv)
+        return path
+
+    def frame(self) -> pandas.DataFrame:
+        """The figure's rows (one per drawn element, as ``--data`` writes them) as a
+        DataFrame with its columns; a cell with no number is NaN or None."""
+        import pandas as pd
+
+        return pd.DataFrame.from_records(list(self.data.rows), columns=list(self.data.columns))
+
+    def _repr_svg_(self) -> str | None:
+        """The figure for Jupyter; None (the text shows instead) when it cannot be drawn,
+        whose reason ``_repr_html_`` and ``save`` give."""
+        try:
+            return self.picture("svg").decode("utf-8")
+        except UserError:
+            return None
+
+    def _repr_html_(self) -> str:
+        """The figure inline with its caption, what it leaves out and its numbers, as the
+        HTML report shows it; the reason and its remedy where it cannot be drawn."""
+        from benchlang.report.figures.render import inline_svg
+        from benchlang.report.html.page import esc, figure
+
+        try:
+            svg = self.picture("svg")
+        except UserError as err:
+            hint = f" ({err.hint})" if err.hint else ""
+            return (
+                f"<p>{esc(self.data.caption)}</p><p><b>not drawn:</b> {esc(err.message + hint)}</p>"
+            )
+        ident = f"fig-{self.name}-{next(_SHOWN)}"
+        notes = self.data.notes
+        note = ("Not drawn or not claimed: " + "; ".join(notes)) if notes else None
+        return figure(
+            inline_svg(svg, ident),
+            self.data.caption,
+            self.data.columns,
+            self.data.rows,
+            note=note,
+            ident=ident,
+        )
+
+    def __repr__(self) -> str:
+        return f"<Drawn {self.name}: {self.data.paper}, {len(self.data.rows)} rows>"
+
+    def __str__(self) -> str:
+        notes = "".join(f"\n  note: {note}" for note in self.data.notes)
+        return f"{self.name} ({self.data.paper}): {self.data.caption}{notes}"
