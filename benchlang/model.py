@@ -396,12 +396,8 @@ class Experiment:
     hardware: tuple[HostFactor, ...] = ()
     host_where: tuple[HostCondition, ...] = ()
     machine: Machine | None = None
-    """The top-level ``machine`` block; ``machines`` holds per-``hosts``-block overrides."""
-    machines: tuple[tuple[str, Machine], ...] = ()
-
-    def machine_for(self, host: str) -> Machine | None:
-        """The machine block that applies to trials on ``host``: its own, else the top-level one."""
-        return next((m for h, m in self.machines if h == host), self.machine)
+    """The ``machine`` block, the ``hosts`` block's own ``machine { ... }`` merged over it key by
+    key (lang.check.machine): one block for every host of the spec's one ``hosts`` block."""
 
     @property
     def needs_inventory(self) -> bool:

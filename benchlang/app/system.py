@@ -81,7 +81,7 @@ def unmet_requirements(
     cannot apply (a CPU it lacks, no writable memory cgroup)."""
     lines = []
     for host, state in states.items():
-        machine = experiment.machine_for(host)
+        machine = experiment.machine
         if machine is None:
             continue
         where = f"{host}: " if len(states) > 1 else ""
@@ -108,7 +108,7 @@ def unmet_requirements(
 def preflight(experiment: model.Experiment, backend: Any, force: bool) -> Preflight | None:
     """The check ``run`` performs first, when the spec has a machine block: refuses (exit 2)
     on an unmet requirement unless ``force``; None without a machine block."""
-    if experiment.machine is None and not experiment.machines:
+    if experiment.machine is None:
         return None
     if not isinstance(backend, FixedHosts):
         note = (
@@ -198,7 +198,7 @@ async def _tune(backend: Any, experiment: model.Experiment | None, reset: bool):
         session = await backend.open(host)
         try:
             state = await probe(session)
-            machine = experiment.machine_for(host) if experiment else None
+            machine = experiment.machine if experiment else None
             wanted = None if reset else dict(machine.require) if machine else {}
             wanted = dict(TUNE_DEFAULTS) if experiment is None and not reset else wanted
             writes, cannot, able = plan_tune(

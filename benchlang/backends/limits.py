@@ -179,5 +179,5 @@ def size_allocation(backend: Any, experiment: Any) -> None:
     acquires them (its optional ``size_allocation``, docs/plugins.md), so the allocation
     holds what the limits name (Slurm: ``--exclusive`` for named CPUs, ``--mem``)."""
     sizing = getattr(backend, "size_allocation", None)
-    if sizing is not None and (experiment.machine is not None or experiment.machines):
-        sizing({host: experiment.machine_for(host) for host in backend.hosts()})
+    if sizing is not None and experiment.machine is not None:
+        sizing({host: experiment.machine for host in backend.hosts()})

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         for line in unmet:
             print(line)
         if not unmet:
-            has = experiment.machine is not None or experiment.machines
+            has = experiment.machine is not None
             print(
                 f"the hosts meet the machine block of {args.spec}"
                 if has

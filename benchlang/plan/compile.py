@@ -44,13 +44,10 @@ def _limits(machine: model.Machine) -> dict[str, Any]:
 
 
 def machine_limits(experiment: model.Experiment) -> dict[str, Any] | None:
-    """plan.machine: the per-trial limits of the machine block(s); None without a limit (a
-    block that only requires host state leaves the plan as it was)."""
-    top = _limits(experiment.machine) if experiment.machine is not None else {}
-    own = {h: _limits(m) for h, m in experiment.machines if _limits(m) != top}
-    if not top and not own:
-        return None
-    return {**top, **({"hosts": own} if own else {})}
+    """plan.machine: the per-trial limits of the machine block; None without a limit (a block
+    that only requires host state leaves the plan as it was)."""
+    limits = _limits(experiment.machine) if experiment.machine is not None else {}
+    return limits or None
 
 
 def _compile(

@@ -63,8 +63,6 @@ def record_lines(
         required = ", ".join(f"{k} {v}" for k, v in machine.require)
         parts = [limits_text(machine), f"required {required}" if required else None]
         lines.append("machine: " + ("; ".join(p for p in parts if p) or "no limit, no requirement"))
-    for host, own in experiment.machines:
-        lines.append(f"machine of {host}: {limits_text(own) or 'no limit'}")
     if machine is not None and machine.limits_trials:
         for host, f in sorted((facts or {}).items()):
             how = [f"{k[7:]}: {v}" for k, v in sorted(f.items()) if k.startswith("limits_")]
@@ -82,7 +80,7 @@ def record_json(
     experiment: model.Experiment, states: Mapping[str, HostState], forced: tuple[str, ...]
 ) -> dict[str, Any] | None:
     """The record's ``machine`` object; None when the spec has no machine block."""
-    if experiment.machine is None and not experiment.machines and not states:
+    if experiment.machine is None and not states:
         return None
 
     def block(m: model.Machine | None) -> dict[str, Any] | None:
@@ -98,7 +96,6 @@ def record_json(
 
     return {
         "block": block(experiment.machine),
-        "hosts": {h: block(m) for h, m in experiment.machines},
         "host_state": {h: s.to_dict() for h, s in sorted(states.items())},
         "forced": list(forced),
     }

@@ -132,7 +132,7 @@ class TrialLife:
         if bench.counters:
             command = perf_command(command, bench.counters)
         hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
-        limits = applicable_limits(self.experiment.machine_for(host), self.backend)
+        limits = applicable_limits(self.experiment.machine, self.backend)
         return (
             command,
             template,
