@@ -26,13 +26,14 @@ class RateInterval:
     confidence: float
 
     def to_dict(self) -> dict[str, float | int | str]:
+        """JSON-ready; ``confidence`` in percent, as every other interval's in benchlang's JSON."""
         return {
             "count": self.count,
             "runs": self.runs,
             "rate": self.rate,
             "low": self.low,
             "high": self.high,
-            "confidence": self.confidence,
+            "confidence": round(100 * self.confidence, 10),
             "method": "Clopper-Pearson",
         }
 
