@@ -232,9 +232,11 @@ class BenchStore:
     def figures(self, metric: str | None = None) -> Shown:
         """Every figure of the papers (docs/figures.md), whether it applies to this store and
         why not, as ``benchlang figure STORE --list`` prints them (a list of ``Listed``)."""
-        from benchlang.app.api_figures import figures_shown
+        from benchlang.app.api_figures import listed_rows, listed_text
 
-        return figures_shown(self._figure_source(), metric)
+        listed = self._figure_source().listed(metric)
+        html = _table(["figure", "applies", "draws / why not"], listed_rows(listed))
+        return Shown(listed, listed_text(listed), html)
 
     def figure(self, name: str, *, style: str | None = None, metric: str | None = None) -> Drawn:
         """Figure ``name`` as ``benchlang figure STORE NAME`` draws it (``style`` "paper" or

@@ -1,6 +1,6 @@
 """The papers' figures in a notebook (docs/api.md#figures-in-a-notebook): ``BenchStore.figures()``
-lists them and ``BenchStore.figure(name)`` gives one as a :class:`Drawn`, shown inline by
-Jupyter and saved as SVG, PDF or PNG.
+lists them (as these rows and text) and ``BenchStore.figure(name)`` gives one as a
+:class:`Drawn`, shown inline by Jupyter and saved as SVG, PDF or PNG.
 
 Everything goes through one ``app.figures.FigureSource`` per store, so the store is read and
 analysed once, and matplotlib imported once, for every figure of a session; the drawing is
@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from benchlang.app.api import Shown, _table
 from benchlang.app.figures import FigureSource, Listed, _write, format_of, write_csv
 from benchlang.errors import UserError
 from benchlang.stats.figure_data import FigureData
@@ -39,16 +38,12 @@ def listed_text(listed: list[Listed]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figures_shown(source: FigureSource, metric: str | None = None) -> Shown:
-    """Every figure, whether it applies to the store and why not: the ``Listed`` list, the
-    CLI's text, and an HTML table."""
-    listed = source.listed(metric)
-    rows = [
+def listed_rows(listed: list[Listed]) -> list[list[str]]:
+    """The figures as table rows: name, whether it applies, what it draws or why not."""
+    return [
         [f.name, "yes" if f.applies else "no", f.line if f.applies else f.reason or ""]
         for f in listed
     ]
-    html = _table(["figure", "applies", "draws / why not"], rows)
-    return Shown(listed, listed_text(listed), html)
 
 
 def drawn(
