@@ -232,7 +232,8 @@ class BenchStore:
     def figures(self, metric: str | None = None) -> Shown:
         """Every figure of the papers (docs/figures.md), whether it applies to this store and
         why not, as ``benchlang figure STORE --list`` prints them (a list of ``Listed``)."""
-        from benchlang.app.api_figures import listed_rows, listed_text
+        from benchlang.app.api_figures import listed_rows
+        from benchlang.app.figures import listed_text
 
         listed = self._figure_source().listed(metric)
         html = _table(["figure", "applies", "draws / why not"], listed_rows(listed))

@@ -27,17 +27,6 @@ _SHOWN = itertools.count(1)
 """Numbers each inline figure of a notebook's page, so the ids inside its SVG stay unique."""
 
 
-def listed_text(listed: list[Listed]) -> str:
-    """The figures as ``benchlang figure --list`` prints them: those that apply, one line
-    each, then those that do not, each with its reason."""
-    width = max(len(f.name) for f in listed)
-    lines = [f"{f.name:<{width}}  {f.line}" for f in listed if f.applies]
-    skipped = [f"{f.name:<{width}}  {f.reason}" for f in listed if not f.applies]
-    if skipped:
-        lines += ["", "not applicable to this store:", *skipped]
-    return "\n".join(lines) + "\n"
-
-
 def listed_rows(listed: list[Listed]) -> list[list[str]]:
     """The figures as table rows: name, whether it applies, what it draws or why not."""
     return [

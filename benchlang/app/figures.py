@@ -42,7 +42,7 @@ class Listed:
 class FigureSource:
     """A store's figures with what they are built from gathered once: several figures in one
     command, or in a notebook, read the store, analyse it and import matplotlib once (a single
-    export pays all three; docs/figures.md#speed)."""
+    export pays all three; docs/figures.md#cost)."""
 
     def __init__(
         self,
@@ -173,6 +173,17 @@ class Exported:
 
     written: tuple[tuple[Path, FigureData], ...]
     skipped: dict[str, str]
+
+
+def listed_text(listed: list[Listed]) -> str:
+    """The figures as ``benchlang figure --list`` prints them: those that apply, one line
+    each, then those that do not, each with its reason."""
+    width = max(len(f.name) for f in listed)
+    lines = [f"{f.name:<{width}}  {f.line}" for f in listed if f.applies]
+    skipped = [f"{f.name:<{width}}  {f.reason}" for f in listed if not f.applies]
+    if skipped:
+        lines += ["", "not applicable to this store:", *skipped]
+    return "\n".join(lines) + "\n"
 
 
 def list_figures(

@@ -106,14 +106,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(dumps(document("figure", 1, {"figures": [f.to_dict() for f in listed]})))
             return 0
-        width = max(len(f.name) for f in listed)
-        for f in (f for f in listed if f.applies):
-            print(f"{f.name:<{width}}  {f.line}")
-        skipped = [f for f in listed if not f.applies]
-        if skipped:
-            print("\nnot applicable to this store:")
-            for f in skipped:
-                print(f"{f.name:<{width}}  {f.reason}")
+        print(figures.listed_text(listed), end="")
         return 0
     if args.all or len(names) > 1:
         return _export_many(source, None if args.all else names, args)
