@@ -241,17 +241,32 @@ def main() -> int:
     if args.small_trials < SMALLEST:
         parser.error(f"--small-trials {args.small_trials}: make_store's KPI needs {SMALLEST:,}")
     root, store = store_in(args.keep, args.trials, "benchlang-figures-")
-    _small_root, small = store_in(str(root / f"small-{args.small_trials}"), args.small_trials, "")
     scratch, env = None, None
-    if args.before:
-        scratch = Path(tempfile.mkdtemp(prefix="benchlang-before-"))
-        tree = revision_tree(args.before, args.patch_from, scratch)
-        env = {**os.environ, "PYTHONPATH": str(tree)}
+    try:
+        _small_root, small = store_in(
+            str(root / f"small-{args.small_trials}"), args.small_trials, ""
+        )
+        if args.before:
+            scratch = Path(tempfile.mkdtemp(prefix="benchlang-before-"))
+            tree = revision_tree(args.before, args.patch_from, scratch)
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+        measured(args, (root, store, small), env)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch)
+        if not args.keep:
+            shutil.rmtree(root)
+    return 0
+
+
+def measured(args: argparse.Namespace, stores: tuple[Path, Path, Path], env: dict | None) -> None:
+    """Every measure taken, then printed."""
+    root, store, _small = stores
     panels = panels_floor(store, args.repeat)
     figures = [p.name for p in panels]
     if args.exports:
         figures = [name for name in figures if name in args.exports.split(",")]
-    cases = cases_of(args, (root, store, small), figures, env)
+    cases = cases_of(args, stores, figures, env)
     load = os.getloadavg()[0]
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(args.repeat):
@@ -259,8 +274,8 @@ def main() -> int:
             runs[name].append(command(argv, environ))
     drawn = in_process(store)
     med = {
-        name: tuple(statistics.median(m[i] for m in measured) for i in range(2))
-        for name, measured in runs.items()
+        name: tuple(statistics.median(m[i] for m in times) for i in range(2))
+        for name, times in runs.items()
     }
     print(
         f"{args.trials:,} trials, load average {load:.1f} at the start; medians of "
@@ -278,11 +293,6 @@ def main() -> int:
         f"report: {page.stat().st_size / 1024:.0f} KiB, {figures_shown(page)} figures; "
         "verdicts on CPU s"
     )
-    if scratch is not None:
-        shutil.rmtree(scratch)
-    if not args.keep:
-        shutil.rmtree(root)
-    return 0
 
 
 if __name__ == "__main__":
