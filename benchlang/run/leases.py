@@ -4,7 +4,6 @@ is what ``run --resume`` attaches to and ``benchlang hosts release`` gives back.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
 from collections.abc import Callable
@@ -137,6 +136,8 @@ class LeaseKeeper:
         self.spec_dir = spec_dir
         self.lease: Lease | None = None
         self.notes: list[str] = []
+        import asyncio  # here, not at the top: every store reader imports this module
+
         self._extending = asyncio.Lock()
 
     async def take(self) -> Lease:
@@ -178,6 +179,8 @@ class LeaseKeeper:
         return await self._release(self.lease)
 
     async def _release(self, lease: Lease, stored: bool = True) -> str | None:
+        import asyncio
+
         try:
             await asyncio.wait_for(release_lease(self.backend, lease), RELEASE_TIMEOUT)
         except (Exception, asyncio.CancelledError) as err:
