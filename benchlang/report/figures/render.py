@@ -283,6 +283,21 @@ def panel_title(ax: Any, text: str, colour: str | None = None, size: str = "smal
     )
 
 
+def marked_x(ax: Any, x: float, text: str, colour: str, lw: float = 1.0) -> None:
+    """A vertical line at data ``x`` named by ``text`` beside its top (a profile's period, the
+    stopping rule's stop)."""
+    ax.axvline(x, color=colour, lw=lw)
+    ax.annotate(
+        text,
+        (x, 1),
+        xycoords=("data", "axes fraction"),
+        fontsize="x-small",
+        va="top",
+        xytext=(2, 0),
+        textcoords="offset points",
+    )
+
+
 def legend_above(fig: Any, handles: Sequence[Any], paper: bool) -> None:
     """Every configuration in the legend, above the plots (never cut to fit; the notes take
     the space under them)."""

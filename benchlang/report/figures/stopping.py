@@ -11,7 +11,13 @@ import attrs
 import numpy as np
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable
-from benchlang.report.figures.render import Palette, legend_above, panel_title, panels
+from benchlang.report.figures.render import (
+    Palette,
+    legend_above,
+    marked_x,
+    panel_title,
+    panels,
+)
 from benchlang.stats import figure_stopping as fs
 from benchlang.stats.figure_data import FigureData
 
@@ -135,17 +141,8 @@ def draw_ks(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
         ax.axhline(threshold, color="black", ls="--", lw=0.8)
         for r in rows:
             if r["part"] == "stop":
-                ax.axvline(r["k"], color=c, lw=1.2)
+                marked_x(ax, r["k"], f"{r['k']} ({r['class']})", c, lw=1.2)
                 ax.plot(r["k"], r["ks"], marker=palette.marker(label), color=c, ms=5)
-                ax.annotate(
-                    f"{r['k']} ({r['class']})",
-                    (r["k"], 1),
-                    xycoords=("data", "axes fraction"),
-                    fontsize="x-small",
-                    va="top",
-                    xytext=(2, 0),
-                    textcoords="offset points",
-                )
             elif r["part"] == "optimal":
                 ax.axvline(r["k"], color="grey", ls=":", lw=1.2)
         ax.set_ylim(0, 1.02)

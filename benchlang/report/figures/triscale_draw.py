@@ -13,6 +13,7 @@ from benchlang.report.figures.render import (
     Palette,
     dense_layer,
     legend_above,
+    marked_x,
     panel_title,
     panels,
 )
@@ -235,14 +236,7 @@ def draw_profile(fig: Any, data: FigureData, palette: Palette, paper: bool) -> N
     )
     for r in rows:
         if r["period"]:
-            ax.axvline(r["lag"], color="#009E73", lw=1)
-            ax.annotate(
-                f"period {r['lag_text']}",
-                (r["lag"], 0.95),
-                xycoords=("data", "axes fraction"),
-                fontsize="x-small",
-                ha="left",
-            )
+            marked_x(ax, r["lag"], f"period {r['lag_text']}", "#009E73")
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(8, integer=True))
