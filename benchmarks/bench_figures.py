@@ -33,7 +33,7 @@ machine). The rows:
   skeleton's total plus matplotlib's import is what the papers' panels cost before any value is
   drawn, set against the +2 s budget.
 - Last, in process, the time to build each figure's numbers and to draw it as SVG and PDF (so a
-  slow figure is named).
+  slow figure is named), and its build and SVG on the small store: what grows with the trials.
 
     python benchmarks/bench_figures.py [--trials 100000] [--small-trials 5000] [--repeat 3]
         [--keep DIR] [--before REV [--patch-from REV] [--before-exports]] [--exports NAME,NAME]
@@ -219,6 +219,25 @@ def floor_table(panels: list, med: dict[str, tuple[float, float]]) -> None:
     )
 
 
+def drawn_table(drawn: list, small: dict, trials: int) -> None:
+    """Each figure's build and drawing CPU in process, at both stores: the drawing is
+    matplotlib's per figure, the build the part that reads the trials."""
+    print(
+        f"{'in process, after the inputs (CPU s):':44} {'build':>8} {'SVG':>6} {'PDF':>6}"
+        f"   at {trials:,}: {'build':>5} {'SVG':>5}"
+    )
+    for d in drawn:
+        other = small.get(d.name)
+        there = f"{other.build:5.2f} {other.svg:5.2f}" if other else "  not drawn"
+        print(f"{'  ' + d.name:44} {d.build:8.2f} {d.svg:6.2f} {d.pdf:6.2f} {'':>11}{there}")
+    total = [sum(getattr(d, key) for d in drawn) for key in ("build", "svg", "pdf")]
+    both = [sum(getattr(d, key) for d in small.values()) for key in ("build", "svg")]
+    print(
+        f"{'  total':44} {total[0]:8.2f} {total[1]:6.2f} {total[2]:6.2f} {'':>11}"
+        f"{both[0]:5.2f} {both[1]:5.2f}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=100_000)
@@ -261,7 +280,7 @@ def main() -> int:
 
 def measured(args: argparse.Namespace, stores: tuple[Path, Path, Path], env: dict | None) -> None:
     """Every measure taken, then printed."""
-    root, store, _small = stores
+    root, store, small = stores
     panels = panels_floor(store, args.repeat)
     figures = [p.name for p in panels]
     if args.exports:
@@ -272,7 +291,7 @@ def measured(args: argparse.Namespace, stores: tuple[Path, Path, Path], env: dic
     for _ in range(args.repeat):
         for name, (argv, environ) in cases.items():
             runs[name].append(command(argv, environ))
-    drawn = in_process(store)
+    drawn, drawn_small = in_process(store), {d.name: d for d in in_process(small)}
     med = {
         name: tuple(statistics.median(m[i] for m in times) for i in range(2))
         for name, times in runs.items()
@@ -284,9 +303,7 @@ def measured(args: argparse.Namespace, stores: tuple[Path, Path, Path], env: dic
     table(med, args, root)
     by_trials(med, args, root)
     floor_table(panels, med)
-    print(f"{'in process, after the inputs:':44} {'build':>8} {'SVG':>6} {'PDF':>6}  (CPU s)")
-    for d in drawn:
-        print(f"{'  ' + d.name:44} {d.build:8.2f} {d.svg:6.2f} {d.pdf:6.2f}")
+    drawn_table(drawn, drawn_small, args.small_trials)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     page = root / "report.html"
     print(
