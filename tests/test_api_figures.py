@@ -12,6 +12,7 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import attrs
 import pytest
 
 pytest.importorskip("pandas")
@@ -150,3 +151,31 @@ def test_a_style_that_cannot_be_used_is_said_not_raised_in_jupyter(store, tmp_pa
     assert "not drawn:" in html and "no style" in html and "mplstyle" in html
     with pytest.raises(benchlang.UserError, match="no style"):
         figure.save(tmp_path / "cdf.svg")
+
+
+def test_the_notebook_escapes_user_text_and_shows_what_matplotlib_said(store, tmp_path):
+    cdf = store.figure("cdf")
+    odd = attrs.evolve(cdf.data, caption="<script>x</script> & [n=1]", notes=("a <b> note",))
+    html = Drawn("cdf", odd, cdf.source)._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;x&lt;/script&gt; &amp; [n=1]" in html
+    assert "a &lt;b&gt; note" in html and "<b> note" not in html
+    style = tmp_path / "tiny.mplstyle"
+    style.write_text("figure.figsize: 0.1, 0.1\n", encoding="utf-8")
+    tiny = store.figure("cdf", style=str(style))
+    assert tiny.said()[0].startswith("constrained_layout not applied")
+    assert "matplotlib: constrained_layout not applied" in tiny._repr_html_()
+    assert store.figure("cdf").said() == ()
+
+
+def test_a_style_matplotlib_cannot_draw_with_is_said_and_save_writes_nothing_silently(
+    store, tmp_path
+):
+    style = tmp_path / "dpi.mplstyle"
+    style.write_text("savefig.dpi: 0\n", encoding="utf-8")
+    broken = store.figure("cdf", style=str(style))
+    with pytest.raises(benchlang.UserError, match="matplotlib cannot draw cdf with style"):
+        broken.save(tmp_path / "cdf.png")
+    assert not (tmp_path / "cdf.png").exists()
+    cdf = store.figure("cdf")
+    with pytest.raises(benchlang.UserError, match=r"written before it: .*cdf\.svg"):
+        cdf.save(tmp_path / "cdf.svg", data_csv=tmp_path / "no" / "cdf.csv")

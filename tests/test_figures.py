@@ -314,3 +314,119 @@ def test_several_names_in_one_command_json_and_refusals(stores, capsys, tmp_path
     assert code == 2 and "-o x.svg is not a .pdf file" in err
     code, _, err = run_cli(capsys, "figure", store, "--list", "--all")
     assert code == 2 and "--list takes no figure name" in err
+
+
+def test_batch_refusals_say_why_and_write_nothing(stores, capsys, tmp_path):
+    store = str(stores["many"])
+    taken = tmp_path / "taken.svg"
+    taken.write_text("mine", encoding="utf-8")
+    out_dir = tmp_path / "out"
+    refusals = {
+        "is a file, and several figures are written into a directory": ("-o", taken),
+        "taken.svg is a file": ("-o", out_dir, "--data", taken),
+        "figure named twice: cdf": ("cdf", "-o", out_dir),
+        "matplotlib cannot draw cdf with style": ("-o", out_dir, "--format", "png"),
+        "no style": ("-o", out_dir, "--style", tmp_path / "none.mplstyle"),
+    }
+    dpi = tmp_path / "dpi.mplstyle"
+    dpi.write_text("savefig.dpi: 0\n", encoding="utf-8")
+    for message, extra in refusals.items():
+        style = ("--style", dpi) if "cannot draw" in message else ()
+        names = ("cdf", "cdf-overlay", *extra[: extra.index("-o")])
+        opts = (*extra[extra.index("-o") :], *style)
+        code, out, err = run_cli(capsys, "figure", store, *names, *opts)
+        assert code == 2 and not out and "Traceback" not in err, (message, err)
+        assert err.startswith("benchlang: error: ") and message in err, (message, err)
+        assert "hint:" in err
+        assert not out_dir.exists() and taken.read_text(encoding="utf-8") == "mine"
+    code, _, err = run_cli(capsys, "figure", store, "--all", "--metric", "nosuch", "-o", out_dir)
+    assert code == 2 and "no figure applies to this store: kpi-scatter: no KPI of 'nosuch'" in err
+    assert not out_dir.exists()
+    code, _, err = run_cli(capsys, "figure", tmp_path / "no.sqlite", "cdf", "cdf-overlay")
+    assert code == 2 and err.startswith("benchlang: error: no store at")
+
+
+def test_options_that_would_be_ignored_are_refused(stores, capsys, tmp_path):
+    store = str(stores["many"])
+    for extra in (("--format", "pdf"), ("-o", tmp_path), ("--data", "x.csv")):
+        code, out, err = run_cli(capsys, "figure", store, "--list", *extra)
+        assert code == 2 and not out
+        assert f"--list writes nothing: {' '.join(map(str, extra))} has no use" in err
+    for names in (("cdf",), ("cdf", "order-ci"), ("--all",)):
+        code, out, err = run_cli(capsys, "figure", store, *names, "--json", "--data", "d.csv")
+        assert code == 2 and not out
+        assert "--json without -o prints the numbers and writes nothing: --data d.csv" in err
+
+
+def test_json_without_output_draws_nothing_with_it_says_what_was_written(
+    stores, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    store, strict = str(stores["latency"]), {"parse_constant": lambda c: pytest.fail(c)}
+    code, out, err = run_cli(capsys, "figure", store, "cdf", "series-kpis", "--json")
+    assert code == 0, err
+    body = json.loads(out, **strict)
+    assert [(f["name"], f["path"], f["warnings"]) for f in body["figures"]] == [
+        ("cdf", None, []),
+        ("series-kpis", None, []),
+    ]
+    assert list(tmp_path.iterdir()) == []
+    code, out, _ = run_cli(capsys, "figure", store, "--all", "--json")
+    body = json.loads(out, **strict)
+    skipped = {s["name"]: s["reason"] for s in body["skipped"]}
+    assert code == 0 and "only latency has a KPI" in skipped["kpi-scatter"]
+    assert {f["name"] for f in body["figures"]} >= {"cdf", "convergence"}
+    assert list(tmp_path.iterdir()) == []
+    spec = str(SPECS / "latency-series.bench")
+    code, out, err = run_cli(capsys, "figure", store, spec, "cdf", "-o", "one.svg", "--json")
+    assert code == 0, err
+    body = json.loads(out, **strict)
+    assert body["path"] == "one.svg" and body["warnings"] == [] and body["rows"]
+    assert Path("one.svg").is_file()
+
+
+def test_a_file_that_cannot_be_written_names_those_written_before_it(stores, capsys, tmp_path):
+    (tmp_path / "cdf-overlay.svg").mkdir()
+    code, out, err = run_cli(
+        capsys, "figure", str(stores["many"]), "cdf", "cdf-overlay", "-o", tmp_path
+    )
+    assert code == 2 and not out and "Traceback" not in err
+    assert f"cannot write {tmp_path / 'cdf-overlay.svg'}: Is a directory" in err
+    assert f"(written before it: {tmp_path / 'cdf.svg'})" in err
+    code, _, err = run_cli(
+        capsys,
+        "figure",
+        str(stores["many"]),
+        "cdf",
+        "-o",
+        tmp_path / "one.svg",
+        "--data",
+        tmp_path / "no" / "one.csv",
+    )
+    assert code == 2 and f"(written before it: {tmp_path / 'one.svg'})" in err
+
+
+def test_what_matplotlib_warns_is_a_note_not_a_warning(stores, capsys, tmp_path):
+    style = tmp_path / "odd.mplstyle"
+    style.write_text("font.family: NoFontCalledThisInTestFigures\n", encoding="utf-8")
+    code, out, err = run_cli(
+        capsys, "figure", str(stores["many"]), "cdf", "-o", tmp_path / "a.svg", "--style", style
+    )
+    assert code == 0 and err == ""
+    assert "  note: matplotlib: findfont: Font family 'NoFontCalledThisInTestFigures'" in out
+    style.write_text("figure.figsize: 0.1, 0.1\n", encoding="utf-8")
+    code, out, err = run_cli(
+        capsys,
+        "figure",
+        str(stores["many"]),
+        "cdf",
+        "order-ci",
+        "-o",
+        tmp_path / "b",
+        "--style",
+        style,
+        "--json",
+    )
+    assert code == 0 and err == ""
+    for figure in json.loads(out)["figures"]:
+        assert figure["warnings"][0].startswith("constrained_layout not applied")

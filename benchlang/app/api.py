@@ -110,14 +110,16 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def open_store(path: str | Path, plan: str | None = None) -> BenchStore:
     """A store's plan (the latest unless ``plan`` names one) for analysis: ``.trials()`` as a
     DataFrame, ``.kpis()``, ``.headline()``, ``.compare(...)``, ``.record()``,
-    ``.to_parquet(path)``, ``.figures()`` and ``.figure(name)``; a UserError (the CLI's message) when it is no store."""
+    ``.to_parquet(path)``, ``.figures()`` and ``.figure(name)``; a UserError (the CLI's message)
+    when it is no store."""
     return BenchStore(path, plan)
 
 
 class BenchStore:
     """A store opened for analysis: one plan (the latest unless ``plan`` names one). Each
     call reads the store afresh and closes it, as the CLI's commands do, except the figures:
-    they share one reading and analysis of the store, made at the first (``figures()``)."""
+    they share one reading and analysis of the store, made at the first ``figures()`` or
+    ``figure(name)`` and kept (trials added later: ``open_store`` again; docs/api.md)."""
 
     def __init__(self, path: str | Path, plan: str | None = None) -> None:
         from benchlang.run.store import Store

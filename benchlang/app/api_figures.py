@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from benchlang.app.figures import FigureSource, Listed, _write, format_of, write_csv
+from benchlang.app.figures import (
+    FigureSource,
+    Listed,
+    Picture,
+    csv_text,
+    format_of,
+    write_files,
+)
 from benchlang.errors import UserError
 from benchlang.stats.figure_data import FigureData
 
@@ -54,10 +61,19 @@ class Drawn:
     data: FigureData
     source: FigureSource = attrs.field(eq=False)
     style: str | None = None
-    _pictures: dict[str, bytes] = attrs.field(factory=dict, init=False, eq=False)
+    _pictures: dict[str, Picture] = attrs.field(factory=dict, init=False, eq=False)
 
     def picture(self, fmt: str) -> bytes:
-        """The figure as ``fmt`` ("svg", "pdf" or "png") bytes, drawn once per format."""
+        """The figure as ``fmt`` ("svg", "pdf" or "png") bytes, drawn once per format (a
+        ``Drawn`` keeps its style: another style is another ``figure(name, style=...)``)."""
+        return self._drawn(fmt).content
+
+    def said(self, fmt: str = "svg") -> tuple[str, ...]:
+        """What matplotlib warned drawing the figure as ``fmt`` (a font of the style that is
+        not installed, a layout it could not apply); the notebook shows it as notes."""
+        return self._drawn(fmt).said
+
+    def _drawn(self, fmt: str) -> Picture:
         if fmt not in self._pictures:
             self._pictures[fmt] = self.source.picture(self.data, fmt, self.style)
         return self._pictures[fmt]
@@ -65,11 +81,12 @@ class Drawn:
     def save(self, path: str | Path, data_csv: str | Path | None = None) -> Path:
         """Write the figure to ``path`` (format by its suffix: .svg, .pdf or .png) and, when
         asked, its rows as CSV to ``data_csv``, as ``benchlang figure NAME -o PATH --data
-        CSV`` does; the path written."""
+        CSV`` does (both made before either is written); the path written."""
         path = Path(path)
-        _write(path, self.picture(format_of(path)))
+        files = [(path, self.picture(format_of(path)))]
         if data_csv is not None:
-            write_csv(self.data, data_csv)
+            files.append((Path(data_csv), csv_text(self.data).encode("utf-8")))
+        write_files(files)
         return path
 
     def frame(self) -> pandas.DataFrame:
@@ -101,7 +118,7 @@ class Drawn:
                 f"<p>{esc(self.data.caption)}</p><p><b>not drawn:</b> {esc(err.message + hint)}</p>"
             )
         ident = f"fig-{self.name}-{next(_SHOWN)}"
-        notes = self.data.notes
+        notes = (*self.data.notes, *(f"matplotlib: {said}" for said in self.said("svg")))
         note = ("Not drawn or not claimed: " + "; ".join(notes)) if notes else None
         return figure(
             inline_svg(svg, ident),

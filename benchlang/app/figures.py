@@ -1,5 +1,6 @@
-"""``benchlang figure``: the papers' figures of a stored run, listed or exported one at a time
-as SVG, PDF or PNG with the numbers behind them as CSV (docs/figures.md).
+"""``benchlang figure`` and the notebook's figures: the papers' figures of a stored run, listed,
+or exported one, several or all at once as SVG, PDF or PNG with the numbers behind them as CSV
+(docs/figures.md). Every figure of a command is built and drawn before a file is written.
 
 The figures are built from the same inputs as the HTML report (``app.report.report_inputs``)
 and drawn by the same functions (``report.figures``): one drawing path.
@@ -8,6 +9,7 @@ and drawn by the same functions (``report.figures``): one drawing path.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,12 +82,29 @@ class FigureSource:
 
         return kind_of(name).build(self.inputs, metric)
 
-    def picture(self, data: FigureData, fmt: str, style: str | None = None) -> bytes:
-        """Figure ``data`` drawn as ``fmt`` ("svg", "pdf" or "png") bytes."""
+    def picture(self, data: FigureData, fmt: str, style: str | None = None) -> Picture:
+        """Figure ``data`` drawn as ``fmt`` ("svg", "pdf" or "png"), with what matplotlib said
+        while drawing it. A style of the user's that matplotlib cannot draw with (a size too
+        large for a PNG, ``text.usetex`` without LaTeX) is a UserError naming it, not a
+        traceback; without one, a failure is benchlang's and is raised as it is."""
         from benchlang.report.figures import kind_of, labels
-        from benchlang.report.figures.render import Palette, draw
+        from benchlang.report.figures.render import STYLES, Palette, draw, matplotlib_said
 
-        return draw(data, kind_of(data.name).draw, Palette(labels(self.inputs)), fmt, style)
+        with matplotlib_said() as said:
+            try:
+                content = draw(
+                    data, kind_of(data.name).draw, Palette(labels(self.inputs)), fmt, style
+                )
+            except UserError:
+                raise
+            except Exception as err:
+                if style is None or style in STYLES:
+                    raise
+                raise UserError(
+                    f"matplotlib cannot draw {data.name} with style {style}: {err}",
+                    hint="leave out --style, or change the style's lines that this names",
+                ) from None
+        return Picture(content, tuple(said))
 
     def export(
         self,
@@ -95,15 +114,38 @@ class FigureSource:
         data_csv: str | Path | None = None,
         style: str | None = None,
         metric: str | None = None,
-    ) -> FigureData:
+    ) -> Written:
         """Draw figure ``name`` into ``out`` (format by suffix) and, when asked, its rows into
-        ``data_csv``; the figure's numbers."""
+        ``data_csv``: both made before either file is written."""
         fmt = format_of(out)
         data = self.data(name, metric)
-        _write(Path(out), self.picture(data, fmt, style))
+        drawn = self.picture(data, fmt, style)
+        files = [(Path(out), drawn.content)]
         if data_csv is not None:
-            write_csv(data, data_csv)
-        return data
+            files.append((Path(data_csv), csv_text(data).encode("utf-8")))
+        write_files(files)
+        return Written(Path(out), data, drawn.said)
+
+    def select(
+        self, names: Sequence[str] | None, metric: str | None = None
+    ) -> tuple[list[FigureData], dict[str, str]]:
+        """The numbers of figures ``names`` in the order asked (None: every one that applies,
+        in the report's order) and the reason of each figure that does not apply and was not
+        named. A named figure that does not apply, or nothing to draw, is a UserError with the
+        reasons."""
+        if names is not None:
+            return self._named(names, metric), {}
+        listed = self._applicable(metric)
+        built = [data for data, _reason in listed.values() if data is not None]
+        skipped = {name: r or "" for name, (d, r) in listed.items() if d is None}
+        if not built:
+            reasons = list(dict.fromkeys(skipped.values()))
+            more = f"; and {len(reasons) - 3} more reasons" if len(reasons) > 3 else ""
+            raise UserError(
+                f"no figure applies to this store: {'; '.join(reasons[:3])}{more}",
+                hint="benchlang figure STORE --list says why each does not",
+            )
+        return built, skipped
 
     def export_many(
         self,
@@ -116,31 +158,33 @@ class FigureSource:
         metric: str | None = None,
     ) -> Exported:
         """Figures ``names`` (None: every one that applies) as ``directory/NAME.fmt``, with
-        ``data_dir/NAME.csv`` when asked. Every named figure is built before any is drawn:
-        one that does not apply stops the command with its reason and nothing written."""
+        ``data_dir/NAME.csv`` when asked. Every figure is built and drawn before a directory is
+        made or a file written: one that does not apply or cannot be drawn stops the command
+        with nothing written; a file that cannot be written says which were."""
         if fmt not in FORMATS:
             raise UserError(f"no format {fmt!r}", hint="--format svg, pdf or png")
-        if names is None:
-            listed = self._applicable(metric)
-            built = [data for data, _reason in listed.values() if data is not None]
-            skipped = {name: r for name, (d, r) in listed.items() if d is None and r}
-        else:
-            built, skipped = self._named(names, metric), {}
-        if not built:
-            raise UserError("no figure applies to this store", hint="benchlang figure STORE --list")
+        built, skipped = self.select(names, metric)
         folders = [Path(directory)] + ([Path(data_dir)] if data_dir is not None else [])
+        for folder in folders:
+            if folder.exists() and not folder.is_dir():
+                raise UserError(
+                    f"{folder} is a file, and several figures are written into a directory",
+                    hint="-o DIR (and --data DIR) name a directory, made if it does not exist",
+                )
+        drawn = [self.picture(data, fmt, style) for data in built]
         for folder in folders:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise UserError(f"cannot make directory {folder}: {err.strerror}") from None
-        written = []
-        for data in built:
+        files, written = [], []
+        for data, picture in zip(built, drawn, strict=True):
             path = Path(directory) / f"{data.name}.{fmt}"
-            _write(path, self.picture(data, fmt, style))
+            files.append((path, picture.content))
             if data_dir is not None:
-                write_csv(data, Path(data_dir) / f"{data.name}.csv")
-            written.append((path, data))
+                files.append((Path(data_dir) / f"{data.name}.csv", csv_text(data).encode()))
+            written.append(Written(path, data, picture.said))
+        write_files(files)
         return Exported(tuple(written), skipped)
 
     def _applicable(self, metric: str | None) -> dict[str, tuple[FigureData | None, str | None]]:
@@ -151,7 +195,10 @@ class FigureSource:
     def _named(self, names: Sequence[str], metric: str | None) -> list[FigureData]:
         from benchlang.report.figures import NotApplicable, kind_of
 
-        kinds = [kind_of(name) for name in dict.fromkeys(names)]  # an unknown name: at once
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise UserError(f"figure named twice: {', '.join(twice)}", hint="name each figure once")
+        kinds = [kind_of(name) for name in names]  # an unknown name: at once
         built, refused = [], []
         for kind in kinds:
             try:
@@ -167,11 +214,35 @@ class FigureSource:
 
 
 @attrs.frozen
-class Exported:
-    """What ``FigureSource.export_many`` wrote: (path, numbers) per figure, in the order asked
-    (``--all``: the report's), and the reason of each figure ``--all`` skipped."""
+class Picture:
+    """A figure drawn: its bytes and what matplotlib warned or logged while drawing it (a font
+    the user's style names that is not installed, a layout it could not apply), said as notes
+    rather than reaching the user as a library's warning."""
 
-    written: tuple[tuple[Path, FigureData], ...]
+    content: bytes
+    said: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Written:
+    """One figure written (``path`` None: its numbers only, nothing drawn), its numbers,
+    and what matplotlib said drawing it."""
+
+    path: Path | None
+    data: FigureData
+    said: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        path = None if self.path is None else str(self.path)
+        return {"path": path, **self.data.to_dict(), "warnings": list(self.said)}
+
+
+@attrs.frozen
+class Exported:
+    """What ``FigureSource.export_many`` wrote, per figure in the order asked (``--all``: the
+    report's), and the reason of each figure ``--all`` skipped."""
+
+    written: tuple[Written, ...]
     skipped: dict[str, str]
 
 
@@ -186,28 +257,8 @@ def listed_text(listed: list[Listed]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def list_figures(
-    store: str | Path,
-    plan_hash: str | None = None,
-    experiment: model.Experiment | None = None,
-    metric: str | None = None,
-) -> list[Listed]:
-    """Every figure benchlang draws, each saying whether it applies to this store."""
-    return FigureSource(store, plan_hash, experiment).listed(metric)
-
-
-def figure_data(
-    store: str | Path,
-    name: str,
-    plan_hash: str | None = None,
-    experiment: model.Experiment | None = None,
-    metric: str | None = None,
-) -> FigureData:
-    """The numbers of figure ``name`` (``NotApplicable``, a UserError, says why it cannot be)."""
-    return FigureSource(store, plan_hash, experiment).data(name, metric)
-
-
 def format_of(path: str | Path) -> str:
+    """The format a file's suffix asks for; any other suffix is an error, not a guess."""
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in FORMATS:
         raise UserError(
@@ -217,31 +268,20 @@ def format_of(path: str | Path) -> str:
     return suffix
 
 
-def export_figure(
-    store: str | Path,
-    name: str,
-    out: str | Path,
-    *,
-    data_csv: str | Path | None = None,
-    style: str | None = None,
-    plan_hash: str | None = None,
-    experiment: model.Experiment | None = None,
-    metric: str | None = None,
-) -> FigureData:
-    """Draw figure ``name`` of the store into ``out`` (format by suffix) and, when asked, its
-    rows into ``data_csv``; the figure's numbers."""
-    source = FigureSource(store, plan_hash, experiment)
-    return source.export(name, out, data_csv=data_csv, style=style, metric=metric)
+def write_files(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Write each (path, content) in turn; one that cannot be written is a UserError that
+    says which were written before it, so nothing is half-written silently."""
+    done: list[str] = []
+    for path, content in files:
+        try:
+            path.write_bytes(content)
+        except OSError as err:
+            before = f"written before it: {', '.join(done)}" if done else "nothing written"
+            raise UserError(f"cannot write {path}: {err.strerror} ({before})") from None
+        done.append(str(path))
 
 
-def _write(path: Path, content: bytes) -> None:
-    try:
-        path.write_bytes(content)
-    except OSError as err:
-        raise UserError(f"cannot write {path}: {err.strerror}") from None
-
-
-def write_csv(data: FigureData, path: str | Path) -> None:
+def csv_text(data: FigureData) -> str:
     """The figure's rows as CSV: a header of its columns, empty cells where no number is."""
 
     def cell(v: object) -> object:
@@ -249,10 +289,13 @@ def write_csv(data: FigureData, path: str | Path) -> None:
             return ""
         return v
 
-    try:
-        with Path(path).open("w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(data.columns)
-            w.writerows([cell(v) for v in row] for row in data.rows)
-    except OSError as err:
-        raise UserError(f"cannot write {path}: {err.strerror}") from None
+    out = io.StringIO(newline="")
+    w = csv.writer(out)
+    w.writerow(data.columns)
+    w.writerows([cell(v) for v in row] for row in data.rows)
+    return out.getvalue()
+
+
+def write_csv(data: FigureData, path: str | Path) -> None:
+    """The figure's rows as CSV into ``path`` (``csv_text``)."""
+    write_files([(Path(path), csv_text(data).encode("utf-8"))])

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
+
+if TYPE_CHECKING:
+    from benchlang.app.figures import FigureSource, Written
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -65,16 +68,27 @@ def configure(p: argparse.ArgumentParser) -> None:
         "the first; the stopping rule's: the one it watches); for `profile`, the profile's name",
     )
     p.add_argument("--plan", help="plan hash (default: the spec's plan, else the store's latest)")
-    p.add_argument("--json", action="store_true", help="print the list or the figure's numbers")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the list, or the figures' numbers (without -o: nothing drawn or written)",
+    )
     p.set_defaults(func=run)
 
 
 def _split(rest: list[str], args: argparse.Namespace) -> tuple[str | None, list[str]]:
-    """(spec, figure names) from the positional arguments after STORE."""
+    """(spec, figure names) from the positional arguments after STORE; a combination of
+    options that would be ignored is refused before the store is read."""
     spec = rest[0] if rest and rest[0].endswith(".bench") else None
     names = rest[1:] if spec else rest
+    writing = [f"{flag} {value}" for flag, value in _writing(args) if value is not None]
     if args.list and (names or args.all):
         raise UserError(f"--list takes no figure name (got {' '.join(names) or '--all'})")
+    if args.list and writing:
+        raise UserError(
+            f"--list writes nothing: {', '.join(writing)} has no use with it",
+            hint="benchlang figure STORE --list, then benchlang figure STORE NAME -o FILE",
+        )
     if args.all and names:
         raise UserError(
             f"--all draws every figure that applies: name none (got {' '.join(names)})",
@@ -85,7 +99,20 @@ def _split(rest: list[str], args: argparse.Namespace) -> tuple[str | None, list[
             "name a figure (or several, or --all), or ask for --list",
             hint="benchlang figure STORE --list; benchlang figure STORE cdf -o cdf.pdf",
         )
+    if args.json and args.output is None and writing:
+        raise UserError(
+            f"--json without -o prints the numbers and writes nothing: {', '.join(writing)} "
+            "would be ignored",
+            hint="add -o FILE (one figure) or -o DIR (several) to write the figures too",
+        )
     return spec, names
+
+
+def _writing(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The options that only a written figure uses."""
+    return [("--format", args.format), ("--data", args.data), ("--style", args.style)] + (
+        [("-o", args.output)] if args.list else []
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,21 +135,24 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print(figures.listed_text(listed), end="")
         return 0
-    if args.all or len(names) > 1:
+    several = args.all or len(names) > 1
+    if args.json and args.output is None:  # the numbers only: nothing drawn or written
+        if not several:
+            print(dumps(document("figure", 1, source.data(names[0], args.metric).to_dict())))
+            return 0
+        built, skipped = source.select(None if args.all else names, args.metric)
+        numbers = [figures.Written(None, data).to_dict() for data in built]
+        print(dumps(document("figure", 1, _many_body(numbers, skipped))))
+        return 0
+    if several:
         return _export_many(source, None if args.all else names, args)
-    name = names[0]
-    if args.json and not args.output:
-        data = source.data(name, args.metric)
-        print(dumps(document("figure", 1, data.to_dict())))
-        return 0
-    out = _single_output(name, args)
-    data = source.export(name, out, data_csv=args.data, style=args.style, metric=args.metric)
+    out = _single_output(names[0], args)
+    done = source.export(names[0], out, data_csv=args.data, style=args.style, metric=args.metric)
     if args.json:
-        print(dumps(document("figure", 1, data.to_dict())))
+        print(dumps(document("figure", 1, done.to_dict())))
         return 0
-    print(f"wrote {out}" + (f" and {args.data}" if args.data else "") + f" ({data.paper})")
-    for note in data.notes:
-        print(f"  note: {note}")
+    print(f"wrote {out}" + (f" and {args.data}" if args.data else "") + f" ({done.data.paper})")
+    _print_notes(done)
     return 0
 
 
@@ -139,7 +169,21 @@ def _single_output(name: str, args: argparse.Namespace) -> str:
     return args.output
 
 
-def _export_many(source: Any, names: list[str] | None, args: argparse.Namespace) -> int:
+def _many_body(figures: list[dict[str, Any]], skipped: dict[str, str]) -> dict[str, Any]:
+    """The batch document (docs/cli.md#figure): each figure's path, numbers and warnings, and
+    the figures ``--all`` skipped with their reasons."""
+    return {"figures": figures, "skipped": [{"name": n, "reason": r} for n, r in skipped.items()]}
+
+
+def _print_notes(done: Written) -> None:
+    """A figure's notes, and what matplotlib said drawing it, under its line."""
+    for note in done.data.notes:
+        print(f"  note: {note}")
+    for said in done.said:
+        print(f"  note: matplotlib: {said}")
+
+
+def _export_many(source: FigureSource, names: list[str] | None, args: argparse.Namespace) -> int:
     done = source.export_many(
         names,
         args.output or ".",
@@ -149,16 +193,12 @@ def _export_many(source: Any, names: list[str] | None, args: argparse.Namespace)
         metric=args.metric,
     )
     if args.json:
-        body = {
-            "figures": [{"path": str(path), **data.to_dict()} for path, data in done.written],
-            "skipped": [{"name": n, "reason": r} for n, r in done.skipped.items()],
-        }
+        body = _many_body([w.to_dict() for w in done.written], done.skipped)
         print(dumps(document("figure", 1, body)))
         return 0
-    for path, data in done.written:
-        print(f"wrote {path} ({data.paper})")
-        for note in data.notes:
-            print(f"  note: {note}")
+    for written in done.written:
+        print(f"wrote {written.path} ({written.data.paper})")
+        _print_notes(written)
     if args.data:
         print(f"wrote the numbers of each as {args.data}/NAME.csv")
     if done.skipped:

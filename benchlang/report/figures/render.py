@@ -9,10 +9,11 @@ default.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -181,34 +182,53 @@ def _scale_ticks(fig: Any, data: FigureData) -> None:
             getattr(ax, f"{axis}axis").set_major_formatter(ticks)
 
 
-def _use_style(path: str) -> None:
-    """Apply the user's .mplstyle; a line matplotlib rejects (it would log or warn) is an
-    error naming it."""
+@contextlib.contextmanager
+def matplotlib_said() -> Iterator[list[str]]:
+    """What matplotlib warns or logs (WARNING and above) inside the block, kept as lines (the
+    first of each message, once) instead of reaching the user as a library's warning."""
     import logging
     import warnings
 
-    from matplotlib import style
-
-    problems: list[str] = []
+    said: list[str] = []
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            lines = [line for line in record.getMessage().splitlines() if line.strip()]
-            problems.append(lines[0] if lines else "rejected by matplotlib")
+            said.append(_first_line(record.getMessage()))
 
     log = logging.getLogger("matplotlib")
     keep, propagate = Keep(logging.WARNING), log.propagate
     log.addHandler(keep)
     log.propagate = False
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            style.use(path)
-    except (OSError, ValueError, KeyError, Warning) as err:
-        problems.append(str(err))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield said
+            said.extend(_first_line(str(w.message)) for w in caught)
     finally:
         log.removeHandler(keep)
         log.propagate = propagate
+        said[:] = dict.fromkeys(said)
+
+
+def _first_line(message: str) -> str:
+    lines = [line for line in message.splitlines() if line.strip()]
+    return lines[0] if lines else "rejected by matplotlib"
+
+
+def _use_style(path: str) -> None:
+    """Apply the user's .mplstyle; a line matplotlib rejects (it would log or warn) is an
+    error naming it."""
+    import warnings
+
+    from matplotlib import style
+
+    with matplotlib_said() as problems:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                style.use(path)
+        except (OSError, ValueError, KeyError, Warning) as err:
+            problems.append(str(err))
     if problems:
         raise UserError(
             f"cannot use style {path}: {problems[0]}",
