@@ -430,3 +430,14 @@ def test_what_matplotlib_warns_is_a_note_not_a_warning(stores, capsys, tmp_path)
     assert code == 0 and err == ""
     for figure in json.loads(out)["figures"]:
         assert figure["warnings"][0].startswith("constrained_layout not applied")
+
+
+def test_names_may_follow_the_options(stores, capsys, tmp_path):
+    store = str(stores["many"])
+    code, _, err = run_cli(
+        capsys, "figure", "-o", tmp_path, store, "--format", "pdf", "cdf", "order-ci"
+    )
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cdf.pdf", "order-ci.pdf"]
+    code, _, err = run_cli(capsys, "figure", store, "--plan", "nosuch", "cdf")
+    assert code == 2 and "holds no plan nosuch" in err

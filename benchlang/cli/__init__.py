@@ -93,7 +93,15 @@ class _LazyParser(argparse.ArgumentParser):
             importlib.import_module(module).configure(self)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """A command whose ``configure`` sets ``parser.intermixed`` takes its positional
+        arguments before and after options alike (``figure STORE -o DIR cdf order-ci``)."""
         self._load()
+        if getattr(self, "intermixed", False) and not getattr(self, "_mixing", False):
+            self._mixing = True  # parse_known_intermixed_args calls back in here twice
+            try:
+                return super().parse_known_intermixed_args(args, namespace)
+            finally:
+                self._mixing = False
         return super().parse_known_args(args, namespace)
 
     def format_help(self) -> str:

@@ -74,6 +74,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="print the list, or the figures' numbers (without -o: nothing drawn or written)",
     )
     p.set_defaults(func=run)
+    p.intermixed = True  # type: ignore[attr-defined]  # names after options: benchlang.cli
 
 
 def _split(rest: list[str], args: argparse.Namespace) -> tuple[str | None, list[str]]:
