@@ -393,16 +393,8 @@ def test_a_file_that_cannot_be_written_names_those_written_before_it(stores, cap
     assert code == 2 and not out and "Traceback" not in err
     assert f"cannot write {tmp_path / 'cdf-overlay.svg'}: Is a directory" in err
     assert f"(written before it: {tmp_path / 'cdf.svg'})" in err
-    code, _, err = run_cli(
-        capsys,
-        "figure",
-        str(stores["many"]),
-        "cdf",
-        "-o",
-        tmp_path / "one.svg",
-        "--data",
-        tmp_path / "no" / "one.csv",
-    )
+    one, csv_path = tmp_path / "one.svg", tmp_path / "no" / "one.csv"
+    code, _, err = run_cli(capsys, "figure", stores["many"], "cdf", "-o", one, "--data", csv_path)
     assert code == 2 and f"(written before it: {tmp_path / 'one.svg'})" in err
 
 
@@ -415,18 +407,8 @@ def test_what_matplotlib_warns_is_a_note_not_a_warning(stores, capsys, tmp_path)
     assert code == 0 and err == ""
     assert "  note: matplotlib: findfont: Font family 'NoFontCalledThisInTestFigures'" in out
     style.write_text("figure.figsize: 0.1, 0.1\n", encoding="utf-8")
-    code, out, err = run_cli(
-        capsys,
-        "figure",
-        str(stores["many"]),
-        "cdf",
-        "order-ci",
-        "-o",
-        tmp_path / "b",
-        "--style",
-        style,
-        "--json",
-    )
+    names, opts = ("cdf", "order-ci"), ("-o", tmp_path / "b", "--style", style, "--json")
+    code, out, err = run_cli(capsys, "figure", stores["many"], *names, *opts)
     assert code == 0 and err == ""
     for figure in json.loads(out)["figures"]:
         assert figure["warnings"][0].startswith("constrained_layout not applied")
