@@ -102,7 +102,8 @@ class FigureSource:
                     raise
                 raise UserError(
                     f"matplotlib cannot draw {data.name} with style {style}: {err}",
-                    hint="leave out --style, or change the style's lines that this names",
+                    hint="leave out --style, or fix the style (figure.figsize, savefig.dpi and "
+                    "text.usetex are the usual causes)",
                 ) from None
         return Picture(content, tuple(said))
 
