@@ -12,10 +12,9 @@ import pytest
 from benchlang.lang.check import check_file
 from benchlang.plan.compile import compile_plan
 from benchlang.run.commands import commands_of
-from benchlang.run.executor import Executor
-from benchlang.run.progress import Progress
 from benchlang.run.store import Store
 from benchlang.testing.scripted import HostScript, ScriptedBackend
+from tests.executors import quiet_executor
 
 EVERY_HOOK = """benchlang 1
 experiment shown {
@@ -67,12 +66,7 @@ def test_the_commands_shown_are_the_commands_run(tmp_path, text):
     backend = ScriptedBackend({h: HostScript() for h in ("h0", "h1")})
     plan = compile_plan(experiment, backend.hosts())
     with Store(tmp_path / "r.sqlite", create=True) as store:
-        store.add_plan(
-            plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
-        )
-        executor = Executor(
-            experiment, plan, backend, store, Progress(plan.n_trials, quiet=True), backoff=0.0
-        )
+        executor = quiet_executor(experiment, plan, backend, store, backoff=0.0)
         summary = asyncio.run(executor.run())
     assert summary.failed == 0 and summary.hosts_down == ()
     executed = {c.text for c in backend.calls if c.kind == "execute"}

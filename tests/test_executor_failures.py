@@ -21,10 +21,9 @@ import pytest
 from benchlang.backends.registry import backend_kinds
 from benchlang.lang.check import load
 from benchlang.plan.compile import compile_plan
-from benchlang.run.executor import Executor
-from benchlang.run.progress import Progress
 from benchlang.run.store import Store
 from benchlang.testing.scripted import HostScript, ScriptedBackend, Trial
+from tests.executors import quiet_executor
 
 HOSTS = ("h0", "h1", "h2")
 
@@ -83,18 +82,8 @@ def execute(tmp_path: Path, body: str, scripts: dict[str, HostScript], **options
     plan = compile_plan(experiment, backend.hosts())
     path = tmp_path / "r.sqlite"
     with Store(path, create=True) as store:
-        store.add_plan(
-            plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
-        )
-        executor = Executor(
-            experiment,
-            plan,
-            backend,
-            store,
-            Progress(plan.n_trials, quiet=True),
-            backoff=0.0,
-            reconnect_timeout=1.0,
-            **options,
+        executor = quiet_executor(
+            experiment, plan, backend, store, backoff=0.0, reconnect_timeout=1.0, **options
         )
         summary = asyncio.run(executor.run())
     return Ran(plan, summary, path, backend)

@@ -15,10 +15,9 @@ import pytest
 from benchlang.lang.check import load
 from benchlang.lang.diagnostics import SpecError
 from benchlang.plan.compile import compile_plan
-from benchlang.run.executor import Executor
-from benchlang.run.progress import Progress
 from benchlang.run.store import Store
 from benchlang.testing.scripted import HostScript, ScriptedBackend
+from tests.executors import quiet_executor
 
 SPEC = """benchlang 1
 experiment rb {
@@ -40,12 +39,7 @@ def _run(tmp_path, scripts):
     plan = compile_plan(experiment, backend.hosts())
     path = tmp_path / "rb.sqlite"
     with Store(path, create=True) as store:
-        store.add_plan(
-            plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
-        )
-        executor = Executor(
-            experiment, plan, backend, store, Progress(plan.n_trials, quiet=True), backoff=0.0
-        )
+        executor = quiet_executor(experiment, plan, backend, store, backoff=0.0)
         summary = asyncio.run(executor.run())
     return plan, backend, summary, path
 

@@ -13,9 +13,8 @@ import benchlang.run.progress as progress
 from benchlang.backends.local import LocalBackend
 from benchlang.lang.check import load
 from benchlang.plan.compile import compile_plan
-from benchlang.run.executor import Executor
-from benchlang.run.progress import Progress
 from benchlang.run.store import Store
+from tests.executors import quiet_executor
 from tests.test_runner_paths import _Terminal
 
 SPEC = """benchlang 1
@@ -38,17 +37,7 @@ def test_a_one_host_run_is_cancelled_between_trials_that_never_suspend(tmp_path,
     backend = LocalBackend(tmp_path)
     plan = compile_plan(experiment, backend.hosts())
     with Store(tmp_path / "r.sqlite", create=True) as store:
-        store.add_plan(
-            plan.hash, experiment.name, experiment.spec_hash, plan.seed, plan.json_text()
-        )
-        executor = Executor(
-            experiment,
-            plan,
-            backend,
-            store,
-            Progress(plan.n_trials, quiet=True),
-            spec_dir=str(tmp_path),
-        )
+        executor = quiet_executor(experiment, plan, backend, store, spec_dir=str(tmp_path))
 
         async def main() -> str:
             run = asyncio.ensure_future(executor.run())

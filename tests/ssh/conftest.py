@@ -100,29 +100,12 @@ class Harness:
     def prepare(self, spec: Path, store_path: Path | None = None, **executor_options):
         """(plan, store, executor) for ``spec``; the caller closes the store."""
         from benchlang.cli.plan import build_plan
-        from benchlang.run.executor import Executor
-        from benchlang.run.progress import Progress
         from benchlang.run.store import Store
+        from tests.executors import quiet_executor
 
         experiment, backend, plan = build_plan(str(spec))
         store = Store(store_path or self.tmp / "results.sqlite", create=True)
-        store.add_plan(
-            plan.hash,
-            experiment.name,
-            experiment.spec_hash,
-            plan.seed,
-            plan.json_text(),
-            str(spec),
-            spec.read_text(),
-        )
-        executor = Executor(
-            experiment,
-            plan,
-            backend,
-            store,
-            Progress(plan.n_trials, quiet=True),
-            **executor_options,
-        )
+        executor = quiet_executor(experiment, plan, backend, store, spec, **executor_options)
         return plan, store, executor
 
     def run(self, spec: Path, store_path: Path | None = None, **executor_options):
