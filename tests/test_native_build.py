@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -45,11 +46,17 @@ print(json.dumps({"launcher": path, "kernels": lib and lib._name, "drawn": drawn
 
 
 def without_a_compiler(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """An environment with no C compiler on PATH, BENCHLANG_CC unset and an empty cache."""
+    """An environment with no C compiler on PATH, BENCHLANG_CC unset and an empty cache.
+
+    ``bin/python`` is a script that execs this interpreter, not a symlink to it: a virtual
+    environment's interpreter finds its ``pyvenv.cfg`` beside the path it was started by, so a
+    symlink elsewhere would start the base Python, without this environment's packages."""
     env = {k: v for k, v in os.environ.items() if k not in (native.CC_ENV, native.NATIVE_ENV)}
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "python").symlink_to(sys.executable)
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o755)
     env.update(PATH=str(bin_dir), XDG_CACHE_HOME=str(tmp_path / "cache"), **extra)
     return env
 
