@@ -14,6 +14,7 @@ import numpy as np
 
 from benchlang import __version__, model
 from benchlang.report.data import ExperimentData
+from benchlang.report.ranking_basis import with_drift_bases
 from benchlang.report.record import MetricRecord, Record, two_sided_record
 from benchlang.report.table import metric_scale
 from benchlang.stats.run_independence import (
@@ -37,6 +38,9 @@ class ConfigurationAnalysis:
     not_converged: int
     series_names: tuple[str, ...] = ()
     """The series' names by index (``analyze --data --series COLUMN``: the column's values)."""
+    drift: Any = None
+    """When the run-level check failed: whether the within-round contrasts may answer
+    (``report.ranking_basis.DriftBasis``)."""
 
     def series_label(self, index: int) -> str | int:
         return self.series_names[index] if self.series_names else index
@@ -55,6 +59,7 @@ class ConfigurationAnalysis:
             "trials": self.trials,
             "not_converged": self.not_converged,
             **out,
+            **({"drift": self.drift.to_dict()} if self.drift is not None else {}),
         }
 
 
@@ -120,7 +125,7 @@ def analyze(
         if k.metric not in tested and any(r.metric == k.metric for r in out):
             tested.add(k.metric)
             tests += _metric_family(data, k.metric, [r for r in out if r.metric == k.metric])
-    return _with_verdict(out, run_verdict(tests))
+    return with_drift_bases(data, _with_verdict(out, run_verdict(tests)))
 
 
 def _metric_family(

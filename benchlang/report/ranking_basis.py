@@ -3,8 +3,15 @@ within rounds, or blocks that ran one after another), the assumption that makes 
 valid, the independence check behind it, and a note when a configuration's first trials were
 far slower than the rest (a warm-up would have absorbed them).
 
-The statistics are in ``stats.headline``, ``stats.block_ranking`` and ``stats.slow_start``;
-this module reads the stored trials and the TriScale analysis and writes the sentences.
+When the run-level independence check fails on a design that ran every configuration in every
+round in random order, the ranking may still answer from the within-round contrasts (a drift
+that moves every configuration alike cancels from them: ``stats.contrast_independence``,
+after Abedi & Brecht, ICPE 2017); :func:`drift_basis` makes that check and :func:`checked`
+says which check an answer rests on.
+
+The statistics are in ``stats.headline``, ``stats.block_ranking``, ``stats.slow_start`` and
+``stats.contrast_independence``; this module reads the stored trials and the TriScale analysis
+and writes the sentences.
 """
 
 from __future__ import annotations
@@ -15,12 +22,46 @@ import attrs
 import numpy as np
 
 from benchlang.run.store import TrialTable
+from benchlang.stats.contrast_independence import ContrastIndependence, contrast_independence
 from benchlang.stats.slow_start import SlowStart, slow_start
 
 BLOCKS = (
     "assumes no drift between the configuration blocks, which ran one after another (all trials "
     "of one configuration, then all of the next); `benchlang run` with `order random` tests it"
 )
+DRIFT = (
+    "assumes, as the run drifted, (a) that the drift moved every configuration alike (by the "
+    "same factor: no drift x configuration interaction), (b) that the within-round contrasts "
+    "(each configuration against its round, every round running every configuration once in "
+    "random order) are independent across rounds, and (c) that no configuration has a trend of "
+    "its own (a warm-up)"
+)
+ORDER_RANDOM = (
+    "under a slow drift the ranking could still answer from its within-round contrasts if "
+    "every round ran every configuration in random order: `order random` in the design"
+)
+
+
+@attrs.frozen
+class DriftBasis:
+    """Whether a metric's ranking may answer from its within-round contrasts when the run-level
+    check fails: ``design`` is "" when every round ran every configuration in random order,
+    else what to change in the spec; ``contrasts`` their check (None: the design cannot
+    support it)."""
+
+    design: str
+    contrasts: ContrastIndependence | None = None
+
+    @property
+    def answers(self) -> bool:
+        return not self.design and self.contrasts is not None and self.contrasts.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "design": self.design or None,
+            "answers": self.answers,
+            "contrasts": None if self.contrasts is None else self.contrasts.to_dict(),
+        }
 
 
 def host_codes(hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,14 +108,76 @@ def assumption(table: TrialTable, mask: np.ndarray, blocks: bool) -> str:
     return f"{out}; measured on {where}"
 
 
+def drift_design(table: TrialTable, mask: np.ndarray) -> str:
+    """ "" when the selected trials ran every configuration in every round in random order (the
+    design under which a common drift cancels from the within-round contrasts), else what to
+    change in the spec."""
+    orders = set(table.order_kind[mask].tolist())
+    if not mask.any() or ran_in_blocks(table, mask) or orders != {"random"}:
+        return ORDER_RANDOM
+    return ""
+
+
+def drift_basis(table: TrialTable, values: np.ndarray, metric: str, seed: int = 0) -> DriftBasis:
+    """The drift basis of one metric (``values``, one per trial of ``table``): the design, and
+    when it supports an answer, the within-round contrasts' independence check over every
+    configuration (rounds: host x series x round, in trial order within each host's series)."""
+    mask = table.ok & np.isfinite(values) & (values > 0)
+    design = drift_design(table, mask)
+    if design:
+        return DriftBasis(design)
+    _, host = host_codes(table.host[mask])
+    series = table.series[mask].astype(np.int64)
+    block = host * (int(series.max(initial=0)) + 1) + series
+    rounds = block * (int(table.round[mask].max(initial=0)) + 1) + table.round[mask]
+    check = contrast_independence(
+        metric,
+        values[mask],
+        table.configuration[mask],
+        rounds,
+        block,
+        table.trial[mask],
+        seed=seed,
+    )
+    return DriftBasis("", check)
+
+
+def with_drift_bases(data, results: list) -> list:
+    """``results`` (``report.analysis``'s) with each metric's :class:`DriftBasis` where its
+    run-level independence check failed (``drift``); the others unchanged."""
+    bases = {}
+    for metric in dict.fromkeys(r.metric for r in results):
+        verdict = next((r.analysis.independence for r in results if r.metric == metric), None)
+        if verdict is not None and not verdict.passed and verdict.made:
+            values = data.metrics[metric].values
+            bases[metric] = drift_basis(data.table, values, metric, data.plan.seed or 0)
+    return [attrs.evolve(r, drift=bases[r.metric]) if r.metric in bases else r for r in results]
+
+
 def checked(group, results: list):
     """A headline ``RankingGroup`` with the independence check of its configurations' trials
-    said, and its intervals dropped (descriptive only) when that check failed."""
+    said, and its intervals dropped (descriptive only) when that check failed, unless the
+    within-round contrasts answer (the run-level check failed, the design interleaved every
+    configuration in random order, and the contrasts' own check passed): the intervals are then
+    kept and the assumption says (a)-(c) in words."""
     mine = [r for r in results if r.configuration in group.labels]
     passed, words = independence_check(mine)
     ranking = group.ranking
     if passed is False and not ranking.descriptive_only:
+        drift = next((d for r in mine if (d := getattr(r, "drift", None)) is not None), None)
+        if drift is not None and drift.answers and ranking.scheme == "paired":
+            _, on, where = group.assumption.rpartition("; measured on ")
+            return attrs.evolve(
+                group,
+                assumption=f"{DRIFT}{on}{where}" if on else DRIFT,
+                check=f"{words}, so the intervals rest on the within-round contrasts, whose "
+                f"check passed: {drift.contrasts.summary()}",
+            )
+        if drift is not None and drift.contrasts is not None:
+            words += f", and so did the within-round contrasts' check: {drift.contrasts.summary()}"
         ranking = ranking.without_intervals(words)
+        if drift is not None and drift.design:
+            return attrs.evolve(group, ranking=ranking, check=f"{words}; {drift.design}")
     return attrs.evolve(group, ranking=ranking, check=words)
 
 
