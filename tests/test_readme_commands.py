@@ -55,3 +55,57 @@ def test_ci_makes_the_environment_with_the_system_python():
     text = (ROOT / ".ci/run").read_text()
     assert "system_python=/usr/bin/python3" in text
     assert "python3-venv" in text  # Debian's package for `python3 -m venv`
+
+
+def test_help_groups_every_command_once_and_the_readme_names_each(capsys):
+    """`benchlang --help` shows the commands in groups (issue 51 item 3); the README's table
+    has the same groups, in order, and names every command; its docs list links every page."""
+    from benchlang.cli import COMMANDS, GROUPS, main
+
+    grouped = [name for names in GROUPS.values() for name in names]
+    assert sorted(grouped) == sorted(COMMANDS)
+    assert main([]) == 2
+    shown = capsys.readouterr().out
+    at = [shown.index(f"{group.lower()}:\n") for group in GROUPS]
+    assert at == sorted(at)
+    for name in COMMANDS:
+        assert re.search(rf"^  {re.escape(name)} +{re.escape(COMMANDS[name].help)}$", shown, re.M)
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("## Commands") : readme.index("## Layout")]
+    rows = [group.lower() for group in GROUPS]
+    assert [m for m in re.findall(r"^\| \*\*(.+?)\*\* \|", table, re.M)] == rows
+    named = re.findall(r"^\| `benchlang ([a-z-]+)", table, re.M)
+    assert sorted(named) == sorted(COMMANDS)
+    assert named == grouped  # the README lists them as --help does
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{page.name}" in readme, f"README links no docs/{page.name}"
+
+
+def test_a_store_is_positional_where_a_run_is_read(tmp_path, run_cli):
+    """`analyze` and `record` take STORE [SPEC] in either order, as `report` and `results` do,
+    with `--store` kept; a missing file or two stores are refused in one line, exit 2."""
+    spec = tmp_path / "s.bench"
+    spec.write_text(
+        "benchlang 1\n\nexperiment s {\n  seed 1\n  factor n in [1, 2]\n"
+        '  benchmark b {\n    run "echo t={n}"\n    measure t from stdout regex "t=([0-9]+)"\n  }\n'
+        '  metric t { measure mean unit "s" }\n  kpi t { percentile 50 confidence 75% }\n  design { runs 3 }\n}\n'
+    )
+    store = tmp_path / "s.sqlite"
+    status, _, err = run_cli(["run", spec, "--store", store, "-q"], cwd=tmp_path)
+    assert status == 0, err
+    outs = []
+    for args in (["analyze", store, "--json"], ["analyze", spec, store, "--json"],
+                 ["analyze", spec, "--store", store, "--json"]):  # fmt: skip
+        status, out, err = run_cli(args, cwd=tmp_path)
+        assert status == 0, err
+        outs.append(out)
+    assert outs[0] == outs[1] == outs[2]
+    status, out, _ = run_cli(["record", store, "--format", "json"], cwd=tmp_path)
+    assert status == 0 and '"kind": "benchlang.record"' in out
+    for args, says in (
+        (["analyze", tmp_path / "none.sqlite"], "none.sqlite: no such file"),
+        (["analyze", store, store], "reads one store and at most one spec"),
+        (["record", spec], "s.bench is not an SQLite store"),
+    ):
+        status, out, err = run_cli(args, cwd=tmp_path)
+        assert status == 2 and says in err and "Traceback" not in err, err

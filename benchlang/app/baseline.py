@@ -13,26 +13,17 @@ from benchlang.errors import UserError
 if TYPE_CHECKING:
     from benchlang.stats.ks_baseline import KSBaseline
 
-_SQLITE = b"SQLite format 3\x00"
-
-
-def _is_store(path: Path) -> bool:
-    try:
-        with path.open("rb") as f:
-            return f.read(16) == _SQLITE
-    except OSError:
-        return False
-
 
 def run_values(path: str | Path, column: str | None, configuration: str | None) -> np.ndarray:
     """A long run's values: a file's stream, or a store's successful trials (trial order) of
     one configuration's metric (``column`` names the metric: the only one by default)."""
+    from benchlang.app.stores import is_store
     from benchlang.app.streams import read_stream
 
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
-    if not _is_store(path):
+    if not is_store(path):
         return read_stream(path, column)
     from benchlang.app.stores import load_store
 

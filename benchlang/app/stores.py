@@ -8,6 +8,17 @@ from benchlang import model
 from benchlang.report.data import ExperimentData, load_data
 from benchlang.run.store import Store
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_store(path: str | Path) -> bool:
+    """Whether ``path`` is an SQLite file (a store), by its 16-byte header, not its name."""
+    try:
+        with Path(path).open("rb") as f:
+            return f.read(16) == SQLITE_HEADER
+    except OSError:
+        return False
+
 
 def load_store(
     store_path: str | Path,

@@ -24,6 +24,21 @@ class Command(NamedTuple):
     help: str
 
 
+GROUPS: dict[str, tuple[str, ...]] = {
+    "Run and read": (
+        "check", "fmt", "plan", "run", "results", "analyze", "record", "report", "order", "figure",
+    ),
+    "Compare and track": ("diff", "history", "bisect", "composite"),
+    "Publish and replicate": ("bundle", "replicate"),
+    "Design and statistics": (
+        "size", "advise", "simulate-aa", "aa-check", "profile", "stopping-eval",
+    ),
+    "Tools": ("import", "plugins", "hosts", "system", "lsp"),
+}  # fmt: skip
+"""How ``benchlang --help`` groups the commands: what a newcomer does first, first. Every
+command of ``COMMANDS`` is in exactly one group (tests/test_cli_commands.py)."""
+
+
 COMMANDS: dict[str, Command] = {
     "check": Command("benchlang.cli.check", "validate .bench specs"),
     "fmt": Command("benchlang.cli.fmt", "rewrite specs in the canonical layout, comments kept"),
@@ -128,12 +143,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="benchlang",
         description="Rigorous performance experiments from a .bench spec.",
+        epilog=grouped_commands(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"benchlang {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_LazyParser)
+    subparsers = parser.add_subparsers(
+        dest="command",
+        metavar="COMMAND",
+        parser_class=_LazyParser,
+        help="one of the commands below",
+    )
     for name, command in COMMANDS.items():
-        subparsers.add_parser(name, help=command.help, module=command.module)
+        subparsers.add_parser(name, module=command.module)
     return parser
+
+
+def grouped_commands(width: int = 15) -> str:
+    """The commands by group, one line each (``GROUPS``), for the top-level ``--help``."""
+    lines = []
+    for group, names in GROUPS.items():
+        lines.append(f"{group.lower()}:")
+        for name in names:
+            pad = width - len(name) if len(name) < width else 1
+            lines.append(f"  {name}{' ' * pad}{COMMANDS[name].help}")
+        lines.append("")
+    lines.append("`benchlang COMMAND --help` describes a command's arguments.")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

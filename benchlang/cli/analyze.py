@@ -11,6 +11,7 @@ from benchlang.app.analysis import analyze_csv, analyze_store, order_of
 from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
 from benchlang.cli.common import print_spec_profile
+from benchlang.cli.options import store_and_spec
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
 from benchlang.report.analysis_text import render_analysis
@@ -20,12 +21,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang analyze``; the lazy table in benchlang.cli calls this."""
     p.description = "Analyse a store with the spec's KPIs and variability scores (TriScale, Jacob et al. JSys 2021), or a CSV of values from elsewhere with --data."
     p.add_argument(
-        "spec",
-        nargs="?",
-        metavar="SPEC",
-        help="the spec whose plan to analyse (default: the latest plan in the store)",
+        "paths",
+        nargs="*",
+        metavar="STORE [SPEC]",
+        help="the store of the run (an SQLite file, told apart from the spec by its content) "
+        "and the spec whose plan to analyse (default: the latest plan in the store)",
     )
-    p.add_argument("--store", help="SQLite results file")
+    p.add_argument("--store", help="the store, as the positional STORE (the older spelling)")
     p.add_argument("--plan", help="plan hash to analyse")
     p.add_argument("--data", help="CSV file: one column per metric, optional series column")
     p.add_argument(
@@ -93,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             render_analysis(results, {})
         return 0
-    if not args.store:
-        raise UserError("give --store PATH (or --data FILE.csv)")
+    if not args.paths and not args.store:
+        raise UserError("give the store of a run (or --data FILE.csv)", "benchlang analyze STORE")
+    args.store, args.spec = store_and_spec(args.paths, args.store, "analyze")
     target = analysis_target(args.store, args.spec, args.plan)
     if target.note:
         print(f"note: {target.note}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def percent_argument(text: str) -> float:
@@ -14,3 +15,32 @@ def percent_argument(text: str) -> float:
     if not 0.0 < value < 100.0:
         raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 100: {text!r}")
     return value
+
+
+def store_and_spec(
+    paths: list[str], store_option: str | None, command: str
+) -> tuple[str, str | None]:
+    """The store and the optional spec of a command that reads a run: ``STORE [SPEC]`` in
+    either order, told apart by content (an SQLite file is a store), with ``--store`` kept as
+    the older spelling of the positional store."""
+    from benchlang.app.stores import is_store
+    from benchlang.errors import UserError
+
+    for path in [*paths, *([store_option] if store_option else [])]:
+        if not Path(path).is_file():
+            raise UserError(f"{path}: no such file", f"benchlang {command} STORE [SPEC]")
+    stores = [p for p in paths if is_store(p)]
+    specs = [p for p in paths if p not in stores]
+    if store_option is not None:
+        stores.insert(0, store_option)
+    if len(stores) > 1 or len(specs) > 1:
+        raise UserError(
+            f"{command} reads one store and at most one spec, got {', '.join(stores + specs)}",
+            f"benchlang {command} STORE [SPEC]",
+        )
+    if not stores:
+        given = f" ({specs[0]} is not an SQLite store)" if specs else ""
+        raise UserError(
+            f"{command} needs the store of a run{given}", f"benchlang {command} STORE [SPEC]"
+        )
+    return stores[0], (specs[0] if specs else None)

@@ -8,14 +8,21 @@ import sys
 from benchlang.app.analysis import record_of
 from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
+from benchlang.cli.options import store_and_spec
 from benchlang.jsonout import document, dumps
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang record``; the lazy table in benchlang.cli calls this."""
     p.description = "Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version; --format methods prints a methods paragraph for a paper with its BibTeX references."
-    p.add_argument("spec", nargs="?", metavar="SPEC")
-    p.add_argument("--store", required=True)
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="STORE [SPEC]",
+        help="the store of the run (an SQLite file, told apart from the spec by its content) "
+        "and the spec whose plan to describe (default: the latest plan in the store)",
+    )
+    p.add_argument("--store", help="the store, as the positional STORE (the older spelling)")
     p.add_argument("--plan")
     p.add_argument(
         "--format",
@@ -26,6 +33,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.store, args.spec = store_and_spec(args.paths, args.store, "record")
     target = analysis_target(args.store, args.spec, args.plan)
     if target.note:
         print(f"note: {target.note}", file=sys.stderr)
