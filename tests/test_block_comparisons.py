@@ -107,7 +107,7 @@ def test_seeded_blocks_give_an_interval_that_holds_the_true_ratio_and_beats_hype
     ratio = b.mean() / a.mean()
     spread = ratio * math.hypot(a.std(ddof=1) / a.mean(), b.std(ddof=1) / b.mean())
     assert c["upper"] - c["lower"] < 2 * spread  # hyperfine's [ratio - sd, ratio + sd]
-    assert "95% ratio intervals (each alone), bootstrap of each configuration's block" in text
+    assert "jointly at 95% over 1 comparison, bootstrap of each configuration's block" in text
     assert f"[{c['lower']:.2f}, {c['upper']:.2f}]" in text
     assert headline["slow_starts"] == []
 

@@ -1,6 +1,7 @@
 """The headline block that ends ``run`` and ``analyze``: per configuration the KPI across
 series (TriScale's view: the series' KPIs and the variability score), then a ranking with
-ratios and cluster-bootstrap intervals (``stats.headline``), then what the confidences mean.
+ratios and intervals that hold jointly over the ranking (``stats.headline``,
+``stats.simultaneous``), then what the confidences mean.
 
 Short enough to paste into a paper; plain text, so nothing in a label is read as markup.
 """
@@ -16,6 +17,7 @@ import numpy as np
 
 from benchlang.jsonout import undefined
 from benchlang.report.data import ExperimentData
+from benchlang.report.headline_confidence import confidence_lines
 from benchlang.report.ranking_basis import (
     SlowStartNote,
     assumption,
@@ -279,19 +281,8 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
     return out
 
 
-def _pct(x: float) -> str:
-    return f"{x:.3g}%" if x < 99.95 else f"{x:.4g}%"
-
-
 def _statistic_name(p: float) -> str:
     return "median" if p == 50 else f"p{p:g}"
-
-
-def _span(values: tuple, fmt) -> str:
-    if not values:
-        return "-"
-    lo, hi = min(values), max(values)
-    return fmt(lo) if lo == hi else f"{fmt(lo)}–{fmt(hi)}"
 
 
 def _ratio_sentence(h: MetricHeadline, g: RankingGroup, c) -> str:
@@ -402,11 +393,13 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         design = " x ".join(_plural(n, lv) for n, lv in zip(rk.units, rk.levels, strict=True))
         if rk.scheme == "blocks":
             design = f"each configuration's block on its own ({design} or more each)"
-        what = (
-            f"{rk.confidence:g}% ratio intervals (each alone), bootstrap of {design}"
-            if not rk.descriptive_only
-            else f"ratios only, {design}"
-        )
+        what = f"ratios only, {design}"
+        if not rk.descriptive_only:
+            n = rk.family.comparisons or len(rk.comparisons)
+            how = f"bootstrap of {design}"
+            if rk.family.df is not None:
+                how = f"cluster-level t over {design} (df {rk.family.df:g})"
+            what = f"jointly at {rk.confidence:g}% over {_plural(n, 'comparison')}, {how}"
         lines += _wrap(f"Ranking{scope} by {stat} {h.metric}; {what}")
         for place, j in enumerate(rk.order, start=1):
             comparison = next((c for c in rk.comparisons if c.worse == j), None)
@@ -423,7 +416,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             lines += _wrap(f"  Check: {g.check}.")
     for note in h.slow_starts:
         lines += _wrap("  " + note.sentence(lambda x: f"{num(x)} {unit_name or ''}".rstrip()))
-    return lines + _confidence_lines(h)
+    return lines + confidence_lines(h)
 
 
 def _bounds_note(h: MetricHeadline) -> list[str]:
@@ -448,33 +441,6 @@ def headline_lines(headlines: list[MetricHeadline]) -> list[str]:
     for h in headlines:
         lines += _metric_lines(h)
     return lines
-
-
-def _confidence_lines(h: MetricHeadline) -> list[str]:
-    out = []
-    if h.achieved:
-        runs = _span(h.runs, str)
-        ranks = _span(h.ranks, lambda r: f"x({r})")
-        achieved = _span(tuple(round(a, 1) for a in h.achieved), lambda a: f"{a:g}%")
-        out += _wrap(
-            f"Confidence: KPI {h.kpi_confidence:g}% asked; with {runs} runs per series the "
-            f"order statistic {ranks} gives {achieved}."
-        )
-    b = h.variability_bounds
-    if b is not None and h.variability_confidence is not None:
-        rl, ru, cl, cu = b
-        exact = h.variability_percentile == 50
-        same = f"{_pct(cl)} each" if round(cl, 1) == round(cu, 1) else f"{_pct(cl)}, {_pct(cu)}"
-        joint = (
-            f"jointly {_pct(cl + cu - 100)} (exact)"
-            if exact
-            else f"jointly ≥ {_pct(cl + cu - 100)} (sum − 100%)"
-        )
-        out += _wrap(
-            f"  Variability: {h.variability_confidence:g}% asked each; x({rl}), x({ru}) of "
-            f"{h.series} series: {same}, {joint}."
-        )
-    return out
 
 
 def render_headline(headlines: list[MetricHeadline], stream: TextIO | None = None) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from benchlang.stats._weighted import unit_percentile
 from benchlang.stats.headline import MIN_CLUSTERS, Comparison, Ranking, best_first
+from benchlang.stats.simultaneous import Family, with_the_best
 from benchlang.stats.two_sample import ratio_of_percentiles
 
 
@@ -59,6 +60,11 @@ def rank_blocks(
     else its trials. Each configuration is compared with the best through the stratified bootstrap of
     the two blocks. Descriptive only (ratios without intervals) when a block has fewer units
     than ``min_units(percentile, min_clusters)`` or a configuration has no positive value.
+
+    Jointly over the ranking: every pair's interval at ``1 - alpha / (k - 1)`` (Bonferroni over
+    a family of comparisons with one control) and Hsu's deduction to each configuration against
+    the best of the others (``stats.simultaneous.with_the_best``; Hsu 1984, 1996 ch. 4). With
+    two configurations it is the one comparison's interval at ``confidence``.
     """
     if better not in ("lower", "higher"):
         raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
@@ -75,26 +81,52 @@ def rank_blocks(
     left_out = int((~keep).sum())
     notes = [f"{left_out} values left out (missing or not positive)"] if left_out else []
     needed = min_units(percentile, min_clusters)
-    comparisons = []
+    ranked = [j for j in order if not np.isnan(stats[j])]
+    m = max(len(ranked) - 1, 1)
+    each = 100.0 - (100.0 - confidence) / m
+    lo = np.full((k, k), np.nan)
+    hi = np.full((k, k), np.nan)
+    ratio = {}
     units: dict[int, tuple[int, str]] = {}
-    for j in order[1:]:
-        if np.isnan(stats[j]):
-            continue
-        a, b = (best, j) if better == "lower" else (j, best)
-        r = ratio_of_percentiles(
-            v[members[a]],
-            cl[members[a]],
-            v[members[b]],
-            cl[members[b]],
-            percentile=percentile,
-            confidence=confidence,
-            level_names=tuple(level_names),
-            replicates=replicates,
-            seed=seed,
-            min_clusters=needed,
+    for x, c in enumerate(ranked):
+        for i in ranked[x + 1 :]:
+            a, b = (c, i) if better == "lower" else (i, c)
+            r = ratio_of_percentiles(
+                v[members[a]],
+                cl[members[a]],
+                v[members[b]],
+                cl[members[b]],
+                percentile=percentile,
+                confidence=each,
+                level_names=tuple(level_names),
+                replicates=replicates,
+                seed=seed,
+                min_clusters=needed,
+            )
+            units[a], units[b] = (r.units[0], r.unit_level[0]), (r.units[1], r.unit_level[1])
+            ratio[c, i] = r.ratio
+            lo[c, i], hi[c, i] = math.log(r.lower), math.log(r.upper)
+            lo[i, c], hi[i, c] = -hi[c, i], -lo[c, i]
+    family = Family("none", 0, float(confidence), 0.0)
+    bounds = {j: (math.nan, math.nan) for j in range(k)}
+    if (
+        len(ranked) > 1
+        and np.isfinite(lo[np.ix_(ranked, ranked)][~np.eye(len(ranked), dtype=bool)]).all()
+    ):
+        sub = np.ix_(ranked, ranked)
+        lower, upper = with_the_best(lo[sub], hi[sub])
+        bounds.update({j: (math.exp(lower[x]), math.exp(upper[x])) for x, j in enumerate(ranked)})
+        family = Family(
+            f"MCB (Hsu 1984), Bonferroni over {m} comparisons of stratified bootstraps",
+            len(ranked) - 1,
+            float(confidence),
+            each,
+            None,
+            tuple(bounds[j] for j in range(k)),
         )
-        units[a], units[b] = (r.units[0], r.unit_level[0]), (r.units[1], r.unit_level[1])
-        comparisons.append(Comparison(best, j, r.ratio, r.lower, r.upper, float(confidence)))
+    comparisons = [
+        Comparison(best, j, ratio[best, j], *bounds[j], float(confidence)) for j in ranked[1:]
+    ]
     for j, (count, level) in sorted(units.items()):
         if count < needed:
             failed.append(
@@ -121,4 +153,5 @@ def rank_blocks(
         descriptive_only=bool(failed),
         reasons=tuple(failed + notes),
         scheme="blocks",
+        family=family,
     )

@@ -1,5 +1,7 @@
 """The headline: per configuration the KPI statistic, and ratios between configurations with
-cluster-bootstrap confidence intervals that respect the design's clustering.
+cluster-bootstrap confidence intervals that respect the design's clustering, jointly at the
+stated confidence over the ranking (``stats.simultaneous``: Hsu's multiple comparisons with the
+best; with 3-4 top-level units the cluster-level t of Donald & Lang 2007).
 
 Sources:
 
@@ -37,9 +39,12 @@ import numpy as np
 from benchlang.stats._multistage import level_blocks, nested_units
 from benchlang.stats._special import norm_ppf, t_ppf
 from benchlang.stats._weighted import cores, replicate_percentiles, unit_percentile
+from benchlang.stats.ab.fewclusters import MIN_CLUSTERS_T
+from benchlang.stats.simultaneous import Family, balanced_max, bonferroni_t, with_the_best
 
 MIN_CLUSTERS = 5
-"""Fewer top-level units than this and no interval is given (descriptive only)."""
+"""Fewer top-level units than this and no bootstrap: from ``MIN_CLUSTERS_T`` (3) to 4 units the
+interval is the cluster-level t on per-unit contrasts, below 3 none (descriptive only)."""
 
 
 @attrs.frozen
@@ -99,6 +104,9 @@ class Ranking:
     scheme: str = "paired"
     """"paired": every configuration resampled with the same weights (rounds pair them);
     "blocks": each configuration's block resampled on its own (``stats.block_ranking``)."""
+    family: Family = attrs.field(factory=lambda: Family("none", 0, 95.0, 0.0))
+    """How the intervals hold jointly (``stats.simultaneous``): method, family size, joint
+    confidence."""
 
     def without_intervals(self, reason: str) -> Ranking:
         """This ranking descriptive only: ratios kept, intervals dropped, ``reason`` said."""
@@ -109,6 +117,7 @@ class Ranking:
             ),
             descriptive_only=True,
             reasons=(reason, *self.reasons),
+            family=attrs.evolve(self.family, bounds=()),
         )
 
     def to_dict(self) -> dict:
@@ -126,6 +135,7 @@ class Ranking:
             "seed": self.seed,
             "descriptive_only": self.descriptive_only,
             "reasons": list(self.reasons),
+            "family": self.family.to_dict(),
         }
 
 
@@ -198,15 +208,21 @@ def rank(
     ``values`` are positive metric values (one per trial; nan and non-positive values are
     left out), ``config`` each trial's configuration index 0..k-1, ``clusters`` an (n, L)
     array of each trial's unit at each design level, top first (e.g. series then round);
-    levels with a single unit are dropped. ``better`` is "lower" or "higher". Intervals are
-    two-sided at ``confidence`` percent, each comparison on its own (not simultaneous).
+    levels with a single unit are dropped. ``better`` is "lower" or "higher". The intervals
+    hold jointly at ``confidence`` percent over the comparisons with the best, the best chosen
+    from the data (Hsu's MCB, ``stats.simultaneous``): each bounds a configuration's ratio to
+    the best of the others. With two configurations it is the single comparison's interval.
+    From 5 top-level units on the families come from the cluster bootstrap (a studentized
+    maximum); from 3 to 4 units (3 series of ``series auto``) from the cluster-level t on one
+    contrast per unit with G - 1 degrees of freedom (Donald & Lang 2007), never resampling the
+    rounds across those units.
 
     ``stages`` is "all" (resample every level, the default) or "top" (the top level only,
     each unit kept whole: cheaper, and below nominal coverage in simulations).
 
-    Assumptions, and what happens when they fail: at least ``min_clusters`` units at the top
-    resampled level (else descriptive only: ratios without intervals), and every
-    configuration measured in at least two top-level units.
+    Assumptions, and what happens when they fail: at least 3 units at the top level (else
+    descriptive only: ratios without intervals), a bootstrap from ``min_clusters`` units, and
+    every configuration measured in at least two top-level units (three for the t).
     """
     if better not in ("lower", "higher"):
         raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
@@ -246,35 +262,53 @@ def rank(
     order = best_first(stats, better)
     failed: list[str] = []
     top_units = _distinct_per(c, nested[0], k, units[0])
+    few = MIN_CLUSTERS_T["paired"] <= units[0] < min_clusters
+    needed = MIN_CLUSTERS_T["paired"] if few else 2
     for j in range(k):
         if not present[j]:
             failed.append(f"configuration {j} has no positive values")
-        elif top_units[j] < 2:
-            failed.append(f"configuration {j} is measured in fewer than two {names[0]} units")
-    if units[0] < min_clusters:
+        elif top_units[j] < needed:
+            failed.append(f"configuration {j} is measured in fewer than {needed} {names[0]} units")
+    if units[0] < MIN_CLUSTERS_T["paired"]:
         failed.append(
-            f"{units[0]} {names[0]} units are too few clusters for a bootstrap interval "
-            f"(it needs at least {min_clusters})"
+            f"{units[0]} {names[0]} units are too few clusters for an interval (a bootstrap "
+            f"needs at least {min_clusters}, the cluster-level t at least "
+            f"{MIN_CLUSTERS_T['paired']})"
         )
     descriptive = bool(failed)
-    lower = np.full(k, np.nan)
-    upper = np.full(k, np.nan)
     best = order[0] if order else 0
+    bounds = np.full((k, 2), np.nan)
+    family = Family("none", 0, float(confidence), 0.0)
     if not descriptive and k > 1:
-        rng = np.random.default_rng(seed)
-        blocks = level_blocks(nested if stages == "all" else nested[:1], replicates, rng)
-        if stages == "top":
-            groups = [(logs[o], nested[0][o]) for o in orders]
-        boot = replicate_percentiles(groups, blocks, percentile)
-        diff = sign * (boot - boot[:, [best]])  # log(worse / best), >= 0 when the order holds
-        estimate = sign * (stats - stats[best])
-        a = (100.0 - confidence) / 200.0
-        lo_q = np.nanquantile(diff, a, axis=0)
-        hi_q = np.nanquantile(diff, 1.0 - a, axis=0)
-        center = np.nanmedian(diff, axis=0)
-        grow = expansion(units[0], confidence)
-        lower = np.exp(estimate + (lo_q - center) * grow)
-        upper = np.exp(estimate + (hi_q - center) * grow)
+        estimate = sign * (stats[None, :] - stats[:, None])  # [c, i]: log(i / c), oriented
+        if few:
+            units_stats = _unit_statistics(groups, orders, nested[0], units[0], percentile)
+            lo, hi, crit, df = _cluster_t_families(sign * units_stats, estimate, confidence)
+            method = (
+                f"MCB (Hsu 1984), cluster-level t over {units[0]} {names[0]} units "
+                f"(df {units[0] - 1}, Bonferroni; Donald & Lang 2007)"
+            )
+        else:
+            rng = np.random.default_rng(seed)
+            blocks = level_blocks(nested if stages == "all" else nested[:1], replicates, rng)
+            if stages == "top":
+                groups = [(logs[o], nested[0][o]) for o in orders]
+            boot = sign * replicate_percentiles(groups, blocks, percentile)
+            grow = expansion(units[0], confidence)
+            lo, hi, crit = _bootstrap_families(boot, estimate, grow, confidence)
+            df = None
+            method = "MCB (Hsu 1984), studentized bootstrap max-t (Westfall & Young 1993)"
+        lower, upper = with_the_best(lo, hi)
+        bounds = np.stack([np.exp(lower), np.exp(upper)], axis=1)
+        family = Family(
+            method,
+            int(present.sum()) - 1,
+            float(confidence),
+            crit,
+            df,
+            tuple((float(a), float(b)) for a, b in bounds),
+        )
+    lower, upper = bounds[:, 0], bounds[:, 1]
     comparisons = tuple(
         Comparison(
             best,
@@ -300,4 +334,66 @@ def rank(
         seed=int(seed),
         descriptive_only=descriptive,
         reasons=tuple(failed + notes),
+        family=family,
     )
+
+
+def _unit_statistics(
+    groups: list, orders: list[np.ndarray], top: np.ndarray, count: int, percentile: float
+) -> np.ndarray:
+    """Each configuration's statistic within each top-level unit, (units, k); nan where a
+    configuration has no value in a unit."""
+    out = np.full((count, len(groups)), np.nan)
+    for j, ((sorted_logs, _), o) in enumerate(zip(groups, orders, strict=True)):
+        unit = top[o]
+        for g in range(count):
+            out[g, j] = unit_percentile(sorted_logs[unit == g], percentile)
+    return out
+
+
+def _cluster_t_families(
+    unit_stats: np.ndarray, estimate: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray, float, float | None]:
+    """Every family's intervals from the per-unit contrasts: the pooled estimate ± t · sd / sqrt(G)
+    with G - 1 degrees of freedom (Donald & Lang 2007, §2: one contrast per cluster), t at
+    Bonferroni's alpha / (2 (k - 1)). Returns lo[c, i], hi[c, i], the largest critical value
+    and the smallest df."""
+    k = unit_stats.shape[1]
+    lo = np.full((k, k), np.nan)
+    hi = np.full((k, k), np.nan)
+    crit, least = 0.0, math.inf
+    for c in range(k):
+        for i in range(k):
+            if i == c:
+                continue
+            d = unit_stats[:, i] - unit_stats[:, c]
+            d = d[np.isfinite(d)]
+            df = d.size - 1
+            if df < 1:
+                lo[c, i], hi[c, i] = -math.inf, math.inf
+                continue
+            t = bonferroni_t(df, k - 1, confidence)
+            half = t * float(d.std(ddof=1)) / math.sqrt(d.size)
+            lo[c, i], hi[c, i] = estimate[c, i] - half, estimate[c, i] + half
+            crit, least = max(crit, t), min(least, df)
+    return lo, hi, crit, float(least) if math.isfinite(least) else None
+
+
+def _bootstrap_families(
+    boot: np.ndarray, estimate: np.ndarray, grow: float, confidence: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Every family's intervals from the bootstrap replicates (R, k) of the oriented log
+    statistics: for control c, each contrast's percentile interval about its bootstrap median,
+    widened by Hesterberg's ``grow`` and by the family's studentized maximum (``balanced_max``).
+    Returns lo[c, i], hi[c, i] and the largest critical value."""
+    k = boot.shape[1]
+    lo = np.full((k, k), np.nan)
+    hi = np.full((k, k), np.nan)
+    crit = 1.0
+    for c in range(k):
+        others = np.flatnonzero(np.arange(k) != c)
+        low, high, d = balanced_max(boot[:, others] - boot[:, [c]], confidence)
+        lo[c, others] = estimate[c, others] + low * grow * d
+        hi[c, others] = estimate[c, others] + high * grow * d
+        crit = max(crit, d)
+    return lo, hi, crit

@@ -1,0 +1,129 @@
+"""Simultaneous intervals for a ranking: every configuration against the best, the best chosen
+from the data, jointly at the stated confidence.
+
+A ranking is read as one claim and its order is chosen from the data, so intervals each at 95%
+against the observed best miss far more often than 5% per run (issue 47: 41% of runs with a
+false claim among ten identical configurations). The reference method for "each against the
+best" is Hsu's *multiple comparisons with the best* (MCB; Hsu, "Constrained simultaneous
+confidence intervals for multiple comparisons with the best", Ann. Stat. 12(3) 1984, 1136-1144;
+Hsu, *Multiple Comparisons: Theory and Methods*, Chapman & Hall 1996, ch. 4). It rests on one
+event: the comparisons of every configuration with the *true* best ``[1]`` hold jointly, a
+family of ``k - 1`` comparisons with one control (Dunnett's family). On that event the true best
+is among the *candidates* ``C`` (those no other configuration is surely better than) and, for
+every configuration ``i``, ``theta_i - min_{j != i} theta_j`` lies in the hull of the intervals
+``theta_i - theta_c`` over the candidates ``c`` (and, when ``i`` is a candidate, of
+``max_j (theta_i - theta_j)`` capped at 0): the deduction of Hsu 1996 §4.1 (unconstrained form,
+§4.2 and Edwards & Hsu, JASA 78(384) 1983, 965-971, with the two-sided critical value, so that
+a clear comparison keeps a lower bound above 1; the constrained form's lower bound is 1 for
+every clear comparison). With two configurations the family is one comparison and the interval
+is the single comparison's interval.
+
+Each family's critical value is a single-step studentized maximum (Westfall & Young, *Resampling-
+Based Multiple Testing*, Wiley 1993, §2.6; Romano & Wolf, "Exact and approximate stepdown methods
+for multiple hypothesis testing", JASA 100(469) 2005, §3 and "Stepwise multiple testing as
+formalized data snooping", Econometrica 73(4) 2005, §4): each contrast's bootstrap deviation in
+units of its own percentile half-width on that side (so every contrast has the same marginal
+level, Beran's balance: "Balanced simultaneous confidence sets", JASA 83(403) 1988, 679-686; an
+unstudentized maximum lets the noisiest contrast set every bound), and the 1 - alpha quantile of
+the maximum over the family widens each one. With few clusters the bootstrap maximum over G < 5
+units is no estimate of a tail, so ``bonferroni_t`` takes t with G - 1 degrees of freedom at
+alpha / (2m) (Donald & Lang, Rev. Econ. Stat. 89(2) 2007, §2; Bonferroni over the m
+comparisons of a family).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+
+from benchlang.stats._special import t_ppf
+
+
+@attrs.frozen
+class Family:
+    """How a ranking's intervals hold together: ``method`` in words, ``comparisons`` the family
+    size (the configurations compared with the best), ``confidence`` the joint confidence in
+    percent, ``critical`` the largest family critical value (in units of a contrast's single
+    interval for the bootstrap, of its standard error for t), ``df`` the degrees of freedom
+    (None for the bootstrap), ``bounds`` each configuration's (lower, upper) ratio to the best
+    of the others (input order; nan where none)."""
+
+    method: str
+    comparisons: int
+    confidence: float
+    critical: float
+    df: float | None = None
+    bounds: tuple[tuple[float, float], ...] = ()
+
+    def to_dict(self) -> dict:
+        def num(x: float) -> float | None:
+            return float(x) if math.isfinite(x) else None
+
+        return {
+            "method": self.method,
+            "comparisons": self.comparisons,
+            "joint_confidence": self.confidence,
+            "critical_value": num(self.critical),
+            "df": self.df,
+            "bounds": [[num(lo), num(hi)] for lo, hi in self.bounds],
+        }
+
+
+def balanced_max(diff: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """One family's bootstrap contrasts ``diff`` (R replicates x m contrasts, nan allowed): each
+    contrast's single-level percentile bounds about its bootstrap median, and the studentized
+    maximum's critical value ``d`` (1 for a family of one). Returns (low, high) deviations from
+    the median (each contrast's interval is ``estimate + d * (low, high)``) and ``d``."""
+    a = (100.0 - confidence) / 200.0
+    center = np.nanmedian(diff, axis=0)
+    low = np.nanquantile(diff, a, axis=0) - center
+    high = np.nanquantile(diff, 1.0 - a, axis=0) - center
+    if diff.shape[1] < 2:
+        return low, high, 1.0
+    dev = diff - center
+    spread = np.nanstd(diff, axis=0)
+    scale_up = np.where(high > 0, high, np.where(-low > 0, -low, spread))
+    scale_dn = np.where(-low > 0, -low, np.where(high > 0, high, spread))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(dev >= 0, dev / scale_up, -dev / scale_dn)
+    t = np.where(dev == 0, 0.0, t)
+    worst = np.nanmax(np.where(np.isnan(t), -np.inf, t), axis=1)
+    worst = worst[np.isfinite(worst) | (worst == np.inf)]
+    if worst.size == 0:
+        return low, high, math.nan
+    d = float(np.quantile(worst, 1.0 - 2.0 * a, method="higher"))
+    return low, high, max(d, 1.0)
+
+
+def bonferroni_t(df: float, comparisons: int, confidence: float) -> float:
+    """The two-sided t critical value with ``df`` degrees of freedom at alpha / (2 m): each of
+    ``m`` comparisons at 1 - alpha / m, jointly at least 1 - alpha (Bonferroni)."""
+    alpha = 1.0 - confidence / 100.0
+    return float(t_ppf(1.0 - alpha / (2.0 * max(comparisons, 1)), df))
+
+
+def with_the_best(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hsu's deduction from the families' intervals to ``theta_i - min_{j != i} theta_j``.
+
+    ``lo[c, i]``, ``hi[c, i]`` bound ``theta_i - theta_c`` in family ``c`` (the comparisons
+    with ``c`` as the control, jointly at the confidence; the diagonal is ignored), theta
+    oriented so that smaller is better. Returns each configuration's (lower, upper); a lower
+    bound above 0 says the configuration is not the best, by at least that much.
+    """
+    k = lo.shape[0]
+    off = ~np.eye(k, dtype=bool)
+    candidate = np.array([bool(np.all(hi[c][off[c]] >= 0)) for c in range(k)])
+    lower = np.full(k, np.inf)
+    upper = np.full(k, -np.inf)
+    for i in range(k):
+        others = off[i]
+        for c in np.flatnonzero(candidate & others):
+            lower[i] = min(lower[i], lo[c, i])
+            upper[i] = max(upper[i], hi[c, i])
+        if candidate[i]:
+            # i the best: max_j (theta_i - theta_j) <= 0, each theta_i - theta_j from family i
+            lower[i] = min(lower[i], float(np.max(-hi[i][others])))
+            upper[i] = max(upper[i], min(0.0, float(np.max(-lo[i][others]))))
+    return lower, upper
