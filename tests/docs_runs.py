@@ -143,30 +143,12 @@ def killed_lease(cwd: Path) -> None:
 
 
 def bisect_repo(cwd: Path) -> None:
-    """The page directory as tests/test_bisect.py's repository: 16 commits of bench.bench and
-    work.sh, slow from "change 11" on, with fixed author and commit dates (so the hashes are
-    the page's); what else the directory holds is excluded."""
-    from tests.test_bisect import COMMITS, SLOW_AT, SPEC
+    """The page directory as tests/test_bisect.py's repository (its ``drift_repo``: 12
+    commits, 1.4x slower from "change 7" on, a level that moves between sessions), with fixed
+    commit dates (so the hashes are the page's); what else the directory holds is excluded."""
+    from tests.test_bisect import drift_repo
 
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-
-    def git(*args: str, at: int = 0) -> None:
-        stamp = f"2026-01-01T00:{at:02d}:00Z"
-        dated = {**env, "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
-        subprocess.run(["git", *args], cwd=cwd, env=dated, capture_output=True, check=True)
-
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "t@example.org")
-    git("config", "user.name", "test")
-    (cwd / ".git" / "info" / "exclude").write_text("/*\n!/bench.bench\n!/work.sh\n")
-    (cwd / "bench.bench").write_text(SPEC)
-    for i in range(COMMITS):
-        pause = 0.12 if i >= SLOW_AT else 0.02
-        (cwd / "work.sh").write_text(
-            f'# version {i}\nsleep {pause}\necho "time {pause}$((${{BENCHLANG_TRIAL:-0}} % 7))"\n'
-        )
-        git("add", "bench.bench", "work.sh")
-        git("commit", "-q", "-m", f"change {i}", at=i)
+    drift_repo(cwd)
 
 
 def figure_store(cwd: Path) -> None:

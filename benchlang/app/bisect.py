@@ -1,11 +1,21 @@
-"""``benchlang bisect``: ``git bisect run`` with benchlang as the oracle (docs/history.md).
+"""``benchlang bisect``: ``git bisect run`` with benchlang as the oracle, each step decided
+within one session (docs/history.md#bisect).
 
-The good and bad endpoints are run once and kept. At each commit git checks out, the step
-builds (``--build``), runs the spec into a store of its own and compares it with both endpoints
-as ``diff`` does (each configuration's ratio of the KPI percentile with a cluster-bootstrap
-interval, stats.two_sample): ``bad`` when it is slower than the good endpoint with confidence,
-``good`` when it is faster than the bad one with confidence, the nearer endpoint (on the log
-scale) when both hold, else ``skip`` (exit 125), also when the build or the run fails. ``git bisect reset`` always runs, even on Ctrl-C.
+The good and the bad endpoints are checked out into worktrees and built once, and kept. A
+first session runs the two interleaved and keeps the (metric, configuration) pairs whose bad
+endpoint is worse with confidence. At each commit git names (``git bisect start
+--no-checkout``: the user's checkout is never touched) the commit is built in a third worktree
+and one session runs the three builds interleaved in random order within rounds
+(bisect_session). The step is decided inside that session by the within-round contrast
+log mid - (log good + log bad) / 2 with its t interval (stats.round_contrast): ``good`` when
+it is below 0 for every pair, ``bad`` when above 0 for one; undecided, the step runs another
+session of as many rounds and pools the rounds, up to ``max_rounds``, then answers ``skip``
+(exit 125) with the reason, as for a failed build.
+
+Errors compound over the steps (10 steps each wrong 5% of the time name the right commit
+0.95^10 = 60% of the time), so the error is spent by Bonferroni's inequality: alpha / S per
+step for the S = ceil(log2 n) steps of n commits, split again over the step's looks and its
+pairs, so the whole bisect names a wrong commit with probability at most alpha.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,10 +31,26 @@ import tempfile
 from pathlib import Path
 
 import attrs
+import numpy as np
 
+from benchlang.app.bisect_session import build as build_tree
+from benchlang.app.bisect_session import (
+    checkout,
+    git,
+    remove_worktrees,
+    run_session,
+    session_experiment,
+    session_seed,
+)
 from benchlang.errors import UserError
+from benchlang.jsonout import undefined
 
 SKIP = 125
+UNDEFINED = {"*": "fewer than 2 rounds had every build measured (failed trials, or a value <= 0)"}
+ENDPOINTS = (-1.0, 1.0)
+"""new - old: how much worse the bad endpoint is."""
+MIDPOINT = (-0.5, 1.0, -0.5)
+"""mid - (old + new) / 2 on the log scale: below 0 nearer good, above 0 nearer bad."""
 
 
 @attrs.frozen
@@ -32,25 +59,20 @@ class BisectResult:
     subject: str
     steps: tuple[dict, ...]
     runs: int
+    """Sessions run: the endpoints' and every look of every step."""
     log: str
+    endpoints: tuple[dict, ...] = ()
+    method: dict = attrs.field(factory=dict)
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)
 
 
-def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
-    if check and done.returncode != 0:
-        first = (done.stderr.strip().splitlines() or ["failed"])[0]
-        raise UserError(f"git {' '.join(args)}: {first}")
-    return done
-
-
 def _resolve(repo: Path, rev: str, what: str) -> str:
-    done = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+    done = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
     if done.returncode == 0:
         return done.stdout.strip()
-    if _git(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip() == "true":
+    if git(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip() == "true":
         raise UserError(
             f"{what} {rev}: not in this clone, which is shallow (its history is cut)",
             "fetch the history: git fetch --unshallow (CI: actions/checkout with fetch-depth: 0)",
@@ -58,84 +80,143 @@ def _resolve(repo: Path, rev: str, what: str) -> str:
     raise UserError(f"{what} {rev}: no such commit in {repo}")
 
 
-def _run_spec(spec: Path, store: Path, build: str | None, repo: Path) -> str | None:
-    """Build and run the spec into ``store``; why it failed, or None."""
-    if build:
-        done = subprocess.run(build, shell=True, cwd=repo, capture_output=True, text=True)
-        if done.returncode != 0:
-            return f"build failed (exit {done.returncode})"
-    if not spec.is_file():
-        return f"no spec {spec} at this commit"
-    argv = [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "-q"]
-    done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
-    if done.returncode != 0:
-        return f"the run failed (exit {done.returncode}): {done.stderr.strip()[-200:]}"
-    return None
+def _interval(x: np.ndarray, weights: tuple[float, ...], confidence: float) -> list[float]:
+    from benchlang.stats.round_contrast import round_contrast
+
+    return list(round_contrast(x, weights, confidence).ratio)
 
 
-def judge(step: Path, good: Path, bad: Path, confidence: float = 95.0) -> tuple[str, list[dict]]:
-    """good, bad or skip for a step's store, with the evidence per configuration."""
-    from benchlang.app.diff import diff_stores
+def endpoint_pairs(
+    grids: dict[tuple[str, str], np.ndarray], better: dict[str, str], confidence: float
+) -> tuple[list[dict], list[dict]]:
+    """Every (metric, configuration)'s bad/good ratio within the endpoints' session, and the
+    pairs whose bad endpoint is worse with confidence (Bonferroni over the pairs)."""
+    from benchlang.stats.round_contrast import round_contrast
 
-    to_good = diff_stores(good, step, confidence=confidence)
-    to_bad = diff_stores(bad, step, confidence=confidence)
+    level = 100.0 - (100.0 - confidence) / max(1, len(grids))
+    evidence, regressed = [], []
+    for (metric, config), x in grids.items():
+        sign = -1.0 if better.get(metric) == "higher" else 1.0
+        c = round_contrast(x, ENDPOINTS, level)
+        worse = bool(np.isfinite(c.lower) and (c.lower > 0 if sign > 0 else c.upper < 0))
+        entry = {"metric": metric, "configuration": config, "bad_vs_good": list(c.ratio)}
+        evidence.append(undefined(entry | {"rounds": c.rounds, "regressed": worse}, UNDEFINED))
+        if worse:
+            regressed.append({"metric": metric, "configuration": config, "sign": sign})
+    return evidence, regressed
+
+
+def _reading(vote: str | None, vs_good: list[float], vs_bad: list[float]) -> str:
+    """The verdict in words: an endpoint whose interval holds 1 is the same level."""
+    if vote is None:
+        return "nearer neither endpoint"
+    ratio = vs_good if vote == "good" else vs_bad
+    return f"same as {vote}" if ratio[1] <= 1.0 <= ratio[2] else f"nearer {vote}"
+
+
+def judge(
+    grids: dict[tuple[str, str], np.ndarray], regressed: list[dict], confidence: float
+) -> tuple[str | None, list[dict]]:
+    """good, bad, or None (undecided) for a step's rounds (rounds x [old, mid, new] per pair),
+    with the evidence per regressed pair: the midpoint contrast decides; the ratios to each
+    endpoint (same level) are what a reader checks (an unchanged commit reads x1 of good)."""
+    from benchlang.stats.round_contrast import round_contrast
+
     evidence, votes = [], []
-    for mg, mb in zip(to_good.metrics, to_bad.metrics, strict=True):
-        lower_better = mg.better == "lower"
-        for rg, rb in zip(mg.rows, mb.rows, strict=True):
-            g, b = rg.interval, rb.interval
-            slower_than_good = (g.lower > 1) if lower_better else (g.upper < 1)
-            faster_than_bad = (b.upper < 1) if lower_better else (b.lower > 1)
-            if slower_than_good and faster_than_bad:  # between the two: the nearer decides
-                vote = "good" if abs(math.log(g.ratio)) < abs(math.log(b.ratio)) else "bad"
-            else:
-                vote = "bad" if slower_than_good else "good" if faster_than_bad else "skip"
-            votes.append(vote)
-            evidence.append(
+    for pair in regressed:
+        x = grids.get((pair["metric"], pair["configuration"]))
+        if x is None:
+            votes.append(None)
+            continue
+        sign = pair["sign"]
+        c = round_contrast(x, tuple(sign * w for w in MIDPOINT), confidence)
+        vote = None
+        if np.isfinite(c.lower):
+            vote = "bad" if c.lower > 0 else "good" if c.upper < 0 else None
+        votes.append(vote)
+        vs_good = _interval(x, (-1.0, 1.0, 0.0), confidence)
+        vs_bad = _interval(x, (0.0, 1.0, -1.0), confidence)
+        evidence.append(
+            undefined(
                 {
-                    "metric": mg.metric,
-                    "configuration": rg.label,
-                    "vs_good": [g.ratio, g.lower, g.upper],
-                    "vs_bad": [b.ratio, b.lower, b.upper],
-                    "vote": vote,
-                }
+                    "metric": pair["metric"],
+                    "configuration": pair["configuration"],
+                    "vs_good": vs_good,
+                    "vs_bad": vs_bad,
+                    "midpoint": [c.estimate, c.lower, c.upper],
+                    "rounds": c.rounds,
+                    "vote": vote or "undecided",
+                    "reading": _reading(vote, vs_good, vs_bad),
+                },
+                UNDEFINED,
             )
-    if votes and "bad" in votes:
+        )
+    if "bad" in votes:
         return "bad", evidence
     if votes and all(v == "good" for v in votes):
         return "good", evidence
-    return "skip", evidence
+    return None, evidence
+
+
+def _session(config: dict, slots: dict[str, Path], tag: str, look: int, commit: str):
+    from benchlang.app.spec import load_spec
+
+    spec = Path(config["spec"])
+    experiment = load_spec(spec).experiment
+    derived = session_experiment(
+        experiment, spec.parent, slots, config["rounds"], Path(config["repo"])
+    )
+    seed = session_seed(experiment.seed, commit, look)
+    store = Path(config["state"]) / f"{tag}-{look}.sqlite"
+    better = {m.name: m.better for m in experiment.metrics}
+    return run_session(derived, spec, store, seed), better
 
 
 def step(state: Path) -> int:
     """One ``git bisect run`` step: exit 0 good, 1 bad, 125 skip; evidence appended."""
     config = json.loads((state / "bisect.json").read_text())
-    repo = Path(config["repo"])
-    commit = _git(repo, "rev-parse", "HEAD").stdout.strip()
-    store = state / f"step-{commit[:12]}.sqlite"
-    failed = _run_spec(Path(config["spec"]), store, config["build"], repo)
-    if failed:
-        verdict, evidence = "skip", [{"reason": failed}]
-    else:
-        try:
-            verdict, evidence = judge(store, Path(config["good_store"]), Path(config["bad_store"]))
-        except UserError as err:
-            verdict, evidence = "skip", [{"reason": err.message}]
+    root, trees = Path(config["repo"]), Path(config["trees"])
+    found = git(root, "rev-parse", "--verify", "--quiet", "BISECT_HEAD", check=False)
+    commit = found.stdout.strip() or git(root, "rev-parse", "HEAD").stdout.strip()
+    record: dict = {"commit": commit, "verdict": "skip", "sessions": 0, "evidence": []}
+    try:
+        mid = checkout(root, trees, "mid", commit)
+        failed = build_tree(mid, config["build"])
+        rel = Path(config["spec"]).relative_to(root)
+        if failed is None and not (mid / rel).is_file():
+            failed = f"no spec {rel} at this commit"
+        if failed:
+            record["reason"] = failed
+        else:
+            slots = {s: trees / s for s in ("old", "mid", "new")}
+            pooled: dict = {}
+            for look in range(config["looks"]):
+                grids, _ = _session(config, slots, f"step-{commit[:12]}", look, commit)
+                record["sessions"] += 1
+                for key, x in grids.items():
+                    pooled[key] = np.vstack([pooled[key], x]) if key in pooled else x
+                verdict, evidence = judge(pooled, config["regressed"], config["level"])
+                record["evidence"] = evidence
+                if verdict:
+                    record["verdict"] = verdict
+                    break
+            else:
+                rounds = config["rounds"] * config["looks"]
+                record["reason"] = (
+                    f"not decisive after {rounds} rounds (--max-rounds): nearer neither "
+                    f"endpoint at {config['level']:.3g}% confidence"
+                )
+    except UserError as err:
+        record["reason"] = err.message
+    except KeyboardInterrupt:
+        return 130  # git bisect run stops at an exit code of 128 or more
     with (state / "steps.jsonl").open("a") as out:
-        out.write(json.dumps({"commit": commit, "verdict": verdict, "evidence": evidence}) + "\n")
-    return {"good": 0, "bad": 1}.get(verdict, SKIP)
+        out.write(json.dumps(record) + "\n")
+    return {"good": 0, "bad": 1}.get(record["verdict"], SKIP)
 
 
-def _endpoint(repo: Path, rev: str, spec: Path, store: Path, build: str | None) -> None:
-    _git(repo, "checkout", "--quiet", "--detach", rev)
-    failed = _run_spec(spec, store, build, repo)
-    if failed:
-        raise UserError(f"the endpoint {rev[:12]} cannot be measured: {failed}")
-
-
-def _restore(root: Path, original: str, started: bool) -> None:
-    """Leave the repository as it was: no bisect, the same checkout, no change to a tracked
-    file (the tree was clean before; a Ctrl-C inside a checkout can leave the index half-way).
+def _restore(root: Path, original: str, started: bool, trees: Path) -> None:
+    """Leave the repository as it was: no bisect, the same checkout, no worktree of ours.
     A second Ctrl-C does not interrupt this."""
     try:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -143,11 +224,20 @@ def _restore(root: Path, original: str, started: bool) -> None:
         previous = None
     try:
         if started:
-            _git(root, "bisect", "reset", check=False)
-        _git(root, "checkout", "--quiet", "--force", original, check=False)
+            git(root, "bisect", "reset", check=False)
+        if git(root, "rev-parse", "HEAD", check=False).stdout.strip() != original:
+            git(root, "checkout", "--quiet", "--force", original, check=False)
+        remove_worktrees(root, trees)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def planned_steps(root: Path, good: str, bad: str) -> int:
+    """ceil(log2 n) for the n commits after ``good`` up to ``bad``: the steps of a bisection
+    in which every step decides."""
+    n = int(git(root, "rev-list", "--count", f"{good}..{bad}").stdout.strip() or 1)
+    return max(1, math.ceil(math.log2(max(n, 2))))
 
 
 def bisect(
@@ -158,59 +248,101 @@ def bisect(
     build: str | None = None,
     repo: str | Path | None = None,
     keep: str | Path | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    confidence: float = 95.0,
 ) -> BisectResult:
-    """Find the first bad commit between ``good`` and ``bad``; the repository is left as it
-    was (``git bisect reset``), whatever happens."""
+    """Find the first bad commit between ``good`` and ``bad``, each step in one session; the
+    repository is left as it was (``git bisect reset``, worktrees removed), whatever happens."""
+    from benchlang.app.spec import load_spec
+
     spec = Path(spec).resolve()
     where = Path(repo) if repo else spec.parent
-    top = _git(where, "rev-parse", "--show-toplevel", check=False)
+    top = git(where, "rev-parse", "--show-toplevel", check=False)
     if top.returncode != 0:
         raise UserError(f"{where} is not inside a git repository", "pass --repo DIR")
-    root = Path(top.stdout.strip())
-    if _git(root, "status", "--porcelain", "--untracked-files=no").stdout.strip():
+    root = Path(top.stdout.strip()).resolve()
+    if not spec.is_relative_to(root):
+        raise UserError(f"{spec} is not inside the repository {root}", "bisect a spec it holds")
+    if git(root, "status", "--porcelain", "--untracked-files=no").stdout.strip():
         raise UserError(f"{root} has uncommitted changes", "commit or stash them first")
     if (root / ".git" / "BISECT_LOG").exists():
         raise UserError(f"{root} is already bisecting", "git bisect reset")
     good_sha, bad_sha = _resolve(root, good, "--good"), _resolve(root, bad, "--bad")
-    state = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="benchlang-bisect-"))
+    experiment = load_spec(spec).experiment
+    runs = experiment.design.runs
+    rounds = rounds or (runs if isinstance(runs, int) and runs >= 2 else 8)
+    if max_rounds is not None and max_rounds < rounds:
+        raise UserError(f"--max-rounds {max_rounds} is below --rounds {rounds}")
+    looks = max(1, (max_rounds or 3 * rounds) // rounds)
+    steps = planned_steps(root, good_sha, bad_sha)
+    state = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="benchlang-bisect-"))
     state.mkdir(parents=True, exist_ok=True)
-    head = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.strip()
-    original = head or _git(root, "rev-parse", "HEAD").stdout.strip()
+    trees = state / "trees"
+    head = git(root, "symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.strip()
+    original = head or git(root, "rev-parse", "HEAD").stdout.strip()
     config = {
         "repo": str(root),
         "spec": str(spec),
         "build": build,
-        "good_store": str(state / "good.sqlite"),
-        "bad_store": str(state / "bad.sqlite"),
+        "state": str(state),
+        "trees": str(trees),
+        "rounds": rounds,
+        "looks": looks,
     }
-    (state / "bisect.json").write_text(json.dumps(config))
-    ends = ("good_store", "bad_store")
     started = False
     try:
-        _endpoint(root, good_sha, spec, Path(config["good_store"]), build)
-        _endpoint(root, bad_sha, spec, Path(config["bad_store"]), build)
-        verdict, _ = judge(Path(config["bad_store"]), *(Path(config[k]) for k in ends))
-        if verdict != "bad":
-            raise UserError(
-                f"the bad endpoint {bad} is not slower than the good one {good} with confidence",
-                "nothing to bisect: run both endpoints with more runs, or check the revisions",
+        slots = {}
+        for slot, sha in (("old", good_sha), ("new", bad_sha)):
+            slots[slot] = checkout(root, trees, slot, sha)
+            failed = build_tree(slots[slot], build)
+            if failed:
+                raise UserError(f"the endpoint {sha[:12]} cannot be measured: {failed}")
+        grids, better = _session(config, slots, "endpoints", 0, bad_sha)
+        ends, regressed = endpoint_pairs(grids, better, confidence)
+        if not regressed:
+            shown = "; ".join(
+                f"{e['configuration']} {e['metric']} x{e['bad_vs_good'][0]:.3g}" for e in ends
             )
-        _git(root, "checkout", "--quiet", original)
+            raise UserError(
+                f"the bad endpoint {bad} is not worse than the good one {good} with confidence "
+                f"within one session of {rounds} rounds ({shown})",
+                "nothing to bisect: give more --rounds, or check the revisions",
+            )
+        alpha = (100.0 - confidence) / 100.0
+        per_step = alpha / steps
+        config |= {
+            "regressed": regressed,
+            "level": 100.0 * (1.0 - per_step / looks / len(regressed)),
+        }
+        (state / "bisect.json").write_text(json.dumps(config))
         started = True  # before start: a Ctrl-C inside it must still reset
-        _git(root, "bisect", "start", bad_sha, good_sha)
+        git(root, "bisect", "start", "--no-checkout", bad_sha, good_sha)
         oracle = [sys.executable, "-m", "benchlang", "bisect", "--step", str(state)]
         ran = subprocess.run(
             ["git", "bisect", "run", *oracle], cwd=root, capture_output=True, text=True
         )
-        log = _git(root, "bisect", "log").stdout
+        log = git(root, "bisect", "log").stdout
         found = re.search(r"^([0-9a-f]{40}) is the first bad commit", ran.stdout, re.M)
         first = found.group(1) if found else None
+        steps_done = (
+            tuple(json.loads(s) for s in (state / "steps.jsonl").read_text().splitlines() if s)
+            if (state / "steps.jsonl").exists()
+            else ()
+        )
     finally:
-        _restore(root, original, started)
-    steps = (
-        tuple(json.loads(line) for line in (state / "steps.jsonl").read_text().splitlines() if line)
-        if (state / "steps.jsonl").exists()
-        else ()
-    )
-    subject = _git(root, "log", "-1", "--format=%s", first).stdout.strip() if first else ""
-    return BisectResult(first, subject, steps, 2 + len(steps), log)
+        _restore(root, original, started, trees)
+        if not keep:
+            shutil.rmtree(state, ignore_errors=True)
+    subject = git(root, "log", "-1", "--format=%s", first).stdout.strip() if first else ""
+    method = {
+        "correction": "bonferroni",
+        "confidence": confidence,
+        "planned_steps": steps,
+        "alpha_per_step": per_step,
+        "looks_per_step": looks,
+        "rounds_per_look": rounds,
+        "level_per_look": config["level"],
+    }
+    sessions = 1 + sum(s["sessions"] for s in steps_done)
+    return BisectResult(first, subject, steps_done, sessions, log, tuple(ends), method)

@@ -1,0 +1,186 @@
+"""One session of a bisect step: several builds of a spec, each in a git worktree of its own,
+run interleaved in random order within rounds (docs/history.md#bisect).
+
+The revision is a factor of the session: each benchmark of the spec runs once per build in
+every round, its copy named ``BENCHMARK@SLOT`` and run in that build's worktree. The slots are
+``old`` (the good endpoint), ``mid`` (the commit under test) and ``new`` (the bad endpoint):
+names of one length, so the worktrees' paths and each trial's environment
+(``BENCHLANG_CONFIGURATION``) have the same size for every build, two of DataMill's hidden
+factors (de Oliveira et al., ICPE 2013, §3: the environment's size and the path move a
+program's memory layout, Mytkowicz et al., ASPLOS 2009).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from benchlang import model
+from benchlang.errors import UserError
+
+SLOTS = ("old", "mid", "new")
+
+
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``git ARGS`` in ``repo``; a failure is a UserError with git's first line."""
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["failed"])[0]
+        raise UserError(f"git {' '.join(args)}: {first}")
+    return done
+
+
+def checkout(root: Path, trees: Path, slot: str, sha: str) -> Path:
+    """The worktree of ``slot`` under ``trees`` at ``sha`` (added, or moved there)."""
+    path = trees / slot
+    if path.exists():
+        git(path, "checkout", "--quiet", "--force", "--detach", sha)
+        git(path, "clean", "-q", "-f", "-d", "-x")
+    else:
+        git(root, "worktree", "add", "--quiet", "--force", "--detach", str(path), sha)
+    return path
+
+
+def remove_worktrees(root: Path, trees: Path) -> None:
+    """Unregister and delete the bisect's worktrees: the repository is left as it was."""
+    for slot in SLOTS:
+        if (trees / slot).exists():
+            git(root, "worktree", "remove", "--force", str(trees / slot), check=False)
+    git(root, "worktree", "prune", check=False)
+
+
+def build(tree: Path, command: str | None) -> str | None:
+    """Run the build command in a worktree; why it failed, or None."""
+    if not command:
+        return None
+    done = subprocess.run(command, shell=True, cwd=tree, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [""])[-1][:200]
+        return f"build failed (exit {done.returncode}){': ' + last if last else ''}"
+    return None
+
+
+def session_experiment(
+    experiment: model.Experiment,
+    spec_dir: Path,
+    trees: dict[str, Path],
+    rounds: int,
+    root: Path,
+) -> model.Experiment:
+    """The spec's experiment with each benchmark copied per build (``NAME@SLOT``, run in the
+    build's worktree), ``rounds`` rounds in one series in random order, no stopping rule or
+    span (the session is one sitting). The experiment's own hooks run in the ``new`` tree."""
+    if experiment.design.layout is not None:
+        raise UserError(
+            "bisect runs the builds interleaved in rounds; this spec has an A/B layout design",
+            "bisect with a spec without a layout (its versions are the builds here)",
+        )
+    rel = spec_dir.resolve().relative_to(root.resolve())
+
+    def where(slot: str, workdir: str | None) -> str:
+        base = trees[slot] / rel
+        return str(base / workdir) if workdir else str(trees[slot])
+
+    benchmarks = tuple(
+        attrs.evolve(
+            b, name=f"{b.name}@{slot}", workdir=where(slot, b.workdir or experiment.workdir)
+        )
+        for b in experiment.benchmarks
+        for slot in trees
+    )
+    design = attrs.evolve(
+        experiment.design,
+        runs=rounds,
+        runs_reason="bisect: rounds of one step",
+        series=1,
+        series_reason="bisect: one session",
+        order="random",
+        span=None,
+        span_reason=None,
+    )
+    last = list(trees)[-1]
+    return attrs.evolve(
+        experiment,
+        benchmarks=benchmarks,
+        design=design,
+        stop=None,
+        workdir=where(last, experiment.workdir),
+        comparisons=(),
+        profiles=(),
+    )
+
+
+def run_session(
+    experiment: model.Experiment, spec: Path, store_path: Path, seed: int
+) -> dict[tuple[str, str], np.ndarray]:
+    """Run the session into a new store; per (metric, configuration of the spec) a rounds x
+    builds array of metric values (nan: failed), builds in the experiment's slot order."""
+    from benchlang.app.plan import plan_experiment
+    from benchlang.app.system import preflight, record_preflight
+    from benchlang.report.data import load_data
+    from benchlang.run.executor import Executor
+    from benchlang.run.progress import Progress
+    from benchlang.run.store import Store
+
+    experiment, backend, plan = plan_experiment(experiment, spec, seed)
+    checked = preflight(experiment, backend, False)
+    with Store(store_path, create=True, write=True) as store:
+        store.add_plan(
+            plan.hash,
+            experiment.name,
+            experiment.spec_hash,
+            plan.seed,
+            plan.json_text(),
+            str(spec),
+            spec.read_text(encoding="utf-8"),
+        )
+        record_preflight(store, plan.hash, checked)
+        executor = Executor(
+            experiment,
+            plan,
+            backend,
+            store,
+            Progress(plan.n_trials, 0, quiet=True),
+            reap=True,
+            spec_dir=str(spec.parent.resolve()),
+        )
+        summary = asyncio.run(executor.run())
+        if summary.interrupted is not None:
+            raise KeyboardInterrupt
+        data = load_data(store, plan.hash, experiment=experiment)
+    return rounds_by_build(data)
+
+
+def rounds_by_build(data) -> dict[tuple[str, str], np.ndarray]:
+    """(metric, configuration) -> rounds x slots metric values, the configuration named as
+    in the spec (without ``@SLOT``)."""
+    table = data.table
+    slots_seen: list[str] = []
+    keys = []
+    for label, bench in zip(table.label.tolist(), table.benchmark.tolist(), strict=True):
+        name, slot = str(bench).rsplit("@", 1)
+        keys.append((str(label).replace(f"{name}@{slot}", name, 1), slot))
+        if slot not in slots_seen:
+            slots_seen.append(slot)
+    slots = [s for s in SLOTS if s in slots_seen]
+    round_key = table.series.astype(np.int64) * 1_000_000 + table.round.astype(np.int64)
+    rounds, at = np.unique(round_key, return_inverse=True)
+    out = {}
+    for metric, values in data.metrics.items():
+        for config in dict.fromkeys(k for k, _ in keys):
+            grid = np.full((rounds.size, len(slots)), np.nan)
+            for i, (c, s) in enumerate(keys):
+                if c == config:
+                    grid[at[i], slots.index(s)] = values.values[i]
+            out[(metric, config)] = grid
+    return out
+
+
+def session_seed(seed: int, commit: str, look: int) -> int:
+    """A seed of its own per step and look (the order of the rounds differs), from the
+    spec's seed and the commit."""
+    return (seed * 1_000_003 + int(commit[:12], 16) * 31 + look) % (2**63)
