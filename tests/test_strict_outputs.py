@@ -227,6 +227,7 @@ CALLS: dict[str, list[str]] = {
     "hosts list --json": ["hosts", "list", "quickstart.sqlite", "--json"],
     "bundle": ["bundle", "few.sqlite", "-o", "few.tar.gz"],
     "import": ["import", "hyperfine.json", "--store", "hyperfine.sqlite"],
+    "compare": ["compare", "-q", "--runs", "5", "--export-json", "compare.json", "true", "echo x"],
 }
 LATER: dict[str, list[str]] = {
     "replicate --analyze-only": ["replicate", "few.tar.gz", "--analyze-only"],

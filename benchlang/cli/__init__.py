@@ -28,7 +28,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Run and read": (
         "check", "fmt", "plan", "run", "results", "analyze", "record", "report", "order", "figure",
     ),
-    "Compare and track": ("diff", "history", "bisect", "composite"),
+    "Compare and track": ("compare", "diff", "history", "bisect", "composite"),
     "Publish and replicate": ("bundle", "replicate"),
     "Design and statistics": (
         "size", "advise", "simulate-aa", "aa-check", "profile", "stopping-eval",
@@ -60,6 +60,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "replicate": Command(
         "benchlang.cli.replicate", "check a bundle, rerun it, judge the replication"
+    ),
+    "compare": Command(
+        "benchlang.cli.compare", "compare shell commands without a spec, as hyperfine does"
     ),
     "diff": Command("benchlang.cli.diff", "before/after of one spec on two stores; a gate"),
     "size": Command("benchlang.cli.size", "minimal number of trials for a one-sided percentile CI"),
