@@ -398,7 +398,8 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             n = rk.family.comparisons or len(rk.comparisons)
             how = f"bootstrap of {design}"
             if rk.family.df is not None:
-                how = f"cluster-level t over {design} (df {rk.family.df:g})"
+                top = _plural(rk.units[0], rk.levels[0])
+                how = f"cluster-level t on {top} (df {rk.family.df:g})"
             what = f"jointly at {rk.confidence:g}% over {_plural(n, 'comparison')}, {how}"
         lines += _wrap(f"Ranking{scope} by {stat} {h.metric}; {what}")
         for place, j in enumerate(rk.order, start=1):
