@@ -11,8 +11,8 @@ of 5-10% (up or down, at least 30 points apart); a variance change (the trials' 
 a random place, the level stays: the one true change is there); a 10% step with 3% of the points
 outliers (x1.3-x2, no change of level).
 
-Scoring: a detection within +-K points (K = 5) of a true change matches it (each true change at
-most once). Precision = matched detections / detections; recall = matched true changes / true
+Scoring: a detection at the index of a true change matches it (``--within K``: within +-K
+points; each true change at most once): a change point one commit early names the wrong commit. Precision = matched detections / detections; recall = matched true changes / true
 changes; "series with a false alarm" = share of series with a detection matching nothing (on the
 no-change pattern: the false-alarm rate). benchlang gets each point's KPI and interval, Otava
 the KPI (its CSV input has no intervals). Otava runs in its own virtual environment, made here
@@ -20,11 +20,18 @@ the KPI (its CSV input has no intervals). Otava runs in its own virtual environm
 so never in benchlang's environment), as a subprocess on CSV files, through its Python API
 ``otava.analysis.compute_change_points`` (the ``otava analyze`` algorithm), at its defaults
 (window 50, p 0.001) and at p 0.05.
+``--otava-series``: Apache Otava's own test series (tests/data/otava_series.json, each cited to
+its test) with the indices its tests expect, and what benchlang finds at its defaults (and Otava
+at its ``analyze`` defaults, unless ``--skip-otava``). ``--serial N``: N series of pure AR(1)
+points (2% noise) without change per cell: the share with a change point, and with one the
+result does not flag (neither "descriptive only" nor "little power").
 ``--calibration N``: the false alarms on N series without change of 100, 1,000 and 10,000
 points (also with AR(1) noise between commits), with Wilson intervals. The time of adding a
 point to a history of 10,000 is benchmarks/bench_history_incremental.py.
 
     python benchmarks/bench_changepoints_otava.py [--series 500] [--seed 30] [--skip-otava]
+    python benchmarks/bench_changepoints_otava.py --otava-series [--skip-otava]
+    python benchmarks/bench_changepoints_otava.py --serial 1000
     python benchmarks/bench_changepoints_otava.py --calibration 1000 [--lengths 100,1000,10000]
 """
 
@@ -46,7 +53,9 @@ import numpy as np
 from benchlang.stats._orderstat import two_sided_ranks
 from benchlang.stats.changepoints import detect_changes
 
-N_POINTS, TRIALS, SIGMA, NOISY_SIGMA, NOISY_SHARE, SPREAD, K = 200, 15, 0.05, 0.20, 0.2, 0.01, 5
+N_POINTS, TRIALS, SIGMA, NOISY_SIGMA, NOISY_SHARE, SPREAD = 200, 15, 0.05, 0.20, 0.2, 0.01
+SAME = 5  # a spread change within this many points of a level change is the same change
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "otava_series.json"
 PATTERNS = (
     "no change",
     "step 1%",
@@ -109,14 +118,15 @@ def generate(pattern: str, count: int, rng: np.random.Generator):
     return values, lower, upper, truth
 
 
-def score(found: list[list[int]], truth: list[list[int]]) -> dict[str, float]:
-    """Precision, recall and the share of series with an unmatched detection, at +-K."""
+def score(found: list[list[int]], truth: list[list[int]], k: int = 0) -> dict[str, float]:
+    """Precision, recall and the share of series with an unmatched detection, at +-``k``
+    (0: the exact index)."""
     detections = matched_d = matched_t = total_t = alarmed = 0
     for f, t in zip(found, truth, strict=True):
         free = list(t)
         extra = 0
         for index in f:
-            near = [x for x in free if abs(x - index) <= K]
+            near = [x for x in free if abs(x - index) <= k]
             if near:
                 free.remove(min(near, key=lambda x: abs(x - index)))
                 matched_d += 1
@@ -134,10 +144,10 @@ def score(found: list[list[int]], truth: list[list[int]]) -> dict[str, float]:
 
 
 def _indices(result) -> list[int]:
-    """Level and spread change points, a spread change within K of a level change counted
-    once (the same change seen twice)."""
+    """Level and spread change points, a spread change within SAME points of a level change
+    counted once (the same change seen twice)."""
     level = [p.index for p in result.points]
-    return level + [p.index for p in result.spread if all(abs(p.index - i) > K for i in level)]
+    return level + [p.index for p in result.spread if all(abs(p.index - i) > SAME for i in level)]
 
 
 def otava_python() -> Path:
@@ -157,7 +167,7 @@ def otava_python() -> Path:
 def run_otava(python: Path, values: np.ndarray, pvalue: float, work: Path) -> list[list[int]]:
     path = work / "series.csv"
     with path.open("w", newline="") as f:
-        csv.writer(f).writerows(values.tolist())
+        csv.writer(f).writerows(values.tolist() if hasattr(values, "tolist") else values)
     driver = work / "driver.py"
     driver.write_text(DRIVER)
     done = subprocess.run([str(python), str(driver), str(path), str(pvalue)], check=True,
@@ -213,6 +223,55 @@ def calibration(rng: np.random.Generator, lengths: list[int], count: int) -> Non
                   f"**{either / count:.3f}** [{low:.3f}, {high:.3f}] | {ms:.0f} |", flush=True)  # fmt: skip
 
 
+def otava_series(python: Path | None) -> None:
+    """Otava's test series: expected indices, benchlang's at its defaults (the changes of at
+    least the test's ``min_magnitude``), exact or not; Otava's at its analyze defaults."""
+    cases = json.loads(FIXTURE.read_text())["series"]
+    otava = [None] * len(cases)
+    if python is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            otava = run_otava(python, [c["values"] for c in cases], 0.001, Path(tmp))
+    print(
+        "| series | points | expected | benchlang | exact | possible | Otava (window 50, p 0.001) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    hits = 0
+    for case, theirs in zip(cases, otava, strict=True):
+        found = detect_changes(case["values"])
+        smallest = case.get("min_magnitude", 0.0)
+        ours = [p.index for p in found.points if not abs(p.ratio - 1.0) < smallest]
+        possible = getattr(found, "possible", None)
+        exact = ours == case["expected"]
+        hits += exact
+        print(f"| {case['name']} | {len(case['values'])} | {case['expected']} | {ours} | "
+              f"{'yes' if exact else 'no'} | {possible.describe() if possible else ''} | "
+              f"{'' if theirs is None else theirs} |")  # fmt: skip
+    print(f"{hits} of {len(cases)} series exactly as Otava's tests expect")
+
+
+def serial(rng: np.random.Generator, count: int) -> None:
+    """Series without change of pure AR(1) points: the share with a change point and with one
+    the result does not flag, with Wilson intervals."""
+    from scipy.signal import lfilter
+
+    print(f"AR(1) points (2% noise, KPIs without intervals), no change, {count} series a cell")
+    print("| rho | points | with a change point (95% interval) | unflagged |")
+    print("| --- | --- | --- | --- |")
+    for rho in (0.0, 0.3, 0.5):
+        for n in (50, 100, 200):
+            shown = unflagged = 0
+            for _ in range(count):
+                e = lfilter([math.sqrt(1.0 - rho * rho)], [1.0, -rho], rng.normal(0, 0.02, n))
+                found = detect_changes(np.exp(e))
+                note = found.note or ""
+                shown += bool(found.points)
+                flagged = "descriptive only" in note or "little power" in note
+                unflagged += bool(found.points) and not flagged
+            low, high = wilson(shown, count)
+            print(f"| {rho} | {n} | **{shown / count:.3f}** [{low:.3f}, {high:.3f}] | "
+                  f"{unflagged / count:.3f} |", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=500, help="series per pattern")
@@ -225,15 +284,28 @@ def main() -> None:
         help="instead: false alarms on N series without change of 100, 1,000, 10,000 points",
     )
     parser.add_argument("--lengths", default="100,1000,10000", help="with --calibration")
+    parser.add_argument("--within", metavar="K", type=int, default=0,
+                        help="a detection within +-K points matches (default 0: exact)")  # fmt: skip
+    parser.add_argument("--otava-series", action="store_true",
+                        help="instead: Apache Otava's own test series, exact indices")  # fmt: skip
+    parser.add_argument("--serial", metavar="N", type=int,
+                        help="instead: N series of AR(1) points per cell")  # fmt: skip
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.otava_series:
+        otava_series(None if args.skip_otava else otava_python())
+        return
+    if args.serial:
+        serial(rng, args.serial)
+        return
     if args.calibration:
         calibration(rng, [int(x) for x in args.lengths.split(",")], args.calibration)
         return
     python = None if args.skip_otava else otava_python()
     tools = ["benchlang", "benchlang without intervals"]
     tools += [] if python is None else [name for name, _ in OTAVA_SETTINGS]
-    print(f"{args.series} series of {N_POINTS} points per pattern, seed {args.seed}, K = +-{K}")
+    where = "exact index" if not args.within else f"within +-{args.within}"
+    print(f"{args.series} series of {N_POINTS} points per pattern, seed {args.seed}, {where}")
     print(f"| pattern | {' | '.join(tools)} |")
     print(f"| --- |{' --- |' * len(tools)}")
     seconds = dict.fromkeys(tools, 0.0)
@@ -256,7 +328,7 @@ def main() -> None:
                 seconds[name] += time.perf_counter() - t0
             cells = []
             for tool in tools:
-                s = score(found[tool], truth)
+                s = score(found[tool], truth, args.within)
                 cells.append(
                     f"P {s['precision']:.2f} R {s['recall']:.2f} FA {s['false_alarm']:.3f}"
                 )

@@ -135,9 +135,10 @@ def test_to_dict_is_strict_json_with_reasons_for_undefined_numbers():
     assert document["points"][0]["index"] == 50 and "null_reasons" not in document
     assert isinstance(document["spread"], list)
 
-    short = _strict(detect_changes(values[:6]).to_dict())
+    short = _strict(detect_changes(values[:5]).to_dict())
     assert short["points"] == [] and short["noise_cv"] is None
     assert "too few points" in short["null_reasons"]["noise_cv"]
+    assert short["possible"] is None and "serial" in short["null_reasons"]
 
     crossing = np.concatenate([rng.normal(-1.0, 0.05, 40), rng.normal(1.0, 0.05, 40)])
     result = detect_changes(crossing)
@@ -158,8 +159,8 @@ def test_bad_input_is_refused_or_explained():
 
 
 def test_an_outlier_at_either_end_weighs_less():
-    """The running median's ends are padded by reflection: the first and the last point are
-    judged against their neighbours, not against copies of themselves, so an outlier there is
+    """The first and the last point are judged against the median of the window of their
+    neighbours that holds them, not against copies of themselves, so an outlier there is
     down-weighted like one inside (its variance grows by |u| / 3)."""
     from benchlang.stats._changepoint_scan import huber_var
 
@@ -195,9 +196,10 @@ def test_a_split_of_huber_weighted_points_has_a_standard_z():
     dispersion), and the pooled one, pooled W / I^2. On 3,000 series without change of 200
     points of heavy-tailed noise (one point in five four times as noisy, no intervals: an
     imported CSV's KPIs) the two-sample z at splits after 5, 10, 50 and 100 points has
-    variance at most 1 at each split with it, 1.03 after 5 points with the own one alone;
-    read as inverse variances (1 / W) the weights gave it 1.06-1.10 at every split and 5.7%
-    false alarms at 5% (benchmarks/bench_changepoints_otava.py --calibration)."""
+    variance at most 1 at each split with it (0.72-0.96), 1.01 after 50 and 100 points with
+    the own one alone; read as inverse variances (1 / W) the weights gave it 1.04-1.06 at
+    every split (1.06-1.10 under the centred running median the weights came from before
+    issue 48; benchmarks/bench_changepoints_otava.py --calibration)."""
     from benchlang.stats._changepoint_scan import (
         Dispersion,
         Sums,
@@ -224,8 +226,8 @@ def test_a_split_of_huber_weighted_points_has_a_standard_z():
         naive.append(plain.scan(0, n, 5)[1][[0, 5, 45, 95]])
     each = np.var(np.array(sandwich), axis=0)
     assert np.all((each > 0.7) & (each <= 1.0))
-    assert np.var(np.array(own), axis=0)[0] > 1.0
-    assert np.all(np.var(np.array(naive), axis=0) > 1.05)
+    assert np.max(np.var(np.array(own), axis=0)) > 1.0
+    assert np.all(np.var(np.array(naive), axis=0) > 1.03)
 
 
 def test_a_down_weighted_point_adds_psi_squared_to_its_segment_mean_variance():
