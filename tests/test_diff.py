@@ -67,20 +67,26 @@ def test_an_unchanged_rerun_passes_the_gate(stores, run_cli):
         ["diff", "before.sqlite", "after_same.sqlite", "--margin", "5%"], cwd=stores
     )
     assert status == 0, out + err
-    assert "90% stratified cluster-bootstrap interval" in out
+    assert (
+        "spread: within session only (one session per side); 90% stratified cluster-bootstrap interval"
+        in out
+    )
     assert "no configuration is worse beyond 5% with confidence" in out
     assert "warning" not in out, "same spec, same plan: nothing to warn about"
 
 
-def test_a_slowdown_beyond_the_margin_fails_the_gate_and_names_the_configuration(stores, run_cli):
+def test_one_session_a_side_shows_the_slowdown_within_session_but_does_not_gate(stores, run_cli):
+    """One store a side is one session a side: the within-session interval sees the slowdown,
+    but without the spread between sessions it decides nothing (issue 48)."""
     status, out, err = run_cli(
         ["diff", "before.sqlite", "after_slow.sqlite", "--margin", "2%"], cwd=stores
     )
-    assert status == 1, out + err
-    assert "REGRESSION beyond 2%: v work[tool=slow]" in out
+    assert status == 0, out + err
+    assert "no configuration is worse beyond 2% with confidence" in out
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("work[")}
-    assert rows["work[tool=slow]"].rstrip().endswith("worse")
-    assert not rows["work[tool=fast]"].rstrip().endswith("worse")
+    assert rows["work[tool=slow]"].rstrip().endswith("inconclusive (within session: worse)")
+    assert "worse" not in rows["work[tool=fast]"]
+    assert "one session per side: the spread between sessions is unknown" in out
 
 
 def test_diff_without_a_margin_reports_intervals_in_markdown_and_json(stores, run_cli):

@@ -1,6 +1,12 @@
-"""Before/after: the same configurations in two stores, each metric's ratio B/A with a
-stratified cluster-bootstrap interval (stats.two_sample) and, with a margin, the TOST and
-regression verdicts (stats.equivalence). Text, Markdown (for a pull request) and JSON."""
+"""Before/after: the same configurations in stores of one experiment, each metric's ratio B/A.
+
+Each store is one **session** (one ``benchlang run`` and its resumes, on one machine in one
+state). With at least ``MIN_SESSIONS`` sessions per side the ratio's interval is the one
+*between sessions* (``stats.sessions``: session KPIs as clusters, Welch t, Bonferroni over the
+diff's rows), and the gate decides on it. With fewer, the only interval is the one *within
+session* (a stratified cluster bootstrap, ``stats.two_sample``), which knows nothing of how
+much a session's level moves: it is shown, but the verdict stays ``inconclusive`` and the
+diff says what would decide it. Rendering: ``report.diff_text``."""
 
 from __future__ import annotations
 
@@ -10,11 +16,20 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
-from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
-from benchlang.report.table import format_quantity, metric_scale, scale_for
+from benchlang.report.table import metric_scale
 from benchlang.stats.contract import to_plain
 from benchlang.stats.equivalence import Equivalence, equivalence, tost_confidence
+from benchlang.stats.run_independence import metric_tests, run_verdict
+from benchlang.stats.sessions import (
+    BETWEEN,
+    MIN_SESSIONS,
+    WITHIN,
+    SessionInterval,
+    between_sessions,
+    family_confidence,
+    session_kpis,
+)
 from benchlang.stats.two_sample import RatioInterval, ratio_of_percentiles
 
 
@@ -22,8 +37,12 @@ from benchlang.stats.two_sample import RatioInterval, ratio_of_percentiles
 class ConfigurationDiff:
     label: str
     n: tuple[int, int]
-    interval: RatioInterval
+    interval: RatioInterval | SessionInterval
     gate: Equivalence | None
+    spread: str = WITHIN
+    """The spread the interval carries: ``between sessions`` or ``within session only``."""
+    within_verdict: str | None = None
+    """What the within-session interval alone would say, where it may not decide."""
 
 
 @attrs.frozen
@@ -39,6 +58,17 @@ class MetricDiff:
 
 
 @attrs.frozen
+class SessionCheck:
+    """One store's run-level independence check (``stats.run_independence``)."""
+
+    side: str
+    store: str
+    passed: bool
+    tested: bool
+    summary: str
+
+
+@attrs.frozen
 class StoreDiff:
     names: tuple[str, str]
     experiments: tuple[str, str]
@@ -48,6 +78,19 @@ class StoreDiff:
     metrics: tuple[MetricDiff, ...]
     only: tuple[tuple[str, ...], tuple[str, ...]]
     warnings: tuple[str, ...]
+    stores: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    spread: str = WITHIN
+    family: dict = attrs.field(factory=dict)
+    """The family of the diff's rows: ``rows``, ``method``, ``confidence`` (simultaneous),
+    ``row_confidence`` (each row's)."""
+    independence: tuple[SessionCheck, ...] = ()
+    left_out: tuple[str, ...] = ()
+    undecided: str = ""
+    """Why no verdict could be reached, and what would decide it ("" when one could)."""
+
+    @property
+    def sessions(self) -> tuple[int, int]:
+        return (len(self.stores[0]), len(self.stores[1]))
 
     @property
     def regressions(self) -> list[tuple[str, str]]:
@@ -63,16 +106,197 @@ class StoreDiff:
         """JSON-ready (schema 1); the intervals and verdicts through their own ``to_dict``, so
         an interval not computed is null with its reasons in ``null_reasons``."""
         fields = {f.name: getattr(self, f.name) for f in attrs.fields(StoreDiff)}
-        return {"schema": 1, "kind": "benchlang.diff", **to_plain(fields)}
+        return {"schema": 1, "kind": "benchlang.diff", "sessions": list(self.sessions)} | (
+            to_plain(fields)
+        )
 
 
-def _clusters(data: ExperimentData) -> np.ndarray:
-    host = np.unique(data.table.host.astype(str), return_inverse=True)[1]
-    return np.stack([host.ravel(), data.table.series, data.table.round], axis=1)
-
-
-def _labels(data: ExperimentData) -> list[str]:
+def labels_of(data: ExperimentData) -> list[str]:
     return [label for _, label, _, _ in data.configurations()]
+
+
+def _pooled(
+    datas: Sequence[ExperimentData], metric: str, label: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One side's values of a configuration, their cluster levels (host, series of the
+    session, round) and their session's number."""
+    values, hosts, series, rounds, session = [], [], [], [], []
+    offset = 0
+    for g, data in enumerate(datas):
+        t = data.table
+        mask = (t.label == label) & t.ok & np.isfinite(data.metrics[metric].values)
+        values.append(data.metrics[metric].values[mask])
+        hosts.append(t.host[mask].astype(str))
+        series.append(t.series[mask] + offset)
+        rounds.append(t.round[mask])
+        session.append(np.full(int(mask.sum()), g))
+        offset += int(t.series.max(initial=0)) + 1
+    host = np.unique(np.concatenate(hosts), return_inverse=True)[1].ravel()
+    clusters = np.stack([host, np.concatenate(series), np.concatenate(rounds)], axis=1)
+    return np.concatenate(values), clusters, np.concatenate(session)
+
+
+def session_check(
+    data: ExperimentData, side: str, store: str, metrics: Sequence[str]
+) -> SessionCheck:
+    """The run-level independence family of one session (every compared metric, Holm)."""
+    table = data.table
+    ok = table.ok
+    span = bool(data.experiment.design.span)
+    tests = []
+    for name in metrics:
+        tests += metric_tests(
+            name,
+            data.metrics[name].values[ok],
+            table.configuration[ok],
+            table.series[ok],
+            table.trial[ok],
+            span=span,
+            seed=data.plan.seed or 0,
+        )
+    verdict = run_verdict(tests)
+    tested = bool(verdict.made)
+    return SessionCheck(side, store, verdict.passed, tested, verdict.summary())
+
+
+def _undecided(sessions: tuple[int, int]) -> str:
+    decide = (
+        f"to decide: at least {MIN_SESSIONS} sessions per side (--base A1 A2 A3 --new B1 B2 B3), "
+        "or both builds in one session, interleaved in random rounds (benchlang compare "
+        "'CMD_A' 'CMD_B', or the builds as levels of one factor in a spec)"
+    )
+    if sessions == (1, 1):
+        return (
+            "one session per side: the spread between sessions is unknown, so no configuration "
+            f"is called worse or equivalent on within-session noise alone; {decide}"
+        )
+    return (
+        f"a verdict needs at least {MIN_SESSIONS} sessions per side ({sessions[0]} and "
+        f"{sessions[1]} here): the spread between sessions is not estimated; {decide}"
+    )
+
+
+def _within_verdict(r: RatioInterval, margin: float | None, alpha: float, better: str) -> str:
+    if r.descriptive_only:
+        return "-"
+    if margin is not None:
+        return equivalence(r.lower, r.upper, margin, alpha=alpha, better=better).verdict
+    return "changed" if r.lower > 1 or r.upper < 1 else "no clear change"
+
+
+def diff_sessions(
+    base: Sequence[ExperimentData],
+    new: Sequence[ExperimentData],
+    names: tuple[Sequence[str], Sequence[str]],
+    *,
+    margin: float | None = None,
+    confidence: float = 95.0,
+    replicates: int = 2000,
+    labels: Sequence[str] | None = None,
+) -> StoreDiff:
+    """Every metric of the first base store's spec that every store has, per configuration in
+    ``labels`` (default: those every store holds).
+
+    With a margin, intervals are at the TOST level ``1 - 2 alpha`` (90% for a 95% gate), the
+    level at which the one-sided "worse beyond the margin" and TOST decisions are exact
+    (Schuirmann 1987); without, two-sided at ``confidence``. Between sessions that level is the
+    family's, over all rows (Bonferroni)."""
+    alpha = (100.0 - confidence) / 100.0
+    level = tost_confidence(alpha) if margin is not None else confidence
+    a, b = base[0], new[0]
+    everyone = [*base, *new]
+    percentiles = {k.metric: k.percentile for k in a.experiment.kpis}
+    warnings = []
+    experiments = sorted({d.experiment.name for d in everyone})
+    if len(experiments) > 1:
+        warnings.append(f"the stores hold different experiments ({', '.join(experiments)})")
+    if len({d.plan.plan_hash for d in everyone}) > 1:
+        warnings.append("the plans differ (spec or seed changed): configurations matched by label")
+    side_labels = [
+        [x for d in side for x in labels_of(d)] for side in (base, new)
+    ]  # plan order, with repeats
+    if labels is None:
+        held = [set(labels_of(d)) for d in everyone]
+        labels = [x for x in dict.fromkeys(side_labels[0]) if all(x in h for h in held)]
+    metric_names = []
+    for name in a.metrics:
+        if all(name in d.metrics for d in everyone):
+            metric_names.append(name)
+        else:
+            warnings.append(f"metric {name} is not in every store's spec")
+    sessions = (len(base), len(new))
+    spread = BETWEEN if min(sessions) >= MIN_SESSIONS else WITHIN
+    rows_total = len(metric_names) * len(labels)
+    metrics = []
+    for name in metric_names:
+        mv = a.metrics[name]
+        p = percentiles.get(name, 50.0)
+        rows = []
+        for label in labels:
+            (va, ca, sa), (vb, cb, sb) = (_pooled(side, name, label) for side in (base, new))
+            n = (int(va.size), int(vb.size))
+            if spread == BETWEEN:
+                interval = between_sessions(
+                    session_kpis(va, sa, sessions[0], p),
+                    session_kpis(vb, sb, sessions[1], p),
+                    confidence=level,
+                    rows=rows_total,
+                )
+                gate = (
+                    equivalence(
+                        interval.lower, interval.upper, margin, alpha=alpha, better=mv.metric.better
+                    )
+                    if margin is not None
+                    else None
+                )
+                rows.append(ConfigurationDiff(label, n, interval, gate, BETWEEN))
+                continue
+            within = ratio_of_percentiles(
+                va, ca, vb, cb, percentile=p, confidence=level, replicates=replicates
+            )
+            said = _within_verdict(within, margin, alpha, mv.metric.better)
+            gate = (
+                equivalence(math.nan, math.nan, margin, alpha=alpha, better=mv.metric.better)
+                if margin is not None
+                else None
+            )
+            rows.append(ConfigurationDiff(label, n, within, gate, WITHIN, said))
+        scale = metric_scale(mv.values[a.table.ok], mv.metric.unit)
+        metrics.append(MetricDiff(name, mv.metric.unit, mv.metric.better, p, tuple(rows), scale))
+    family = (
+        {
+            "rows": rows_total,
+            "method": "Bonferroni-t (Dunn 1961) over the diff's rows",
+            "confidence": level,
+            "row_confidence": family_confidence(level, rows_total),
+        }
+        if spread == BETWEEN
+        else {"rows": rows_total, "method": "none: no verdict within session only"}
+    )
+    checks = tuple(
+        session_check(d, side, str(store), metric_names)
+        for side, datas, stores in (("A", base, names[0]), ("B", new, names[1]))
+        for d, store in zip(datas, stores, strict=True)
+    )
+    only_a = tuple(x for x in dict.fromkeys(side_labels[0]) if x not in set(side_labels[1]))
+    only_b = tuple(x for x in dict.fromkeys(side_labels[1]) if x not in set(side_labels[0]))
+    left = tuple(x for x in dict.fromkeys(side_labels[0] + side_labels[1]) if x not in labels)
+    return StoreDiff(
+        (", ".join(map(str, names[0])), ", ".join(map(str, names[1]))),
+        (a.experiment.name, b.experiment.name),
+        (a.plan.plan_hash, b.plan.plan_hash),
+        level,
+        margin,
+        tuple(metrics),
+        (only_a, only_b),
+        tuple(warnings),
+        (tuple(map(str, names[0])), tuple(map(str, names[1]))),
+        spread,
+        family,
+        checks,
+        left,
+        "" if spread == BETWEEN else _undecided(sessions),
+    )
 
 
 def diff(
@@ -84,210 +308,11 @@ def diff(
     confidence: float = 95.0,
     replicates: int = 2000,
 ) -> StoreDiff:
-    """Every metric of A's spec that B also has, per configuration present in both.
-
-    With a margin, intervals are at the TOST level ``1 - 2 alpha`` (90% for a 95% gate), the
-    level at which the one-sided "worse beyond the margin" and TOST decisions are exact
-    (Schuirmann 1987); without, two-sided at ``confidence``.
-    """
-    alpha = (100.0 - confidence) / 100.0
-    level = tost_confidence(alpha) if margin is not None else confidence
-    percentiles = {k.metric: k.percentile for k in a.experiment.kpis}
-    warnings = []
-    if a.experiment.name != b.experiment.name:
-        warnings.append(
-            f"the stores hold different experiments ({a.experiment.name}, {b.experiment.name})"
-        )
-    if a.plan.plan_hash != b.plan.plan_hash:
-        warnings.append("the plans differ (spec or seed changed): configurations matched by label")
-    labels_a, labels_b = _labels(a), _labels(b)
-    common = [x for x in labels_a if x in set(labels_b)]
-    clusters = (_clusters(a), _clusters(b))
-    metrics = []
-    for name, mv in a.metrics.items():
-        if name not in b.metrics:
-            warnings.append(f"metric {name} is not in B's spec")
-            continue
-        p = percentiles.get(name, 50.0)
-        rows = []
-        for label in common:
-            picks = []
-            for data, cl in zip((a, b), clusters, strict=True):
-                mask = (data.table.label == label) & data.table.ok
-                mask &= np.isfinite(data.metrics[name].values)
-                picks.append((data.metrics[name].values[mask], cl[mask]))
-            interval = ratio_of_percentiles(
-                picks[0][0],
-                picks[0][1],
-                picks[1][0],
-                picks[1][1],
-                percentile=p,
-                confidence=level,
-                replicates=replicates,
-            )
-            gate = (
-                equivalence(
-                    interval.lower, interval.upper, margin, alpha=alpha, better=mv.metric.better
-                )
-                if margin is not None
-                else None
-            )
-            rows.append(
-                ConfigurationDiff(label, (picks[0][0].size, picks[1][0].size), interval, gate)
-            )
-        scale = metric_scale(mv.values[a.table.ok], mv.metric.unit)
-        metrics.append(MetricDiff(name, mv.metric.unit, mv.metric.better, p, tuple(rows), scale))
-    return StoreDiff(
-        names,
-        (a.experiment.name, b.experiment.name),
-        (a.plan.plan_hash, b.plan.plan_hash),
-        level,
-        margin,
-        tuple(metrics),
-        (
-            tuple(x for x in labels_a if x not in set(labels_b)),
-            tuple(x for x in labels_b if x not in set(labels_a)),
-        ),
-        tuple(warnings),
-    )
+    """One session per side (``replicate``, ``bisect``): the within-session intervals."""
+    return diff_sessions(
+        [a], [b], ([names[0]], [names[1]]), margin=margin, confidence=confidence,
+        replicates=replicates,
+    )  # fmt: skip
 
 
-def _statistic(p: float) -> str:
-    return "median" if p == 50 else f"p{p:g}"
-
-
-def _change(r: RatioInterval) -> str:
-    if not math.isfinite(r.ratio):
-        return "-"
-    return f"{(r.ratio - 1) * 100:+.1f}%"
-
-
-def _interval(r: RatioInterval) -> str:
-    if r.descriptive_only:
-        return "descriptive only"
-    return f"[{r.lower:.4g}, {r.upper:.4g}]"
-
-
-def _verdict(row: ConfigurationDiff) -> str:
-    if row.gate is not None:
-        return row.gate.verdict
-    r = row.interval
-    if r.descriptive_only:
-        return "-"
-    return "changed" if r.lower > 1 or r.upper < 1 else "no clear change"
-
-
-def table_rows(d: StoreDiff, m: MetricDiff) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of one metric's table (shared by text and Markdown)."""
-    scale = m.scale or scale_for(
-        next(
-            (r.interval.statistic_a for r in m.rows if math.isfinite(r.interval.statistic_a)), None
-        ),
-        m.unit,
-    )
-    stat = _statistic(m.percentile)
-    verdict = f"verdict (margin {d.margin * 100:g}%)" if d.margin is not None else "verdict"
-    header = [
-        "configuration",
-        f"A {stat}",
-        f"B {stat}",
-        "B/A",
-        "change",
-        f"{d.confidence:g}% interval",
-        verdict,
-    ]
-    rows = [
-        [
-            r.label,
-            format_quantity(r.interval.statistic_a, m.unit, scale=scale),
-            format_quantity(r.interval.statistic_b, m.unit, scale=scale),
-            f"{r.interval.ratio:.4g}" if math.isfinite(r.interval.ratio) else "-",
-            _change(r.interval),
-            _interval(r.interval),
-            _verdict(r),
-        ]
-        for r in m.rows
-    ]
-    return header, rows
-
-
-def _intro(d: StoreDiff) -> list[str]:
-    gate = (
-        f"; margin {d.margin * 100:g}%: worse = the whole interval above {1 + d.margin:.4g}, "
-        f"equivalent = inside [{1 / (1 + d.margin):.4g}, {1 + d.margin:.4g}] (TOST, Schuirmann 1987)"
-        if d.margin is not None
-        else ""
-    )
-    return [
-        f"diff: A = {d.names[0]} ({d.experiments[0]}, plan {d.plans[0][:19]}), "
-        f"B = {d.names[1]} ({d.experiments[1]}, plan {d.plans[1][:19]})",
-        f"B/A of each configuration's statistic, {d.confidence:g}% stratified cluster-bootstrap "
-        f"interval{gate}",
-    ]
-
-
-def _tail(d: StoreDiff) -> list[str]:
-    lines = []
-    for m in d.metrics:
-        for r in m.rows:
-            if r.interval.reasons:
-                lines.append(f"{m.metric} {r.label}: " + "; ".join(r.interval.reasons))
-    for side, only in zip("AB", d.only, strict=True):
-        if only:
-            lines.append(f"only in {side}: {', '.join(only)}")
-    lines += [f"warning: {w}" for w in d.warnings]
-    if d.margin is not None:
-        worse = d.regressions
-        lines.append(
-            f"REGRESSION beyond {d.margin * 100:g}%: " + ", ".join(f"{m} {c}" for m, c in worse)
-            if worse
-            else f"no configuration is worse beyond {d.margin * 100:g}% with confidence"
-        )
-    return lines
-
-
-def diff_text(d: StoreDiff) -> str:
-    out = _intro(d)
-    for m in d.metrics:
-        header, rows = table_rows(d, m)
-        out.append("")
-        out.append(f"metric {m.metric}, {m.better} is better")
-        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
-        right = [0 < i < len(header) - 1 for i in range(len(header))]  # numbers to the right
-        for row in (header, ["-" * w for w in widths], *rows):
-            cells = zip(row, widths, right, strict=True)
-            out.append(
-                "  ".join(str(c).rjust(w) if r else str(c).ljust(w) for c, w, r in cells).rstrip()
-            )
-    tail = _tail(d)
-    return "\n".join(out + ([""] if tail else []) + tail) + "\n"
-
-
-def _md(text: str) -> str:
-    return str(text).replace("|", r"\|")
-
-
-def diff_markdown(d: StoreDiff) -> str:
-    out = [f"**benchlang diff** {_md(' — '.join(_intro(d)))}", ""]
-    for m in d.metrics:
-        header, rows = table_rows(d, m)
-        out.append(f"*{m.metric}*, {m.better} is better")
-        out.append("")
-        out.append("| " + " | ".join(_md(h) for h in header) + " |")
-        out.append("| --- | " + " | ".join("---:" for _ in header[1:]) + " |")
-        out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
-        out.append("")
-    out += [f"- {_md(line)}" for line in _tail(d)]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def diff_json(d: StoreDiff) -> str:
-    return dumps(d.to_dict()) + "\n"
-
-
-def render(d: StoreDiff, form: str) -> str:
-    forms = {"text": diff_text, "markdown": diff_markdown, "json": diff_json}
-    return forms[form](d)
-
-
-__all__: Sequence[str] = ["StoreDiff", "diff", "render"]
+__all__: Sequence[str] = ["StoreDiff", "diff", "diff_sessions", "labels_of"]

@@ -1,0 +1,173 @@
+"""`benchlang diff` across sessions on a shared runner, through the real CLI (issue 48).
+
+Each store is one session made by `benchlang run` of a spec whose command reports its own
+value: an awk script prints a log-normal trial draw (sigma 2%) times the session's level, read
+from a file written before each run (log-normal, sigma 5%), times a slowdown of one
+configuration (the "after" side of a regression). Nothing of this machine's noise enters.
+
+  python3 benchmarks/sim_diff_sessions.py [--pairs 20] [--sets 5] [--seed 48]
+
+prints the table of docs/statistics.md ("Across sessions (diff)"):
+- A/A, one session per side (`diff A B --margin 2%`): regressions called, and what the
+  within-session interval alone would have called (the verdict before issue 48);
+- A/A and +25% on one configuration, 3 and 5 sessions per side (`--base ... --new ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+VALUE_AWK = """\
+BEGIN {
+  getline line < session; split(line, f, " ")
+  srand((ENVIRON["BENCHLANG_SEED"] % 999983) * 1009 + f[2])
+  u = rand(); v = rand(); if (u < 1e-12) u = 1e-12
+  z = sqrt(-2 * log(u)) * cos(6.283185307179586 * v)
+  e = (tool == "slow") ? f[3] : 1
+  printf "v=%.12g\\n", (tool == "fast" ? 0.010 : 0.020) * f[1] * e * exp(TRIAL_SIGMA * z)
+}
+"""
+
+SPEC = """benchlang 1
+experiment {experiment} {{
+  seed 5
+  workdir "."
+  factor tool in ["fast", "slow"]
+  benchmark {benchmark} {{
+    run "awk -v tool={{tool}} -v session=session.txt -f value.awk"
+    measure v from stdout regex "v=([0-9.e+-]+)"
+  }}
+  metric v {{ unit "s" better lower }}
+  kpi v {{ percentile 50 confidence 95% }}
+  design {{ runs 5 series 5 }}
+}}
+"""
+
+SESSION_SIGMA = 0.05
+TRIAL_SIGMA = 0.02
+
+
+def make_session(
+    root: Path,
+    name: str,
+    level: float,
+    salt: int,
+    slow: float = 1.0,
+    *,
+    benchmark: str = "work",
+    experiment: str = "pr",
+) -> Path:
+    """One session: a store of `benchlang run` with the machine's level ``level`` and the
+    configuration tool=slow multiplied by ``slow``."""
+    where = root / name
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "session.txt").write_text(f"{level!r} {salt} {slow!r}\n")
+    (where / "value.awk").write_text(VALUE_AWK.replace("TRIAL_SIGMA", repr(TRIAL_SIGMA)))
+    spec = where / "pr.bench"
+    spec.write_text(SPEC.format(benchmark=benchmark, experiment=experiment))
+    store = where / "s.sqlite"
+    status, out, err = cli(["run", str(spec), "--store", str(store), "--quiet"])
+    if status != 0:
+        raise RuntimeError(out + err)
+    return store
+
+
+def cli(argv: list[str]) -> tuple[int, str, str]:
+    """``benchlang ARGV`` in this process (the real command line, without a Python start per
+    call): status, stdout, stderr."""
+    from benchlang.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else 2
+    return int(status or 0), out.getvalue(), err.getvalue()
+
+
+def make_sides(
+    root: Path, rng: np.random.Generator, n: int, slow: float, tag: str
+) -> tuple[list[Path], list[Path]]:
+    """n sessions before and n after (tool=slow times ``slow`` after), levels drawn at random."""
+    levels = np.exp(rng.normal(0.0, SESSION_SIGMA, 2 * n))
+    salts = rng.integers(1, 1 << 20, 2 * n)
+    jobs = [
+        (f"{tag}-{side}{i}", float(levels[k]), int(salts[k]), slow if side == "b" else 1.0)
+        for k, (side, i) in enumerate([("a", i) for i in range(n)] + [("b", i) for i in range(n)])
+    ]
+    stores = [make_session(root, *job) for job in jobs]
+    return stores[:n], stores[n:]
+
+
+def diff(base: list[Path], new: list[Path], margin: str = "2%") -> dict:
+    argv = ["diff", "--json", "--margin", margin]
+    argv += [str(base[0]), str(new[0])] if len(base) == 1 else ["--base", *map(str, base),
+                                                               "--new", *map(str, new)]  # fmt: skip
+    status, out, err = cli(argv)
+    if status not in (0, 1):
+        raise RuntimeError(out + err)
+    return json.loads(out)
+
+
+def tally(doc: dict) -> tuple[bool, bool, bool]:
+    """(a regression called, the within-session verdict alone would call one, tool=slow worse)."""
+    rows = [r for m in doc["metrics"] for r in m["rows"]]
+    called = any(r["gate"] and r["gate"]["verdict"] == "worse" for r in rows)
+    within = any(r["within_verdict"] == "worse" for r in rows)
+    slow = any(
+        r["label"] == "work[tool=slow]" and r["gate"] and r["gate"]["verdict"] == "worse"
+        for r in rows
+    )
+    return called, within, slow
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pairs", type=int, default=20)
+    p.add_argument("--sets", type=int, default=5)
+    p.add_argument("--seed", type=int, default=48)
+    p.add_argument("--part", choices=("1", "3", "5", "all"), default="all",
+                   help="only the rows of 1, 3 or 5 sessions per side (each part its own seed)")  # fmt: skip
+    args = p.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        if args.part in ("1", "all"):
+            rng = np.random.default_rng([args.seed, 1])
+            res = [
+                tally(diff(*make_sides(root, rng, 1, 1.0, f"aa1-{i}"))) for i in range(args.pairs)
+            ]
+            rows.append(("A/A", 1, args.pairs, res))
+        for n in (3, 5):
+            if args.part not in (str(n), "all"):
+                continue
+            rng = np.random.default_rng([args.seed, n])
+            for slow, what in ((1.0, "A/A"), (1.25, "+25% tool=slow")):
+                tag = f"s{n}-{slow}"
+                res = [
+                    tally(diff(*make_sides(root, rng, n, slow, f"{tag}-{i}")))
+                    for i in range(args.sets)
+                ]
+                rows.append((what, n, args.sets, res))
+    print(f"session sigma {SESSION_SIGMA:.0%}, trial sigma {TRIAL_SIGMA:.0%}, margin 2%, "
+          f"seed {args.seed}")  # fmt: skip
+    print("| change | sessions per side | diffs | regression called | tool=slow worse | "
+          "within-session interval alone: worse |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for what, n, total, res in rows:
+        called = sum(r[0] for r in res)
+        slow = sum(r[2] for r in res)
+        within = sum(r[1] for r in res) if n == 1 else "-"
+        print(f"| {what} | {n} | {total} | {called} | {slow} | {within} |")
+
+
+if __name__ == "__main__":
+    main()

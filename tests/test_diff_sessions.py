@@ -1,0 +1,129 @@
+"""`benchlang diff` across sessions (issue 48): each store one session made by `benchlang run`
+of a spec whose command reports its own value (benchmarks/sim_diff_sessions.py: a log-normal
+trial draw, sigma 2%, times the session's level read from a file written before the run, times
+a slowdown of tool=slow). The levels are fixed here, so every outcome is seeded."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from sim_diff_sessions import make_session
+
+LEVELS_A = (1.04, 0.95, 1.01)
+LEVELS_B = (0.98, 1.06, 0.97)
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory) -> Path:
+    """a0..a2 before; b0..b2 after with tool=slow x1.25; 'renamed' (benchmark work2) and
+    'other' (another experiment)."""
+    root = tmp_path_factory.mktemp("sessions")
+    jobs = [(f"a{i}", level, 11 + i, 1.0, {}) for i, level in enumerate(LEVELS_A)]
+    jobs += [(f"b{i}", level, 21 + i, 1.25, {}) for i, level in enumerate(LEVELS_B)]
+    jobs += [("renamed", 1.0, 31, 1.0, {"benchmark": "work2"})]
+    jobs += [("other", 1.0, 41, 1.0, {"experiment": "other"})]
+    for name, level, salt, slow, names in jobs:
+        make_session(root, name, level, salt, slow, **names)
+    return root
+
+
+def _sides(a: int, b: int) -> list[str]:
+    return ["--base", *(f"a{i}/s.sqlite" for i in range(a)), "--new"] + [
+        f"b{i}/s.sqlite" for i in range(b)
+    ]
+
+
+def test_one_session_per_side_decides_nothing_on_within_session_noise(sessions, run_cli):
+    status, out, err = run_cli(
+        ["diff", "a0/s.sqlite", "b0/s.sqlite", "--margin", "2%"], cwd=sessions
+    )
+    assert status == 0, out + err
+    assert "spread: within session only (one session per side)" in out
+    slow = next(line for line in out.splitlines() if line.startswith("work[tool=slow]"))
+    assert slow.rstrip().endswith("inconclusive (within session: worse)")
+    assert "one session per side: the spread between sessions is unknown" in out
+    assert "at least 3 sessions per side" in out and "one session" in out
+    status, text, _ = run_cli(
+        ["diff", "a0/s.sqlite", "b0/s.sqlite", "--margin", "2%", "--json"], cwd=sessions
+    )
+    doc = json.loads(text)
+    assert doc["spread"] == "within session only" and doc["sessions"] == [1, 1]
+    rows = {r["label"]: r for r in doc["metrics"][0]["rows"]}
+    assert rows["work[tool=slow]"]["within_verdict"] == "worse"
+    assert rows["work[tool=slow]"]["gate"]["verdict"] == "inconclusive"
+    assert all(r["spread"] == "within session only" for r in rows.values())
+
+
+def test_three_sessions_per_side_find_the_regression_between_sessions(sessions, run_cli):
+    status, out, err = run_cli(["diff", *_sides(3, 3), "--margin", "2%"], cwd=sessions)
+    assert status == 1, out + err
+    assert "spread: between sessions (3 and 3 sessions" in out
+    assert "90% simultaneous over 2 rows (Bonferroni-t, 95% each)" in out
+    assert "REGRESSION beyond 2%: v work[tool=slow]" in out
+    fast = next(line for line in out.splitlines() if line.startswith("work[tool=fast]"))
+    assert not fast.rstrip().endswith("worse")
+    status, text, _ = run_cli(["diff", *_sides(3, 3), "--margin", "2%", "--json"], cwd=sessions)
+    doc = json.loads(text)
+    assert doc["spread"] == "between sessions" and doc["family"]["rows"] == 2
+    slow = next(r for r in doc["metrics"][0]["rows"] if r["label"] == "work[tool=slow]")
+    interval = slow["interval"]
+    assert interval["units"] == [3, 3] and interval["spread"] == "between sessions"
+    assert interval["lower"] <= 1.25 * np.mean(LEVELS_B) / np.mean(LEVELS_A) <= interval["upper"]
+    assert len(doc["independence"]) == 6 and {c["side"] for c in doc["independence"]} == {"A", "B"}
+
+
+def test_two_sessions_per_side_say_a_verdict_needs_three(sessions, run_cli):
+    status, out, err = run_cli(["diff", *_sides(2, 2), "--margin", "2%"], cwd=sessions)
+    assert status == 0, out + err
+    assert "a verdict needs at least 3 sessions per side (2 and 2 here)" in out
+    assert "spread: within session only (sessions pooled)" in out
+
+
+def test_a_renamed_benchmark_fails_closed_unless_allowed(sessions, run_cli):
+    status, out, err = run_cli(["diff", "a0/s.sqlite", "renamed/s.sqlite"], cwd=sessions)
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert "work[tool=fast] is not in renamed/s.sqlite" in err and "--allow-missing" in err
+    status, out, err = run_cli(
+        ["diff", "a0/s.sqlite", "renamed/s.sqlite", "--allow-missing"], cwd=sessions
+    )
+    assert status == 2 and "nothing to compare" in err, "no configuration in common"
+    status, out, err = run_cli(
+        ["diff", "--base", "a0/s.sqlite", "a1/s.sqlite", "--new", "b0/s.sqlite", "other/s.sqlite"],
+        cwd=sessions,
+    )
+    assert status == 2 and "different experiments" in err and "other/s.sqlite: other" in err
+
+
+def test_usage_errors_name_both_forms(sessions, run_cli):
+    for argv in (["diff", "a0/s.sqlite"], ["diff", "a0/s.sqlite", "b0/s.sqlite", "--new", "b1"]):
+        status, _, err = run_cli(argv, cwd=sessions)
+        assert status == 2 and "--base A1 A2 A3 --new B1 B2 B3" in err and "Traceback" not in err
+
+
+def test_the_session_interval_is_welch_on_log_kpis_with_bonferroni():
+    from scipy import stats
+
+    from benchlang.stats.sessions import between_sessions
+
+    a, b = np.array([1.0, 1.1, 0.95, 1.02]), np.array([1.2, 1.3, 1.26])
+    r = between_sessions(a, b, confidence=90.0, rows=3)
+    la, lb = np.log(a), np.log(b)
+    va, vb = la.var(ddof=1) / 4, lb.var(ddof=1) / 3
+    df = (va + vb) ** 2 / (va**2 / 3 + vb**2 / 2)
+    half = stats.t.ppf(1 - 0.10 / 3 / 2, df) * math.sqrt(va + vb)
+    d = lb.mean() - la.mean()
+    assert r.confidence == pytest.approx(100 - 10 / 3)
+    assert (r.lower, r.upper) == pytest.approx((math.exp(d - half), math.exp(d + half)))
+    assert r.df == pytest.approx(df) and r.spread == "between sessions"
+    two = between_sessions(a[:2], b, confidence=90.0, rows=1)
+    assert (
+        two.descriptive_only and math.isnan(two.lower) and "at least 3 sessions" in two.reasons[0]
+    )
