@@ -60,32 +60,37 @@ def strict(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
-def run(tmp_path, capsys, order: str = "random", own: float = 0.0) -> tuple[str, dict, dict]:
-    """`benchlang run` of the drifting spec, then `analyze --json` of its store: (the run's
-    output with lines unwrapped, the headline's ranking, the first configuration's analysis)."""
+def run(tmp_path, capsys, order: str = "random", own: float = 0.0) -> tuple[str, str, dict, dict]:
+    """`benchlang run` of the drifting spec, then `analyze` and `analyze --json` of its store:
+    (the run's closing answer and analyze's full headline, lines unwrapped; the headline's
+    ranking; the first configuration's analysis)."""
     (tmp_path / "draw.awk").write_text(DRAW)
     spec = tmp_path / "drift.bench"
     spec.write_text(SPEC.format(order=order, own=own))
     store = tmp_path / "drift.sqlite"
     assert main(["run", str(spec), "--store", str(store), "-q"]) == 0
+    answer = " ".join(capsys.readouterr().out.split())
+    assert main(["analyze", "--store", str(store)]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert main(["analyze", "--store", str(store), "--json"]) == 0
     doc = strict(capsys.readouterr().out)
     (ranking,) = doc["headline"][0]["rankings"]
-    return text, ranking, doc["kpis"][0]
+    return answer, text, ranking, doc["kpis"][0]
 
 
 def test_random_order_under_drift_answers_from_the_within_round_contrasts(tmp_path, capsys):
-    text, ranking, kpi = run(tmp_path, capsys)
+    answer, text, ranking, kpi = run(tmp_path, capsys)
     assert f"DESCRIPTIVE ONLY: {RUN_FAILED}" in text  # the failed run-level check, reported
     assert not ranking["descriptive_only"]
     for c in ranking["comparisons"]:
         assert c["lower"] is not None and c["lower"] <= c["ratio"] <= c["upper"]
         assert f"[{c['lower']:.2f}, {c['upper']:.2f}]" in text
-    assert ASSUMPTION in ranking["assumption"] and ASSUMPTION in text
+        assert f"[{c['lower']:.2f}, {c['upper']:.2f}]" in answer  # the run ends with it
+    assert ASSUMPTION in ranking["assumption"] and ASSUMPTION in text and ASSUMPTION in answer
     assert "(c) that no configuration has a trend of its own (a warm-up)" in text
-    assert ranking["check"].startswith("the run-level independence check failed (above), so")
-    assert "the intervals rest on the within-round contrasts, whose check passed" in text
+    failed = "the run-level independence check failed (trend over the run p = "
+    assert ranking["check"].startswith(failed)
+    assert "so the intervals rest on the within-round contrasts, whose check passed" in text
     drift = kpi["drift"]
     assert drift["answers"] and drift["design"] is None and drift["contrasts"]["passed"]
     assert drift["contrasts"]["rounds"] == 25 and drift["contrasts"]["configurations"] == 3
@@ -93,20 +98,20 @@ def test_random_order_under_drift_answers_from_the_within_round_contrasts(tmp_pa
 
 
 def test_fixed_order_under_drift_stays_descriptive_and_says_order_random(tmp_path, capsys):
-    text, ranking, kpi = run(tmp_path, capsys, order="fixed")
+    answer, text, ranking, kpi = run(tmp_path, capsys, order="fixed")
     assert f"DESCRIPTIVE ONLY: {RUN_FAILED}" in text
     assert ranking["descriptive_only"]
     assert all(c["lower"] is None for c in ranking["comparisons"])
     assert "ratios only" in text and ASSUMPTION not in text
     advice = "if every round ran every configuration in random order: `order random` in the design"
-    assert advice in ranking["check"] and f"Check: {ranking['check']}." in text
-    assert kpi["drift"] == {"design": kpi["drift"]["design"], "answers": False, "contrasts": None}
-    assert "`order random`" in kpi["drift"]["design"]
+    assert ranking["reasons"][1].endswith(advice)
+    assert advice in text and advice in answer
+    assert kpi["drift"] == {"design": ranking["reasons"][1], "answers": False, "contrasts": None}
 
 
 def test_a_configuration_with_its_own_trend_fails_the_contrasts_too(tmp_path, capsys):
-    text, ranking, kpi = run(tmp_path, capsys, own=0.3)
-    assert ranking["descriptive_only"] and ASSUMPTION not in text
+    answer, text, ranking, kpi = run(tmp_path, capsys, own=0.3)
+    assert ranking["descriptive_only"] and ASSUMPTION not in text + answer
     assert "and so did the within-round contrasts' check: trend of the within-round contrasts" in (
         text
     )

@@ -177,7 +177,8 @@ def checked(group, results: list):
             words += f", and so did the within-round contrasts' check: {drift.contrasts.summary()}"
         ranking = ranking.without_intervals(words)
         if drift is not None and drift.design:
-            return attrs.evolve(group, ranking=ranking, check=f"{words}; {drift.design}")
+            reasons = (words, drift.design, *ranking.reasons[1:])
+            ranking = attrs.evolve(ranking, reasons=reasons)
     return attrs.evolve(group, ranking=ranking, check=words)
 
 
@@ -192,7 +193,8 @@ def independence_check(results: list) -> tuple[bool | None, str]:
     if run is not None:
         if run.passed:
             return True, "the independence check of the run passed (run-level verdict above)"
-        return False, "the run-level independence check failed (above)"
+        failed = ", ".join(f"{t.name} p = {t.p:.2g}" for t in run.tests if t.rejected)
+        return False, f"the run-level independence check failed ({failed or 'nothing tested'})"
     failed = [
         r.configuration for r in results if any("independen" in x for x in r.analysis.reasons)
     ]
