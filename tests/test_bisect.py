@@ -195,6 +195,11 @@ def test_bisect_refuses_what_it_cannot_use(repo, tmp_path):
     few = bench("bisect", "bench.bench", "--good", shas[0], "--bad", "main", "--rounds", "1",
                 cwd=root)  # fmt: skip
     assert few.returncode == 2 and "at least 2 rounds" in few.stderr
+    (root / "abs.bench").write_text(SPEC.replace('workdir "."', f'workdir "{root}"'))
+    git(root, "add", "-f", "abs.bench")
+    git(root, "commit", "-q", "-m", "an absolute workdir", at=30)
+    fixed = bench("bisect", "abs.bench", "--good", shas[0], "--bad", "main", cwd=root)
+    assert fixed.returncode == 2 and "workdir is an absolute path" in fixed.stderr
     left_as_it_was(root)
 
 

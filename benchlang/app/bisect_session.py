@@ -79,6 +79,18 @@ def session_experiment(
             "bisect runs the builds interleaved in rounds; this spec has an A/B layout design",
             "bisect with a spec without a layout (its versions are the builds here)",
         )
+    if experiment.hosts.kind != "local":
+        raise UserError(
+            f"bisect builds each revision in a worktree on this machine; the spec runs on "
+            f"hosts {experiment.hosts.kind}",
+            "bisect with a spec on hosts local",
+        )
+    fixed = [w for w in (experiment.workdir, *(b.workdir for b in experiment.benchmarks)) if w]
+    if any(Path(w).is_absolute() for w in fixed):
+        raise UserError(
+            "the spec's workdir is an absolute path: every build would run in the same directory",
+            'give the workdir relative to the spec (workdir "." runs next to it)',
+        )
     rel = spec_dir.resolve().relative_to(root.resolve())
 
     def where(slot: str, workdir: str | None) -> str:
