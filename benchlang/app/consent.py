@@ -6,10 +6,15 @@ with the manifest's and, when the reader has one from the paper, with ``--plan-h
 manifest is self-attested, so the first comparison catches a careless edit, not an
 attacker; the second, a signature (``app.signing``) or the reader's reading of the commands
 ``preview`` lists are what stop a fully consistent tampered bundle (docs/replicate.md).
+
+Both work :func:`~benchlang.lang.outside.confined_to` the bundle's directory: a file the
+spec names outside it (``nodes from file "/etc/shadow"``) is not read before consent, never
+shown, and listed in ``not_read`` for the user to approve (issue 49 item 2).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
@@ -19,10 +24,12 @@ from typing import Any
 import attrs
 
 from benchlang import model
+from benchlang.app.bundle import files_read
 from benchlang.app.bundle_archive import shown
 from benchlang.app.plan import plan_offline, resolve_span
 from benchlang.app.spec import load_spec, open_backend
 from benchlang.errors import UserError
+from benchlang.lang.outside import confined_to, is_outside
 from benchlang.plan.plan import Plan
 from benchlang.run.commands import commands_of
 
@@ -34,6 +41,8 @@ MIN_PREFIX = 16
 class Checked:
     experiment: model.Experiment
     plan: Plan
+    not_read: tuple[str, ...] = ()
+    """Files the spec names outside the bundle: not read (nor shown) before consent."""
 
 
 @attrs.frozen
@@ -46,6 +55,11 @@ class Preview:
     estimate: str
     network: bool
     """Whether the hosts are reached over the network (not ``local``)."""
+    not_read: tuple[str, ...] = ()
+    """Files the spec names outside the bundle, not read: the run would read them."""
+    backend_opened: bool = True
+    """False when opening the backend needed a file outside the bundle (power actions of a
+    provider are then listed as the commands they stand for)."""
 
 
 def published_plan(path: Path) -> dict[str, Any]:
@@ -80,9 +94,29 @@ def _experiment(spec: Path, seed: int) -> model.Experiment:
     return experiment
 
 
-def check_plan(spec: Path, plan_json: Path, stated: str, expected: str | None) -> Checked:
+def outside_files(spec: Path, root: Path | None) -> tuple[str, ...]:
+    """The files ``spec`` names (``... from file``) that lie outside ``root`` (absolute,
+    ``..`` or a link out), as the spec resolves them; none without a root."""
+    if root is None:
+        return ()
+    try:
+        names = files_read(spec.read_text(encoding="utf-8"))
+    except (OSError, UnicodeError):
+        return ()
+    paths = (str(spec.parent / name) for name in names)
+    return tuple(shown(p, 200) for p in paths if is_outside(p, root))
+
+
+def _confined(root: Path | None):
+    return confined_to(root) if root is not None else contextlib.nullcontext([])
+
+
+def check_plan(
+    spec: Path, plan_json: Path, stated: str, expected: str | None, root: Path | None = None
+) -> Checked:
     """The bundled spec compiled with the published seed on the published hosts; refused
-    unless its plan hash is the manifest's (``stated``) and, given, the paper's."""
+    unless its plan hash is the manifest's (``stated``) and, given, the paper's. With
+    ``root`` (the bundle's directory) no file outside it is read."""
     document = published_plan(plan_json)
     inventory = document.get("inventory")
     hosts = tuple(inventory["hosts"] if inventory else document.get("hosts", ()))
@@ -93,9 +127,12 @@ def check_plan(spec: Path, plan_json: Path, stated: str, expected: str | None) -
                 f"--plan-hash {shown(expected, 80)}: give the plan hash the paper publishes, "
                 f"sha256: and at least {MIN_PREFIX} of its 64 hex digits"
             )
-    experiment = _experiment(spec, document["seed"])
     facts = inventory and inventory.get("facts")
-    checked = Checked(experiment, plan_offline(experiment, spec, hosts, facts))
+    with _confined(root) as refused:
+        experiment = _experiment(spec, document["seed"])
+        plan = plan_offline(experiment, spec, hosts, facts)
+    not_read = tuple(dict.fromkeys([*outside_files(spec, root), *map(shown, refused)]))
+    checked = Checked(experiment, plan, not_read)
     got = checked.plan.hash
     if got != stated:
         raise UserError(
@@ -132,18 +169,29 @@ def check_store(store: Path, plan: Plan) -> None:
         raise UserError(f"the bundle's store {store} does not hold the bundle's plan: refused")
 
 
-def preview(spec: Path, published: Checked, store: Path, replaced_hosts: bool) -> Preview:
+def preview(
+    spec: Path, published: Checked, store: Path, replaced_hosts: bool, root: Path | None = None
+) -> Preview:
     """What a rerun of ``spec`` would run: its commands, hosts, trials and a duration
     estimated from the published trials. With ``replaced_hosts`` the spec's own backend
-    names its hosts (``hosts()`` reads settings only: nothing is contacted)."""
+    names its hosts (``hosts()`` reads settings only: nothing is contacted). With ``root``
+    no file outside it is read: a backend that needs one is not opened (the published
+    hosts stand)."""
     checked = published
     backend = None
-    if replaced_hosts:
-        experiment = _experiment(spec, published.experiment.seed)
+    with _confined(root) as refused:
+        if replaced_hosts:
+            experiment = _experiment(spec, published.experiment.seed)
+        else:
+            try:
+                backend = open_backend(checked.experiment, spec)
+            except UserError:
+                if not refused:
+                    raise
+    if replaced_hosts:  # the hosts statement is the user's own (--hosts): its files are read
         backend = open_backend(experiment, spec)
         checked = Checked(experiment, plan_offline(experiment, spec, backend.hosts()))
-    else:
-        backend = open_backend(checked.experiment, spec)
+    not_read = (*published.not_read, *outside_files(spec, root), *map(shown, refused))
     commands = tuple((what, shown(c, 10_000)) for what, c in commands_of(
         checked.experiment, checked.plan, backend
     ))  # fmt: skip
@@ -156,6 +204,8 @@ def preview(spec: Path, published: Checked, store: Path, replaced_hosts: bool) -
         checked.plan.n_trials,
         _estimate(store, published.plan.hash, checked.plan.n_trials),
         kind != "local",
+        tuple(dict.fromkeys(not_read)),
+        backend is not None,
     )
 
 

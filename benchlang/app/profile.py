@@ -11,6 +11,7 @@ import attrs
 from benchlang import model
 from benchlang.csvrows import read_numeric_column
 from benchlang.errors import UserError
+from benchlang.lang.outside import NotRead, check_readable
 
 if TYPE_CHECKING:
     from benchlang.stats.profile import Profile
@@ -43,7 +44,10 @@ def profile_csv(
 def profile_spec_item(item: dict[str, Any]) -> Profiled:
     """``analysis { profile NAME from file F period P }`` of a spec."""
     try:
+        check_readable(item["path"])
         return profile_csv(item["path"], item.get("column"), item["period"])
+    except NotRead as err:
+        raise UserError(f"profile {item['name']}: {err.filename}: {err.strerror}") from None
     except UserError as err:
         raise UserError(f"profile {item['name']}: {err.message}", err.hint) from None
 

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import attrs
 
 from benchlang.errors import SettingError
+from benchlang.lang.outside import check_readable
 from benchlang.model import Machine
 
 __all__ = [
@@ -318,6 +319,7 @@ def read_declared_facts(path: Path, hosts: tuple[str, ...]) -> dict[str, dict[st
     """``facts from file``: a JSON object host -> {fact: value}, for facts a host cannot
     report itself (rack, hardware type) or to stand in for hosts in tests."""
     try:
+        check_readable(path)
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise SettingError("facts", f"cannot read the facts file {path}: {err}") from None

@@ -26,6 +26,7 @@ from benchlang.backends.base import (
 )
 from benchlang.backends.ssh_hosts import Node, nodes_from_text, parse_node
 from benchlang.backends.ssh_session import SshSession
+from benchlang.lang.outside import check_readable
 
 __all__ = [
     "AGENT_SOURCE",
@@ -157,6 +158,7 @@ class SshBackend(FixedHosts):
         if isinstance(nodes, Mapping):
             path = Path(nodes["file"])
             try:
+                check_readable(path)
                 names = nodes_from_text(path.read_text(encoding="utf-8"))
             except OSError as err:
                 raise SettingError(
@@ -164,7 +166,12 @@ class SshBackend(FixedHosts):
                 ) from None
             if not names:
                 raise SettingError("nodes", f"the nodes file {path} lists no host")
-            cls.check_settings({**settings, "nodes": names})
+            try:
+                cls.check_settings({**settings, "nodes": names})
+            except SettingError:  # its message would quote the file: it may not be a host list
+                raise SettingError(
+                    "nodes", f"the nodes file {path} holds a line that is not a host name"
+                ) from None
         else:
             names = _paths("nodes", nodes)
 

@@ -70,8 +70,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sandbox",
         action="store_true",
-        help="run the rerun under bubblewrap: read-only but for the bundle's directory, no "
-        "network unless the hosts are remote; refuse when bwrap is missing",
+        help="run the rerun under bubblewrap: its own user, PID, IPC, UTS and cgroup "
+        "namespaces, no capabilities, no terminal, a root of the system's programs only "
+        "(no home, /run or host sockets), writable only the bundle's directory, no network "
+        "unless the hosts are remote; refuse when bwrap or the namespaces are missing",
     )
     p.set_defaults(func=run)
 
@@ -102,10 +104,24 @@ def _shown(preview: Preview, sandbox: bool) -> str:
         f"{', '.join(preview.hosts)}, {preview.estimate}, these commands:",
         *(f"  {what:<{width}}  {command}" for what, command in preview.commands),
     ]
-    if sandbox:
-        network = "kept (remote hosts)" if preview.network else "cut"
+    if preview.not_read:
         lines.append(
-            f"sandbox: bubblewrap, read-only but the bundle's directory, network {network}"
+            "outside the bundle, named by its spec and not read before your answer (the run "
+            "would read them): " + ", ".join(preview.not_read)
+        )
+    if not preview.backend_opened:
+        lines.append("its backend was not opened (it needs a file above): power actions "
+                     "are listed as the commands they stand for")  # fmt: skip
+    if sandbox:
+        network = (
+            "kept, the hosts are reached over it (so are this machine's abstract unix sockets)"
+            if preview.network
+            else "cut"
+        )
+        lines.append(
+            f"sandbox: bubblewrap, read-only but the bundle's directory, network {network}; "
+            "own user, PID, IPC, UTS and cgroup namespaces, no capabilities, no terminal, "
+            "no home, /run or agent variables"
         )
     return "\n".join(lines)
 
@@ -164,11 +180,18 @@ def run(args: argparse.Namespace) -> int:
         if len(opened.problems) > SHOWN_PROBLEMS:
             print(f"problem: ... and {len(opened.problems) - SHOWN_PROBLEMS} more")
         raise UserError(f"{bundle} does not match its manifest: it cannot be trusted")
-    published = check_plan(opened.spec, opened.root / "plan.json", opened.plan_hash, args.plan_hash)
+    published = check_plan(
+        opened.spec, opened.root / "plan.json", opened.plan_hash, args.plan_hash, opened.root
+    )
     check_store(opened.store, published.plan)
     print(
         "plan hash: the bundled spec compiles to the plan its manifest states"
         + (" and to the one given with --plan-hash" if args.plan_hash else "")
+        + (
+            f" (outside the bundle, not read: {', '.join(published.not_read)})"
+            if published.not_read
+            else ""
+        )
     )
     if args.analyze_only:
         replication = opened.store
@@ -180,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
             spec = spec.with_name(f"{spec.stem}.hosts{spec.suffix}")
             spec.write_text(replace_hosts(opened.spec.read_text(), args.hosts, str(opened.spec)))
             print(f"hosts replaced: {spec.name} runs on 'hosts {args.hosts.strip()}'")
-        shown_preview = preview(spec, published, opened.store, bool(args.hosts))
+        shown_preview = preview(spec, published, opened.store, bool(args.hosts), opened.root)
         if args.sandbox:
             from benchlang.app.sandbox import bwrap
 

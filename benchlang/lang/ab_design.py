@@ -18,6 +18,7 @@ from benchlang.design.layouts import check_layout, hosts_per_version
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.diagnostics import Diagnostic, Span
+from benchlang.lang.outside import check_readable
 
 AB_KEYS = ("versions", "layout", "requests")
 LAYOUT_SCHEMA = {
@@ -157,6 +158,7 @@ def _requests(checker: Reporter, item: ast.Setting | None) -> tuple[Any, ...] | 
 def _requests_from_file(checker: Reporter, path_value: ast.Value) -> tuple[str, ...] | None:
     path = checker.base_dir / path_value.value
     try:
+        check_readable(path)
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or str(err)

@@ -21,6 +21,7 @@ from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
 from benchlang.lang.diagnostics import Span
 from benchlang.lang.machine_text import cpu_ranges, format_bytes
+from benchlang.lang.outside import check_readable
 
 MEMORY_FLOOR = 4 * 2**20
 """The smallest memory limit accepted: a shell and a small program need a few MiB."""
@@ -234,6 +235,7 @@ def _declared_cores(ctx: Context, hosts: model.Hosts) -> dict[str, int]:
     if not (isinstance(facts, dict) and isinstance(facts.get("file"), str)):
         return {}
     try:
+        check_readable(facts["file"])
         with open(facts["file"], encoding="utf-8") as handle:
             document = json.load(handle)
     except (OSError, ValueError):
