@@ -137,7 +137,9 @@ def recent(
     the search then misses the change or puts it a commit later. So when the least-squares
     place is ``m`` runs before the end and the search put no change there, the split is
     tested again with Huber's weights from each side's own median (one IRLS step given the
-    split; Huber 1964), by the search's max-type p-value over the segment."""
+    split; Huber 1964), by the search's max-type p-value over the segment. When the place is
+    earlier than the last ``m`` - 1 runs, no possible change is said: a change in the last runs
+    at another commit would name the wrong one."""
     n = z.size
     raw = Sums(z, var).tuned(dispersion)
     cuts = list(cuts)
@@ -146,16 +148,15 @@ def recent(
         if _place(raw, a, n, m, 1) > n - m:
             cuts.pop()
     a = cuts[-1] if cuts else 0
-    added = None
-    if n - a >= 2 * m and _place(raw, a, n, m, 1) == n - m:
-        added = _given_split(z[a:], var[a:], dispersion, n - m - a, m)
-        if added[1] < alpha:
-            cuts.append(n - m)
-            return cuts, None, added
-        added = None
     if n - a < m + 1:
         return cuts, None, None
-    t = _place(raw, a, n, max(m, n - a - m + 1), 1)
+    t = _place(raw, a, n, m, 1)
+    if t == n - m and n - a >= 2 * m:
+        added = _given_split(z[a:], var[a:], dispersion, n - m - a, m)
+        if added[1] < alpha:
+            return [*cuts, n - m], None, added
+    if t <= n - m:
+        return cuts, None, None
     zt = raw.z_at(a, n, t)
     p = min(1.0, (m - 1) * math.erfc(abs(raw.normal(a, n, t, zt)) / math.sqrt(2.0)))
     if not p < alpha:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import attrs
 import numpy as np
@@ -157,33 +158,46 @@ def _robust_var(d: np.ndarray) -> float:
 
 
 def huber_var(y: np.ndarray, var: np.ndarray, m: int) -> np.ndarray:
-    """Each point's variance divided by its Huber weight min(1, c / |u_i|), u_i its residual in
-    standard deviations from the nearest median of the windows of 2 ``m`` - 1 consecutive points
-    that hold it (shifted windows, as Kuwahara et al.'s edge-preserving smoother picks, for each
-    point, the window beside it that straddles no edge; Kuwahara, Hachimura, Eiho & Kinoshita,
-    Digital Processing of Biomedical Images, 1976; a median keeps steps sharp, Tukey, EDA 1977,
-    ch. 7): one step of Huber's M-estimator by iteratively reweighted least squares (Huber 1964;
-    Holland & Welsch, Commun. Stat. 6, 1977), so that an outlier's pull on a segment's mean is at
-    most c standard deviations and one outlier cannot pass for a segment. A run of fewer than
-    ``m`` points away from their neighbours is a minority of every window that holds it, so its
-    points weigh less (outliers); a run of ``m`` or more, a segment the search may cut, is the
-    majority of one window and keeps its weight. A centred running median instead took the last
-    point before a step for an outlier (its window's median was the other side's once an
-    outlier or noise tipped it), and the search then put the change a commit early. Weights,
-    not clipped values: a value pulled to a median would copy its neighbours' noise and make
-    segment means vary more than their residuals show. These weights are not inverse variances:
-    :class:`Sums` takes the information of each point apart (``info``)."""
+    """Each point's variance divided by its Huber weight min(1, c / |u_i|): one step of Huber's
+    M-estimator by iteratively reweighted least squares (Huber 1964; Holland & Welsch, Commun.
+    Stat. 6, 1977), so that an outlier's pull on a segment's mean is at most c standard
+    deviations and one outlier cannot pass for a segment. u_i is the point's residual in
+    standard deviations from a centred running median of 2 max(``m``, 5) + 1 points (a median
+    smoother keeps steps sharp, Tukey, EDA 1977, ch. 7; ends padded by reflection), robust to a
+    burst of outliers in one stretch. Next to a step that median can be the other side's (the
+    last point before a step was taken for an outlier and the change placed a commit early), so
+    where the levels on the two sides of a point differ by more than c deviations (the medians
+    of its 2 ``m`` - 1 neighbours on each side; a side without neighbours counts as different)
+    u_i is the smaller of that and its residual from the nearest median of the windows of 2
+    ``m`` - 1 consecutive points that hold it (shifted windows, as Kuwahara et al.'s
+    edge-preserving smoother picks the window beside a point that straddles no edge; Kuwahara,
+    Hachimura, Eiho & Kinoshita, Digital Processing of Biomedical Images, 1976). A run of
+    ``m`` points between two different levels (a segment) keeps its weight; a run back to the
+    level it left (a burst of outliers) does not. Weights, not clipped values: a value pulled to
+    a median would copy its neighbours' noise and make segment means vary more than their
+    residuals show. These weights are not inverse variances: :class:`Sums` takes the
+    information of each point apart (``info``)."""
+    from scipy.ndimage import median_filter
+
     n = y.size
     if n < 3:
         return var
+    sd = np.sqrt(var)
+    centred = median_filter(y, size=2 * max(m, 5) + 1, mode="mirror")
+    u = np.abs(y - centred) / sd
     h = min(2 * m - 1, n)
-    windows = np.lib.stride_tricks.sliding_window_view(y, h)
-    level = np.median(windows, axis=1)
+    level = np.median(np.lib.stride_tricks.sliding_window_view(y, h), axis=1)
     near = np.full(n, np.inf)
     count = level.size
     for k in range(h):  # point j + k is the k-th of window j
         np.minimum(near[k : k + count], np.abs(y[k : k + count] - level), out=near[k : k + count])
-    u = near / np.sqrt(var)
+    padded = np.concatenate((np.full(h, np.nan), y, np.full(h, np.nan)))
+    sides = np.lib.stride_tricks.sliding_window_view(padded, h)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a side without neighbours: nan
+        left, right = np.nanmedian(sides[:n], axis=1), np.nanmedian(sides[h + 1 :], axis=1)
+    step = ~(np.abs(right - left) <= HUBER_C * sd)  # nan (an end) counts as a step
+    u = np.where(step, np.minimum(u, near / sd), u)
     return var * np.maximum(1.0, u / HUBER_C)
 
 
