@@ -49,15 +49,15 @@ def test_ten_identical_configurations_through_import_and_analyze_claim_nothing(t
         _identical_csv(csv, seed)
         assert _cli("import", str(csv), "--store", str(store))[0] == 0
         code, text = _cli("analyze", str(store))
-        assert code == 0 and "jointly at 95% over 9 comparisons" in text, text
+        assert code == 0 and "jointly at 95% over 45 comparisons" in text, text
         claims = [line for line in text.splitlines() if CLAIM.search(line)]
         claimed += any("no clear order" not in line for line in claims)
     assert claimed <= 1
     code, text = _cli("analyze", str(store), "--json")
     (ranking,) = json.loads(text)["headline"][0]["rankings"]
     family = ranking["family"]
-    assert family["comparisons"] == 9 and family["joint_confidence"] == 95.0
-    assert family["method"].startswith("MCB (Hsu 1984)") and family["critical_value"] > 1.0
+    assert family["comparisons"] == 45 and family["joint_confidence"] == 95.0
+    assert family["method"].startswith("all pairs jointly") and family["critical_value"] > 1.0
     assert len(family["bounds"]) == 10
 
 
@@ -155,11 +155,13 @@ experiment first {
 
 
 def test_a_first_run_with_series_auto_ends_with_an_interval(tmp_path):
-    spec = tmp_path / "first.bench"
+    spec, store = tmp_path / "first.bench", tmp_path / "first.sqlite"
     spec.write_text(SERIES_AUTO)
-    code, text = _cli("run", str(spec), "--store", str(tmp_path / "first.sqlite"))
+    code, text = _cli("run", str(spec), "--store", str(store))
     assert code == 0, text
+    assert re.search(r"1\.\d\d× higher v than k=0 \[1\.\d\d, \d\.\d\d\]", text), text
+    code, text = _cli("analyze", str(store))
     ranking = " ".join(text[text.index("Ranking") :].split())
-    assert "jointly at 95% over 2 comparisons, cluster-level t on 3 series (df 2)" in ranking, text
+    assert "jointly at 95% over 3 comparisons, cluster-level t on 3 series (df 2)" in ranking, text
     assert "DESCRIPTIVE ONLY" not in ranking
     assert re.search(r"k=0 is 1\.\d\d× lower v than k=\d \[1\.\d\d, \d\.\d\d\]", ranking)

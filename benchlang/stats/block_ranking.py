@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchlang.stats._weighted import unit_percentile
-from benchlang.stats.headline import MIN_CLUSTERS, Comparison, Ranking, best_first
-from benchlang.stats.simultaneous import Family, with_the_best
+from benchlang.stats.headline import METHODS, MIN_CLUSTERS, Comparison, Ranking, best_first
+from benchlang.stats.simultaneous import Family
 from benchlang.stats.two_sample import ratio_of_percentiles
 
 
@@ -61,10 +61,10 @@ def rank_blocks(
     the two blocks. Descriptive only (ratios without intervals) when a block has fewer units
     than ``min_units(percentile, min_clusters)`` or a configuration has no positive value.
 
-    Jointly over the ranking: every pair's interval at ``1 - alpha / (k - 1)`` (Bonferroni over
-    a family of comparisons with one control) and Hsu's deduction to each configuration against
-    the best of the others (``stats.simultaneous.with_the_best``; Hsu 1984, 1996 ch. 4). With
-    two configurations it is the one comparison's interval at ``confidence``.
+    Jointly over the ranking: every pair's interval at ``1 - alpha / m`` over the ``m = k(k-1)/2``
+    pairs (Bonferroni), so the comparisons with the best chosen from the data hold together
+    (``stats.simultaneous``). With two configurations it is the one comparison's interval at
+    ``confidence``.
     """
     if better not in ("lower", "higher"):
         raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
@@ -82,7 +82,7 @@ def rank_blocks(
     notes = [f"{left_out} values left out (missing or not positive)"] if left_out else []
     needed = min_units(percentile, min_clusters)
     ranked = [j for j in order if not np.isnan(stats[j])]
-    m = max(len(ranked) - 1, 1)
+    m = max(len(ranked) * (len(ranked) - 1) // 2, 1)
     each = 100.0 - (100.0 - confidence) / m
     lo = np.full((k, k), np.nan)
     hi = np.full((k, k), np.nan)
@@ -108,21 +108,23 @@ def rank_blocks(
             lo[c, i], hi[c, i] = math.log(r.lower), math.log(r.upper)
             lo[i, c], hi[i, c] = -hi[c, i], -lo[c, i]
     family = Family("none", 0, float(confidence), 0.0)
-    bounds = {j: (math.nan, math.nan) for j in range(k)}
-    if (
-        len(ranked) > 1
-        and np.isfinite(lo[np.ix_(ranked, ranked)][~np.eye(len(ranked), dtype=bool)]).all()
-    ):
+    bounds = {j: (math.exp(lo[best, j]), math.exp(hi[best, j])) for j in ranked[1:]}
+    if len(ranked) > 1:
         sub = np.ix_(ranked, ranked)
-        lower, upper = with_the_best(lo[sub], hi[sub])
-        bounds.update({j: (math.exp(lower[x]), math.exp(upper[x])) for x, j in enumerate(ranked)})
+        top = np.exp(np.nanmax(lo[sub], axis=0)), np.exp(np.nanmax(hi[sub], axis=0))
+        place = {j: x for x, j in enumerate(ranked)}
         family = Family(
-            f"MCB (Hsu 1984), Bonferroni over {m} comparisons of stratified bootstraps",
-            len(ranked) - 1,
+            f"{METHODS['pairs']}: stratified bootstraps, Bonferroni over {m}",
+            m,
             float(confidence),
             each,
             None,
-            tuple(bounds[j] for j in range(k)),
+            tuple(
+                (float(top[0][place[j]]), float(top[1][place[j]]))
+                if j in place
+                else (math.nan, math.nan)
+                for j in range(k)
+            ),
         )
     comparisons = [
         Comparison(best, j, ratio[best, j], *bounds[j], float(confidence)) for j in ranked[1:]
