@@ -10,6 +10,8 @@ configuration (the "after" side of a regression). Nothing of this machine's nois
 prints the table of docs/statistics.md ("Across sessions (diff)"):
 - A/A, one session per side (`diff A B --margin 2%`): regressions called, and what the
   within-session interval alone would have called (the verdict before issue 48);
+- A/A and +25% on one configuration, one session per side with `--history` of 10 sessions of
+  the machine class (the run-to-run spread borrowed from it);
 - A/A and +25% on one configuration, 3 and 5 sessions per side (`--base ... --new ...`).
 """
 
@@ -107,8 +109,10 @@ def make_sides(
     return stores[:n], stores[n:]
 
 
-def diff(base: list[Path], new: list[Path], margin: str = "2%") -> dict:
-    argv = ["diff", "--json", "--margin", margin]
+def diff(
+    base: list[Path], new: list[Path], margin: str = "2%", history: Path | None = None
+) -> dict:
+    argv = ["diff", "--json", "--margin", margin, *(["--history", str(history)] if history else [])]
     argv += [str(base[0]), str(new[0])] if len(base) == 1 else ["--base", *map(str, base),
                                                                "--new", *map(str, new)]  # fmt: skip
     status, out, err = cli(argv)
@@ -134,8 +138,9 @@ def main() -> None:
     p.add_argument("--pairs", type=int, default=20)
     p.add_argument("--sets", type=int, default=5)
     p.add_argument("--seed", type=int, default=48)
-    p.add_argument("--part", choices=("1", "3", "5", "all"), default="all",
-                   help="only the rows of 1, 3 or 5 sessions per side (each part its own seed)")  # fmt: skip
+    p.add_argument("--part", choices=("1", "3", "5", "h", "all"), default="all",
+                   help="only the rows of 1, 3 or 5 sessions per side, or h: one session per "
+                   "side with --history of 10 sessions (each part its own seed)")  # fmt: skip
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,6 +151,24 @@ def main() -> None:
                 tally(diff(*make_sides(root, rng, 1, 1.0, f"aa1-{i}"))) for i in range(args.pairs)
             ]
             rows.append(("A/A", 1, args.pairs, res))
+        if args.part in ("h", "all"):
+            rng = np.random.default_rng([args.seed, 10])
+            history = root / "h.sqlite"
+            for i, level in enumerate(np.exp(rng.normal(0.0, SESSION_SIGMA, 10))):
+                store = make_session(root, f"hist-{i}", float(level), int(rng.integers(1, 1 << 20)))
+                status, out, err = cli(["history", "add", str(store), "--history", str(history),
+                                        "--commit", f"c{i}"])  # fmt: skip
+                if status != 0:
+                    raise RuntimeError(out + err)
+            for slow, what, total in (
+                (1.0, "A/A", args.pairs),
+                (1.25, "+25% tool=slow", args.sets),
+            ):
+                res = [
+                    tally(diff(*make_sides(root, rng, 1, slow, f"h{slow}-{i}"), history=history))
+                    for i in range(total)
+                ]
+                rows.append((f"{what}, --history of 10 sessions", 1, total, res))
         for n in (3, 5):
             if args.part not in (str(n), "all"):
                 continue
@@ -165,7 +188,7 @@ def main() -> None:
     for what, n, total, res in rows:
         called = sum(r[0] for r in res)
         slow = sum(r[2] for r in res)
-        within = sum(r[1] for r in res) if n == 1 else "-"
+        within = sum(r[1] for r in res) if n == 1 and "history" not in what else "-"
         print(f"| {what} | {n} | {total} | {called} | {slow} | {within} |")
 
 

@@ -15,23 +15,29 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from sim_diff_sessions import make_session
+from sim_diff_sessions import cli, make_session
 
 LEVELS_A = (1.04, 0.95, 1.01)
 LEVELS_B = (0.98, 1.06, 0.97)
+LEVELS_H = (0.98, 0.99, 1.01, 1.02, 1.00, 0.99, 1.01, 1.03)
 
 
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory) -> Path:
-    """a0..a2 before; b0..b2 after with tool=slow x1.25; 'renamed' (benchmark work2) and
-    'other' (another experiment)."""
+    """a0..a2 before; b0..b2 after with tool=slow x1.25; 'renamed' (benchmark work2),
+    'other' (another experiment); h0..h7 unchanged sessions in the history h.sqlite."""
     root = tmp_path_factory.mktemp("sessions")
     jobs = [(f"a{i}", level, 11 + i, 1.0, {}) for i, level in enumerate(LEVELS_A)]
     jobs += [(f"b{i}", level, 21 + i, 1.25, {}) for i, level in enumerate(LEVELS_B)]
     jobs += [("renamed", 1.0, 31, 1.0, {"benchmark": "work2"})]
     jobs += [("other", 1.0, 41, 1.0, {"experiment": "other"})]
+    jobs += [(f"h{i}", level, 51 + i, 1.0, {}) for i, level in enumerate(LEVELS_H)]
     for name, level, salt, slow, names in jobs:
         make_session(root, name, level, salt, slow, **names)
+    for i in range(len(LEVELS_H)):
+        status, out, err = cli(["history", "add", str(root / f"h{i}/s.sqlite"),
+                                "--history", str(root / "h.sqlite"), "--commit", f"c{i}"])  # fmt: skip
+        assert status == 0, out + err
     return root
 
 
@@ -78,6 +84,22 @@ def test_three_sessions_per_side_find_the_regression_between_sessions(sessions, 
     assert interval["units"] == [3, 3] and interval["spread"] == "between sessions"
     assert interval["lower"] <= 1.25 * np.mean(LEVELS_B) / np.mean(LEVELS_A) <= interval["upper"]
     assert len(doc["independence"]) == 6 and {c["side"] for c in doc["independence"]} == {"A", "B"}
+
+
+def test_one_session_a_side_borrows_the_spread_of_a_history(sessions, run_cli):
+    argv = ["diff", "a0/s.sqlite", "b0/s.sqlite", "--margin", "2%", "--history", "h.sqlite"]
+    status, out, err = run_cli(argv, cwd=sessions)
+    assert status == 1, out + err
+    assert (
+        "spread: between sessions, borrowed from the run-to-run spread of history h.sqlite, " in out
+    )
+    assert "REGRESSION beyond 2%: v work[tool=slow]" in out and "one session per side" not in out
+    doc = json.loads(run_cli([*argv, "--json"], cwd=sessions)[1])
+    assert doc["spread"] == "between sessions"
+    for row in doc["metrics"][0]["rows"]:
+        assert row["spread"] == "between sessions" and "8 runs on" in row["interval"]["method"]
+    status, out, _ = run_cli(["diff", *_sides(3, 3), "--history", "h.sqlite"], cwd=sessions)
+    assert status == 0 and "--history h.sqlite not used: the sessions' own spread decides" in out
 
 
 def test_two_sessions_per_side_say_a_verdict_needs_three(sessions, run_cli):

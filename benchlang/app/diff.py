@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+import numpy as np
+
 from benchlang.app.stores import load_store
 from benchlang.errors import UserError
+from benchlang.report.data import ExperimentData
 from benchlang.report.diff import StoreDiff, diff, diff_sessions, labels_of
+from benchlang.stats.sessions import MIN_HISTORY_RUNS, MIN_SESSIONS, run_to_run_spread
 
 
 def diff_stores(
@@ -35,9 +40,11 @@ def diff_across_sessions(
     plan_a: str | None = None,
     plan_b: str | None = None,
     allow_missing: bool = False,
+    history: str | None = None,
 ) -> StoreDiff:
     """The CLI's diff: each store a session; fails closed (exit 2) on different experiments,
-    a configuration not in every store (unless ``allow_missing``) or nothing to compare."""
+    a configuration not in every store (unless ``allow_missing``) or nothing to compare. With
+    fewer than 3 sessions a side, ``history`` lends its run-to-run spread of this machine class."""
     if not base or not new:
         raise UserError("diff needs at least one store per side", "benchlang diff A B")
     sides = [
@@ -68,6 +75,12 @@ def diff_across_sessions(
         )
     if not common:
         raise UserError("no configuration is in every store: nothing to compare")
+    borrowed, notes = {}, []
+    if history is not None:
+        if min(len(base), len(new)) >= MIN_SESSIONS:
+            notes.append(f"--history {history} not used: the sessions' own spread decides")
+        else:
+            borrowed, notes = _borrowed(history, [d for _, d in everyone], common)
     result = diff_sessions(
         sides[0],
         sides[1],
@@ -75,7 +88,49 @@ def diff_across_sessions(
         margin=margin,
         confidence=confidence,
         labels=common,
+        borrowed=borrowed,
     )
+    if notes:
+        result = attrs.evolve(result, warnings=(*result.warnings, *notes))
     if not result.metrics or not any(m.rows for m in result.metrics):
         raise UserError("no metric is in every store's spec: nothing to compare")
     return result
+
+
+def _borrowed(
+    history: str, datas: Sequence[ExperimentData], labels: Sequence[str]
+) -> tuple[dict[tuple[str, str], tuple[float, float, str]], list[str]]:
+    """The run-to-run spread of each (metric, configuration) the history holds on the stores'
+    machine class, from at least ``MIN_HISTORY_RUNS`` runs; and what could not be borrowed."""
+    from benchlang.app.history import history_target, open_history
+    from benchlang.history.points import host_class
+    from benchlang.history.series import read_series
+
+    classes = sorted({host_class(d.hosts) for d in datas})
+    notes = []
+    if len(classes) > 1:
+        notes.append(f"the stores ran on different machine classes ({'; '.join(classes)})")
+    h = open_history(history_target(history))
+    try:
+        series = [s for s in read_series(h) if s.host_class in classes]
+    finally:
+        h.close()
+    out = {}
+    wanted = set(labels)
+    for s in series:
+        if s.configuration not in wanted:
+            continue
+        sd, df = run_to_run_spread(s.values)
+        n = int(np.isfinite(s.values).sum())
+        if n < MIN_HISTORY_RUNS or not sd > 0:
+            notes.append(
+                f"history {history}: {s.metric} {s.configuration} has {n} runs on "
+                f"{s.host_class}; a spread is borrowed from {MIN_HISTORY_RUNS} or more"
+            )
+            continue
+        out[(s.metric, s.configuration)] = (
+            sd,
+            df,
+            f"history {history}, {n} runs on {s.host_class}",
+        )
+    return out, notes

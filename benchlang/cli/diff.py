@@ -37,6 +37,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, default=95.0, help="percent (default: 95)")
     p.add_argument("--allow-missing", action="store_true",
                    help="compare the configurations every store holds; name the others")  # fmt: skip
+    p.add_argument("--history", metavar="H",
+                   help="with fewer than 3 sessions a side: a history of this machine class "
+                   "(benchlang history add) to borrow the run-to-run spread from")  # fmt: skip
     p.add_argument("--plan-a", help="plan hash in the A stores (default: each one's latest)")
     p.add_argument("--plan-b", help="plan hash in the B stores (default: each one's latest)")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text", dest="form")
@@ -66,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         plan_a=args.plan_a,
         plan_b=args.plan_b,
         allow_missing=args.allow_missing,
+        history=args.history,
     )
     print(render(result, "json" if args.json else args.form), end="")
     return 1 if result.regressions else 0

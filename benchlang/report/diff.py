@@ -11,7 +11,7 @@ diff says what would decide it. Rendering: ``report.diff_text``."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -27,6 +27,7 @@ from benchlang.stats.sessions import (
     WITHIN,
     SessionInterval,
     between_sessions,
+    borrowed_spread,
     family_confidence,
     session_kpis,
 )
@@ -159,12 +160,19 @@ def session_check(
     return SessionCheck(side, store, verdict.passed, tested, verdict.summary())
 
 
-def _undecided(sessions: tuple[int, int]) -> str:
+def _undecided(sessions: tuple[int, int], within: Sequence[str], mixed: bool) -> str:
+    """The line that says why rows ``within`` got no verdict and what would decide them."""
     decide = (
         f"to decide: at least {MIN_SESSIONS} sessions per side (--base A1 A2 A3 --new B1 B2 B3), "
+        "a history of this machine class with their series (--history H), "
         "or both builds in one session, interleaved in random rounds (benchlang compare "
         "'CMD_A' 'CMD_B', or the builds as levels of one factor in a spec)"
     )
+    if mixed:
+        return (
+            f"the history holds no run-to-run spread of {', '.join(within)} on this machine "
+            f"class: within session only, no verdict; {decide}"
+        )
     if sessions == (1, 1):
         return (
             "one session per side: the spread between sessions is unknown, so no configuration "
@@ -193,6 +201,7 @@ def diff_sessions(
     confidence: float = 95.0,
     replicates: int = 2000,
     labels: Sequence[str] | None = None,
+    borrowed: Mapping[tuple[str, str], tuple[float, float, str]] | None = None,
 ) -> StoreDiff:
     """Every metric of the first base store's spec that every store has, per configuration in
     ``labels`` (default: those every store holds).
@@ -227,6 +236,7 @@ def diff_sessions(
     sessions = (len(base), len(new))
     spread = BETWEEN if min(sessions) >= MIN_SESSIONS else WITHIN
     rows_total = len(metric_names) * len(labels)
+    within_level = family_confidence(level, rows_total) if borrowed else level
     metrics = []
     for name in metric_names:
         mv = a.metrics[name]
@@ -251,8 +261,28 @@ def diff_sessions(
                 )
                 rows.append(ConfigurationDiff(label, n, interval, gate, BETWEEN))
                 continue
+            if borrowed and (name, label) in borrowed:
+                sd, df, source = borrowed[(name, label)]
+                interval = borrowed_spread(
+                    session_kpis(va, sa, sessions[0], p),
+                    session_kpis(vb, sb, sessions[1], p),
+                    sd,
+                    df,
+                    confidence=level,
+                    rows=rows_total,
+                    source=source,
+                )
+                gate = (
+                    equivalence(
+                        interval.lower, interval.upper, margin, alpha=alpha, better=mv.metric.better
+                    )
+                    if margin is not None
+                    else None
+                )
+                rows.append(ConfigurationDiff(label, n, interval, gate, BETWEEN))
+                continue
             within = ratio_of_percentiles(
-                va, ca, vb, cb, percentile=p, confidence=level, replicates=replicates
+                va, ca, vb, cb, percentile=p, confidence=within_level, replicates=replicates
             )
             said = _within_verdict(within, margin, alpha, mv.metric.better)
             gate = (
@@ -263,6 +293,12 @@ def diff_sessions(
             rows.append(ConfigurationDiff(label, n, within, gate, WITHIN, said))
         scale = metric_scale(mv.values[a.table.ok], mv.metric.unit)
         metrics.append(MetricDiff(name, mv.metric.unit, mv.metric.better, p, tuple(rows), scale))
+    undecided = [f"{m.metric} {r.label}" for m in metrics for r in m.rows if r.spread == WITHIN]
+    spreads = {r.spread for m in metrics for r in m.rows}
+    if len(spreads) == 1:
+        spread = spreads.pop()
+    elif spreads:
+        spread = "mixed"
     family = (
         {
             "rows": rows_total,
@@ -270,7 +306,7 @@ def diff_sessions(
             "confidence": level,
             "row_confidence": family_confidence(level, rows_total),
         }
-        if spread == BETWEEN
+        if spread != WITHIN
         else {"rows": rows_total, "method": "none: no verdict within session only"}
     )
     checks = tuple(
@@ -295,7 +331,7 @@ def diff_sessions(
         family,
         checks,
         left,
-        "" if spread == BETWEEN else _undecided(sessions),
+        _undecided(sessions, undecided, spread == "mixed") if undecided else "",
     )
 
 

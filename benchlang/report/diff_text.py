@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from benchlang.jsonout import dumps
 from benchlang.report.diff import ConfigurationDiff, MetricDiff, StoreDiff
 from benchlang.report.table import format_quantity, scale_for
-from benchlang.stats.sessions import BETWEEN
+from benchlang.stats.sessions import BETWEEN, MIN_SESSIONS, WITHIN
 
 
 def _statistic(p: float) -> str:
@@ -52,10 +52,10 @@ def table_rows(d: StoreDiff, m: MetricDiff) -> tuple[list[str], list[list[str]]]
         m.unit,
     )
     stat = _statistic(m.percentile)
-    if d.spread == BETWEEN:
+    if d.spread != WITHIN and max(d.sessions) > 1:
         stat = f"{stat} (geo. mean of sessions)"
     verdict = f"verdict (margin {d.margin * 100:g}%)" if d.margin is not None else "verdict"
-    level = d.family.get("row_confidence", d.confidence) if d.spread == BETWEEN else d.confidence
+    level = d.family.get("row_confidence", d.confidence)
     header = [
         "configuration",
         f"A {stat}",
@@ -86,14 +86,22 @@ def _side(names: tuple[str, ...], experiment: str, plan: str) -> str:
 
 
 def _spread(d: StoreDiff) -> str:
-    if d.spread == BETWEEN:
-        f = d.family
+    f = d.family
+    family = (
+        f"{f.get('confidence', 0):g}% simultaneous over {f['rows']} rows (Bonferroni-t, "
+        f"{f.get('row_confidence', 0):.4g}% each)"
+    )
+    if d.spread == BETWEEN and min(d.sessions) >= MIN_SESSIONS:
         return (
             f"spread: between sessions ({d.sessions[0]} and {d.sessions[1]} sessions; each "
-            "session's KPI one cluster, Welch t on log KPIs, Donald & Lang 2007); "
-            f"{f['confidence']:g}% simultaneous over {f['rows']} rows (Bonferroni-t, "
-            f"{f['row_confidence']:.4g}% each)"
+            f"session's KPI one cluster, Welch t on log KPIs, Donald & Lang 2007); {family}"
         )
+    if d.spread in (BETWEEN, "mixed"):
+        source = next(
+            r.interval.method for m in d.metrics for r in m.rows if r.spread == BETWEEN
+        ).split(" (mean square")[0]
+        where = "" if d.spread == BETWEEN else ", within session only for the rows it lacks"
+        return f"spread: between sessions, borrowed from {source}{where}; {family}"
     return (
         "spread: within session only ("
         + ("one session per side" if d.sessions == (1, 1) else "sessions pooled")

@@ -137,3 +137,66 @@ def between_sessions(
         confidence,
         rows,
     )
+
+
+MIN_HISTORY_RUNS = 5
+"""Fewest runs of a history's series to borrow its run-to-run spread from (df about 3)."""
+
+
+def run_to_run_spread(levels: np.ndarray) -> tuple[float, float]:
+    """The run-to-run SD of a history's log levels and its degrees of freedom, from the mean
+    square successive difference (von Neumann, Kent, Bellinson & Hart, Ann. Math. Stat. 12(2),
+    1941): s² = Σ(Δ log)² / (2(n − 1)), which a step in the level inflates by one difference
+    only (so a change point makes it wider, never narrower). Under i.i.d. normal levels
+    Var(s²) = σ⁴ (3n − 4)/(n − 1)² (ibid.), so Satterthwaite's df = 2(n − 1)²/(3n − 4)."""
+    y = np.log(np.asarray(levels, dtype=float).ravel())
+    y = y[np.isfinite(y)]
+    n = y.size
+    if n < 2:
+        return math.nan, math.nan
+    s2 = float(np.sum(np.diff(y) ** 2) / (2.0 * (n - 1)))
+    return math.sqrt(s2), 2.0 * (n - 1) ** 2 / (3.0 * n - 4.0)
+
+
+def borrowed_spread(
+    kpis_a: np.ndarray,
+    kpis_b: np.ndarray,
+    sd: float,
+    df: float,
+    *,
+    confidence: float,
+    rows: int,
+    source: str,
+) -> SessionInterval:
+    """The ratio B/A of one configuration from few sessions with the run-to-run SD ``sd`` of a
+    history of this machine class (``run_to_run_spread``): se = sd · sqrt(1/G_A + 1/G_B), Student's
+    t with the history's df, Bonferroni over ``rows``. ``source`` names the history."""
+    a = np.asarray(kpis_a, dtype=float).ravel()
+    b = np.asarray(kpis_b, dtype=float).ravel()
+    a, b = a[np.isfinite(a) & (a > 0)], b[np.isfinite(b) & (b > 0)]
+    from scipy.stats import t as student_t
+
+    level = family_confidence(confidence, rows)
+    la, lb = np.log(a), np.log(b)
+    theta = float(lb.mean() - la.mean())
+    se = sd * math.sqrt(1.0 / a.size + 1.0 / b.size)
+    half = float(student_t.ppf(1.0 - (1.0 - level / 100.0) / 2.0, df)) * se
+    return SessionInterval(
+        math.exp(theta),
+        math.exp(theta - half),
+        math.exp(theta + half),
+        level,
+        float(np.exp(la.mean())),
+        float(np.exp(lb.mean())),
+        (int(a.size), int(b.size)),
+        ("session", "session"),
+        False,
+        (),
+        float(df),
+        se,
+        confidence,
+        rows,
+        BETWEEN,
+        f"the run-to-run spread of {source} (mean square successive difference, von Neumann "
+        "et al. 1941), Student's t, Bonferroni",
+    )
