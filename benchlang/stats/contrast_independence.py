@@ -54,6 +54,10 @@ MIN_PERMUTATIONS = 199
 WORK = 40_000_000
 """Rounds x configurations x permutations above which fewer permutations are drawn."""
 MIN_ROUNDS = 4
+MAX_ROUNDS = 16_384
+"""Above this many complete rounds the tests use pieces of ``PIECE`` consecutive rounds, every
+m-th (a choice independent of the values, as ``stats.run_independence`` subsamples series)."""
+PIECE = 256
 
 TREND = "trend of the within-round contrasts"
 AUTOCORRELATION = "autocorrelation of the within-round contrasts"
@@ -226,6 +230,20 @@ class ContrastIndependence:
         }
 
 
+def _pieces(c: Contrasts) -> tuple[Contrasts, str]:
+    """``c`` itself, or above ``MAX_ROUNDS`` rounds every m-th piece of ``PIECE`` consecutive
+    rounds, each piece a block of its own (the serial test never links two pieces)."""
+    rounds = c.values.shape[0]
+    if rounds <= MAX_ROUNDS:
+        return c, ""
+    m = -(-rounds // MAX_ROUNDS)
+    piece = np.arange(rounds) // PIECE
+    keep = np.flatnonzero(piece % m == 0)
+    block = np.unique(c.block[keep] * (int(piece.max()) + 1) + piece[keep], return_inverse=True)
+    out = Contrasts(c.values[keep], c.time[keep], block[1].ravel(), c.left_out)
+    return out, f", on {keep.size} of {rounds} rounds (every {m}th piece of {PIECE})"
+
+
 def contrast_independence(
     metric: str,
     values: np.ndarray,
@@ -249,10 +267,11 @@ def contrast_independence(
             else f"{rounds_n} complete rounds, fewer than {MIN_ROUNDS}"
         )
         return ContrastIndependence(metric, alpha, (), k, rounds_n, c.left_out, why)
-    res = contrast_tests(c, seed=seed)
+    tested, subsample = _pieces(c)
+    res = contrast_tests(tested, seed=seed)
     method = (
         f"joint permutation of rounds ({res['permutations']} permutations; over the run for the "
-        "trend, within series for the autocorrelation)"
+        f"trend, within series for the autocorrelation){subsample}"
     )
     p = np.array([res["trend_p"], res["serial_p"]], dtype=float)
     rejected, levels = holm(p, alpha)
