@@ -8,6 +8,7 @@ a read would hang the command (the timeout fails the test)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,12 @@ def test_confinement_follows_links_and_ends_with_the_block(tmp_path):
             check_readable("/etc/passwd")
     assert refused == [str(root / "link"), "/etc/passwd"]
     check_readable("/etc/passwd")  # outside a block nothing is refused
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+def test_a_sandbox_that_keeps_the_network_says_so(pub, tmp_path, secret):  # noqa: F811
+    bundle = stranger(pub, tmp_path, SSH_SPEC.format(path=secret))
+    status, out, err = replicate(bundle, tmp_path, "--sandbox")
+    kept = "network kept, the hosts are reached over it (so are this machine's abstract unix"
+    assert kept in out, out + err
+    assert status == 2 and SECRET not in out + err

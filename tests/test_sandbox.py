@@ -270,6 +270,13 @@ def test_a_machine_without_namespaces_is_refused_not_run_weaker(tmp_path):
     assert "nothing was run" in done.stdout
 
 
+def test_a_writable_directory_that_holds_the_home_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    for writable in (tmp_path, tmp_path / "me", Path("/")):
+        with pytest.raises(UserError, match="holds your home"):
+            sandboxed(["true"], [writable], network=False)
+
+
 def test_sandboxed_refuses_when_bwrap_is_missing(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(UserError, match="not installed"):

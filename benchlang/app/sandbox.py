@@ -104,6 +104,12 @@ def sandboxed(
     if home and Path(home).is_absolute():
         argv += ["--dir", home]  # an empty, read-only home: none of the user's files
     for path in dict.fromkeys(str(Path(p).resolve()) for p in writable):
+        if home and Path(home).resolve().is_relative_to(path):
+            raise UserError(
+                f"--sandbox: {path} would be writable in the sandbox, and it holds your home; "
+                "nothing was run",
+                "give the workdir and the --store a directory of their own",
+            )
         argv += ["--bind", path, path]
     argv += ["--remount-ro", "/", "--clearenv", "--setenv", "PATH", _path(code)]
     if home:
