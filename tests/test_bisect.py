@@ -225,3 +225,20 @@ def test_ctrl_c_leaves_the_repository_as_it_was(repo, tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     left_as_it_was(root)
+
+
+def test_a_failed_build_is_skipped_with_its_reason(repo):
+    """--build runs in each build's worktree; where it fails the step answers skip and says
+    why, and git bisects around it."""
+    root, shas = repo
+    done = bench(
+        "bisect", "bench.bench", "--good", shas[0], "--bad", "main", "--rounds", "4",
+        "--build", "! grep -q '^# version 5$' work.sh", "--json", cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    broken = [s for s in result["steps"] if s["commit"] == shas[5]]
+    assert broken and broken[0]["verdict"] == "skip" and broken[0]["sessions"] == 0
+    assert broken[0]["reason"] == "build failed (exit 1)"
+    assert result["first_bad"] == shas[SLOW_AT]
+    left_as_it_was(root)
