@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
@@ -94,7 +95,7 @@ class Table:
 
 def _read_cells(path: Path) -> list[list[str]]:
     try:
-        with path.open(newline="", encoding="utf-8") as f:
+        with path.open(newline="", encoding="utf-8-sig") as f:
             return [r for r in csv.reader(f) if any(c.strip() for c in r)]
     except OSError as err:
         raise UserError(f"cannot read {path}: {err.strerror}") from None
@@ -145,7 +146,7 @@ def read_header(path: str | Path) -> list[str]:
     """The column names of a CSV file with a header (its first non-blank row)."""
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8") as f:
+        with path.open(newline="", encoding="utf-8-sig") as f:
             for row in csv.reader(f):
                 if any(c.strip() for c in row):
                     return [c.strip() for c in row]
@@ -173,7 +174,9 @@ def read_columns(
         if name not in names:
             raise UserError(f"{path} has no column {name!r}", f"columns: {', '.join(names)}")
     try:
-        return tuple(names), _read_columns_fast(path, names, numeric, text)
+        with warnings.catch_warnings():  # numpy's "input contained no data": said in one line
+            warnings.simplefilter("ignore", UserWarning)
+            return tuple(names), _read_columns_fast(path, names, numeric, text)
     except ValueError:
         pass
     table = read_table(path, header=True)
@@ -192,7 +195,7 @@ def _read_columns_fast(
         "delimiter": ",",
         "skiprows": 1,
         "comments": None,
-        "encoding": "utf-8",
+        "encoding": "utf-8-sig",
         "quotechar": '"',
     }
     columns: dict[str, np.ndarray] = {}

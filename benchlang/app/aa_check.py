@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from benchlang.errors import UserError
+from benchlang.report.atomic import write_atomic
 from benchlang.stats.figure_data import FigureData
 
 
@@ -180,7 +181,7 @@ def export_figure(
 
     picture = draw(data, kind_of(data.name).draw, Palette([]), format_of(out), style)
     try:
-        Path(out).write_bytes(picture)
+        write_atomic(out, picture)
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror}") from None
     if data_csv is not None:

@@ -31,6 +31,7 @@ from benchlang.app.bundle_archive import SIGNATURE
 from benchlang.app.signing import Signer
 from benchlang.entrypoints import entry_points_of
 from benchlang.errors import UserError
+from benchlang.report.atomic import replacing
 from benchlang.run.store import Store
 
 PLUGIN_GROUPS = (
@@ -249,7 +250,7 @@ def _write_archive(output: Path, top: str, members: dict[str, bytes]) -> None:
             tar.addfile(info, io.BytesIO(data))
     try:
         with (
-            output.open("wb") as handle,
+            replacing(output) as handle,
             gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as zipped,
         ):
             zipped.write(raw.getvalue())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import re
 import tarfile
@@ -25,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from benchlang import jsonin
 from benchlang.errors import UserError
 
 MAX_MEMBERS = 10_000
@@ -162,7 +162,7 @@ def check_manifest(document: object, bundle: Path) -> dict[str, Any]:
 
     if not isinstance(document, dict):
         raise bad("is not a JSON object")
-    if document.get("schema") != 1:
+    if type(document.get("schema")) is not int or document["schema"] != 1:
         raise bad(f"has schema {shown(document.get('schema'), 20)}, not 1")
     for key in ("experiment", "plan_hash", "spec"):
         if not isinstance(document.get(key), str) or not document[key]:
@@ -231,7 +231,11 @@ def extract(
             manifest_bytes = _member_bytes(tar, files["manifest.json"])
             signature = _member_bytes(tar, files[SIGNATURE]) if SIGNATURE in files else None
             try:
-                document = json.loads(manifest_bytes)
+                document = jsonin.loads(manifest_bytes)
+            except jsonin.TooDeep as err:
+                raise UserError(
+                    f"{bundle}: manifest.json is {err} (a manifest nests 3): refused"
+                ) from None
             except (ValueError, UnicodeError):
                 raise UserError(
                     f"{bundle}: manifest.json is not JSON: not a benchlang bundle"

@@ -19,6 +19,7 @@ import attrs
 
 from benchlang import model
 from benchlang.errors import UserError
+from benchlang.report.atomic import write_atomic
 from benchlang.report.figures.render import FORMATS
 from benchlang.stats.figure_data import FigureData
 
@@ -275,7 +276,7 @@ def write_files(files: Sequence[tuple[Path, bytes]]) -> None:
     done: list[str] = []
     for path, content in files:
         try:
-            path.write_bytes(content)
+            write_atomic(path, content)
         except OSError as err:
             before = f"written before it: {', '.join(done)}" if done else "nothing written"
             raise UserError(f"cannot write {path}: {err.strerror} ({before})") from None

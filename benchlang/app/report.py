@@ -11,6 +11,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.errors import UserError
+from benchlang.report.atomic import write_atomic
 from benchlang.report.data import ExperimentData, load_data
 from benchlang.report.html.inputs import FailedTrial, ProfileView, ReportInputs
 from benchlang.run.store import Store
@@ -169,7 +170,7 @@ def write_report(
     page = render_report(inputs, figures=figures)
     path = Path(out)
     try:
-        path.write_text(page, encoding="utf-8")
+        write_atomic(path, page)
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror}") from None
     return len(page.encode("utf-8")), time.perf_counter() - start

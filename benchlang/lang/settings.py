@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 from benchlang.lang import ast
+from benchlang.lang.credentials import credential_refusal
 from benchlang.lang.diagnostics import Diagnostic, Span, did_you_mean
 
 
@@ -169,6 +170,11 @@ def check_settings(
     spans: dict[str, Span] = {}
     nested: dict[str, ast.Setting] = {}
     for item in settings.items if settings else ():
+        if item.value is not None and (
+            refusal := credential_refusal(item.key, item.value.span, where, None)
+        ):
+            diagnostics.append(refusal)
+            continue
         if item.key not in schema:
             hint = did_you_mean(item.key, schema) or f"{where} accepts: {', '.join(sorted(schema))}"
             diagnostics.append(

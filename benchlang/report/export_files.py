@@ -5,9 +5,12 @@ Above ``exports``, ``analysis`` and ``headline``, which do not import it."""
 from __future__ import annotations
 
 import io
+import os
 from typing import TextIO
 
+from benchlang.errors import UserError
 from benchlang.report.analysis import analyze
+from benchlang.report.atomic import replacing
 from benchlang.report.data import ExperimentData
 from benchlang.report.exports import results_markdown, write_results_json, write_trials_csv
 from benchlang.report.headline import headline
@@ -18,6 +21,18 @@ def export_text(data: ExperimentData, form: str, analysis: list | None = None) -
     out = io.StringIO()
     write_export(data, form, out, analysis)
     return out.getvalue()
+
+
+def write_export_file(
+    data: ExperimentData, form: str, path: str | os.PathLike[str], analysis: list | None = None
+) -> None:
+    """``write_export`` into the file ``path``, replaced whole (``report.atomic``): an export
+    that fails midway leaves the file that was there."""
+    try:
+        with replacing(path, "w", encoding="utf-8") as out:
+            write_export(data, form, out, analysis)
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def write_export(

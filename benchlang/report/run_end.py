@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TextIO
 
 from benchlang.report.data import ExperimentData
-from benchlang.report.export_files import write_export
+from benchlang.report.export_files import write_export_file
 from benchlang.report.headline import headline, render_headline
 from benchlang.report.record import Record
 from benchlang.report.table import render_table, write_wrapped
@@ -34,8 +33,7 @@ def write_exports(data: ExperimentData, analysis: list | None, args) -> None:
     for form in ("json", "csv", "markdown"):
         target = getattr(args, f"export_{form}", None)
         if target:
-            with Path(target).open("w", encoding="utf-8") as out:
-                write_export(data, form, out, analysis)
+            write_export_file(data, form, target, analysis)
             print(f"wrote {form} to {target}")
 
 

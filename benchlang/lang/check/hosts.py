@@ -12,6 +12,7 @@ from benchlang.errors import SettingError
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
+from benchlang.lang.credentials import credential_refusal
 from benchlang.lang.diagnostics import Span, did_you_mean
 
 POWER_ACTIONS = ("reboot", "power_cycle", "reimage")
@@ -75,12 +76,15 @@ def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
         if item.key in values:
             ctx.error(f"'{item.key}' is set twice in hosts {hosts.kind}", item.span)
             continue
-        if item.key in secret and item.value is not None:
-            ctx.error(
-                f"hosts {hosts.kind}: '{item.key}' is a secret: a value written in the spec would be stored with it (store, plan, bundle)",
-                item.value.span,
-                f'read it from the environment: {item.key} from env "{_env_name(hosts.kind, item.key)}"',
-            )
+        refusal = item.value is not None and credential_refusal(
+            item.key,
+            item.value.span,
+            f"hosts {hosts.kind}",
+            _env_name(hosts.kind, item.key),
+            secret,
+        )
+        if refusal:
+            ctx.diagnostics.append(refusal)
             continue
         if item.file is not None:
             values[item.key] = {"file": str(ctx.base_dir / item.file.value)}
@@ -115,6 +119,10 @@ def _nested(ctx: Context, kind: str, item: ast.Setting) -> dict[str, Any]:
             ctx.error(f"'{item.key} {{ {sub.key} }}' in hosts {kind} takes a value", sub.span)
         elif sub.key in out:
             ctx.error(f"'{sub.key}' is set twice in {item.key} {{ }}", sub.span)
+        elif refusal := credential_refusal(
+            sub.key, sub.value.span, f"hosts {kind}: {item.key} {{ }}", None
+        ):
+            ctx.diagnostics.append(refusal)
         else:
             out[sub.key] = s.literal(sub.value)
     return out

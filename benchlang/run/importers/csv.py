@@ -65,6 +65,17 @@ class CsvImporter:
                 )
             return v.astype(np.int64)
 
+        values = cells[columns["value"]] if columns["value"] else np.full(n, np.nan)
+        refused = np.isinf(values) | (values < 0)
+        if refused.any():
+            row = int(np.flatnonzero(refused)[0])
+            raise ImportFileError(
+                f"{path}: column {columns['value']!r} (value), data row {row + 1}: "
+                f"{values[row]:g} is {'negative' if values[row] < 0 else 'not finite'}: refused",
+                "a measured time or size is a finite number, never negative "
+                "(an empty cell or nan marks a trial without a value)",
+            )
+
         def labels(role: str, default: str) -> np.ndarray:
             name = columns[role]
             return cells[name] if name else np.full(n, default)
@@ -73,7 +84,7 @@ class CsvImporter:
             tool="csv",
             source=path.name,
             labels=labels("configuration", "all"),
-            measures={metric: cells[columns["value"]] if columns["value"] else np.full(n, np.nan)},
+            measures={metric: values},
             metrics=(ImportedMetric(metric, None, str(options.get("better") or "lower")),),
             rounds=whole("round"),
             positions=whole("position"),

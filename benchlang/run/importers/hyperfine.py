@@ -4,31 +4,40 @@ hyperfine (https://github.com/sharkdp/hyperfine) runs each command's runs back t
 import keeps that execution order: one round per command, its runs at positions 0..n-1, a
 fixed order; a command's parameters (``-P``/``-L``) are in its text, its label. The file holds user and
 system time as means only, so they are not per-trial measures (said in the notes); newer
-hyperfine versions' per-run ``memory_usage_byte`` becomes ``max_rss`` (KiB).
+hyperfine versions' per-run ``memory_usage_byte`` becomes ``max_rss`` (KiB). An exit code of
+``null`` (hyperfine's ``None``: the run was killed by a signal) is a failed run (-1). A time
+that cannot be (not a number, negative, infinite or NaN), an exit-code or memory list whose
+length is not the number of times, a field of the wrong JSON type are refused, naming the
+field and its index (docs/importing.md).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from benchlang.run.importers.base import ImportedMetric, ImportedTrials, ImportFileError
+from benchlang.run.importers.base import (
+    ImportedMetric,
+    ImportedTrials,
+    ImportFileError,
+    fields,
+    load_json,
+    measurements,
+    whole_numbers,
+)
+
+NOT_HYPERFINE = "an export of hyperfine --export-json"
+HINT = "export with hyperfine --export-json (hyperfine 1.11 or later)"
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ImportFileError(f"{path}: not a JSON file: {err}") from None
+def _load(path: Path) -> list[Any]:
+    data = load_json(path, NOT_HYPERFINE, HINT)
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise ImportFileError(
-            f"{path}: no 'results' list; not an export of hyperfine --export-json"
-        )
-    return data
+        raise ImportFileError(f"{path}: no 'results' list; not {NOT_HYPERFINE}", HINT)
+    return data["results"]
 
 
 class HyperfineImporter:
@@ -37,29 +46,40 @@ class HyperfineImporter:
 
     @classmethod
     def recognizes(cls, path: Path, head: bytes) -> bool:
-        text = head.lstrip()
+        text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
         return text.startswith(b"{") and b'"results"' in text
 
     @classmethod
     def read(cls, path: Path, options: Mapping[str, Any]) -> ImportedTrials:
-        results = _load(path)["results"]
         labels, times, codes, memory, rounds, positions = [], [], [], [], [], []
-        for block, result in enumerate(results):
-            try:
-                command = str(result["command"])
-                runs = np.asarray(result["times"], dtype=float).ravel()
-            except (KeyError, TypeError, ValueError):
-                raise ImportFileError(
-                    f"{path}: result {block + 1} has no 'command' or 'times' list",
-                    "export with hyperfine --export-json (hyperfine 1.11 or later)",
-                ) from None
+        missing_codes = 0
+        for block, result in enumerate(_load(path)):
+            where = f"{path}: results[{block}]"
+            result = fields(result, where)
+            command, runs = result.get("command"), result.get("times")
+            if not isinstance(command, str) or runs is None:
+                raise ImportFileError(f"{where} has no 'command' or 'times' list", HINT)
+            runs = measurements(runs, f"{where}.times")
             n = runs.size
-            exits = [0 if c is None else int(c) for c in (result.get("exit_codes") or [])[:n]]
-            rss = np.asarray(result.get("memory_usage_byte") or [], dtype=float)[:n] / 1024.0
+            if result.get("exit_codes") is None:
+                missing_codes += 1
+                exits = np.zeros(n, dtype=np.int64)
+            else:
+                exits = whole_numbers(
+                    result["exit_codes"], f"{where}.exit_codes", length=n, none=-1
+                )
+            rss = np.full(n, np.nan)
+            if result.get("memory_usage_byte") is not None:
+                rss = measurements(result["memory_usage_byte"], f"{where}.memory_usage_byte")
+                if rss.size != n:
+                    raise ImportFileError(
+                        f"{where}.memory_usage_byte has {rss.size} entries for {n} runs: refused"
+                    )
+                rss = rss / 1024.0
             labels.append(np.full(n, command, dtype=object))
             times.append(runs)
-            codes.append(np.pad(np.asarray(exits, dtype=np.int64), (0, n - len(exits))))
-            memory.append(np.pad(rss, (0, n - rss.size), constant_values=np.nan))
+            codes.append(exits)
+            memory.append(rss)
             rounds.append(np.full(n, block, dtype=np.int64))
             positions.append(np.arange(n, dtype=np.int64))
         label = np.concatenate(labels) if labels else np.empty(0, dtype=object)
@@ -78,5 +98,15 @@ class HyperfineImporter:
             series=np.zeros(label.size),
             orders=np.full(label.size, "fixed", dtype=object),
             exit_statuses=np.concatenate(codes) if codes else np.empty(0, dtype=np.int64),
-            notes=("user and system time are per-command means in hyperfine's file: not imported",),
+            notes=(
+                "user and system time are per-command means in hyperfine's file: not imported",
+                *(
+                    [
+                        f"{missing_codes} commands without exit codes (hyperfine < 1.11): "
+                        "their runs counted as successes"
+                    ]
+                    if missing_codes
+                    else []
+                ),
+            ),
         )

@@ -6,19 +6,29 @@ configuration, each worker run a round and its values the trials at positions 0.
 fixed order, as pyperf ran them). Warm-ups and calibration runs (runs without values) are
 left out and counted in the notes. The suite's metadata (CPU model, count and frequency,
 platform, Python, ASLR, ...) become host facts. Values are seconds for ``unit: second``
-(metric ``time``), else the metric is ``value`` in pyperf's unit.
+(metric ``time``), else the metric is ``value`` in pyperf's unit. A value that cannot be (not
+a number, infinite or NaN, negative unless the unit is ``integer``) or a field of the wrong
+JSON type is refused, naming the field and its index (docs/importing.md).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from benchlang.run.importers.base import ImportedMetric, ImportedTrials, ImportFileError
+from benchlang.run.importers.base import (
+    ImportedMetric,
+    ImportedTrials,
+    ImportFileError,
+    fields,
+    listed,
+    load_json,
+    measurements,
+    text,
+)
 
 _FACTS = {  # pyperf's metadata key -> benchlang's host fact (backends' names where they exist)
     "cpu_model_name": "cpu_model",
@@ -41,42 +51,46 @@ class PyperfImporter:
 
     @classmethod
     def recognizes(cls, path: Path, head: bytes) -> bool:
-        text = head.lstrip()
+        text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
         return text.startswith(b"{") and b'"benchmarks"' in text
 
     @classmethod
     def read(cls, path: Path, options: Mapping[str, Any]) -> ImportedTrials:
-        try:
-            suite = json.loads(path.read_text(encoding="utf-8"))
-            benchmarks = suite["benchmarks"]
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as err:
-            raise ImportFileError(
-                f"{path}: not a pyperf JSON file ({type(err).__name__}: {err})",
-                "write it with pyperf's -o FILE (gzip files: gunzip them first)",
-            ) from None
-        common = suite.get("metadata") or {}
+        hint = "write it with pyperf's -o FILE (gzip files: gunzip them first)"
+        suite = load_json(path, "a pyperf JSON file", hint)
+        if not isinstance(suite, dict) or "benchmarks" not in suite:
+            raise ImportFileError(f"{path}: no 'benchmarks': not a pyperf JSON file", hint)
+        benchmarks = listed(suite["benchmarks"], f"{path}: benchmarks", optional=False)
+        common = fields(suite.get("metadata") or {}, f"{path}: metadata")
         labels: list[str] = []
-        values: list[float] = []
+        values: list[np.ndarray] = []
         rounds: list[int] = []
         positions: list[int] = []
         units = set()
         skipped_runs = warmups = 0
         round_index = 0
         for number, benchmark in enumerate(benchmarks):
-            meta = {**common, **(benchmark.get("metadata") or {})}
-            name = str(meta.get("name") or f"benchmark{number + 1}")
-            units.add(str(meta.get("unit", "second")))
-            for run in benchmark.get("runs") or []:
-                warmups += len(run.get("warmups") or [])
-                run_values = run.get("values") or []
-                if not run_values:
+            where = f"{path}: benchmarks[{number}]"
+            benchmark = fields(benchmark, where)
+            meta = {**common, **fields(benchmark.get("metadata") or {}, f"{where}.metadata")}
+            name = text(meta.get("name") or f"benchmark{number + 1}", f"{where}: name")
+            unit = text(meta.get("unit", "second"), f"{where}: unit")
+            units.add(unit)
+            for r, run in enumerate(listed(benchmark.get("runs"), f"{where}.runs")):
+                run = fields(run, f"{where}.runs[{r}]")
+                warmups += len(listed(run.get("warmups"), f"{where}.runs[{r}].warmups"))
+                run_values = measurements(
+                    listed(run.get("values"), f"{where}.runs[{r}].values"),
+                    f"{where}.runs[{r}].values",
+                    negative=unit == "integer",
+                )
+                if not run_values.size:
                     skipped_runs += 1
                     continue
-                for i, value in enumerate(run_values):
-                    labels.append(name)
-                    values.append(float(value))
-                    rounds.append(round_index)
-                    positions.append(i)
+                labels.extend([name] * run_values.size)
+                values.append(run_values)
+                rounds.extend([round_index] * run_values.size)
+                positions.extend(range(run_values.size))
                 round_index += 1
         if len(units) > 1:
             raise ImportFileError(f"{path}: benchmarks in several units {sorted(units)}")
@@ -89,14 +103,18 @@ class PyperfImporter:
             tool="pyperf",
             source=path.name,
             labels=tuple(labels),
-            measures={metric: np.array(values)},
+            measures={metric: np.concatenate(values) if values else np.empty(0)},
             metrics=(ImportedMetric(metric, "s" if unit == "second" else unit, "lower"),),
             rounds=rounds,
             positions=positions,
             series=np.zeros(len(labels)),
             orders=("fixed",) * len(labels),
             exit_statuses=np.zeros(len(labels)),
-            host=str(common.get("hostname") or "imported"),
-            facts={fact: str(common[key]) for key, fact in _FACTS.items() if key in common},
+            host=text(common.get("hostname") or "imported", f"{path}: metadata.hostname"),
+            facts={
+                fact: str(common[key])
+                for key, fact in _FACTS.items()
+                if isinstance(common.get(key), (str, int, float))
+            },
             notes=tuple(notes),
         )
