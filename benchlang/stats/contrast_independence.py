@@ -287,7 +287,7 @@ def contrast_independence(
             None if i == 0 else float(res["serial_z"]),
             method,
             k,
-            rounds_n,
+            int(res["rounds"]),
             level=float(levels[0, i]),
             rejected=bool(rejected[0, i]),
             note=notes[i],
