@@ -52,3 +52,21 @@ def test_rounds_missing_a_build_are_left_out_and_two_are_needed():
         np.column_stack([x[:, 0], x[:, 0] * 1.1, np.full(5, np.nan)]), (-1, 1, 0)
     )
     assert unused.rounds == 4  # a build the contrast does not use may be missing
+
+
+def test_a_metric_where_higher_is_better_regresses_downwards():
+    """bisect's decisions on rounds x [good, step, bad] values: for throughput (better
+    higher) the bad endpoint is the lower one, and a step at the good level reads good."""
+    from benchlang.app.bisect import endpoint_pairs, judge
+
+    ends = {("ops", "w"): rounds(4, 6, (1.4, 1.0)), ("ops", "v"): rounds(5, 6, (1.0, 1.0))}
+    evidence, regressed = endpoint_pairs(ends, {"ops": "higher"}, 95.0)
+    assert regressed == [{"metric": "ops", "configuration": "w", "sign": -1.0}]
+    assert [e["regressed"] for e in evidence] == [True, False]
+    verdict, why = judge({("ops", "w"): rounds(6, 6, (1.4, 1.4, 1.0))}, regressed, 99.0)
+    assert verdict == "good" and why[0]["reading"] == "same as good"
+    verdict, why = judge({("ops", "w"): rounds(7, 6, (1.4, 1.0, 1.0))}, regressed, 99.0)
+    assert verdict == "bad" and why[0]["reading"] == "same as bad"
+    verdict, why = judge({("ops", "w"): rounds(8, 1, (1.4, 1.2, 1.0))}, regressed, 99.0)
+    assert verdict is None and why[0]["vs_good"] == [None, None, None]
+    assert "null_reasons" in why[0]
