@@ -190,8 +190,8 @@ def test_many_rounds_are_tested_on_pieces_chosen_without_the_values(monkeypatch)
     monkeypatch.setattr(ci, "PIECE", 16)
     rng = np.random.default_rng(9)
     res = ci.contrast_independence("t", *aa(rng, 3, 300, drift=0.2), seed=2)
-    assert res.rounds == 300 and res.tests[0].values == 80  # every 5th piece of 16 rounds
-    assert "on 80 of 300 rounds (every 5th piece of 16)" in res.tests[0].method
+    assert res.rounds == 300 and res.tests[0].values == 64  # pieces 0, 5, 10, 15 of 16 rounds
+    assert "on 64 of 300 rounds (every 5th piece of 16)" in res.tests[0].method
     v, c, r, s, t = aa(rng, 2, 300)
     walk = np.repeat(np.cumsum(rng.standard_normal(300)) * 0.1, 2)
     assert not ci.contrast_independence("t", v * np.exp(walk * (c == 0)), c, r, s, t).passed
