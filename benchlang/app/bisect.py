@@ -202,12 +202,18 @@ def step(state: Path) -> int:
                     break
             else:
                 rounds = config["rounds"] * config["looks"]
+                complete = min((e["rounds"] for e in record["evidence"]), default=0)
                 record["reason"] = (
                     f"not decisive after {rounds} rounds (--max-rounds): nearer neither "
                     f"endpoint at {config['level']:.3g}% confidence"
+                    if complete >= 2
+                    else f"{complete} of {rounds} rounds had every build measured (failed "
+                    f"trials: see the stores with --keep)"
                 )
     except UserError as err:
         record["reason"] = err.message
+    except Exception as err:  # an answer of 1 would read as "bad": skip, and say why
+        record["reason"] = f"{type(err).__name__}: {err}"
     except KeyboardInterrupt:
         return 130  # git bisect run stops at an exit code of 128 or more
     with (state / "steps.jsonl").open("a") as out:
@@ -302,7 +308,9 @@ def bisect(
         ends, regressed = endpoint_pairs(grids, better, confidence)
         if not regressed:
             shown = "; ".join(
-                f"{e['configuration']} {e['metric']} x{e['bad_vs_good'][0]:.3g}" for e in ends
+                f"{e['configuration']} {e['metric']} "
+                + (f"x{e['bad_vs_good'][0]:.3g}" if e["bad_vs_good"][0] else "not measured")
+                for e in ends
             )
             raise UserError(
                 f"the bad endpoint {bad} is not worse than the good one {good} with confidence "
