@@ -75,7 +75,9 @@ def test_add_list_and_the_same_store_twice(history, tmp_path, capsys):
     code, out, _ = cli(capsys, "history", "add", *map(str, stores), "--history", history,
                        "--commit", "a" * 40, "--date", "2026-01-02T03:04:05Z", "--tag", "ci=yes")  # fmt: skip
     assert code == 0 and out.startswith("2 run(s) added")
-    code, out, _ = cli(capsys, "history", "add", str(stores[0]), "--history", history)
+    code, out, _ = cli(
+        capsys, "history", "add", str(stores[0]), "--history", history, "--no-commit"
+    )
     assert code == 0 and out.startswith("0 run(s) added") and "1 already there" in out
     code, out, _ = cli(capsys, "history", "list", "--history", history, "--json")
     listing = json.loads(out)
@@ -92,7 +94,7 @@ def test_add_list_and_the_same_store_twice(history, tmp_path, capsys):
     assert "2 run(s), 2 series" in out and "b[size=2]" in out
 
 
-def test_commit_and_date_default_to_the_repository_and_the_run(tmp_path):
+def test_commit_and_date_default_to_the_repository_and_the_run(tmp_path, monkeypatch):
     project = tmp_path / "project"
     project.mkdir()
     store = make_store(project, 0)
@@ -101,8 +103,9 @@ def test_commit_and_date_default_to_the_repository_and_the_run(tmp_path):
         subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True,
                           text=True, check=True).stdout.strip()  # fmt: skip
+    monkeypatch.chdir(project)
     target, added = add_stores([store])
-    assert Path(target) == project / "benchlang-history.sqlite"
+    assert Path(target).resolve() == project / "benchlang-history.sqlite"
     run = list_history(target)["runs"][0]
     assert (added[0].commit, run["branch"]) == (head, "trunk")
     assert run["date"] == "2023-11-14T22:13:39+00:00"  # the synthetic run ends at 1.7e9 + 19.5 s
@@ -141,9 +144,9 @@ def points_in(history: str) -> int:
 
 
 def test_a_store_of_another_experiment(history, tmp_path, capsys):
-    cli(capsys, "history", "add", str(make_store(tmp_path, 0)), "--history", history)
+    cli(capsys, "history", "add", str(make_store(tmp_path, 0)), "--history", history, "--no-commit")
     other = make_store(tmp_path, 1, name="other")
-    line = one_error(capsys, "history", "add", str(other), "--history", history)
+    line = one_error(capsys, "history", "add", str(other), "--history", history, "--no-commit")
     assert "holds experiment 'other'" in line and "tracks 'app'" in line
     assert points_in(history) == 2
 
@@ -161,27 +164,28 @@ def _set_schema(history: str, version: int) -> None:
 
 def test_a_history_of_a_newer_schema(history, tmp_path, capsys):
     store = make_store(tmp_path, 0)
-    cli(capsys, "history", "add", str(store), "--history", history)
+    cli(capsys, "history", "add", str(store), "--history", history, "--no-commit")
     _set_schema(history, 99)
-    line = one_error(capsys, "history", "add", str(make_store(tmp_path, 1)), "--history", history)
-    assert "has schema 99; this benchlang reads schema 1" in line
+    line = one_error(capsys, "history", "add", str(make_store(tmp_path, 1)), "--history", history,
+                     "--no-commit")  # fmt: skip
+    assert "has schema 99; this benchlang reads schema 2" in line
     line = one_error(capsys, "history", "list", "--history", history)
     assert "schema 99" in line
-    _set_schema(history, 1)
+    _set_schema(history, 2)
     assert points_in(history) == 2
 
 
 def test_two_writers_at_once(history, tmp_path):
     from benchlang.history.db import History
 
-    add_stores([make_store(tmp_path, 0)], history)
+    add_stores([make_store(tmp_path, 0)], history, no_commit=True)
     second = make_store(tmp_path, 1)
     with History(history) as holder, holder.write():  # the other writer, mid-transaction
         holder.execute("UPDATE meta SET value = value WHERE key = 'experiment'")
         with pytest.raises(UserError, match="being written by another benchlang"):
-            add_stores([second], history, timeout=0.3)
+            add_stores([second], history, timeout=0.3, no_commit=True)
     assert points_in(history) == 2
-    add_stores([second], history, timeout=5)
+    add_stores([second], history, timeout=5, no_commit=True)
     assert points_in(history) == 4
 
 

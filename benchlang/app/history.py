@@ -8,6 +8,7 @@ import math
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -16,9 +17,14 @@ from benchlang.history.db import History, is_postgres
 from benchlang.history.points import Point, Run, points_of, run_facts, run_key
 from benchlang.history.series import Series, add_run, read_series, runs
 from benchlang.history.stored import store_changes, stored_changes
-from benchlang.history.verdicts import SeriesChanges, SeriesCheck, changes, check
+from benchlang.history.verdicts import SeriesChanges, changes
+
+if TYPE_CHECKING:
+    from benchlang.history.gate import SeriesCheck
 
 DEFAULT_NAME = "benchlang-history.sqlite"
+"""Every ``history`` command's history without ``--history``: this file in the current
+directory."""
 
 
 @attrs.frozen
@@ -30,12 +36,10 @@ class Added:
     added: bool
 
 
-def history_target(history: str | None, spec_path: str | Path | None = None) -> str:
-    """``--history`` as given, else ``benchlang-history.sqlite`` next to the spec (or here)."""
-    if history:
-        return history
-    folder = Path(spec_path).parent if spec_path else Path()
-    return str(folder / DEFAULT_NAME)
+def history_target(history: str | None) -> str:
+    """``--history`` as given, else ``benchlang-history.sqlite`` in the current directory
+    (one default for every ``history`` command)."""
+    return history or DEFAULT_NAME
 
 
 def open_history(target: str, *, create: bool = False, timeout: float = 30.0) -> History:
@@ -136,43 +140,75 @@ def add_stores(
     history: str | None = None,
     *,
     commit: str | None = None,
+    no_commit: bool = False,
     branch: str | None = None,
     date: str | None = None,
     tags: Mapping[str, str] | None = None,
     timeout: float = 30.0,
 ) -> tuple[str, list[Added]]:
     """Each store's points into the history (created if needed); the target and what was
-    added (a store already there adds nothing)."""
-    read = [_store_points(s) for s in stores]  # every store read before anything is written
-    target = history_target(history, _spec_of(stores[0]))
+    added (a store already there adds nothing). Without ``commit``, each run's commit is the
+    git HEAD around its spec (``spec_of``); a run whose spec is in no repository is refused
+    unless ``no_commit``."""
+    if commit and no_commit:
+        raise UserError("--commit and --no-commit: choose one")
+    read = []
+    for store in stores:  # every store read and placed before anything is written
+        run, points = _store_points(store)
+        found_commit = found_branch = None
+        if commit is None:
+            spec = spec_of(store)
+            if spec is not None:
+                found_commit, found_branch = git_position(spec.resolve())
+            if found_commit is None and not no_commit:
+                raise UserError(
+                    f"{store}: no commit for this run: "
+                    + (
+                        f"its spec {spec} is in no git repository"
+                        if spec is not None
+                        else f"its spec {_recorded(store)!r} is not found (as recorded, nor "
+                        "from here, nor from the store's folder)"
+                    ),
+                    "pass --commit SHA, or --no-commit to add it without one",
+                )
+        run = attrs.evolve(
+            run,
+            commit=commit or found_commit,
+            branch=branch or found_branch,
+            date=_normal_date(date) if date else run.date,
+            tags=dict(tags or {}),
+        )
+        read.append((run, points))
+    target = history_target(history)
     out = []
     with open_history(target, create=True, timeout=timeout) as h:
         for run, points in read:
-            found_commit = found_branch = None
-            if commit is None:
-                where = Path(_spec_of(run.source)).resolve()
-                found_commit, found_branch = git_position(where)
-            run = attrs.evolve(
-                run,
-                commit=commit or found_commit,
-                branch=branch or found_branch,
-                date=_normal_date(date) if date else run.date,
-                tags=dict(tags or {}),
-            )
             added = add_run(h, run, points, then=store_changes)
             out.append(Added(run.source, run.run_key, run.commit, len(points), added))
     return target, out
 
 
-def _spec_of(store: str | Path) -> str:
-    """The spec the store's run was made from when it is still there (its path as recorded,
-    which may be relative to where the run started), else the store itself: where to look for
-    the git repository and the default history."""
+def _recorded(store: str | Path) -> str | None:
     from benchlang.run.store import Store
 
     with Store(store) as s:
-        recorded = s.plan().spec_path
-    return recorded if recorded and Path(recorded).is_file() else str(store)
+        return s.plan().spec_path
+
+
+def spec_of(store: str | Path) -> Path | None:
+    """The spec the store's run was made from, where it still is: its path as recorded when
+    absolute; a relative one (relative to where ``run`` started, which the store does not
+    keep) from the current directory, else from the store's folder; None when not found."""
+    recorded = _recorded(store)
+    if not recorded:
+        return None
+    path = Path(recorded)
+    if path.is_absolute():
+        return path if path.is_file() else None
+    for base in (Path.cwd(), Path(store).resolve().parent):
+        if (base / path).is_file():
+            return base / path
+    return None
 
 
 def import_csv(
@@ -185,66 +221,38 @@ def import_csv(
     higher_is_better: Sequence[str] = (),
     timeout: float = 30.0,
 ) -> tuple[str, list[Added]]:
-    """Series from Apache Otava's CSV layout: a time column, an optional commit column and
-    one numeric column per metric; each row a run (no interval: such points weigh least)."""
-    from benchlang.csvrows import read_table
+    """Series from Apache Otava's CSV layout (app.history_import), one transaction."""
+    from benchlang.app.history_import import import_rows, read_otava_csv
 
-    table = read_table(path, header=True)
-    t = table.index(time_column)
-    c = table.names.index(commit_column) if commit_column in table.names else None
-    metrics = [n for n in table.numeric_names() if table.names.index(n) not in (t, c)]
-    if not metrics:
-        raise UserError(f"{path}: no numeric metric column besides {time_column!r}")
-    unknown = sorted(set(higher_is_better) - set(metrics))
-    if unknown:
-        raise UserError(f"--higher-is-better {', '.join(unknown)}: not a column of {path}")
-    name = experiment or Path(path).stem
+    read = read_otava_csv(
+        path,
+        experiment=experiment,
+        time_column=time_column,
+        commit_column=commit_column,
+        higher_is_better=higher_is_better,
+    )
     target = history_target(history)
-    out = []
     with open_history(target, create=True, timeout=timeout) as h:
-        for row in table.rows:
-            cells = {n: row[i] if i < len(row) else "" for i, n in enumerate(table.names)}
-            points = []
-            for m in metrics:
-                text = cells[m].strip()
-                value = float(text) if text else math.nan
-                better = "higher" if m in higher_is_better else "lower"
-                points.append(
-                    Point(
-                        m,
-                        name,
-                        "unknown",
-                        None,
-                        better,
-                        50.0,
-                        value,
-                        math.nan,
-                        math.nan,
-                        "none",
-                        (),
-                        math.nan,
-                        1,
-                        "not tested",
-                    )
-                )
-            commit = cells[table.names[c]].strip() or None if c is not None else None
-            date = _normal_date(cells[table.names[t]])
-            key = run_key(None, points, f"{name} {date} {commit}")
-            run = Run(key, name, None, commit, None, date, str(path), {}, {})
-            added = add_run(h, run, points, then=store_changes)
-            out.append(Added(str(path), key, commit, len(points), added))
-    return target, out
+        added = import_rows(h, read)
+    return target, [
+        Added(str(path), r.run_key, r.commit, len(p), a)
+        for (r, p), a in zip(read, added, strict=True)
+    ]
 
 
 def list_history(history: str | None = None) -> dict:
     """The history's runs and series, for ``history list``."""
+    from benchlang.history.acks import read_acks
+
     with open_history(history_target(history)) as h:
         all_runs = runs(h)
         series = read_series(h)
+        acks = read_acks(h)
         name = h.name
     return {
         "history": name,
         "runs": all_runs,
+        "acknowledged": [a.to_dict() for a in acks],
         "series": [
             {
                 "metric": s.metric,
@@ -309,6 +317,13 @@ def history_changes(
     return sorted(out, key=lambda c: (not c.regressions, c.series.name))
 
 
+def _all_changes(h: History, alpha: float, confidence: float) -> list[SeriesChanges]:
+    stored = stored_changes(h, alpha, confidence)
+    if stored is not None:
+        return stored
+    return [changes(s, alpha=alpha, confidence=confidence) for s in read_series(h)]
+
+
 def history_check(
     history: str | None = None,
     margin: float = 0.02,
@@ -316,15 +331,77 @@ def history_check(
     alpha: float = 0.05,
     confidence: float = 95.0,
 ) -> list[SeriesCheck]:
-    """The gate: the newest point of every series against the history before it."""
+    """The gate (history.gate): the newest run of every series in it as one family, and
+    every regression still open."""
+    from benchlang.history.acks import read_acks
+    from benchlang.history.gate import gate
+
     with open_history(history_target(history)) as h:
-        series = read_series(h)
-    if not series:
+        found = _all_changes(h, alpha, confidence)
+        acks = read_acks(h)
+    if not found:
         raise UserError("the history has no series yet", "benchlang history add STORE")
-    newest = max(d for s in series for d in s.dates)
-    judged = [check(s, margin, alpha=alpha, confidence=confidence) for s in series]
-    current = [c for c in judged if c.series.dates[-1] == newest]
-    return sorted(current, key=lambda c: (c.verdict != "worse", c.series.name))
+    newest = max(f.series.dates[-1] for f in found)
+    current = [f for f in found if f.series.dates[-1] == newest]
+    return gate(current, acks, margin, alpha=alpha, confidence=confidence)
+
+
+def history_ack(
+    change: str,
+    reason: str,
+    history: str | None = None,
+    *,
+    alpha: float = 0.05,
+    confidence: float = 95.0,
+) -> list:
+    """Acknowledge a regression (history.acks): ``change`` is a change point's id (as ``check``
+    and ``changes`` show it), its commit range ``BEFORE..AFTER`` (commit prefixes) or the
+    commit after it; every regression it names, in every series, up to ``acks.NEAR`` points
+    from where it is now."""
+    from benchlang.history.acks import NEAR, Ack, change_id, write_acks
+
+    if not reason.strip():
+        raise UserError("--reason is empty", "say why the regression is accepted")
+    with open_history(history_target(history)) as h:
+        found = _all_changes(h, alpha, confidence)
+        matched = []
+        for f in found:
+            s = f.series
+            for c in f.regressions:
+                if _names(change, s, c, NEAR):
+                    matched.append(
+                        Ack(change_id(s, c), *s.key, c.commit_before, c.commit_after, c.index,
+                            reason.strip(), dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+                    )  # fmt: skip
+        if not matched:
+            known = ", ".join(
+                f"{change_id(f.series, c)} ({f.series.name})" for f in found for c in f.regressions
+            )
+            raise UserError(
+                f"no regression change point {change!r} in the history",
+                f"regressions: {known}" if known else "the history has no regression",
+            )
+        write_acks(h, matched)
+    return matched
+
+
+def _names(ref: str, series: Series, c, near: int) -> bool:
+    """Whether ``ref`` (an id, a commit range or a commit) names change ``c`` of ``series``."""
+    from benchlang.history.acks import change_id
+
+    ref = ref.strip()
+    if ref == change_id(series, c):
+        return True
+    before, sep, after = ref.partition("..")
+    target = after if sep else ref
+    if len(target) < 4:
+        return False
+    if sep and before and not (c.commit_before or "").startswith(before):
+        at = [i for i, x in enumerate(series.commits) if x and x.startswith(before)]
+        if not any(abs(i + 1 - c.index) <= near for i in at):
+            return False
+    at = [i for i, x in enumerate(series.commits) if x and x.startswith(target)]
+    return any(abs(i - c.index) <= near for i in at)
 
 
 def history_report(
@@ -340,9 +417,12 @@ def history_report(
     found = history_changes(history, alpha=alpha, confidence=confidence)
     if not found:
         raise UserError("the history has no series yet", "benchlang history add STORE")
+    from benchlang.history.acks import read_acks
+
     with open_history(history_target(history)) as h:
         name = h.name
-    page = dashboard(found, name)
+        acks = read_acks(h)
+    page = dashboard(found, name, acks)
     path = Path(out)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")

@@ -1,4 +1,4 @@
-"""``benchlang history add|import|list|changes|check|report``: performance through a
+"""``benchlang history add|import|list|changes|check|ack|report``: performance through a
 project's history (docs/history.md)."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--history",
         metavar="H",
-        help="a SQLite file or a postgresql:// URL (default: benchlang-history.sqlite here; "
-        "for add, next to the spec)",
+        help="a SQLite file or a postgresql:// URL (default, for every history command: "
+        "benchlang-history.sqlite in the current directory)",
     )
 
 
@@ -31,13 +31,23 @@ def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang history``; the lazy table in benchlang.cli calls this."""
     p.description = (
         "Track performance through a project's history: each run's KPIs with their intervals "
-        "per commit, change points, a CI gate and a dashboard (docs/history.md)."
+        "per commit, change points, a CI gate and a dashboard (docs/history.md). Every command "
+        "reads and writes benchlang-history.sqlite in the current directory unless --history "
+        "names another."
     )
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = sub.add_parser("add", help="add stores' KPIs to the history (once each)")
     add.add_argument("stores", metavar="STORE", nargs="+")
     _common(add)
-    add.add_argument("--commit", metavar="SHA", help="default: git HEAD around the spec")
+    which = add.add_mutually_exclusive_group()
+    which.add_argument(
+        "--commit",
+        metavar="SHA",
+        help="default: git HEAD of the repository around the run's spec (refused without one)",
+    )
+    which.add_argument(
+        "--no-commit", action="store_true", help="add runs whose spec is in no git repository"
+    )
     add.add_argument("--branch", metavar="B", help="default: the checked-out branch")
     add.add_argument("--date", metavar="ISO", help="default: when the run ended")
     add.add_argument("--tag", metavar="K=V", type=_tag, action="append", default=[])
@@ -63,10 +73,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     check.add_argument("--margin", type=percent_argument, default=2.0, help="default: 2%%")
     check.add_argument("--summary", metavar="FILE", help="append a Markdown summary here")
     check.add_argument("--json", action="store_true")
+    ack = sub.add_parser(
+        "ack", help="acknowledge a regression: the gate stops failing on it (kept, listed)"
+    )
+    ack.add_argument(
+        "change",
+        metavar="ID",
+        help="a change point's id (check, changes), BEFORE..AFTER or a commit",
+    )
+    ack.add_argument("--reason", required=True, metavar="TEXT", help="why it is accepted")
+    _common(ack)
     report = sub.add_parser("report", help="the dashboard: one self-contained HTML page")
     _common(report)
     report.add_argument("-o", "--output", default="history.html", metavar="FILE")
-    for sp in (changes, check, report):
+    for sp in (changes, check, ack, report):
         sp.add_argument("--confidence", type=percent_argument, default=95.0)
     p.set_defaults(func=run)
 
@@ -86,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 args.stores,
                 args.history,
                 commit=args.commit,
+                no_commit=args.no_commit,
                 branch=args.branch,
                 date=args.date,
                 tags=dict(args.tag),
@@ -120,6 +141,12 @@ def run(args: argparse.Namespace) -> int:
         )
         print(text.changes_json(found) if args.json else text.changes_text(found), end="")
         return 0
+    if args.action == "ack":
+        acks = app.history_ack(
+            args.change, args.reason, args.history, alpha=alpha, confidence=args.confidence
+        )
+        print(text.ack_text(acks), end="")
+        return 0
     if args.action == "report":
         path = app.history_report(
             args.output, args.history, alpha=alpha, confidence=args.confidence
@@ -130,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     checks = app.history_check(args.history, margin, alpha=alpha, confidence=args.confidence)
     if args.summary:
         with Path(args.summary).open("a", encoding="utf-8") as out:
-            out.write(text.check_markdown(checks, margin))
-    print(text.check_json(checks, margin) if args.json else text.check_text(checks, margin), end="")
-    return 1 if any(c.verdict == "worse" for c in checks) else 0
+            out.write(text.check_markdown(checks, margin, alpha))
+    shown = text.check_json(checks, margin) if args.json else text.check_text(checks, margin, alpha)
+    print(shown, end="")
+    return 1 if any(c.fails for c in checks) else 0

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from benchlang.history.acks import Ack, acknowledged
 from benchlang.history.verdicts import Change, SeriesChanges
 from benchlang.report.html.page import document, esc, figure, section, table, warning
 from benchlang.report.html.svg import MUTED, Chart, dots, path, text
@@ -124,13 +125,14 @@ def _series_section(found: SeriesChanges, index: int) -> str:
     return section(f"series-{index}", s.name, body)
 
 
-def _change_rows(found: Sequence[SeriesChanges]) -> list[list[object]]:
+def _change_rows(found: Sequence[SeriesChanges], acks: Sequence[Ack]) -> list[list[object]]:
     rows = []
     for f in found:
         for c in f.changes + f.spread:
+            ack = acknowledged(f.series, c, acks) if c.kind == "regression" else None
             rows.append(
                 [
-                    c.kind,
+                    c.kind + (f" (acknowledged: {ack.reason})" if ack else ""),
                     f.series.name,
                     f"{_short(c.commit_before)}..{_short(c.commit_after)}",
                     _size(c),
@@ -138,14 +140,14 @@ def _change_rows(found: Sequence[SeriesChanges]) -> list[list[object]]:
                     c.p_value,
                 ]
             )
-    return sorted(rows, key=lambda r: r[0] != "regression")
+    return sorted(rows, key=lambda r: not str(r[0]).startswith("regression"))
 
 
-def dashboard(found: Sequence[SeriesChanges], name: str) -> str:
+def dashboard(found: Sequence[SeriesChanges], name: str, acks: Sequence[Ack] = ()) -> str:
     """The page: the change points (regressions first), then one plot per series with the
     series that regressed first."""
     ordered = sorted(found, key=lambda f: (not f.regressions, f.series.name))
-    rows = _change_rows(ordered)
+    rows = _change_rows(ordered, acks)
     summary = (
         table(["kind", "series", "commits", "change", "interval", "p-value"], rows)
         if rows
@@ -166,6 +168,27 @@ def dashboard(found: Sequence[SeriesChanges], name: str) -> str:
                     "points' noise (the ratio of their standard errors after/before), the "
                     "level unchanged.</p>",
                     summary,
+                    *(
+                        [
+                            f"<p>{len(acks)} regression(s) acknowledged "
+                            "(<code>benchlang history ack</code>):</p>",
+                            table(
+                                ["id", "series", "commits", "date", "reason"],
+                                [
+                                    [
+                                        a.change_id,
+                                        f"{a.metric} {a.configuration}",
+                                        f"{_short(a.commit_before)}..{_short(a.commit_after)}",
+                                        a.date,
+                                        a.reason,
+                                    ]
+                                    for a in acks
+                                ],
+                            ),
+                        ]
+                        if acks
+                        else []
+                    ),
                 ],
             ),
         )

@@ -17,7 +17,8 @@ from typing import Any
 
 from benchlang.errors import UserError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: runs and points; 2: acknowledged regressions (table ``acks``, history.acks)."""
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -32,7 +33,14 @@ _TABLES = (
         interval_kind TEXT, series_kpis TEXT NOT NULL, variability DOUBLE PRECISION,
         trials BIGINT NOT NULL, independence TEXT NOT NULL, reasons TEXT NOT NULL,
         PRIMARY KEY (run_key, metric, configuration, host_class))""",
+    """CREATE TABLE IF NOT EXISTS acks (
+        change_id TEXT NOT NULL, metric TEXT NOT NULL, configuration TEXT NOT NULL,
+        host_class TEXT NOT NULL, commit_before TEXT, commit_after TEXT, position BIGINT,
+        reason TEXT NOT NULL, date TEXT NOT NULL,
+        PRIMARY KEY (change_id, metric, configuration, host_class))""",
 )
+_MIGRATIONS = {1: _TABLES[3:]}
+"""What takes a history of schema N to N + 1 (each ``CREATE ... IF NOT EXISTS``)."""
 
 
 def is_postgres(target: str) -> bool:
@@ -102,6 +110,8 @@ class History:
                     f"{SCHEMA_VERSION}",
                     "upgrade benchlang (pip install -U benchlang) to read it",
                 )
+            if version < SCHEMA_VERSION:
+                self._migrate(version)
             return
         if self._has_other_tables():
             raise UserError(f"{self.name} is not a benchlang history (it has other tables)")
@@ -114,6 +124,17 @@ class History:
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
             )
         self._ready = True
+
+    def _migrate(self, version: int) -> None:
+        """Bring a history of an older schema to this one, in one transaction."""
+        with self.write():
+            for v in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[v]:
+                    self.execute(statement)
+            self.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+        self.meta["schema_version"] = str(SCHEMA_VERSION)
 
     def _has_other_tables(self) -> bool:
         """Tables that are not a history's: any in a SQLite file; in a PostgreSQL database

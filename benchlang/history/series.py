@@ -70,20 +70,44 @@ def add_run(
     ``then`` runs in the same transaction after the points are written (the stored change
     points, history.stored), so both are committed together or not at all."""
     with h.write():
-        tracked, there, seq = h.query(
-            "SELECT (SELECT value FROM meta WHERE key = 'experiment'), "
-            "(SELECT 1 FROM runs WHERE run_key = ?), (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs)",
-            (run.run_key,),
-        )[0]
-        if tracked is not None and tracked != run.experiment:
-            raise UserError(
-                f"{run.source} holds experiment {run.experiment!r}; history {h.name} tracks "
-                f"{tracked!r}",
-                "one history per experiment: pass --history with another file or URL",
-            )
-        if there:
-            return False
-        return _insert(h, run, points, int(seq), tracked is None, then)
+        return _add(h, run, points, then)
+
+
+def add_runs(
+    h: History,
+    batch: Sequence[tuple[Run, Sequence[Point]]],
+    then: Callable[[History, Run, Sequence[Point]], None] | None = None,
+) -> list[bool]:
+    """Several runs in one transaction (an import: a refused row writes nothing); ``then``
+    once, after the last run written."""
+    with h.write():
+        added = [_add(h, run, points, None) for run, points in batch]
+        last = [(r, p) for (r, p), a in zip(batch, added, strict=True) if a]
+        if last and then is not None:
+            then(h, *last[-1])
+    return added
+
+
+def _add(
+    h: History,
+    run: Run,
+    points: Sequence[Point],
+    then: Callable[[History, Run, Sequence[Point]], None] | None,
+) -> bool:
+    tracked, there, seq = h.query(
+        "SELECT (SELECT value FROM meta WHERE key = 'experiment'), "
+        "(SELECT 1 FROM runs WHERE run_key = ?), (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs)",
+        (run.run_key,),
+    )[0]
+    if tracked is not None and tracked != run.experiment:
+        raise UserError(
+            f"{run.source} holds experiment {run.experiment!r}; history {h.name} tracks "
+            f"{tracked!r}",
+            "one history per experiment: pass --history with another file or URL",
+        )
+    if there:
+        return False
+    return _insert(h, run, points, int(seq), tracked is None, then)
 
 
 def _insert(

@@ -7,7 +7,9 @@ import io
 import math
 from collections.abc import Sequence
 
-from benchlang.history.verdicts import SeriesChanges, SeriesCheck
+from benchlang.history.acks import Ack
+from benchlang.history.gate import Regression, SeriesCheck
+from benchlang.history.verdicts import SeriesChanges, change_id
 from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
@@ -37,6 +39,15 @@ def list_text(listing: dict) -> str:
         lines += _table(
             ["metric", "configuration", "host class", "points", "first", "last"], rows
         ).splitlines()
+    acks = listing.get("acknowledged", [])
+    if acks:
+        lines.append(f"{len(acks)} acknowledged regression(s):")
+        for a in acks:
+            lines.append(
+                f"  {a['change_id']} {a['metric']} {a['configuration']} at "
+                f"{_short(a['commit_before'])}..{_short(a['commit_after'])} ({a['date']}): "
+                f"{a['reason']}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -58,7 +69,8 @@ def changes_text(found: Sequence[SeriesChanges]) -> str:
             else:
                 size, interval = _pct(c.ratio), f"[{_pct(c.ratio_low)}, {_pct(c.ratio_high)}]"
                 kind = c.kind
-            rows.append([f.series.name, commits, size, interval, f"{c.p_value:.2g}", kind])
+            cid = change_id(f.series, c) if c.kind == "regression" else ""
+            rows.append([f.series.name, commits, size, interval, f"{c.p_value:.2g}", kind, cid])
     total = sum(len(f.changes) for f in found)
     noise = sum(len(f.spread) for f in found)
     head = f"{total} change point(s) in {len(found)} series"
@@ -66,7 +78,7 @@ def changes_text(found: Sequence[SeriesChanges]) -> str:
     notes = "".join(f"{f.series.name}: {f.note}\n" for f in found if f.note)
     if not rows:
         return head + "\n" + notes
-    table = _table(["series", "commits", "change", "interval", "p", "kind"], rows)
+    table = _table(["series", "commits", "change", "interval", "p", "kind", "id"], rows)
     return head + "\n" + table + "\n" + notes
 
 
@@ -81,52 +93,83 @@ def _check_rows(checks: Sequence[SeriesCheck]) -> list[list[str]]:
             c.series.name,
             _short(c.commit),
             _pct(c.ratio),
-            "-" if c.gate is None else f"[{_pct(c.gate.lower)}, {_pct(c.gate.upper)}]",
+            "-" if not math.isfinite(c.lower) else f"[{_pct(c.lower)}, {_pct(c.upper)}]",
             c.verdict + (" (descriptive only)" if c.descriptive_only else ""),
         ]
         for c in checks
     ]
 
 
-def _level(checks: Sequence[SeriesCheck]) -> str:
-    """The ratio interval's level: at least 1 - 2 alpha (two intervals, Bonferroni)."""
-    alpha = next((c.gate.alpha for c in checks if c.gate is not None), 0.05)
-    return f">={100 * (1 - 2 * alpha):g}% interval"
+def _level(checks: Sequence[SeriesCheck], alpha: float) -> str:
+    """The prediction intervals' level: Bonferroni over the family's k series."""
+    k = max(1, len(checks))
+    return f"{100 * (1 - 2 * alpha / k):.4g}% prediction interval"
+
+
+def _regression_line(r: Regression) -> str:
+    c = r.change
+    where = f"{_short(c.commit_before)}..{_short(c.commit_after)}"
+    text = (
+        f"{r.state.upper() if r.state == 'open' else r.state} regression {r.id} "
+        f"{r.series.name} at {where}: {_pct(c.ratio)} [{_pct(c.ratio_low)}, {_pct(c.ratio_high)}]"
+        f", the level now {_pct(r.now)} against before it"
+    )
+    if r.state == "open":
+        text += f"; acknowledge: benchlang history ack {r.id} --reason TEXT"
+    elif r.state == "closed":
+        text += f"; decided back within the margin at {_short(r.closed_at)}"
+    elif r.ack is not None:
+        text += f" ({r.ack.date}: {r.ack.reason})"
+    return text
+
+
+def _regressions(checks: Sequence[SeriesCheck]) -> list[Regression]:
+    return [r for c in checks for r in c.regressions if r.state != "closed"]
 
 
 def _check_head(checks: Sequence[SeriesCheck], margin: float) -> str:
     worse = sum(c.verdict == "worse" for c in checks)
+    still = sum(len(c.open) for c in checks)
+    parts = []
     if worse:
-        return (
-            f"REGRESSION: {worse} of {len(checks)} series worse beyond the {margin * 100:g}% margin"
+        parts.append(
+            f"{worse} of {len(checks)} newest runs worse beyond the {margin * 100:g}% margin"
         )
+    if still:
+        parts.append(f"{still} regression(s) still open")
+    if parts:
+        return "REGRESSION: " + "; ".join(parts)
     return f"no regression beyond the {margin * 100:g}% margin in {len(checks)} series"
 
 
-def check_text(checks: Sequence[SeriesCheck], margin: float) -> str:
-    header = ["series", "commit", "vs baseline", _level(checks), "verdict"]
+def check_text(checks: Sequence[SeriesCheck], margin: float, alpha: float = 0.05) -> str:
+    header = ["series", "commit", "vs baseline", _level(checks, alpha), "verdict"]
     body = _table(header, _check_rows(checks))
     notes = [f"{c.series.name}: {c.reason}" for c in checks]
+    notes += [_regression_line(r) for r in _regressions(checks)]
     return "\n".join([_check_head(checks, margin), body, *notes]) + "\n"
 
 
-def check_markdown(checks: Sequence[SeriesCheck], margin: float) -> str:
+def check_markdown(checks: Sequence[SeriesCheck], margin: float, alpha: float = 0.05) -> str:
     """The summary a CI job page shows."""
-    icon = ":x:" if any(c.verdict == "worse" for c in checks) else ":white_check_mark:"
+    icon = ":x:" if any(c.fails for c in checks) else ":white_check_mark:"
     lines = [
         f"### {icon} benchlang history check",
         "",
         _check_head(checks, margin) + ".",
         "",
-        f"| series | commit | vs baseline | {_level(checks)} | verdict |",
+        f"| series | commit | vs baseline | {_level(checks, alpha)} | verdict |",
         "| --- | --- | --- | --- | --- |",
     ]
     for row in _check_rows(checks):
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    lines += [""] + [f"- {_regression_line(r)}" for r in _regressions(checks)]
     lines += [
         "",
-        "Each newest point is judged against the median of its series since the last change "
-        "point (TOST, Schuirmann 1987; docs/history.md).",
+        "Each newest run is judged against its series' runs since the last change point by a "
+        "prediction interval for a run's level (Hahn & Meeker 1991, §4), the series as one "
+        "family (Holm 1979); a regression stays open until decided fixed or acknowledged "
+        "(docs/history.md).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -139,8 +182,16 @@ def check_json(checks: Sequence[SeriesCheck], margin: float) -> str:
             {
                 "action": "check",
                 "margin": margin,
-                "regression": any(c.verdict == "worse" for c in checks),
+                "regression": any(c.fails for c in checks),
                 "series": [c.to_dict() for c in checks],
             },
         )
+    )
+
+
+def ack_text(acks: Sequence[Ack]) -> str:
+    return "".join(
+        f"acknowledged {a.change_id} {a.metric} {a.configuration} at "
+        f"{_short(a.commit_before)}..{_short(a.commit_after)}: {a.reason}\n"
+        for a in acks
     )

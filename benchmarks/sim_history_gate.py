@@ -1,0 +1,136 @@
+"""The CI gate on a shared runner (docs/history.md "The gate for CI"; issue 48, item 3).
+
+A suite of 4 benchmarks is run once per CI job; each job is a session whose machine level moves
+by a lognormal factor (sigma 5%, shared by the suite's benchmarks), its trials by 2% around it.
+Each run's points are built as ``history add`` builds them (the median of its trials with the
+distribution-free 95% interval of that median, benchlang.history.points) and written through
+the same functions ``history add`` calls (history.series.add_run with the stored change
+points); the gate is ``benchlang history check --margin 2% --json`` through the CLI, in process.
+
+- **No change**: WARM runs, then 30 CI jobs, each adding a run and checking: how many of the 30
+  checks fail (exit 1) and how many regressions they raise (a benchmark that starts failing: a
+  newest run called worse or a regression change point open, where the check before did not
+  fail on it), per suite.
+- **+25% on one benchmark**: WARM runs, then a run where benchmark b0 is 25% slower: found when
+  that check fails naming b0; then 9 more runs at the new level: how many of those checks
+  still fail (a regression stays open).
+
+Runs against whatever ``benchlang`` is importable: to get the "before" column, run it with
+PYTHONPATH set to an export of the code before (``git archive``).
+
+    nice -n 10 python3 benchmarks/sim_history_gate.py [--suites 10] [--warm 20] [--seed 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from benchlang.app.history import open_history
+from benchlang.cli import main
+from benchlang.history.points import Point, Run, _percentile_interval, run_key
+from benchlang.history.series import add_run
+from benchlang.history.stored import store_changes
+
+BENCHMARKS, TRIALS, SESSION, TRIAL = 4, 15, 0.05, 0.02
+
+
+def add(target: str, i: int, rng: np.random.Generator, factors: dict[int, float]) -> None:
+    """One CI job: a session level for the suite, each benchmark's trials around it."""
+    level = math.exp(rng.normal(0.0, SESSION))
+    points = []
+    for b in range(BENCHMARKS):
+        trials = 0.01 * (1 + b) * level * factors.get(b, 1.0)
+        trials = trials * np.exp(rng.normal(0.0, TRIAL, TRIALS))
+        lo, hi = _percentile_interval(trials, 50.0, 95.0)
+        value = float(np.median(trials))
+        fields = ("s", "lower", 50.0, value, lo, hi, "p50 95%", (), math.nan, TRIALS, "passed")
+        points.append(Point("time", f"b{b}", "ci", *fields))
+    date = f"2026-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}+00:00"
+    commit = f"{i:040x}"
+    run = Run(run_key(None, points, f"job {i}"), "suite", None, commit, "main", date, "sim", {}, {})
+    with open_history(target, create=True) as h:
+        add_run(h, run, points, then=store_changes)
+
+
+def check(target: str) -> tuple[int, set[str]]:
+    """The gate's exit status and the benchmarks it fails on (a worse newest run, an open
+    regression)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["history", "check", "--history", target, "--margin", "2%", "--json"])
+    raised = set()
+    for s in json.loads(out.getvalue())["series"]:
+        still = any(r["state"] == "open" for r in s.get("regressions", []))
+        if s["verdict"] == "worse" or still:
+            raised.add(s["configuration"])
+    return code, raised
+
+
+def no_change(suite: int, warm: int, seed: int) -> tuple[int, int]:
+    rng = np.random.default_rng([seed, 0, suite])
+    with tempfile.TemporaryDirectory() as tmp:
+        target = str(Path(tmp) / "h.sqlite")
+        for i in range(warm):
+            add(target, i, rng, {})
+        failed, raised, before = 0, 0, set()
+        for i in range(warm, warm + 30):
+            add(target, i, rng, {})
+            code, now = check(target)
+            failed += code == 1
+            raised += len(now - before)  # a benchmark that starts failing: one regression
+            before = now
+    return failed, raised
+
+
+def regression(suite: int, warm: int, seed: int) -> tuple[bool, int, int]:
+    rng = np.random.default_rng([seed, 1, suite])
+    with tempfile.TemporaryDirectory() as tmp:
+        target = str(Path(tmp) / "h.sqlite")
+        for i in range(warm):
+            add(target, i, rng, {})
+        add(target, warm, rng, {0: 1.25})
+        code, raised = check(target)
+        found = code == 1 and "b0" in raised
+        others = len(raised - {"b0"})
+        still = 0
+        for i in range(warm + 1, warm + 10):
+            add(target, i, rng, {0: 1.25})
+            still += check(target)[0] == 1
+    return found, still, others
+
+
+def main_sim() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--suites", type=int, default=10)
+    p.add_argument("--warm", type=int, default=20)
+    p.add_argument("--seed", type=int, default=48)
+    a = p.parse_args()
+    import benchlang
+
+    print(f"benchlang from {Path(benchlang.__file__).parent}; seed {a.seed}; {a.warm} runs before")
+    rows = [no_change(s, a.warm, a.seed) for s in range(a.suites)]
+    failed = [f for f, _ in rows]
+    raised = [r for _, r in rows]
+    print("no change, 30 checks per suite:")
+    print(f"  checks failed per suite: {failed} (mean {np.mean(failed):.1f})")
+    print(f"  regressions raised per suite: {raised} (mean {np.mean(raised):.1f})")
+    print(f"  suites raising <= 3: {sum(r <= 3 for r in raised)} of {a.suites}")
+    found = [regression(s, a.warm, a.seed) for s in range(a.suites)]
+    print("+25% on b0:")
+    print(f"  found at the regressing run: {sum(f for f, _, _ in found)} of {a.suites}")
+    print(f"  of the 9 checks after it, failing: {[s for _, s, _ in found]}")
+    print(f"  other benchmarks raised with it: {sum(o for _, _, o in found)}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main_sim()
