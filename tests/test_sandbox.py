@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import termios
+import tty
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,19 @@ AGENT_VARIABLES = {
 }
 
 
+def as_user(user: int | None) -> list[str]:
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user else []
+
+
+def start_victim(token: str, owner: int | None = None) -> subprocess.Popen:
+    """A host process (of ``owner``, that the sandboxed user could kill outside)."""
+    python = SYSTEM_PYTHON if owner else sys.executable
+    return subprocess.Popen(
+        [*as_user(owner), python, "-c", "import time; time.sleep(120)", token],
+        start_new_session=True,
+    )
+
+
 @contextlib.contextmanager
 def host_side(owner: int | None = None):
     """What a bundle must not reach: a process of the host (its command line carries a
@@ -92,9 +106,7 @@ def host_side(owner: int | None = None):
     if owner is not None:
         for path in (home, home / ".cache", work):
             os.chown(path, owner, owner)
-    victim = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(120)", token], start_new_session=True
-    )
+    victim = start_victim(token, owner)
     agent = socket.socket(socket.AF_UNIX)
     agent.bind(str(home / ".cache" / "agent.sock"))
     os.chmod(home / ".cache" / "agent.sock", 0o777)
@@ -120,7 +132,7 @@ def observe(side: dict, python: str = sys.executable, user: int | None = None, *
     command = [python, str(script), side["token"][::-1], str(marker), str(side["home"]),
                side["abstract"]]  # fmt: skip
     argv = sandboxed(command, [side["work"]], network=False, **kw)
-    prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user else []
+    prefix = as_user(user)
     env = {**os.environ, **AGENT_VARIABLES, "HOME": str(side["home"])}
     done = subprocess.run(prefix + argv, cwd=side["work"], capture_output=True, text=True,
                           env=env, timeout=60)  # fmt: skip
@@ -215,24 +227,37 @@ def test_only_the_bundle_is_writable(who, request):
     assert seen["write_home"] != "ok" and seen["write_etc"] != "ok", seen
 
 
-def test_tiocsti_cannot_type_into_the_terminal(tmp_path):
+@pytest.mark.parametrize("user", [None, NOBODY], ids=["as_root", "as_nobody"])
+def test_tiocsti_cannot_type_into_the_terminal(user):
     """CVE-2017-5226: a sandboxed process whose stdin is the controlling terminal pushes a
     byte into its input queue. With --new-session the sandbox has no controlling terminal and
     the ioctl fails on every kernel (dev.tty.legacy_tiocsti 0 or 1)."""
-    script = tmp_path / "type.py"
+    if user is not None and (why := can_run_as_nobody()):
+        pytest.skip(why)
+    with host_side(owner=user) as side:
+        typed, queued = _tiocsti(side["work"], user)
+    assert typed.startswith("refused"), typed
+    assert queued == b""
+
+
+def _tiocsti(where: Path, user: int | None) -> tuple[str, bytes]:
+    script = where / "type.py"
     script.write_text(
         "import fcntl, termios\n"
         "try:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x'); print('typed')\n"
         "except OSError as err:\n    print('refused', err.errno)\n"
     )
     master, slave = pty.openpty()
+    tty.setraw(slave)  # a byte typed is readable at once, no newline needed
 
     def controlling_terminal():
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
+    python, readable = (SYSTEM_PYTHON, ()) if user else (sys.executable, None)
     try:
         done = subprocess.run(
-            sandboxed([sys.executable, str(script)], [tmp_path], network=False),
+            as_user(user) + sandboxed([python, str(script)], [where], network=False,
+                                      readable=readable),
             stdin=slave, capture_output=True, text=True, timeout=60,
             start_new_session=True, preexec_fn=controlling_terminal,
         )  # fmt: skip
@@ -244,8 +269,7 @@ def test_tiocsti_cannot_type_into_the_terminal(tmp_path):
     finally:
         os.close(master)
         os.close(slave)
-    assert done.stdout.startswith("refused"), done.stdout + done.stderr
-    assert queued == b""
+    return done.stdout + done.stderr, queued
 
 
 def test_a_machine_without_namespaces_is_refused_not_run_weaker(tmp_path):

@@ -14,8 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_bundle_replicate import cli
-from tests.test_sandbox import AGENT_VARIABLES, OBSERVE, host_side
+from tests.test_sandbox import (
+    AGENT_VARIABLES,
+    NOBODY,
+    OBSERVE,
+    as_user,
+    can_run_as_nobody,
+    host_side,
+    start_victim,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
@@ -30,36 +37,66 @@ experiment sbx {{
 """
 
 
-def test_replicate_sandbox_holds_end_to_end(tmp_path):
-    with host_side() as side:
+def benchlang(args, cwd: Path, user: int | None, **env) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [*as_user(user), sys.executable, "-m", "benchlang", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300, start_new_session=True,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def nobody_runs_benchlang() -> str | None:
+    """Why ``benchlang`` cannot run as nobody here, or None."""
+    why = can_run_as_nobody()
+    if why:
+        return why
+    done = subprocess.run([*as_user(NOBODY), sys.executable, "-c", "import benchlang.cli"],
+                          capture_output=True, text=True, cwd="/")  # fmt: skip
+    if done.returncode != 0:
+        return f"nobody cannot run this Python ({sys.executable}: {done.stderr.strip()[-80:]})"
+    return None
+
+
+@pytest.mark.parametrize("user", [None, NOBODY], ids=["as_root", "as_nobody"])
+def test_replicate_sandbox_holds_end_to_end(user, tmp_path):
+    if user is None and os.geteuid() != 0:
+        pytest.skip("the root case needs root (CI runs as root)")
+    if user is not None and (why := nobody_runs_benchlang()):
+        pytest.skip(why)
+    with host_side(owner=user) as side:
         pub = side["home"] / "pub"
         pub.mkdir()
         marker = side["home"] / "escaped-through-proc-root"
         args = " ".join([side["token"][::-1], str(marker), str(side["home"]), side["abstract"]])
         (pub / "observe.py").write_text(OBSERVE)
         (pub / "sbx.bench").write_text(SPEC.format(args=args))
-        status, out, err = cli(["run", "sbx.bench", "--store", "s.sqlite", "--quiet"], pub)
+        if user is not None:
+            os.chown(pub, user, user)
+        status, out, err = benchlang(["run", "sbx.bench", "--store", "s.sqlite", "--quiet"],
+                                     pub, user)  # fmt: skip
         assert status == 0, out + err
         published = json.loads((pub / "observed.json").read_text())
         assert published["home_socket"] == "ok", published
         side["victim"].wait(timeout=10)  # unsandboxed, the first trial killed it
         assert marker.exists()
         marker.unlink()  # it wrote through /proc/PID/root
-        status, out, err = cli(["bundle", "s.sqlite", "sbx.bench", "--include", "observe.py",
-                                "-o", "s.tar.gz"], pub)  # fmt: skip
+        status, out, err = benchlang(["bundle", "s.sqlite", "sbx.bench", "--include",
+                                      "observe.py", "-o", "s.tar.gz"], pub, user)  # fmt: skip
         assert status == 0, out + err
-        victim = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(120)", side["token"]],
-            start_new_session=True,
-        )
+        victim = start_victim(side["token"], user)
+        work = side["home"] / "replication"
+        work.mkdir()
+        if user is not None:
+            os.chown(work, user, user)
         try:
-            status, out, err = cli(
-                ["replicate", str(pub / "s.tar.gz"), "--workdir", str(tmp_path / "w"), "--yes",
-                 "--sandbox"], tmp_path, HOME=str(side["home"]), **AGENT_VARIABLES,
+            status, out, err = benchlang(
+                ["replicate", str(pub / "s.tar.gz"), "--workdir", str(work / "w"), "--yes",
+                 "--sandbox"], work, user, HOME=str(side["home"]), **AGENT_VARIABLES,
             )  # fmt: skip
             assert "Traceback" not in err and status in (0, 1, 3), out + err
             assert "sandbox: bubblewrap, read-only but the bundle's directory, network cut" in out
-            (observed,) = (tmp_path / "w").rglob("observed.json")
+            (observed,) = (work / "w").rglob("observed.json")
             seen = json.loads(observed.read_text())
             assert victim.poll() is None and not marker.exists()
         finally:
@@ -71,5 +108,4 @@ def test_replicate_sandbox_holds_end_to_end(tmp_path):
     assert int(seen["cap_eff"], 16) == 0 and seen["interfaces"] in ([], ["lo"])
     assert not set(seen["environment"]) & set(AGENT_VARIABLES)
     assert seen["write_cwd"] == "ok" and seen["write_home"] != "ok"
-    assert os.environ.get("HOME") != str(side["home"])  # the test's own home untouched
-    assert Path(observed).is_relative_to(tmp_path / "w")
+    assert Path(observed).is_relative_to(work / "w")
