@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 
 import attrs
 import numpy as np
@@ -191,11 +190,12 @@ def huber_var(y: np.ndarray, var: np.ndarray, m: int) -> np.ndarray:
     count = level.size
     for k in range(h):  # point j + k is the k-th of window j
         np.minimum(near[k : k + count], np.abs(y[k : k + count] - level), out=near[k : k + count])
-    padded = np.concatenate((np.full(h, np.nan), y, np.full(h, np.nan)))
-    sides = np.lib.stride_tricks.sliding_window_view(padded, h)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a side without neighbours: nan
-        left, right = np.nanmedian(sides[:n], axis=1), np.nanmedian(sides[h + 1 :], axis=1)
+    left, right = np.full(n, np.nan), np.full(n, np.nan)
+    left[h:] = level[: n - h]  # the h points before i: window i - h
+    right[: n - h] = level[1:]  # the h points after i: window i + 1
+    for i in range(1, h):  # partial sides at the ends; an end's own side stays nan
+        left[i] = np.median(y[:i])
+        right[n - 1 - i] = np.median(y[n - i :])
     step = ~(np.abs(right - left) <= HUBER_C * sd)  # nan (an end) counts as a step
     u = np.where(step, np.minimum(u, near / sd), u)
     return var * np.maximum(1.0, u / HUBER_C)
