@@ -166,7 +166,8 @@ def huber_var(y: np.ndarray, var: np.ndarray, m: int) -> np.ndarray:
     burst of outliers in one stretch. Next to a step that median can be the other side's (the
     last point before a step was taken for an outlier and the change placed a commit early), so
     where the levels on the two sides of a point differ by more than c deviations (the medians
-    of its 2 ``m`` - 1 neighbours on each side; a side without neighbours counts as different)
+    of its 2 max(``m``, 5) - 1 neighbours on each side, as many as the centred window's, so
+    that a dense burst rarely tips one; a side without neighbours counts as different)
     u_i is the smaller of that and its residual from the nearest median of the windows of 2
     ``m`` - 1 consecutive points that hold it (shifted windows, as Kuwahara et al.'s
     edge-preserving smoother picks the window beside a point that straddles no edge; Kuwahara,
@@ -190,15 +191,24 @@ def huber_var(y: np.ndarray, var: np.ndarray, m: int) -> np.ndarray:
     count = level.size
     for k in range(h):  # point j + k is the k-th of window j
         np.minimum(near[k : k + count], np.abs(y[k : k + count] - level), out=near[k : k + count])
-    left, right = np.full(n, np.nan), np.full(n, np.nan)
-    left[h:] = level[: n - h]  # the h points before i: window i - h
-    right[: n - h] = level[1:]  # the h points after i: window i + 1
-    for i in range(1, h):  # partial sides at the ends; an end's own side stays nan
-        left[i] = np.median(y[:i])
-        right[n - 1 - i] = np.median(y[n - i :])
+    left, right = _sides(y, min(2 * max(m, 5) - 1, n))
     step = ~(np.abs(right - left) <= HUBER_C * sd)  # nan (an end) counts as a step
     u = np.where(step, np.minimum(u, near / sd), u)
     return var * np.maximum(1.0, u / HUBER_C)
+
+
+def _sides(y: np.ndarray, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """The medians of the ``h`` points before and after each point (fewer at the ends; nan for
+    an end's own side)."""
+    n = y.size
+    level = np.median(np.lib.stride_tricks.sliding_window_view(y, h), axis=1)
+    left, right = np.full(n, np.nan), np.full(n, np.nan)
+    left[h:] = level[: n - h]  # the h points before i: window i - h
+    right[: n - h] = level[1:]  # the h points after i: window i + 1
+    for i in range(1, h):
+        left[i] = np.median(y[:i])
+        right[n - 1 - i] = np.median(y[n - i :])
+    return left, right
 
 
 def huber_info(var: np.ndarray, weighted: np.ndarray) -> np.ndarray:
