@@ -91,3 +91,18 @@ def test_a_bundle_read_in_process_refuses_deep_json_without_recursing(honest, tm
         assert "nested more than 64 levels" in err.message
     else:
         raise AssertionError("a 200,000-deep manifest was accepted")
+
+
+def test_a_deep_plan_or_versions_json_is_no_traceback(honest, tmp_path):  # noqa: F811
+    """The members read after the manifest (hashes recomputed, as anyone can): plan.json is
+    refused in one line, a versions.json that cannot be read is a note."""
+    for name in ("plan.json", "versions.json"):
+        members = members_of(honest / "p.tar.gz")
+        members[f"probe/{name}"] = b"[" * 200_000 + b"]" * 200_000
+        bundle = write_bundle(tmp_path / f"{name}.tar.gz", members, rehash=True)
+        status, err = replicate(bundle, tmp_path / f"w-{name}")
+        assert "Traceback" not in err, err
+        if name == "plan.json":
+            assert status == 2 and err.count("\n") == 1 and "plan.json is not JSON" in err, err
+        else:
+            assert status in (0, 3), err

@@ -15,7 +15,6 @@ shown, and listed in ``not_read`` for the user to approve (issue 49 item 2).
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import sqlite3
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from benchlang import model
+from benchlang import jsonin, model
 from benchlang.app.bundle import files_read
 from benchlang.app.bundle_archive import shown
 from benchlang.app.plan import plan_offline, resolve_span
@@ -65,7 +64,7 @@ class Preview:
 def published_plan(path: Path) -> dict[str, Any]:
     """The bundle's plan.json, its fields checked for type (seed, hosts, inventory)."""
     try:
-        document = json.loads(path.read_bytes())
+        document = jsonin.loads(path.read_bytes())
     except (OSError, ValueError, UnicodeError):
         raise UserError(f"{path} is not JSON: not a benchlang bundle") from None
     if not isinstance(document, dict):

@@ -16,7 +16,6 @@ ASLR, swap, isolated CPUs, virtualization: report.machine) that differ.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from benchlang import __version__
+from benchlang import __version__, jsonin
 from benchlang.app.bundle import plugin_versions
 from benchlang.app.bundle_archive import extract, shown
 from benchlang.app.sandbox import sandboxed
@@ -123,7 +122,7 @@ def rerun(
 def _version_notes(path: Path) -> list[str]:
     unreadable = ["versions.json is missing or malformed: versions not compared"]
     try:
-        published = json.loads(path.read_bytes())
+        published = jsonin.loads(path.read_bytes())
     except (OSError, ValueError, UnicodeError):
         return unreadable
     fields = ("group", "name", "distribution", "version")
