@@ -149,3 +149,16 @@ def test_a_sandbox_that_keeps_the_network_says_so(pub, tmp_path, secret):  # noq
     kept = "network kept, the hosts are reached over it (so are this machine's abstract unix"
     assert kept in out, out + err
     assert status == 2 and SECRET not in out + err
+
+
+def test_files_of_the_users_own_hosts_are_read_and_not_listed(pub, tmp_path, secret):  # noqa: F811
+    """``--hosts`` is the user's statement: its nodes file (outside the bundle) is read for
+    the preview, and the stranger's, replaced away, is not read at all."""
+    bundle = stranger(pub, tmp_path, SSH_SPEC.format(path=secret))
+    mine = tmp_path / "my-hosts.txt"
+    mine.write_text("n1.example.org\n")
+    status, out, err = replicate(bundle, tmp_path, "--hosts", f'ssh {{ nodes from file "{mine}" }}')
+    assert "on ssh hosts n1.example.org" in out, out + err
+    assert f"(outside the bundle, not read: {secret})" in out  # the published spec's check
+    assert "not read before your answer" not in out and SECRET not in out + err
+    assert status == 2 and "no terminal to ask" in err

@@ -169,13 +169,18 @@ def check_store(store: Path, plan: Plan) -> None:
 
 
 def preview(
-    spec: Path, published: Checked, store: Path, replaced_hosts: bool, root: Path | None = None
+    spec: Path,
+    published: Checked,
+    store: Path,
+    replaced_hosts: bool,
+    root: Path | None = None,
+    own_files: tuple[str, ...] = (),
 ) -> Preview:
     """What a rerun of ``spec`` would run: its commands, hosts, trials and a duration
     estimated from the published trials. With ``replaced_hosts`` the spec's own backend
     names its hosts (``hosts()`` reads settings only: nothing is contacted). With ``root``
     no file outside it is read: a backend that needs one is not opened (the published
-    hosts stand)."""
+    hosts stand); ``own_files``, named by the user's ``--hosts``, are not the stranger's."""
     checked = published
     backend = None
     with _confined(root) as refused:
@@ -190,7 +195,11 @@ def preview(
     if replaced_hosts:  # the hosts statement is the user's own (--hosts): its files are read
         backend = open_backend(experiment, spec)
         checked = Checked(experiment, plan_offline(experiment, spec, backend.hosts()))
-    not_read = (*published.not_read, *outside_files(spec, root), *map(shown, refused))
+    listed = published.not_read
+    if replaced_hosts:
+        own = {shown(str(spec.parent / name), 200) for name in own_files}
+        listed = tuple(p for p in outside_files(spec, root) if p not in own)
+    not_read = (*listed, *map(shown, refused))
     commands = tuple((what, shown(c, 10_000)) for what, c in commands_of(
         checked.experiment, checked.plan, backend
     ))  # fmt: skip

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlang.app.bundle import files_read
 from benchlang.app.bundle_archive import shown
 from benchlang.app.replicate import judge, open_bundle, rerun
 from benchlang.cli import add_command
@@ -203,7 +204,14 @@ def run(args: argparse.Namespace) -> int:
             spec = spec.with_name(f"{spec.stem}.hosts{spec.suffix}")
             spec.write_text(replace_hosts(opened.spec.read_text(), args.hosts, str(opened.spec)))
             print(f"hosts replaced: {spec.name} runs on 'hosts {args.hosts.strip()}'")
-        shown_preview = preview(spec, published, opened.store, bool(args.hosts), opened.root)
+        shown_preview = preview(
+            spec,
+            published,
+            opened.store,
+            bool(args.hosts),
+            opened.root,
+            tuple(files_read(args.hosts or "")),
+        )
         if args.sandbox:
             from benchlang.app.sandbox import bwrap
 
