@@ -29,6 +29,7 @@ Commands on remote hosts (``hosts ssh``) run outside any sandbox of this machine
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -142,7 +143,7 @@ def _python_code() -> list[str]:
     places = [
         Path(sys.executable).resolve().parent, Path(sys.prefix), Path(sys.base_prefix),
         Path(sys.exec_prefix), Path(benchlang.__file__).resolve().parents[1],
-        *(Path(p) for p in sys.path if p),
+        *(Path(p) for p in sys.path if p), *_plugin_code(),
     ]  # fmt: skip
     home = Path(os.environ.get("HOME") or "/nonexistent").resolve()
     found = []
@@ -151,6 +152,25 @@ def _python_code() -> list[str]:
         if resolved.is_dir() and resolved != Path("/") and not home.is_relative_to(resolved):
             found.append(str(resolved))
     return list(dict.fromkeys(found))
+
+
+def _plugin_code() -> list[Path]:
+    """The directories of the installed plugins' packages (an editable install may map them
+    through an import hook rather than the import path), found without importing them."""
+    from benchlang.app.bundle import PLUGIN_GROUPS
+    from benchlang.entrypoints import entry_points_of
+
+    found = []
+    for top in {ep.module.split(".")[0] for g in PLUGIN_GROUPS for ep in entry_points_of(g)}:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            found += [Path(p).parent for p in spec.submodule_search_locations]
+        elif spec is not None and spec.origin and os.path.isabs(spec.origin):
+            found.append(Path(spec.origin).parent)
+    return found
 
 
 def _path(code: Sequence[str]) -> str:
