@@ -23,10 +23,24 @@ from pathlib import Path
 
 import pytest
 
-from benchlang.app.sandbox import sandboxed
+from benchlang.app.sandbox import bwrap, sandboxed
 from benchlang.errors import UserError
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+def why_no_sandbox() -> str | None:
+    """Why this machine cannot make the sandbox at all (then ``--sandbox`` refuses, and the
+    escapes cannot be tried), or None."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap not installed"
+    try:
+        bwrap()
+    except UserError as err:
+        return f"this machine forbids the sandbox's namespaces: {err.message}"
+    return None
+
+
+NO_SANDBOX = why_no_sandbox()
+pytestmark = pytest.mark.skipif(NO_SANDBOX is not None, reason=str(NO_SANDBOX))
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 NOBODY = 65534

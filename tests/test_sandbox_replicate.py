@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from tests.test_sandbox import (
     AGENT_VARIABLES,
+    NO_SANDBOX,
     NOBODY,
     OBSERVE,
     as_user,
@@ -24,7 +24,7 @@ from tests.test_sandbox import (
     start_victim,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+pytestmark = pytest.mark.skipif(NO_SANDBOX is not None, reason=str(NO_SANDBOX))
 
 SPEC = """benchlang 1
 experiment sbx {{
