@@ -257,3 +257,41 @@ def test_changes_and_check_on_both_engines(history, tmp_path, capsys):
 # Its module fixtures are built once: under pytest -n the whole module runs on one worker
 # (--dist loadgroup, pyproject.toml).
 pytestmark = pytest.mark.xdist_group("test_history")
+
+
+def _to_schema_1(history: str) -> None:
+    """What a benchlang of schema 1 wrote: no acks table."""
+    if history.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(history, autocommit=True) as db:
+            db.execute("DROP TABLE acks")
+    else:
+        with sqlite3.connect(history) as db:
+            db.execute("DROP TABLE acks")
+    _set_schema(history, 1)
+
+
+def test_a_schema_1_history_is_migrated_and_acks_on_both_engines(history, tmp_path, capsys):
+    """A history written before acknowledgements is brought to schema 2 when opened; a
+    regression is then acknowledged, kept and shown, on SQLite and PostgreSQL alike."""
+    shas = [f"{i:02d}" + "beef" * 9 + "ab" for i in range(16)]
+    for i, sha in enumerate(shas):
+        add_stores([make_store(tmp_path, i, 1.10 if i >= 10 else 1.0)], history, commit=sha,
+                   date=f"2026-03-{i + 1:02d}")  # fmt: skip
+    _to_schema_1(history)
+    code, out, _ = cli(capsys, "history", "check", "--history", history, "--json")
+    document = json.loads(out)
+    ids = {r["id"] for s in document["series"] for r in s["regressions"] if r["state"] == "open"}
+    assert code == 1 and len(ids) == 2
+    code, out, _ = cli(capsys, "history", "ack", shas[10][:8], "--history", history,
+                       "--reason", "bigger inputs")  # fmt: skip
+    assert code == 0 and len(out.splitlines()) == 2
+    code, out, _ = cli(capsys, "history", "check", "--history", history)
+    assert code == 0 and out.count("acknowledged regression") == 2
+    listing = list_history(history)
+    assert {a["change_id"] for a in listing["acknowledged"]} == ids
+    _set_schema(history, 3)
+    assert "this benchlang reads schema 2" in one_error(
+        capsys, "history", "list", "--history", history
+    )

@@ -317,7 +317,8 @@ def history_changes(
     return sorted(out, key=lambda c: (not c.regressions, c.series.name))
 
 
-def _all_changes(h: History, alpha: float, confidence: float) -> list[SeriesChanges]:
+def all_changes(h: History, alpha: float, confidence: float) -> list[SeriesChanges]:
+    """Every series' change points: the stored ones when current, else found anew."""
     stored = stored_changes(h, alpha, confidence)
     if stored is not None:
         return stored
@@ -337,71 +338,13 @@ def history_check(
     from benchlang.history.gate import gate
 
     with open_history(history_target(history)) as h:
-        found = _all_changes(h, alpha, confidence)
+        found = all_changes(h, alpha, confidence)
         acks = read_acks(h)
     if not found:
         raise UserError("the history has no series yet", "benchlang history add STORE")
     newest = max(f.series.dates[-1] for f in found)
     current = [f for f in found if f.series.dates[-1] == newest]
     return gate(current, acks, margin, alpha=alpha, confidence=confidence)
-
-
-def history_ack(
-    change: str,
-    reason: str,
-    history: str | None = None,
-    *,
-    alpha: float = 0.05,
-    confidence: float = 95.0,
-) -> list:
-    """Acknowledge a regression (history.acks): ``change`` is a change point's id (as ``check``
-    and ``changes`` show it), its commit range ``BEFORE..AFTER`` (commit prefixes) or the
-    commit after it; every regression it names, in every series, up to ``acks.NEAR`` points
-    from where it is now."""
-    from benchlang.history.acks import NEAR, Ack, change_id, write_acks
-
-    if not reason.strip():
-        raise UserError("--reason is empty", "say why the regression is accepted")
-    with open_history(history_target(history)) as h:
-        found = _all_changes(h, alpha, confidence)
-        matched = []
-        for f in found:
-            s = f.series
-            for c in f.regressions:
-                if _names(change, s, c, NEAR):
-                    matched.append(
-                        Ack(change_id(s, c), *s.key, c.commit_before, c.commit_after, c.index,
-                            reason.strip(), dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-                    )  # fmt: skip
-        if not matched:
-            known = ", ".join(
-                f"{change_id(f.series, c)} ({f.series.name})" for f in found for c in f.regressions
-            )
-            raise UserError(
-                f"no regression change point {change!r} in the history",
-                f"regressions: {known}" if known else "the history has no regression",
-            )
-        write_acks(h, matched)
-    return matched
-
-
-def _names(ref: str, series: Series, c, near: int) -> bool:
-    """Whether ``ref`` (an id, a commit range or a commit) names change ``c`` of ``series``."""
-    from benchlang.history.acks import change_id
-
-    ref = ref.strip()
-    if ref == change_id(series, c):
-        return True
-    before, sep, after = ref.partition("..")
-    target = after if sep else ref
-    if len(target) < 4:
-        return False
-    if sep and before and not (c.commit_before or "").startswith(before):
-        at = [i for i, x in enumerate(series.commits) if x and x.startswith(before)]
-        if not any(abs(i + 1 - c.index) <= near for i in at):
-            return False
-    at = [i for i, x in enumerate(series.commits) if x and x.startswith(target)]
-    return any(abs(i - c.index) <= near for i in at)
 
 
 def history_report(

@@ -142,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
         print(text.changes_json(found) if args.json else text.changes_text(found), end="")
         return 0
     if args.action == "ack":
-        acks = app.history_ack(
+        from benchlang.app.history_ack import history_ack
+
+        acks = history_ack(
             args.change, args.reason, args.history, alpha=alpha, confidence=args.confidence
         )
         print(text.ack_text(acks), end="")

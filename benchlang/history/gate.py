@@ -5,7 +5,8 @@
    level on log levels, ``Var(new - mean) = s² (1 + 1/n)``, t with n - 1 df (Hahn & Meeker 1991,
    §4.6; stats.prediction), or the rank bound where the segment is long enough for it; the
    segment's spread already holds the within-run noise, so the new point's own interval is
-   not added. Runs just before it that were themselves worse (a step the change-point search
+   not added, unless its design differs (another trial count): then the excess of its
+   within-run variance (from its interval) over the segment's runs' is. Runs just before it that were themselves worse (a step the change-point search
    cannot place yet) are left out of the segment.
 2. **One check is one family**: the one-sided p-values "worse beyond the margin" of every
    series are adjusted by Holm (1979; stats.family), so the chance that a check raises any
@@ -186,9 +187,27 @@ def regressions(
     return tuple(out)
 
 
+def _design_excess(series: Series, start: int, confidence: float) -> float:
+    """The newest run's within-run variance (log scale, from its interval) beyond the typical
+    one of the segment's runs, when its design differs from theirs (another trial count);
+    0 when it is the same design or an interval is missing (module docstring, 1)."""
+    from benchlang.stats._special import norm_ppf
+
+    trials = np.array(series.trials[start:-1])
+    if trials.size == 0 or series.trials[-1] == int(np.median(trials)):
+        return 0.0
+    z = 2.0 * norm_ppf(0.5 + confidence / 200.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = (np.log(series.upper[start:]) - np.log(series.lower[start:])) / z
+    if not np.all(np.isfinite(se)):
+        return 0.0
+    return max(0.0, float(se[-1] ** 2 - np.median(se[:-1] ** 2)))
+
+
 @attrs.frozen
 class _Baseline:
     series: Series
+    start: int
     reference: np.ndarray
     new: float
     last: Change | None
@@ -205,11 +224,12 @@ def _baseline(
     new = float(series.values[-1])
     if n < 2 or not (math.isfinite(new) and new > 0):
         why = "no history before this run" if n < 2 else "the newest run has no value"
-        return _Baseline(series, np.empty(0), new, None, 0, why, FEWEST if n < 2 else None)
+        return _Baseline(series, 0, np.empty(0), new, None, 0, why, FEWEST if n < 2 else None)
     before = series.head(n - 1)
     previous = changes(before, alpha=alpha, confidence=confidence)
     last = previous.changes[-1] if previous.changes else None
-    segment = _logs(before.values[last.index if last else 0 :])
+    start = last.index if last else 0
+    segment = _logs(before.values[start:])
     bad, chain = _bad(series), 0
     for j in range(max(FEWEST, segment.size - TAIL), segment.size):
         reference = segment[: j - chain] if chain else segment[:j]
@@ -223,8 +243,8 @@ def _baseline(
             else "the start"
         )
         why = f"{reference.size} run(s) since {since}; the gate needs {FEWEST}"
-        return _Baseline(series, reference, new, last, chain, why, FEWEST - reference.size)
-    return _Baseline(series, reference, new, last, chain, None, None)
+        return _Baseline(series, start, reference, new, last, chain, why, FEWEST - reference.size)
+    return _Baseline(series, start, reference, new, last, chain, None, None)
 
 
 def gate(
@@ -241,6 +261,7 @@ def gate(
     bases = [_baseline(f.series, alpha / k, margin, alpha, confidence) for f in found]
     judged = [b for b in bases if b.why is None]
     preds: dict[int, Prediction] = {}
+    extras: dict[int, float] = {}
     for b in judged:
         preds[id(b)] = predict(
             b.reference,
@@ -248,6 +269,7 @@ def gate(
             margin,
             bad=_bad(b.series),
             rank_alpha=alpha / k,
+            extra=extras.setdefault(id(b), _design_excess(b.series, b.start, confidence)),
         )
     adjusted = holm(np.array([preds[id(b)].p_worse for b in judged])) if judged else []
     p_adj = {id(b): float(a) for b, a in zip(judged, adjusted, strict=True)}
@@ -277,6 +299,12 @@ def gate(
             needs = None if more is None else more - pred.n
         baseline = math.exp(float(b.reference.mean()))
         reason = _reason(b, pred, k, alpha, needs, descriptive)
+        if extras.get(id(b), 0.0) > 0.0:
+            reason += (
+                f"; its design differs from the segment's ({s.trials[-1]} trials against "
+                f"{int(np.median(s.trials[b.start : -1]))}): its own within-run spread beyond "
+                "theirs is added"
+            )
         out.append(
             SeriesCheck(s, s.commits[-1], b.new, baseline, pred.n, b.new / baseline, lo, hi,
                         pred.p_worse, adjusted_p, pred.method, verdict, reason, descriptive,

@@ -9,7 +9,8 @@ segment's n points of mean ``x̄`` and standard deviation ``s``,
 degrees of freedom (Hahn & Meeker, *Statistical Intervals*, Wiley 1991, §4.6 (4.7); Vardeman,
 Am. Stat. 46(3) 1992, 193-199, on what such an interval covers). The new point's own interval
 is not added: the segment's spread already holds the within-run noise of a run of the same
-design. The mean of ``m`` new runs has ``Var = s² (1/m + 1/n)`` (Hahn & Meeker §4.7): the same
+design (when its design differs, the excess of its within-run variance over theirs is: see
+``extra``). The mean of ``m`` new runs has ``Var = s² (1/m + 1/n)`` (Hahn & Meeker §4.7): the same
 test decides whether a level is back.
 
 Where the segment is long enough, the **distribution-free** bound from order statistics
@@ -81,13 +82,16 @@ def predict(
     *,
     bad: int = 1,
     rank_alpha: float | None = None,
+    extra: float = 0.0,
 ) -> Prediction:
     """``new`` (the mean of its log levels) against ``segment`` (log levels).
 
     ``bad`` is +1 when a higher level is worse (times), -1 when lower is (throughput); the
     null is "the new level is at most ``log(1 + margin)`` beyond the segment's on the bad
     side". With one new run and ``rank_alpha`` given, the rank p-value is used when the
-    segment has at least ``distribution_free_minimum(rank_alpha)`` points."""
+    segment has at least ``distribution_free_minimum(rank_alpha)`` points. ``extra`` is a
+    variance (log scale) added to the new level's: the excess of its own within-run variance
+    over the segment's runs' when its design differs from theirs (then the t test is used)."""
     segment = np.asarray(segment, dtype=float)
     new = np.asarray(new, dtype=float)
     n, m = int(segment.size), int(new.size)
@@ -95,7 +99,8 @@ def predict(
         return Prediction(n, m, math.nan, math.nan, math.nan, 0, math.nan, "t")
     shift = float(new.mean() - segment.mean())
     edge = math.log1p(margin)
-    if m == 1 and rank_alpha is not None and n >= distribution_free_minimum(rank_alpha):
+    ranks = rank_alpha is not None and n >= distribution_free_minimum(rank_alpha)
+    if m == 1 and ranks and extra == 0.0:
         s = float(segment.std(ddof=1))
         above = int(np.count_nonzero(bad * segment >= bad * (new[0]) - edge))
         p = (1 + above) / (n + 1)
@@ -106,7 +111,7 @@ def predict(
         ss = float(((segment - segment.mean()) ** 2).sum() + ((new - new.mean()) ** 2).sum())
         df = n + m - 2
         s = math.sqrt(ss / df)
-    se = s * math.sqrt(1.0 / m + 1.0 / n)
+    se = math.sqrt(s * s * (1.0 / m + 1.0 / n) + extra)
     flat = 0.0 if bad * shift > edge else 1.0
     p = _t_sf((bad * shift - edge) / se, df) if se > 0.0 else flat
     return Prediction(n, m, shift, s, se, df, p, "t")
