@@ -41,7 +41,7 @@ SPEC = """benchlang 1
 experiment {experiment} {{
   seed 5
   workdir "."
-  factor tool in ["fast", "slow"]
+  factor tool in [{tools}]
   benchmark {benchmark} {{
     run "awk -v tool={{tool}} -v session=session.txt -f value.awk"
     measure v from stdout regex "v=([0-9.e+-]+)"
@@ -65,15 +65,17 @@ def make_session(
     *,
     benchmark: str = "work",
     experiment: str = "pr",
+    tools: tuple[str, ...] = ("fast", "slow"),
 ) -> Path:
     """One session: a store of `benchlang run` with the machine's level ``level`` and the
-    configuration tool=slow multiplied by ``slow``."""
+    configuration tool=slow multiplied by ``slow`` (any tool but fast is at slow's base level)."""
     where = root / name
     where.mkdir(parents=True, exist_ok=True)
     (where / "session.txt").write_text(f"{level!r} {salt} {slow!r}\n")
     (where / "value.awk").write_text(VALUE_AWK.replace("TRIAL_SIGMA", repr(TRIAL_SIGMA)))
     spec = where / "pr.bench"
-    spec.write_text(SPEC.format(benchmark=benchmark, experiment=experiment))
+    levels = ", ".join(f'"{t}"' for t in tools)
+    spec.write_text(SPEC.format(benchmark=benchmark, experiment=experiment, tools=levels))
     store = where / "s.sqlite"
     status, out, err = cli(["run", str(spec), "--store", str(store), "--quiet"])
     if status != 0:

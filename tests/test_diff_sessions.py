@@ -25,12 +25,13 @@ LEVELS_H = (0.98, 0.99, 1.01, 1.02, 1.00, 0.99, 1.01, 1.03)
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory) -> Path:
     """a0..a2 before; b0..b2 after with tool=slow x1.25; 'renamed' (benchmark work2),
-    'other' (another experiment); h0..h7 unchanged sessions in the history h.sqlite."""
+    'other' (another experiment), 'extra' (a third tool); h0..h7 unchanged sessions in the history h.sqlite."""
     root = tmp_path_factory.mktemp("sessions")
     jobs = [(f"a{i}", level, 11 + i, 1.0, {}) for i, level in enumerate(LEVELS_A)]
     jobs += [(f"b{i}", level, 21 + i, 1.25, {}) for i, level in enumerate(LEVELS_B)]
     jobs += [("renamed", 1.0, 31, 1.0, {"benchmark": "work2"})]
     jobs += [("other", 1.0, 41, 1.0, {"experiment": "other"})]
+    jobs += [("extra", 1.0, 45, 1.0, {"tools": ("fast", "slow", "mid")})]
     jobs += [(f"h{i}", level, 51 + i, 1.0, {}) for i, level in enumerate(LEVELS_H)]
     for name, level, salt, slow, names in jobs:
         make_session(root, name, level, salt, slow, **names)
@@ -117,6 +118,16 @@ def test_a_renamed_benchmark_fails_closed_unless_allowed(sessions, run_cli):
         ["diff", "a0/s.sqlite", "renamed/s.sqlite", "--allow-missing"], cwd=sessions
     )
     assert status == 2 and "nothing to compare" in err, "no configuration in common"
+    status, out, err = run_cli(["diff", "a0/s.sqlite", "extra/s.sqlite"], cwd=sessions)
+    assert status == 2 and "work[tool=mid] is not in a0/s.sqlite" in err
+    argv = ["diff", "a0/s.sqlite", "extra/s.sqlite", "--allow-missing", "--json"]
+    status, out, err = run_cli(argv, cwd=sessions)
+    assert status == 0, err
+    doc = json.loads(out)
+    assert doc["left_out"] == ["work[tool=mid]"]
+    assert [r["label"] for r in doc["metrics"][0]["rows"]] == ["work[tool=fast]", "work[tool=slow]"]
+    status, out, _ = run_cli(argv[:-1], cwd=sessions)
+    assert "left out (not in every store): work[tool=mid]" in out
     status, out, err = run_cli(
         ["diff", "--base", "a0/s.sqlite", "a1/s.sqlite", "--new", "b0/s.sqlite", "other/s.sqlite"],
         cwd=sessions,
