@@ -166,3 +166,49 @@ def test_how_many_more_runs_it_needs(tmp_path, capsys):
     (s,) = doc["series"]
     assert code == 0 and s["verdict"] == "inconclusive" and s["needs_runs"] >= 1
     assert f"about {s['needs_runs']} more run(s) in the segment would decide it" in s["reason"]
+
+
+DESIGNED = """benchlang 1
+experiment app {{
+  seed 1
+  benchmark b {{
+    run "true"
+    measure time = wall_time
+  }}
+  metric time {{ measure mean unit "s" better lower }}
+  kpi time {{ percentile 50 confidence 95% }}
+  design {{ runs {runs} series 1 }}
+}}
+"""
+
+
+def test_a_run_of_another_design_brings_its_own_spread(tmp_path, capsys):
+    """A newest run with 9 trials against a segment of 30-trial runs: its within-run spread
+    beyond theirs widens the prediction interval; one of the same design does not."""
+    from benchlang.testing.synthetic import synthetic_store
+
+    def store(i: int, runs: int) -> Path:
+        spec = tmp_path / f"app{runs}.bench"
+        spec.write_text(DESIGNED.format(runs=runs))
+        rng = np.random.default_rng(i)
+        level = math.exp(rng.normal(0, 0.02))
+        path = tmp_path / f"s{i}-{runs}.sqlite"
+        if path.exists():
+            return path
+        synthetic_store(spec, path,
+                        lambda p, t: {"time": 0.01 * level * math.exp(rng.normal(0, 0.05))})  # fmt: skip
+        return path
+
+    widths = {}
+    for runs in (30, 9):
+        history = str(tmp_path / f"h{runs}.sqlite")
+        for i in range(12):
+            args = ["history", "add", str(store(i, 30 if i < 11 else runs)), "--history", history]
+            assert main([*args, "--commit", sha(i), "--date", f"2026-01-01T00:00:{i:02d}Z"]) == 0
+        capsys.readouterr()
+        _, out = run(capsys, "history", "check", "--history", history, "--json")
+        (s,) = json.loads(out)["series"]
+        widths[runs] = math.log(s["interval"][1] / s["interval"][0])
+        differs = "its design differs from the segment's (9 trials against 30)" in s["reason"]
+        assert differs == (runs == 9)
+    assert widths[9] > widths[30] * 1.05
