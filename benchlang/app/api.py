@@ -19,6 +19,7 @@ import numpy as np
 
 from benchlang import model
 from benchlang.errors import UserError
+from benchlang.report.atomic import replacing
 
 if TYPE_CHECKING:
     import pandas
@@ -398,7 +399,11 @@ def write_parquet(frame: pandas.DataFrame, path: str | Path) -> Path:
             "Parquet needs pyarrow, which is not installed", "pip install 'benchlang[parquet]'"
         ) from None
     path = Path(path)
-    frame.to_parquet(path, index=False)
+    try:
+        with replacing(path) as handle:
+            frame.to_parquet(handle, index=False)
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
     return path
 
 
