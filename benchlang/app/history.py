@@ -18,6 +18,7 @@ from benchlang.history.points import Point, Run, points_of, run_facts, run_key
 from benchlang.history.series import Series, add_run, read_series, runs
 from benchlang.history.stored import store_changes, stored_changes
 from benchlang.history.verdicts import SeriesChanges, changes
+from benchlang.report.atomic import write_atomic
 
 if TYPE_CHECKING:
     from benchlang.history.gate import SeriesCheck
@@ -367,7 +368,5 @@ def history_report(
         acks = read_acks(h)
     page = dashboard(found, name, acks)
     path = Path(out)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, page)
     return path
