@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_bundle_trust import pub  # noqa: F401
 from tests.test_sandbox import (
     AGENT_VARIABLES,
     NO_SANDBOX,
@@ -109,3 +110,25 @@ def test_replicate_sandbox_holds_end_to_end(user, tmp_path):
     assert not set(seen["environment"]) & set(AGENT_VARIABLES)
     assert seen["write_cwd"] == "ok" and seen["write_home"] != "ok"
     assert Path(observed).is_relative_to(work / "w")
+
+
+def test_replicate_refuses_where_the_namespaces_are_forbidden(pub, tmp_path):  # noqa: F811
+    """Inside a sandbox that forbids further user namespaces (as a container may), ``replicate
+    --yes --sandbox`` refuses in one line before running anything: the bundle's setup, which
+    creates a file outside, does not run."""
+    if os.geteuid() != 0:
+        pytest.skip("making the outer namespace needs root here")
+    pub["mark"].unlink(missing_ok=True)
+    outer = ["bwrap", "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"]
+    done = subprocess.run(
+        [*outer, sys.executable, "-m", "benchlang", "replicate", str(pub["root"] / "u.tar.gz"),
+         "--workdir", str(tmp_path / "w"), "--yes", "--sandbox"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, start_new_session=True,
+    )  # fmt: skip
+    if "disable-userns" in done.stderr and "benchlang" not in done.stderr:
+        pytest.skip(f"this bwrap cannot disable user namespaces: {done.stderr.strip()}")
+    assert done.returncode == 2, done.stdout + done.stderr
+    first = done.stderr.strip().splitlines()[0]
+    assert first.startswith("benchlang: error: --sandbox: bwrap cannot make a sandbox here")
+    assert first.endswith("nothing was run") and "Traceback" not in done.stderr
+    assert "rerunning" not in done.stdout and not pub["mark"].exists()
