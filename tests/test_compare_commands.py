@@ -27,7 +27,7 @@ def test_two_commands_are_ranked_and_the_spec_reruns(tmp_path, run_cli):
         cwd=tmp_path,
     )  # fmt: skip
     assert status == 0, err
-    assert "Ranking of command by median time" in out
+    assert "time by command: median (ms), lower is better; intervals hold jointly" in out
     assert "sleep 0.01" in out and "true" in out
     ran = trials(store)
     assert len([t for t in ran if t[1] == "warmup"]) == 2

@@ -113,7 +113,7 @@ def test_the_record_of_a_run_without_a_successful_trial_is_one_line(tmp_path, ru
             """
         )
     )
-    code, out, err = run_cli(["run", "f.bench", "-q", "--keep-going"], cwd=tmp_path)
+    code, out, err = run_cli(["run", "f.bench", "-q", "-v", "--keep-going"], cwd=tmp_path)
     assert code == 1 and "Traceback" not in err
     record = [line for line in out.splitlines() if "Reproducibility record" in line]
     assert record == [

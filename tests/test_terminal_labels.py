@@ -77,7 +77,7 @@ def in_terminal(args: list[str], cwd: Path, columns: int = 100, lines: int = 40)
 
 def test_every_label_is_on_a_terminal_screen(tmp_path):
     (tmp_path / "labels.bench").write_text(SPEC)
-    ran = in_terminal(["run", "labels.bench", "--store", "labels.sqlite"], tmp_path)
+    ran = in_terminal(["run", "labels.bench", "--store", "labels.sqlite", "-v"], tmp_path)
     results = in_terminal(["results", "labels.sqlite"], tmp_path)
     plan = in_terminal(["plan", "labels.bench"], tmp_path)
     for screen in (ran, results, plan):

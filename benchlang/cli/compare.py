@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             if getattr(args, f"export_{form}"):
                 argv += [f"--export-{form}", getattr(args, f"export_{form}")]
         run_args = build_parser().parse_args(argv)
+        run_args.store_kept = bool(args.store)
         status = int(run_args.func(run_args) or 0)
     if not args.store:
         print(

@@ -58,7 +58,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run although a host does not meet the spec's machine block; the record says what was forced past",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output: only the answer")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="the whole story: the per-configuration table, the record, the series KPIs and the "
+        "tests (by default a run ends with the short answer; `benchlang analyze` and "
+        "`benchlang record` show the rest later)",
+    )
     for form, what in (
         ("json", "the versioned JSON document: per-trial rows, hosts, headline"),
         ("csv", "one CSV row per trial"),
@@ -305,7 +313,9 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
             f"PARTIAL: {missing} of {plan.n_trials} planned trials did not run; the results below use the {plan.n_trials - missing - summary.not_needed} that did"
         )
     data = load_data(store, plan.hash, experiment=experiment)
-    render_run_summary(data)
+    verbose = getattr(args, "verbose", False)
+    if verbose or not experiment.kpis:
+        render_run_summary(data)
     if experiment.kpis:
         analysis = analyze(data)
     for item in experiment.profiles:
@@ -320,7 +330,7 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         render_host_agreement(host_agreement(data))
     from benchlang.report.run_end import render_record, render_run_end, write_exports
 
-    if experiment.kpis:
+    if experiment.kpis and verbose:
         print()
         render_record(build_record(data, analysis))
     write_exports(data, analysis if experiment.kpis else None, args)
@@ -342,7 +352,14 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
     failed = store.count_failed(plan.hash)
     failures = [f"{failed} trials failed:"] if failed else []
     failures += [printable(line) for line in failure_lines(store, plan.hash)] if failed else []
-    render_run_end(data, analysis if experiment.kpis else None, str(store_path), failures)
+    render_run_end(
+        data,
+        analysis if experiment.kpis else None,
+        str(store_path),
+        failures,
+        verbose=verbose,
+        more=getattr(args, "store_kept", True),
+    )
     if missing:
         print(
             f"{missing} trials did not run; fix the cause and continue with: {resume_command(args, store_path)}",

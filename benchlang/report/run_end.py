@@ -60,18 +60,29 @@ def render_run_end(
     store: str,
     failures: Sequence[str] = (),
     stream: TextIO | None = None,
+    *,
+    verbose: bool = True,
+    more: bool = True,
 ) -> None:
     """The closing answer: what was run and what failed (one line per failure), then the
-    headline when the spec has KPIs, then where the per-series details are."""
+    answer when the spec has KPIs: the short ranking (``report.short_answer``) with where the
+    rest is (unless ``more`` is False: a store about to be removed), or with ``verbose`` the
+    whole headline."""
     out = stream or sys.stdout
     out.write("\n" + ran_line(data, store) + "\n")
     for line in failures:
         out.write(line + "\n")
-    if analysis is not None:
-        headlines = headline(data, analysis)
-        if headlines:
-            out.write("\n")
-            render_headline(headlines, out)
-            out.write(
-                f"Per-series KPIs and independence tests: benchlang analyze --store {store}\n"
-            )
+    if analysis is None:
+        return
+    headlines = headline(data, analysis)
+    if not headlines:
+        return
+    if verbose:
+        out.write("\n")
+        render_headline(headlines, out)
+        out.write(f"Per-series KPIs and independence tests: benchlang analyze {store}\n")
+        return
+    from benchlang.report.short_answer import answer_lines, more_lines
+
+    for line in [*answer_lines(data, headlines), *(more_lines(store) if more else [])]:
+        out.write(line + "\n")
