@@ -39,6 +39,7 @@ from benchlang.stats.prediction import (
     back_within,
     distribution_free_minimum,
     predict,
+    runs_to_close,
     runs_to_decide,
 )
 
@@ -61,6 +62,9 @@ class Regression:
     """The level of the latest segment over the level before the change (a ratio)."""
     closed_at: str | None = None
     ack: Ack | None = None
+    needs: int | None = None
+    """Runs after the last change, at its level, that would decide the level back (None:
+    closed, or its level is not within the margin, or no number would)."""
 
     def to_dict(self) -> dict[str, Any]:
         s, c = self.series, self.change
@@ -79,6 +83,7 @@ class Regression:
             "p_value": c.p_value,
             "level_now": self.now,
             "closed_at": self.closed_at,
+            "needs_runs": self.needs,
             "ack": None if self.ack is None else {"reason": self.ack.reason, "date": self.ack.date},
         }
         return undefined(fields, {"*": "too few points"})
@@ -183,7 +188,11 @@ def regressions(
         )
         ack = acknowledged(s, c, acks)
         state = "closed" if closed_at else ("acknowledged" if ack else "open")
-        out.append(Regression(s, c, change_id(s, c), state, now, closed_at, ack))
+        needs = None
+        if state == "open":
+            total = runs_to_close(reference, last, margin, bad=bad, alpha=alpha)
+            needs = None if total is None else total - last.size
+        out.append(Regression(s, c, change_id(s, c), state, now, closed_at, ack, needs))
     return tuple(out)
 
 

@@ -115,6 +115,8 @@ def _regression_line(r: Regression) -> str:
         f", the level now {_pct(r.now)} against before it"
     )
     if r.state == "open":
+        if r.needs is not None:
+            text += f"; about {r.needs} more run(s) at this level would decide it back"
         text += f"; acknowledge: benchlang history ack {r.id} --reason TEXT"
     elif r.state == "closed":
         text += f"; decided back within the margin at {_short(r.closed_at)}"

@@ -162,3 +162,36 @@ def runs_to_decide(
     bound = bad * shift - stdtrit(k - 1, 1.0 - alpha) * s * np.sqrt(1.0 + 1.0 / k)
     hits = np.flatnonzero(bound > math.log1p(margin))
     return int(k[hits[0]]) if hits.size else None
+
+
+def runs_to_close(
+    reference: np.ndarray,
+    after: np.ndarray,
+    margin: float,
+    *,
+    bad: int = 1,
+    alpha: float = 0.05,
+    most: int = 500,
+) -> int | None:
+    """How many runs (``after``'s count or more) at ``after``'s mean and spread would let
+    ``back_within`` decide the level back within the margin of ``reference``; None when its
+    mean is not inside the margin, or no number up to ``most`` would."""
+    from scipy.special import stdtrit
+
+    reference = np.asarray(reference, dtype=float)
+    after = np.asarray(after, dtype=float)
+    n, e0 = reference.size, after.size
+    if n < 1 or e0 < 1:
+        return None
+    shift = float(after.mean() - reference.mean())
+    if bad * shift >= math.log1p(margin):
+        return None
+    ss = float(((reference - reference.mean()) ** 2).sum() + ((after - after.mean()) ** 2).sum())
+    df0 = n + e0 - 2
+    if df0 < 1:
+        return None
+    s = math.sqrt(ss / df0)
+    e = np.arange(e0, most + 1)
+    upper = bad * shift + stdtrit(n + e - 2, 1.0 - alpha) * s * np.sqrt(1.0 / n + 1.0 / e)
+    hits = np.flatnonzero(upper < math.log1p(margin))
+    return int(e[hits[0]]) if hits.size else None
