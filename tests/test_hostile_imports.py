@@ -1,14 +1,15 @@
 """Hostile and broken imports (issue 49 items 3 and 4): every reader of `benchlang import`
 (hyperfine, pyperf, CSV) on a seeded corpus of mutated files (a wrong JSON type in any field,
 deep nesting, truncation, flipped bytes, a BOM, negative, infinite and NaN values, exit-code
-and memory lists of the wrong length) and on hypothesis-made documents. No input may end in
-an exception: each is refused with exit 2 and one error line, or imported whole (as many
-trials stored as the file holds values). benchmarks/hostile_imports.py prints the corpus'
-counts against any checkout."""
+and memory lists of the wrong length) and on hypothesis-made JSON documents and CSV files. No
+input may end in an exception: each is refused with exit 2 and one error line, or imported
+whole (as many trials stored as the file holds values). benchmarks/hostile_imports.py prints
+the corpus' counts against any checkout."""
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import math
@@ -192,8 +193,8 @@ def expected_trials(path: str, tool: str) -> int | None:
     """How many values a file that imported holds, read independently of the importers."""
     raw = Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf")
     if tool == "csv":
-        lines = [line for line in raw.decode().splitlines() if line.strip()]
-        return len(lines) - 1
+        rows = [r for r in csv.reader(io.StringIO(raw.decode())) if any(c.strip() for c in r)]
+        return len(rows) - 1
     document = json.loads(raw)
     if tool == "hyperfine":
         return sum(len(r["times"]) for r in document["results"])
@@ -325,3 +326,29 @@ def test_any_json_shaped_like_an_export_is_refused_or_imported(tmp_path_factory,
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         status = main(["import", str(path), "--format", tool, "--store", str(tmp / "s.sqlite")])
     check_outcome([str(path), tool, str(tmp / "s.sqlite"), status, None, err.getvalue()])
+
+
+cells = st.one_of(
+    st.sampled_from(["", "nan", "inf", "-1", "0.5", "1e308", "1e999", "x", '"', "a,b", "\ufeff"]),
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=4),
+    st.floats(allow_nan=True).map(repr),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    header=st.sampled_from(
+        ["test,order,run_seq,position,value", "\ufefftest,order,run_seq,position,value", "a,b"]
+    ),
+    rows=st.lists(st.lists(cells, min_size=1, max_size=6), max_size=6),
+)
+def test_any_csv_is_refused_in_one_line_or_imported(tmp_path_factory, header, rows):
+    tmp = tmp_path_factory.mktemp("c")
+    path = tmp / "x.csv"
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path.write_text(header + "\n" + out.getvalue(), encoding="utf-8")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = main(["import", str(path), "--format", "csv", "--store", str(tmp / "s.sqlite")])
+    check_outcome([str(path), "csv", str(tmp / "s.sqlite"), status, None, err.getvalue()])
