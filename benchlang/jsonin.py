@@ -34,7 +34,7 @@ def depth(value: Any, bound: int = MAX_DEPTH) -> int:
         deepest = max(deepest, level)
         if deepest > bound:
             return deepest
-        stack.extend((child, level + 1) for child in children)
+        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
     return deepest
 
 
