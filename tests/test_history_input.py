@@ -142,6 +142,14 @@ def test_import_reads_otavas_dates(tmp_path, capsys):
         assert listing["runs"][0]["date"] == "2024-01-01T02:00:00+00:00"
         assert {s["metric"] for s in listing["series"]} == {"metric1", "metric2"}
     assert listing["runs"][1]["date"] == "2024-01-02T02:00:00+00:00"
+    branches = tmp_path / "branches.csv"  # Otava's sample_multi_branch.csv layout
+    branches.write_text("time,commit,branch,metric1\n2024.01.01 3:00:00 +0100,aaa0,main,154023\n"
+                        "2024.01.02 3:00:00 +0100,aaa1,feature-x,138455\n")  # fmt: skip
+    history = str(tmp_path / "branches.sqlite")
+    assert cli(capsys, "history", "import", str(branches), "--history", history)[0] == 0
+    listing = json.loads(cli(capsys, "history", "list", "--history", history, "--json")[1])
+    assert [r["branch"] for r in listing["runs"]] == ["main", "feature-x"]
+    assert [s["metric"] for s in listing["series"]] == ["metric1"]
 
 
 def test_import_is_one_transaction_and_names_the_bad_cell(tmp_path, capsys):

@@ -108,6 +108,7 @@ def read_otava_csv(
         raise UserError(f"{path}: no column {time_column!r}", f"columns: {', '.join(names)}")
     t = names.index(time_column)
     c = names.index(commit_column) if commit_column in names else None
+    b = names.index("branch") if "branch" in names else None  # Otava's multi-branch sample
 
     def cell(row: list[str], i: int) -> str:
         return row[i] if i < len(row) else ""
@@ -117,7 +118,7 @@ def read_otava_csv(
         filled = [x for x in cells if x and x.lower() not in ("nan", "na", "null")]
         return bool(filled) and sum(_number(x) is not None for x in filled) * 2 > len(filled)
 
-    metrics = [n for i, n in enumerate(names) if i not in (t, c) and numeric(i)]
+    metrics = [n for i, n in enumerate(names) if i not in (t, c, b) and numeric(i)]
     if not metrics:
         raise UserError(f"{path}: no numeric metric column besides {time_column!r}")
     unknown = sorted(set(higher_is_better) - set(metrics))
@@ -144,7 +145,8 @@ def read_otava_csv(
             points.append(_point(m, name, value, "higher" if m in higher_is_better else "lower"))
         commit = (cell(row, c).strip() or None) if c is not None else None
         key = run_key(None, points, f"{name} {date} {commit}")
-        out.append((Run(key, name, None, commit, None, date, str(path), {}, {}), points))
+        branch = (cell(row, b).strip() or None) if b is not None else None
+        out.append((Run(key, name, None, commit, branch, date, str(path), {}, {}), points))
     return out
 
 
