@@ -194,7 +194,10 @@ def independence_check(results: list) -> tuple[bool | None, str]:
         if run.passed:
             return True, "the independence check of the run passed (run-level verdict above)"
         failed = ", ".join(f"{t.name} p = {t.p:.2g}" for t in run.tests if t.rejected)
-        return False, f"the run-level independence check failed ({failed or 'nothing tested'})"
+        return (
+            False,
+            f"the run-level independence check failed ({failed or 'no test could be made'})",
+        )
     failed = [
         r.configuration for r in results if any("independen" in x for x in r.analysis.reasons)
     ]
