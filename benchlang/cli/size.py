@@ -14,7 +14,7 @@ from benchlang.stats.sizing import sizing
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang size``; the lazy table in benchlang.cli calls this."""
-    p.description = "Minimal N such that a one-sided confidence bound of the given percentile exists at the given confidence (TriScale, JSys 2021, §4.5, Eq. 4); with --two-sided, the equal-tailed two-sided interval (kpi ... bound both), each side at (1 + C)/2."
+    p.description = "Minimal N such that a one-sided confidence bound of the given percentile exists at the given confidence (TriScale, JSys 2021, §4.5, Eq. 4); with --two-sided, the equal-tailed two-sided interval (kpi ... bound both), each side at (1 + C)/2. Comparing k configurations, the ranking's intervals hold jointly over all k(k-1)/2 pairs: at k = 10 that took about twice the rounds for the power of one comparison (docs/statistics.md, 'The ranking is one family')."
     p.add_argument(
         "--percentile", required=True, type=percent_argument, help="percentile in (0, 100)"
     )
