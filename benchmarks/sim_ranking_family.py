@@ -15,7 +15,7 @@ the k - 1 others (equal), the power is the share of those k - 1 comparisons clai
   the best of the others; each alone: each ratio to the observed best);
 * Monte Carlo SE of a rate near 5% with N runs: sqrt(0.05 * 0.95 / N).
 
-``python benchmarks/sim_ranking_family.py [--quick] [--runs N] [--cli]``: 200 runs a cell (40
+``python benchmarks/sim_ranking_family.py [--quick] [--runs N] [--cli]``: 150 runs a cell (40
 with --quick), 500 bootstrap replicates a ranking; ``--cli`` also counts claims over 20 seeded
 imports of ten identical configurations through ``benchlang import`` + ``benchlang analyze``.
 About 10 minutes at nice 10 on two shared cores. Seeded: the same table every time.
@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchlang.stats.headline import rank
 
 SIGMA = 0.10
-FAMILIES = ("pairs", "mcb", "alone")
+FAMILIES = ("alone", "pairs", "mcb")
 SHAPES = ("lognormal", "outliers x3", "bimodal", "1 ms ties")
 
 
@@ -87,32 +87,34 @@ def score(r, effects):
     return false, int(covered), claimed, worse
 
 
-def cell(k, series, rounds, shape, interaction, runs, seed, flat=False):
-    """Rates for the family and for each alone, A/A and with a 10% difference."""
+def cell(k, series, rounds, shape, interaction, runs, seed, flat=False, families=FAMILIES):
+    """{(A/A or power, family): (false claims per run, joint coverage, power)}."""
     out = {}
     for name, effects in (("aa", np.zeros(k)), ("power", np.r_[0.0, np.full(k - 1, 0.1)])):
-        for joint in FAMILIES:
+        for family in families:
             false = cover = claimed = worse = 0
             for d in range(runs):
                 rng = np.random.default_rng([seed, k, series, d])
                 values, config, clusters = data(rng, k, series, rounds, shape, interaction, effects)
-                if flat and joint == "alone":
+                levels = ["series", "round"]
+                if flat and family == "alone":
                     clusters = clusters[:, 1:] + rounds * clusters[:, :1]  # rounds across series
+                    levels = ["round"]
                 r = rank(
                     values,
                     config,
                     clusters,
-                    level_names=["series", "round"],
+                    level_names=levels,
                     replicates=500,
                     seed=d,
-                    family=joint,
+                    family=family,
                 )
                 if r.descriptive_only:
                     worse += k - 1
                     continue
                 f, c, cl, w = score(r, effects)
                 false, cover, claimed, worse = false + f, cover + c, claimed + cl, worse + w
-            out[name, joint] = (false / runs, cover / runs, claimed / max(worse, 1))
+            out[name, family] = (false / runs, cover / runs, claimed / max(worse, 1))
     return out
 
 
@@ -120,64 +122,58 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def row(o, families=FAMILIES) -> str:
+    false = " | ".join(pct(o["aa", f][0]) for f in families)
+    cover = " | ".join(pct(o["aa", f][1]) for f in families)
+    power = " | ".join(pct(o["power", f][2]) for f in families)
+    return f"{false} | {cover} | {power} |"
+
+
+def head(first: str, families=FAMILIES, before: str = "each alone") -> None:
+    names = {"alone": before, "pairs": "all pairs", "mcb": "MCB"}
+    cols = [f"{what}: {names[f]}" for what in ("false", "joint", "power") for f in families]
+    print(f"| {first} | " + " | ".join(cols) + " |")
+    print("| " + " | ".join(["---"] * (first.count("|") + 1) + ["---:"] * len(cols)) + " |")
+
+
 def table_k(runs: int) -> None:
     print("\n### Number of configurations (lognormal, 1 series x 30 rounds)\n")
-    print("| k | false claims per run: each alone | family | joint coverage: family | "
-          "power 10%: each alone | family |")  # fmt: skip
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    head("k")
     for k in (2, 3, 5, 10, 20):
-        o = cell(k, 1, 30, "lognormal", 0.0, runs, 1)
-        print(
-            f"| {k} | {pct(o['aa', False][0])} | {pct(o['aa', True][0])} | "
-            f"{pct(o['aa', True][1])} | {pct(o['power', False][2])} | {pct(o['power', True][2])} |",
-            flush=True,
-        )
+        print(f"| {k} | " + row(cell(k, 1, 30, "lognormal", 0.0, runs, 1)), flush=True)
 
 
 def table_shapes(runs: int) -> None:
     print("\n### Shapes (1 series x 30 rounds)\n")
-    print("| shape | k | false: each alone | family | joint coverage: family | "
-          "power: each alone | family |")  # fmt: skip
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    head("shape | k")
     for shape in SHAPES:
         for k in (5, 10):
-            o = cell(k, 1, 30, shape, 0.0, runs, 2)
-            print(
-                f"| {shape} | {k} | {pct(o['aa', False][0])} | {pct(o['aa', True][0])} | "
-                f"{pct(o['aa', True][1])} | {pct(o['power', False][2])} | "
-                f"{pct(o['power', True][2])} |",
-                flush=True,
-            )
+            print(f"| {shape} | {k} | " + row(cell(k, 1, 30, shape, 0.0, runs, 2)), flush=True)
 
 
 def table_series(runs: int) -> None:
     print("\n### Series, with and without a configuration x series interaction (lognormal)\n")
-    print("'each alone, rounds pooled' resamples the rounds as if they were one series: the trap "
-          "the cluster-level t avoids.\n")  # fmt: skip
-    print("| series x rounds | interaction sd | k | false: rounds pooled | family | "
-          "joint coverage: family | power: rounds pooled | family |")  # fmt: skip
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for series, rounds in ((1, 30), (3, 10), (5, 10)):
-        for inter in (0.0, 0.01):
+    print(
+        "With one series an interaction is part of that series' truth (the interval holds for it),"
+    )
+    print("so it is simulated with 3 and 5 series only.\n")
+    fams = ("alone", "pairs")
+    head("series x rounds | interaction sd | k", fams, "each alone, rounds pooled")
+    for series, rounds, inters in ((1, 30, (0.0,)), (3, 10, (0.0, 0.01)), (5, 10, (0.0, 0.01))):
+        for inter in inters:
             for k in (2, 5):
-                o = cell(k, series, rounds, "lognormal", inter, runs, 3, flat=True)
-                print(
-                    f"| {series} x {rounds} | {inter:g} | {k} | {pct(o['aa', False][0])} | "
-                    f"{pct(o['aa', True][0])} | {pct(o['aa', True][1])} | "
-                    f"{pct(o['power', False][2])} | {pct(o['power', True][2])} |",
-                    flush=True,
-                )
+                o = cell(k, series, rounds, "lognormal", inter, runs, 3, True, fams)
+                print(f"| {series} x {rounds} | {inter:g} | {k} | " + row(o, fams), flush=True)
 
 
 def table_price(runs: int) -> None:
     print("\n### The price at k = 10 (lognormal, 1 series): rounds to regain the power\n")
-    print("| rounds | power 10%: each alone | family |")
-    print("| ---: | ---: | ---: |")
-    for rounds in (30, 40, 45, 60):
+    print("| rounds | power: each alone | all pairs | MCB |")
+    print("| ---: | ---: | ---: | ---: |")
+    for rounds in (30, 45, 60, 90):
         o = cell(10, 1, rounds, "lognormal", 0.0, runs, 4)
-        print(
-            f"| {rounds} | {pct(o['power', False][2])} | {pct(o['power', True][2])} |", flush=True
-        )
+        power = " | ".join(pct(o["power", f][2]) for f in ("alone", "pairs", "mcb"))
+        print(f"| {rounds} | {power} |", flush=True)
 
 
 def cli_count(runs: int = 20) -> None:
@@ -212,11 +208,11 @@ def cli_count(runs: int = 20) -> None:
 
 def main_() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="40 runs a cell")
+    parser.add_argument("--quick", action="store_true", help="40 runs a cell (150 without)")
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--cli", action="store_true")
     args = parser.parse_args()
-    runs = args.runs or (40 if args.quick else 200)
+    runs = args.runs or (40 if args.quick else 150)
     start = time.time()
     print(f"{runs} runs a cell; Monte Carlo SE at 5%: {pct(math.sqrt(0.05 * 0.95 / runs))}, "
           f"noise sd {SIGMA}, 500 bootstrap replicates, 95% asked")  # fmt: skip

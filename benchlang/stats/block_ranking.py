@@ -114,10 +114,11 @@ def rank_blocks(
         top = np.exp(np.nanmax(lo[sub], axis=0)), np.exp(np.nanmax(hi[sub], axis=0))
         place = {j: x for x, j in enumerate(ranked)}
         family = Family(
-            f"{METHODS['pairs']}: stratified bootstraps, Bonferroni over {m}",
+            f"{METHODS['pairs']}: stratified bootstraps, Bonferroni over {m} "
+            f"(each pair at {each:.4g}%)",
             m,
             float(confidence),
-            each,
+            math.nan,
             None,
             tuple(
                 (float(top[0][place[j]]), float(top[1][place[j]]))

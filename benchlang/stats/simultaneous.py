@@ -25,7 +25,7 @@ set every bound), and the 1 - alpha quantile of the maximum over the family wide
   faster than j", lower bound above 1) needs every candidate surely better than j, which fails
   together for all j as soon as one configuration is close to the best: in
   benchmarks/sim_ranking_family.py it had less power than all pairs at every k from 3 on (k =
-  10: 12% against 34%; docs/statistics.md), so the headline uses ``pairs``.
+  10: 13.5% against 36.7%; docs/statistics.md), so the headline uses ``pairs``.
 
 With two configurations either family is the one comparison, with its single interval. With few
 clusters a bootstrap maximum over G < 5 units is no estimate of a tail, so ``bonferroni_t`` takes
