@@ -104,7 +104,8 @@ def test_a_store_is_positional_where_a_run_is_read(tmp_path, run_cli):
     assert status == 0 and '"kind": "benchlang.record"' in out
     for args, says in (
         (["analyze", tmp_path / "none.sqlite"], "none.sqlite: no such file"),
-        (["analyze", store, store], "reads one store and at most one spec"),
+        (["analyze", store, store], "a store is given twice"),
+        (["record", store, store], "reads one store and at most one spec"),
         (["record", spec], "s.bench is not an SQLite store"),
     ):
         status, out, err = run_cli(args, cwd=tmp_path)

@@ -178,7 +178,9 @@ def test_run_and_analyze_say_the_run_level_verdict(tmp_path, run_cli):
     JSON carries the verdict (strict); --per-series-independence brings back TriScale's rule."""
     run = DRAW.format(k="{k}", drift=2).replace('"', '\\"')
     (tmp_path / "ind.bench").write_text(SPEC.format(run=run))
-    status, out, err = run_cli(["run", "ind.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path)
+    status, out, err = run_cli(
+        ["run", "ind.bench", "--store", "s.sqlite", "-q", "-v"], cwd=tmp_path
+    )
     assert status == 0, err
     text = " ".join(out.split())
     assert (
@@ -205,7 +207,9 @@ def test_run_and_analyze_say_the_run_level_verdict(tmp_path, run_cli):
 def test_an_independent_run_passes(tmp_path, run_cli):
     run = DRAW.format(k="{k}", drift=0).replace('"', '\\"')
     (tmp_path / "ind.bench").write_text(SPEC.format(run=run))
-    status, out, err = run_cli(["run", "ind.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path)
+    status, out, err = run_cli(
+        ["run", "ind.bench", "--store", "s.sqlite", "-q", "-v"], cwd=tmp_path
+    )
     assert status == 0, err
     text = " ".join(out.split())
     assert (

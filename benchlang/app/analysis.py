@@ -3,7 +3,7 @@ KPIs over a CSV from elsewhere, the order-dependence report and the reproducibil
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ from benchlang.csvrows import read_table
 from benchlang.errors import UserError
 
 if TYPE_CHECKING:
+    from benchlang.app.campaign import SessionShareRow
     from benchlang.report.analysis import ConfigurationAnalysis
     from benchlang.report.compare import ComparisonResult
     from benchlang.report.data import ExperimentData
@@ -38,23 +39,27 @@ class StoreAnalysis:
     """With ``design { redundancy N }``: do the equal hosts agree (DataMill §4.2)?"""
     headlines: list[MetricHeadline] = attrs.field(factory=list)
     """What ``run`` and ``analyze`` end with (``report.headline``)."""
+    sessions: list[SessionShareRow] = attrs.field(factory=list)
+    """With several stores (a campaign): each configuration's between-session share."""
 
 
 def analyze_store(
-    store_path: str | Path,
+    store_path: str | Path | Sequence[str | Path],
     plan_hash: str | None = None,
     experiment: model.Experiment | None = None,
     per_series_independence: bool = False,
 ) -> StoreAnalysis:
     """KPIs, the headline, comparisons and (for A/B layouts) warm-up advice of a stored
     plan; ``per_series_independence`` lets TriScale's per-series independence tests decide
-    too (``report.analysis.analyze``)."""
-    data = load_store(store_path, plan_hash, experiment=experiment, every_measure=False)
+    too (``report.analysis.analyze``). Several stores are the sessions of a campaign
+    (``app.campaign``): sessions are then the top clusters and their share is shown."""
+    from benchlang.app.campaign import load_campaign, session_shares
+
+    paths = [store_path] if isinstance(store_path, (str, Path)) else list(store_path)
+    data = load_campaign(paths, plan_hash, experiment=experiment, every_measure=False)
     experiment = data.experiment
     every_phase = (
-        load_store(
-            store_path, plan_hash, all_phases=True, experiment=experiment, every_measure=False
-        )
+        load_campaign(paths, plan_hash, all_phases=True, experiment=experiment, every_measure=False)
         if experiment.design.layout
         else None
     )
@@ -89,7 +94,9 @@ def analyze_store(
         from benchlang.report.equal_hosts import host_agreement
 
         equal_hosts = host_agreement(data)
-    return StoreAnalysis(data, kpis, comparisons, warmup, equal_hosts, headlines)
+    return StoreAnalysis(
+        data, kpis, comparisons, warmup, equal_hosts, headlines, session_shares(data)
+    )
 
 
 def kpis_and_headline(

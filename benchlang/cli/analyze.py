@@ -10,8 +10,8 @@ import sys
 from benchlang.app.analysis import analyze_csv, analyze_store, order_of
 from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
-from benchlang.cli.common import print_spec_profile
-from benchlang.cli.options import store_and_spec
+from benchlang.cli.common import load_spec, print_spec_profile
+from benchlang.cli.options import stores_and_spec
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
 from benchlang.report.analysis_text import render_analysis
@@ -23,9 +23,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "paths",
         nargs="*",
-        metavar="STORE [SPEC]",
-        help="the store of the run (an SQLite file, told apart from the spec by its content) "
-        "and the spec whose plan to analyse (default: the latest plan in the store)",
+        metavar="STORE... [SPEC]",
+        help="the store of the run (an SQLite file, told apart from the spec by its content), "
+        "or several stores of one experiment, read as the sessions of a campaign (sessions are "
+        "then the top clusters and their share is shown), and the spec to analyse with "
+        "(default: the latest plan in each store)",
     )
     p.add_argument("--store", help="the store, as the positional STORE (the older spelling)")
     p.add_argument("--plan", help="plan hash to analyse")
@@ -97,13 +99,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.paths and not args.store:
         raise UserError("give the store of a run (or --data FILE.csv)", "benchlang analyze STORE")
-    args.store, args.spec = store_and_spec(args.paths, args.store, "analyze")
-    target = analysis_target(args.store, args.spec, args.plan)
-    if target.note:
-        print(f"note: {target.note}", file=sys.stderr)
-    found = analyze_store(
-        args.store, target.plan_hash, target.experiment, args.per_series_independence
-    )
+    stores, args.spec = stores_and_spec(args.paths, args.store, "analyze")
+    if len(stores) == 1:
+        target = analysis_target(stores[0], args.spec, args.plan)
+        if target.note:
+            print(f"note: {target.note}", file=sys.stderr)
+        plan_hash, experiment = target.plan_hash, target.experiment
+    else:  # a campaign: each store's own plan (its seed may differ), the spec's analysis
+        plan_hash = args.plan
+        experiment = load_spec(args.spec) if args.spec else None
+    found = analyze_store(stores, plan_hash, experiment, args.per_series_independence)
     from benchlang.report.runtimes import render_runtime_convergence, runtime_convergence
 
     runtimes = runtime_convergence(found.data)
@@ -115,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             found.headlines,
             found.equal_hosts,
             runtimes,
+            found.sessions,
         )
         return 0
     experiment = found.data.experiment
@@ -142,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
         from benchlang.report.headline import render_headline
 
         render_headline(found.headlines)
+    if found.sessions:
+        from benchlang.report.sessions_text import render_session_shares
+
+        render_session_shares(found.sessions, len(stores))
     render_runtime_convergence(runtimes)
     return 0
 
@@ -153,6 +163,7 @@ def _print_json(
     headlines: list = (),
     equal_hosts: list = (),
     runtimes: list = (),
+    sessions: list = (),
 ) -> None:
     body = {
         "kpis": [r.to_dict() for r in kpis],
@@ -161,6 +172,7 @@ def _print_json(
         "headline": [h.to_dict() for h in headlines],
         **({"equal_hosts": [e.to_dict() for e in equal_hosts]} if equal_hosts else {}),
         **({"runtimes": [r.to_dict() for r in runtimes]} if runtimes else {}),
+        **({"sessions": [r.to_dict() for r in sessions]} if sessions else {}),
     }
     print(dumps(document("analyze", 1, body)))
 

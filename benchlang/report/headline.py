@@ -170,7 +170,7 @@ def rankings(data: ExperimentData) -> dict[int, tuple[RankingGroup, ...]]:
     table = data.table
     hosts = {h: i for i, h in enumerate(sorted(set(table.host.tolist())))}
     host = np.fromiter(map(hosts.__getitem__, table.host.tolist()), np.int64, len(table))
-    clusters = np.stack([host, table.series, table.round], axis=1)
+    clusters = np.stack([table.sessions, host, table.series, table.round], axis=1)
     return {i: _metric_rankings(data, k, clusters) for i, k in enumerate(exp.kpis)}
 
 
@@ -197,7 +197,7 @@ def _metric_rankings(data: ExperimentData, k, clusters: np.ndarray) -> tuple[Ran
             percentile=k.percentile,
             confidence=k.confidence,
             better=mv.metric.better,
-            level_names=("host", "series", "round"),
+            level_names=("session", "host", "series", "round"),
             seed=data.plan.seed or 0,
         )
         labels = [next(lb for i, lb, _, _ in configs if i == c) for c in members]

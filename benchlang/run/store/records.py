@@ -83,9 +83,19 @@ class TrialTable:
     reason: np.ndarray
     measures: dict[str, np.ndarray]
     phase: np.ndarray
+    session: np.ndarray | None = None
+    """Each trial's session (its store's place in a campaign, ``concatenate``); None: one
+    session."""
 
     def __len__(self) -> int:
         return int(self.trial.size)
+
+    @property
+    def sessions(self) -> np.ndarray:
+        """Each trial's session code (all 0 for a single store)."""
+        if self.session is None:
+            return np.zeros(self.trial.size, dtype=np.int64)
+        return self.session
 
     @property
     def measured(self) -> np.ndarray:
@@ -100,6 +110,40 @@ class TrialTable:
         out["levels"] = tuple(self.levels[i] for i in picked.tolist())
         out["measures"] = {k: v[picked] for k, v in self.measures.items()}
         return TrialTable(**out)
+
+
+def concatenate(tables: list[TrialTable]) -> TrialTable:
+    """The trials of several sessions (stores) of one experiment as one table: ``session`` is
+    each table's place in ``tables``; trial ids and series are renumbered so that no two
+    sessions share one (a series belongs to one session); a measure some session lacks is nan
+    there."""
+    names = list(dict.fromkeys(name for t in tables for name in t.measures))
+    trial_offset, series_offset = 0, 0
+    parts: dict[str, list[np.ndarray]] = {}
+    levels: list[dict[str, Any]] = []
+    for i, t in enumerate(tables):
+        columns = {
+            f.name: getattr(t, f.name)
+            for f in attrs.fields(TrialTable)
+            if isinstance(getattr(t, f.name), np.ndarray)
+        }
+        columns["trial"] = t.trial + trial_offset
+        columns["series"] = t.series + series_offset
+        columns["session"] = np.full(len(t), i, dtype=np.int64)
+        for name, column in columns.items():
+            parts.setdefault(name, []).append(column)
+        levels.extend(t.levels)
+        trial_offset += int(t.trial.max(initial=-1)) + 1
+        series_offset += int(t.series.max(initial=-1)) + 1
+    measures = {
+        name: np.concatenate([t.measures.get(name, np.full(len(t), np.nan)) for t in tables])
+        for name in names
+    }
+    return TrialTable(
+        **{name: np.concatenate(columns) for name, columns in parts.items()},
+        levels=tuple(levels),
+        measures=measures,
+    )
 
 
 def tail(data: bytes, limit: int = TAIL_BYTES) -> bytes:
