@@ -82,7 +82,8 @@ def test_a_schema_checked_block_refuses_a_credential_too(vault, tmp_path, capsys
     "name",
     ["api_key", "apikey", "apiKey", "token", "token_x", "ex_force_auth_token", "secret",
      "client_secret", "password", "db_passwd", "private_key", "privateKey", "access_key",
-     "aws_secret_access_key", "credential", "credentials", "passphrase"],
+     "aws_secret_access_key", "credential", "credentials", "passphrase", "authtoken",
+     "clientsecret", "dbpassword", "OS_PASSWORD"],
 )  # fmt: skip
 def test_credential_names(name):
     assert looks_like_credential(name)

@@ -23,6 +23,7 @@ WORDS = frozenset(
 """A name holding one of these words (split at ``_``, ``-``, ``.`` and camelCase) is a credential."""
 PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key")})
 """Two adjacent words that together name a credential (``api_key``, ``privateKey``)."""
+INSIDE = ("password", "passwd", "passphrase", "apikey", "credential")
 
 
 def words_of(name: str) -> list[str]:
@@ -32,9 +33,14 @@ def words_of(name: str) -> list[str]:
 
 
 def looks_like_credential(name: str) -> bool:
-    """Whether a setting named ``name`` holds a credential, by its words."""
+    """Whether a setting named ``name`` holds a credential: by its words, or, written as one
+    word, ending in ``token`` or ``secret`` or holding ``password``, ``passwd``, ``apikey`` or
+    ``credential`` (``authtoken``, ``clientsecret``, ``dbpassword``)."""
     words = words_of(name)
-    return bool(WORDS.intersection(words)) or any(p in PAIRS for p in itertools.pairwise(words))
+    if WORDS.intersection(words) or any(p in PAIRS for p in itertools.pairwise(words)):
+        return True
+    joined = "".join(words)
+    return joined.endswith(("token", "secret")) or any(w in joined for w in INSIDE)
 
 
 def credential_refusal(

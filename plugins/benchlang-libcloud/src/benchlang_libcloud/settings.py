@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchlang.backends.base import SettingError
+from benchlang.lang.credentials import looks_like_credential
 
 SSH_KEYS = (
     "user",
@@ -43,9 +44,9 @@ TAG = "benchlang-lease"
 def is_credential(name: str) -> bool:
     """Driver options that are credentials (OpenStack's ex_force_auth_token, a password):
     refused in ``driver { }``, whose values are stored with the spec; the credentials are
-    ``key``/``secret`` from env."""
-    lowered = name.lower()
-    return lowered.endswith(("token", "secret")) or "password" in lowered
+    ``key``/``secret`` from env. benchlang's one rule (``benchlang.lang.credentials``), which
+    refuses them already when the spec is checked; here for settings given as a dict."""
+    return looks_like_credential(name)
 
 
 def driver_options(value: Any) -> dict[str, Any]:
