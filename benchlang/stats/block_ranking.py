@@ -27,7 +27,7 @@ import numpy as np
 
 from benchlang.stats._weighted import unit_percentile
 from benchlang.stats.headline import METHODS, MIN_CLUSTERS, Comparison, Ranking, best_first
-from benchlang.stats.simultaneous import Family
+from benchlang.stats.simultaneous import Family, column_max
 from benchlang.stats.two_sample import ratio_of_percentiles
 
 
@@ -111,7 +111,7 @@ def rank_blocks(
     bounds = {j: (math.exp(lo[best, j]), math.exp(hi[best, j])) for j in ranked[1:]}
     if len(ranked) > 1:
         sub = np.ix_(ranked, ranked)
-        top = np.exp(np.nanmax(lo[sub], axis=0)), np.exp(np.nanmax(hi[sub], axis=0))
+        top = np.exp(column_max(lo[sub])), np.exp(column_max(hi[sub]))
         place = {j: x for x, j in enumerate(ranked)}
         family = Family(
             f"{METHODS['pairs']}: stratified bootstraps, Bonferroni over {m} "

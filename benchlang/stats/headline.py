@@ -40,7 +40,13 @@ from benchlang.stats._multistage import level_blocks, nested_units
 from benchlang.stats._special import norm_ppf, t_ppf
 from benchlang.stats._weighted import cores, replicate_percentiles, unit_percentile
 from benchlang.stats.ab.fewclusters import MIN_CLUSTERS_T
-from benchlang.stats.simultaneous import Family, balanced_max, bonferroni_t, with_the_best
+from benchlang.stats.simultaneous import (
+    Family,
+    balanced_max,
+    bonferroni_t,
+    column_max,
+    with_the_best,
+)
 
 METHODS = {
     "pairs": "all pairs jointly (Tukey-type)",
@@ -318,7 +324,7 @@ def rank(
             lower, upper = with_the_best(lo, hi)
             shown = lower, upper
         else:
-            lower, upper = np.nanmax(lo, axis=0), np.nanmax(hi, axis=0)
+            lower, upper = column_max(lo), column_max(hi)
             shown = lo[best], hi[best]
         if family == "alone":
             method = METHODS[family]

@@ -78,14 +78,18 @@ def balanced_max(diff: np.ndarray, confidence: float) -> tuple[np.ndarray, np.nd
     contrast's single-level percentile bounds about its bootstrap median, and the studentized
     maximum's critical value ``d`` (1 for a family of one). Returns (low, high) deviations from
     the median (each contrast's interval is ``estimate + d * (low, high)``) and ``d``."""
+    import warnings
+
     a = (100.0 - confidence) / 200.0
-    center = np.nanmedian(diff, axis=0)
-    low = np.nanquantile(diff, a, axis=0) - center
-    high = np.nanquantile(diff, 1.0 - a, axis=0) - center
+    with warnings.catch_warnings():  # a contrast no replicate defines stays nan, unsaid
+        warnings.simplefilter("ignore", RuntimeWarning)
+        center = np.nanmedian(diff, axis=0)
+        low = np.nanquantile(diff, a, axis=0) - center
+        high = np.nanquantile(diff, 1.0 - a, axis=0) - center
+        spread = np.nanstd(diff, axis=0)
     if diff.shape[1] < 2:
         return low, high, 1.0
     dev = diff - center
-    spread = np.nanstd(diff, axis=0)
     scale_up = np.where(high > 0, high, np.where(-low > 0, -low, spread))
     scale_dn = np.where(-low > 0, -low, np.where(high > 0, high, spread))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -97,6 +101,15 @@ def balanced_max(diff: np.ndarray, confidence: float) -> tuple[np.ndarray, np.nd
         return low, high, math.nan
     d = float(np.quantile(worst, 1.0 - 2.0 * a, method="higher"))
     return low, high, max(d, 1.0)
+
+
+def column_max(a: np.ndarray) -> np.ndarray:
+    """Each column's largest value, nan ignored, nan for a column of nan (no warning): on the
+    all-pairs event each configuration's ratio to the best of the others lies between the
+    column maxima of the pairs' lower and upper bounds."""
+    filled = np.where(np.isnan(a), -np.inf, a)
+    top = filled.max(axis=0)
+    return np.where(np.isnan(a).all(axis=0), np.nan, top)
 
 
 def bonferroni_t(df: float, comparisons: int, confidence: float) -> float:
