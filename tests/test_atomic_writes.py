@@ -43,9 +43,16 @@ def test_a_writer_that_fails_midway_leaves_the_old_file_and_no_temporary(tmp_pat
     assert leftovers(tmp_path) == []
 
 
-def test_a_device_is_written_in_place_not_replaced(tmp_path):
+def test_a_device_is_written_in_place_and_a_link_is_followed(tmp_path):
     write_atomic("/dev/null", "nothing")
     assert Path("/dev/null").is_char_device()
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "report.html").write_text("old")
+    (tmp_path / "report.html").symlink_to(tmp_path / "site" / "report.html")
+    write_atomic(tmp_path / "report.html", "new")
+    assert (tmp_path / "report.html").is_symlink()
+    assert (tmp_path / "site" / "report.html").read_text() == "new"
+    assert leftovers(tmp_path) == leftovers(tmp_path / "site") == []
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ The content goes to a temporary file in the target's directory (same file system
 rename is atomic), is flushed and fsync'ed, then ``os.replace`` puts it in place and the
 directory is fsync'ed so the rename itself survives a crash (the protocol of
 `rename(2)`/`fsync(2)` as in SQLite's and git's lock files). A target that exists and is not a
-regular file (``/dev/stdout``, a FIFO) is written in place: it cannot be replaced. Databases
+regular file (``/dev/stdout``, a FIFO) is written in place: it cannot be replaced; a symbolic
+link is followed, and the file it names is replaced (the link stays). Databases
 (stores, histories) are not written this way: they change by transactions.
 """
 
@@ -50,7 +51,7 @@ def replacing(
     ``path`` is left as it was. ``mode`` is "wb" or "w" (text, ``encoding``)."""
     if mode not in ("w", "wb"):
         raise ValueError(f"replacing() writes a file anew: mode 'w' or 'wb', not {mode!r}")
-    target = Path(path)
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     try:
         existing = os.stat(target)
     except FileNotFoundError:
