@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import difflib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import attrs
 
 from benchlang.lang.format import format_text
 from benchlang.lang.syntax import decode
+from benchlang.report.atomic import replacing
 
 STDIN = "-"
 
@@ -51,14 +50,5 @@ def format_spec(path: str) -> Formatted:
 def write_formatted(formatted: Formatted) -> None:
     """Replace the file by its formatted text atomically (a crash leaves the old or the new
     file, never half of one), keeping its permissions."""
-    target = Path(formatted.path)
-    mode = target.stat().st_mode & 0o7777
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(formatted.after)
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with replacing(formatted.path, "w", encoding="utf-8", newline="") as out:
+        out.write(formatted.after)

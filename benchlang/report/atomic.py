@@ -44,11 +44,15 @@ def _fsync_directory(directory: Path) -> None:
 
 @contextlib.contextmanager
 def replacing(
-    path: str | os.PathLike[str], mode: str = "wb", encoding: str | None = None
+    path: str | os.PathLike[str],
+    mode: str = "wb",
+    encoding: str | None = None,
+    newline: str | None = None,
 ) -> Iterator[IO[Any]]:
     """A file object whose content replaces ``path`` when the block ends without an error;
     on an error (OSError, or any exception of the writer) the temporary file is removed and
-    ``path`` is left as it was. ``mode`` is "wb" or "w" (text, ``encoding``)."""
+    ``path`` is left as it was. ``mode`` is "wb" or "w" (text: ``encoding``, ``newline`` as
+    ``open`` takes them); the new file keeps the old one's permissions."""
     if mode not in ("w", "wb"):
         raise ValueError(f"replacing() writes a file anew: mode 'w' or 'wb', not {mode!r}")
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
@@ -57,12 +61,12 @@ def replacing(
     except FileNotFoundError:
         existing = None
     if existing is not None and not stat.S_ISREG(existing.st_mode):
-        with open(target, mode, encoding=encoding) as handle:
+        with open(target, mode, encoding=encoding, newline=newline) as handle:
             yield handle
         return
     descriptor, temporary = _temporary(target)
     try:
-        with os.fdopen(descriptor, mode, encoding=encoding) as handle:
+        with os.fdopen(descriptor, mode, encoding=encoding, newline=newline) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
