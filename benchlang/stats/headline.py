@@ -1,7 +1,8 @@
 """The headline: per configuration the KPI statistic, and ratios between configurations with
 cluster-bootstrap confidence intervals that respect the design's clustering, jointly at the
-stated confidence over the ranking (``stats.simultaneous``: Hsu's multiple comparisons with the
-best; with 3-4 top-level units the cluster-level t of Donald & Lang 2007).
+stated confidence over every pair of configurations (``stats.simultaneous``: a single-step
+studentized max-t, Westfall & Young 1993, Romano & Wolf 2005; with 3-4 top-level units the
+cluster-level t of Donald & Lang 2007, Bonferroni over the pairs).
 
 Sources:
 
@@ -223,18 +224,19 @@ def rank(
     left out), ``config`` each trial's configuration index 0..k-1, ``clusters`` an (n, L)
     array of each trial's unit at each design level, top first (e.g. series then round);
     levels with a single unit are dropped. ``better`` is "lower" or "higher". The intervals
-    hold jointly at ``confidence`` percent over the comparisons with the best, the best chosen
-    from the data (Hsu's MCB, ``stats.simultaneous``): each bounds a configuration's ratio to
-    the best of the others. With two configurations it is the single comparison's interval.
+    hold jointly at ``confidence`` percent over the ``family``: every pair (``pairs``, the
+    default), so the comparisons with the best, chosen from the data, hold together; ``mcb``
+    (Hsu's comparisons with the best, strict bounds: each configuration's ratio to the best of
+    the others); ``alone`` (each comparison with the observed best on its own, the intervals
+    before issue 47, kept so that benchmarks/sim_ranking_family.py can show what the family
+    costs and buys). With two configurations every family is the single comparison's interval.
     From 5 top-level units on the families come from the cluster bootstrap (a studentized
     maximum); from 3 to 4 units (3 series of ``series auto``) from the cluster-level t on one
     contrast per unit with G - 1 degrees of freedom (Donald & Lang 2007), never resampling the
     rounds across those units.
 
     ``stages`` is "all" (resample every level, the default) or "top" (the top level only,
-    each unit kept whole: cheaper, and below nominal coverage in simulations). ``joint=False``
-    gives each comparison with the observed best its own interval (the intervals before issue
-    47, kept so that benchmarks/sim_ranking_family.py can show what the family costs and buys).
+    each unit kept whole: cheaper, and below nominal coverage in simulations).
 
     Assumptions, and what happens when they fail: at least 3 units at the top level (else
     descriptive only: ratios without intervals), a bootstrap from ``min_clusters`` units, and
