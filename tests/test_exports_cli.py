@@ -45,7 +45,7 @@ def test_run_exports_match_results_formats(tmp_path, run_cli, run_cli_many):
         cwd=tmp_path,
     )
     assert status == 0, err
-    assert "wrote json to r.json" in out and "Headline: v (s)" in out
+    assert "wrote json to r.json" in out and "v by size (tool=alpha): median (s)" in out
     later = run_cli_many(
         [["results", "l.sqlite", "--format", form] for form in ("json", "csv", "markdown")],
         cwd=tmp_path,
