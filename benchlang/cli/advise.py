@@ -30,7 +30,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trial-cost", type=float, default=1.0, help="marginal cost per repetition (default 1)"
     )
-    p.add_argument("--max-hosts", type=int, default=64)
+    p.add_argument(
+        "--max-hosts", type=int, default=64, help="the most hosts a layout may use (default: 64)"
+    )
     p.add_argument(
         "--sweep",
         action="store_true",
@@ -43,7 +45,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sweep-requests", metavar="LOW:HIGH", help="requests per version of --sweep (9 steps)"
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     p.set_defaults(func=run)
 
 

@@ -52,7 +52,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="let TriScale's per-series independence tests (each series at 5%%) make a "
         "configuration descriptive only, as well as the run-level verdict",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     p.set_defaults(func=run)
 
 

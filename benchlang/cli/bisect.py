@@ -33,9 +33,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         "/ steps (Bonferroni over the ceil(log2 n) steps); an undecided step runs more rounds up to "
         "--max-rounds, then is skipped with its reason. The repository is left as it was."
     )
-    p.add_argument("spec", metavar="SPEC", nargs="?")
-    p.add_argument("--good", metavar="REV")
-    p.add_argument("--bad", metavar="REV")
+    p.add_argument("spec", metavar="SPEC", nargs="?", help="the spec whose benchmarks regressed")
+    p.add_argument("--good", metavar="REV", help="a revision before the regression")
+    p.add_argument("--bad", metavar="REV", help="a revision with the regression")
     p.add_argument("--build", metavar="CMD", help="run in each build's worktree before its runs")
     p.add_argument("--repo", metavar="DIR", help="the git repository (default: the spec's)")
     p.add_argument("--keep", metavar="DIR", help="keep the stores and evidence here")
@@ -55,7 +55,9 @@ def configure(p: argparse.ArgumentParser) -> None:
         default=95.0,
         help="that the named commit is right, over all steps (default 95%%)",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     p.add_argument("--step", metavar="STATE", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 

@@ -16,7 +16,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "trials as CSV, the reproducibility record, host facts, versions and a manifest of "
         "SHA-256 hashes; the same store gives the same bytes (docs/replicate.md)."
     )
-    p.add_argument("store", metavar="STORE")
+    p.add_argument("store", metavar="STORE", help="the SQLite store of the run to publish")
     p.add_argument(
         "spec", metavar="SPEC", nargs="?", help="the spec (its directory holds the files it reads)"
     )

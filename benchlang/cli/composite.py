@@ -31,11 +31,15 @@ def configure(p: argparse.ArgumentParser) -> None:
         choices=("host", "host_block", "series", "round"),
         help="what one bootstrap weight covers (default host)",
     )
-    p.add_argument("--replicates", type=int, default=10_000)
+    p.add_argument(
+        "--replicates", type=int, default=10_000, help="bootstrap replicates (default: 10000)"
+    )
     p.add_argument("--confidence", type=float, default=95.0, help="percent (default 95)")
     p.add_argument("--log", action="store_true", help="compare mean logs (relative effects)")
     p.add_argument("--plan", dest="plan_hash", help="plan hash prefix (default: the latest)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     p.set_defaults(func=run)
 
 

@@ -42,7 +42,13 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "(benchlang history add) to borrow the run-to-run spread from")  # fmt: skip
     p.add_argument("--plan-a", help="plan hash in the A stores (default: each one's latest)")
     p.add_argument("--plan-b", help="plan hash in the B stores (default: each one's latest)")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text", dest="form")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        dest="form",
+        help="text for a terminal, markdown for a PR comment, json (default: text)",
+    )
     p.add_argument("--json", action="store_true", help="the same as --format json")
     p.set_defaults(func=run)
 

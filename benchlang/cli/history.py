@@ -37,7 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = sub.add_parser("add", help="add stores' KPIs to the history (once each)")
-    add.add_argument("stores", metavar="STORE", nargs="+")
+    add.add_argument("stores", metavar="STORE", nargs="+", help="stores of runs to add (once each)")
     _common(add)
     which = add.add_mutually_exclusive_group()
     which.add_argument(
@@ -50,29 +50,48 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     add.add_argument("--branch", metavar="B", help="default: the checked-out branch")
     add.add_argument("--date", metavar="ISO", help="default: when the run ended")
-    add.add_argument("--tag", metavar="K=V", type=_tag, action="append", default=[])
+    add.add_argument(
+        "--tag",
+        metavar="K=V",
+        type=_tag,
+        action="append",
+        default=[],
+        help="a label kept with the run (repeatable), e.g. runner=ci-large",
+    )
     imp = sub.add_parser("import", help="series from Apache Otava's CSV layout")
-    imp.add_argument("file", metavar="FILE.csv")
+    imp.add_argument("file", metavar="FILE.csv", help="a CSV in Apache Otava's layout")
     _common(imp)
     imp.add_argument("--experiment", help="the name the series are kept under (default: stem)")
-    imp.add_argument("--time-column", default="time")
-    imp.add_argument("--commit-column", default="commit")
+    imp.add_argument(
+        "--time-column", default="time", help="the column of each run's date (default: time)"
+    )
+    imp.add_argument(
+        "--commit-column",
+        default="commit",
+        help="the column of each run's commit (default: commit)",
+    )
     imp.add_argument(
         "--higher-is-better", metavar="METRIC", action="append", default=[], help="repeatable"
     )
     listing = sub.add_parser("list", help="the runs and series in the history")
     _common(listing)
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     changes = sub.add_parser("changes", help="every series' change points")
     _common(changes)
-    changes.add_argument("--json", action="store_true")
+    changes.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     changes.add_argument("--since", metavar="REF", help="only changes at or after this commit")
     changes.add_argument("--repo", default=".", help="the git repository REF is resolved in")
     check = sub.add_parser("check", help="the CI gate: exit 1 on a regression beyond the margin")
     _common(check)
     check.add_argument("--margin", type=percent_argument, default=2.0, help="default: 2%%")
     check.add_argument("--summary", metavar="FILE", help="append a Markdown summary here")
-    check.add_argument("--json", action="store_true")
+    check.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     ack = sub.add_parser(
         "ack", help="acknowledge a regression: the gate stops failing on it (kept, listed)"
     )
@@ -85,9 +104,20 @@ def configure(p: argparse.ArgumentParser) -> None:
     _common(ack)
     report = sub.add_parser("report", help="the dashboard: one self-contained HTML page")
     _common(report)
-    report.add_argument("-o", "--output", default="history.html", metavar="FILE")
+    report.add_argument(
+        "-o",
+        "--output",
+        default="history.html",
+        metavar="FILE",
+        help="the HTML page to write (default: history.html)",
+    )
     for sp in (changes, check, ack, report):
-        sp.add_argument("--confidence", type=percent_argument, default=95.0)
+        sp.add_argument(
+            "--confidence",
+            type=percent_argument,
+            default=95.0,
+            help="percent, for the change points' and the gate's intervals (default: 95)",
+        )
     p.set_defaults(func=run)
 
 

@@ -17,12 +17,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="every lease: id, backend, state, hosts, resources")
-    listing.add_argument("store", metavar="STORE")
+    listing.add_argument("store", metavar="STORE", help="the SQLite store of a run")
     listing.add_argument("--json", action="store_true", help="one JSON document")
     release = sub.add_parser(
         "release", help="release the unreleased leases (the run's spec opens its backend)"
     )
-    release.add_argument("store", metavar="STORE")
+    release.add_argument("store", metavar="STORE", help="the SQLite store of a run")
     release.add_argument("lease", metavar="LEASE", nargs="?", help="a lease id or its prefix")
     sweep = sub.add_parser(
         "sweep",

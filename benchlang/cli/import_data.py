@@ -17,13 +17,22 @@ def configure(p: argparse.ArgumentParser) -> None:
         "(OrderSage's columns by default: test, order, run_seq, position, value). The format "
         "is recognized from the file; --format names it (plugins add formats)."
     )
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--store", required=True)
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="hyperfine or pyperf JSON, a per-trial CSV, or another importer's file",
+    )
+    p.add_argument("--store", required=True, help="the SQLite store to create (or add a plan to)")
     p.add_argument("--format", dest="tool", help="importer name (default: recognized)")
     p.add_argument("--name", help="experiment name (default: the file name)")
     csv = p.add_argument_group("CSV files")
     csv.add_argument("--metric", default="value", help="metric name (default: value)")
-    csv.add_argument("--better", choices=("lower", "higher"), default="lower")
+    csv.add_argument(
+        "--better",
+        choices=("lower", "higher"),
+        default="lower",
+        help="which direction is better for the imported metrics (default: lower)",
+    )
     for role in ROLES:
         default = DEFAULT_COLUMNS[role]
         csv.add_argument(

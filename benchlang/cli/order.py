@@ -14,13 +14,15 @@ from benchlang.report.order_analysis import render_order_report
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang order``; the lazy table in benchlang.cli calls this."""
     p.description = "Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds."
-    p.add_argument("store", metavar="STORE")
-    p.add_argument("--plan")
+    p.add_argument("store", metavar="STORE", help="the SQLite store of a run")
+    p.add_argument("--plan", help="plan hash (default: the store's latest)")
     p.add_argument("--metric", help="metric to test (default: the first declared)")
     p.add_argument(
         "--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)"
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     p.set_defaults(func=run)
 
 

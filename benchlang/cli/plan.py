@@ -16,7 +16,7 @@ from benchlang.report.table import render_table
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang plan``; the lazy table in benchlang.cli calls this."""
     p.description = "Compile a spec into its plan: every trial with its series, round, position, host and configuration. Same spec and seed give the same plan, byte for byte."
-    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("spec", metavar="SPEC", help="the .bench spec to compile")
     p.add_argument(
         "--json", action="store_true", help="print the full plan as JSON with its content hash"
     )

@@ -15,7 +15,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "List entry points in benchlang.backends, benchlang.statistics and benchlang.factors."
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
+    )
     p.add_argument(
         "--describe",
         metavar="NAME",

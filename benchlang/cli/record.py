@@ -23,7 +23,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "and the spec whose plan to describe (default: the latest plan in the store)",
     )
     p.add_argument("--store", help="the store, as the positional STORE (the older spelling)")
-    p.add_argument("--plan")
+    p.add_argument("--plan", help="plan hash (default: the spec's plan, else the store's latest)")
     p.add_argument(
         "--format",
         choices=("json", "markdown", "latex", "methods"),

@@ -33,7 +33,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "1 disagree, 3 could not compare, 2 a bad bundle, a refusal or a bad option "
         "(docs/replicate.md)."
     )
-    p.add_argument("bundle", metavar="BUNDLE")
+    p.add_argument("bundle", metavar="BUNDLE", help="a bundle made by `benchlang bundle` (.tar.gz)")
     p.add_argument("--workdir", help="where to extract and run (default: BUNDLE's name + .d)")
     p.add_argument(
         "--analyze-only",

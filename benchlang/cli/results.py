@@ -15,7 +15,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Per configuration: successful trials, failures, and median/min/max of each metric."
     )
-    p.add_argument("store", metavar="STORE")
+    p.add_argument("store", metavar="STORE", help="the SQLite store of a run")
     p.add_argument("--plan", help="plan hash (default: the latest plan in the store)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument(

@@ -27,7 +27,7 @@ from benchlang.run.store import Store
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang run``; the lazy table in benchlang.cli calls this."""
     p.description = "Run every trial of a spec's plan, committing each to the store as it finishes."
-    p.add_argument("spec", metavar="SPEC")
+    p.add_argument("spec", metavar="SPEC", help="the .bench spec to run")
     p.add_argument(
         "--store", help="SQLite results file (default: <spec name>.sqlite in the current directory)"
     )

@@ -77,7 +77,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="bootstrap replicates per experiment (default 200)",
     )
     p.add_argument("--alpha", type=float, default=0.05, help="test level (default 0.05)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the simulation's seed (default: 0)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
 
