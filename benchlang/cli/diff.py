@@ -34,7 +34,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base", nargs="+", metavar="STORE", help="the sessions before")
     p.add_argument("--new", nargs="+", metavar="STORE", help="the sessions after")
     p.add_argument("--margin", help="equivalence margin, e.g. 2%%: turns diff into a gate")
-    p.add_argument("--confidence", type=float, default=95.0, help="percent (default: 95)")
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=95.0,
+        help="percent (default: 95); with --margin the equivalence test (TOST) prints the "
+        "1 - 2 alpha interval, 90% for 95 (Schuirmann 1987)",
+    )
     p.add_argument("--allow-missing", action="store_true",
                    help="compare the configurations every store holds; name the others")  # fmt: skip
     p.add_argument("--history", metavar="H",
