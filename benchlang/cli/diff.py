@@ -39,7 +39,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         type=float,
         default=95.0,
         help="percent (default: 95); with --margin the equivalence test (TOST) prints the "
-        "1 - 2 alpha interval, 90% for 95 (Schuirmann 1987)",
+        "1 - 2 alpha interval, 90%% for 95 (Schuirmann 1987)",
     )
     p.add_argument("--allow-missing", action="store_true",
                    help="compare the configurations every store holds; name the others")  # fmt: skip
