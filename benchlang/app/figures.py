@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import attrs
 from benchlang import model
 from benchlang.errors import UserError
 from benchlang.report.atomic import write_atomic
-from benchlang.report.figures.render import FORMATS
+from benchlang.report.figures.render import FORMATS, NOTES
 from benchlang.stats.figure_data import FigureData
 
 
@@ -52,9 +52,31 @@ class FigureSource:
         store: str | Path,
         plan_hash: str | None = None,
         experiment: model.Experiment | None = None,
+        *,
+        names: Mapping[str, str] | None = None,
+        notes: str = "below",
     ) -> None:
+        """``names`` renames configurations or levels in every figure (``--label``,
+        ``report.figures.relabel``); ``notes`` "below" draws each figure's notes under it,
+        "none" leaves them to the caption in the file's metadata (``--notes``)."""
+        if notes not in NOTES:
+            raise UserError(f"no notes placement {notes!r}", hint="--notes below or none")
         self.store, self.plan_hash, self.experiment = store, plan_hash, experiment
+        self.names = dict(names or {})
+        self.notes = notes
         self._inputs: Any = None
+
+    def _renamed(self, built: Sequence[FigureData]) -> list[FigureData]:
+        """The figures with ``names`` applied; a name that renames nothing is an error."""
+        from benchlang.report.figures import labels
+        from benchlang.report.figures.relabel import check_names, relabelled
+
+        if not self.names:
+            return list(built)
+        known = labels(self.inputs)
+        levels = [v for *_, lv in self.inputs.data.configurations() for v in lv.values()]
+        check_names(self.names, known, levels)
+        return [relabelled(data, self.names) for data in built]
 
     @property
     def inputs(self) -> Any:
@@ -81,7 +103,7 @@ class FigureSource:
         cannot be)."""
         from benchlang.report.figures import kind_of
 
-        return kind_of(name).build(self.inputs, metric)
+        return self._renamed([kind_of(name).build(self.inputs, metric)])[0]
 
     def picture(self, data: FigureData, fmt: str, style: str | None = None) -> Picture:
         """Figure ``data`` drawn as ``fmt`` ("svg", "pdf" or "png"), with what matplotlib said
@@ -91,11 +113,10 @@ class FigureSource:
         from benchlang.report.figures import kind_of, labels
         from benchlang.report.figures.render import STYLES, Palette, draw, matplotlib_said
 
+        palette = Palette([self.names.get(label, label) for label in labels(self.inputs)])
         with matplotlib_said() as said:
             try:
-                content = draw(
-                    data, kind_of(data.name).draw, Palette(labels(self.inputs)), fmt, style
-                )
+                content = draw(data, kind_of(data.name).draw, palette, fmt, style, self.notes)
             except UserError:
                 raise
             except Exception as err:
@@ -136,9 +157,9 @@ class FigureSource:
         named. A named figure that does not apply, or nothing to draw, is a UserError with the
         reasons."""
         if names is not None:
-            return self._named(names, metric), {}
+            return self._renamed(self._named(names, metric)), {}
         listed = self._applicable(metric)
-        built = [data for data, _reason in listed.values() if data is not None]
+        built = self._renamed([data for data, _reason in listed.values() if data is not None])
         skipped = {name: r or "" for name, (d, r) in listed.items() if d is None}
         if not built:
             reasons = list(dict.fromkeys(skipped.values()))
@@ -246,6 +267,13 @@ class Exported:
 
     written: tuple[Written, ...]
     skipped: dict[str, str]
+
+
+def names_of(pairs: Sequence[str], path: str | None = None) -> dict[str, str]:
+    """The names of ``--labels FILE`` then of the ``--label CONFIG=TEXT`` pairs (which win)."""
+    from benchlang.report.figures.relabel import parse_pairs, read_labels
+
+    return {**(read_labels(path) if path else {}), **parse_pairs(pairs)}
 
 
 def listed_text(listed: list[Listed]) -> str:

@@ -21,7 +21,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
     p.usage = (
         "benchlang figure STORE [SPEC] --list\n"
-        "       benchlang figure STORE [SPEC] NAME [-o FILE] [--data FILE.csv] [--style STYLE]\n"
+        "       benchlang figure STORE [SPEC] NAME [-o FILE] [--data FILE.csv] [--style STYLE]"
+        " [--label CONFIG=TEXT]... [--notes below|none]\n"
         "       benchlang figure STORE [SPEC] (NAME NAME... | --all) [-o DIR] [--format FMT] "
         "[--data DIR]"
     )
@@ -67,6 +68,26 @@ def configure(p: argparse.ArgumentParser) -> None:
         help="the metric drawn (default: the first with a KPI; DataMill's: the anova's, else "
         "the first; the stopping rule's: the one it watches); for `profile`, the profile's name",
     )
+    p.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="CONFIG=TEXT",
+        help="show configuration (or factor level) CONFIG as TEXT, e.g. "
+        "'digest[tool=sha256sum]=SHA-256'; repeatable",
+    )
+    p.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="a file of CONFIG=TEXT lines (# comments), as --label; --label wins",
+    )
+    p.add_argument(
+        "--notes",
+        choices=("below", "none"),
+        default="below",
+        help="what the figure leaves out or cannot claim: drawn under it (below, the default) "
+        "or not drawn (none); either way in the file's metadata with the caption and printed",
+    )
     p.add_argument("--plan", help="plan hash (default: the spec's plan, else the store's latest)")
     p.add_argument(
         "--json",
@@ -111,9 +132,12 @@ def _split(rest: list[str], args: argparse.Namespace) -> tuple[str | None, list[
 
 def _writing(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     """The options that only a written figure uses."""
-    return [("--format", args.format), ("--data", args.data), ("--style", args.style)] + (
-        [("-o", args.output)] if args.list else []
-    )
+    return [
+        ("--format", args.format),
+        ("--data", args.data),
+        ("--style", args.style),
+        ("--notes", None if args.notes == "below" else args.notes),
+    ] + ([("-o", args.output)] if args.list else [])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,7 +152,13 @@ def run(args: argparse.Namespace) -> int:
         if target.note:
             print(f"note: {target.note}", file=sys.stderr)
         where.update(plan_hash=target.plan_hash, experiment=target.experiment)
-    source = figures.FigureSource(args.store, where["plan_hash"], where["experiment"])
+    source = figures.FigureSource(
+        args.store,
+        where["plan_hash"],
+        where["experiment"],
+        names=figures.names_of(args.label, args.labels),
+        notes=args.notes,
+    )
     if args.list:
         listed = source.listed(args.metric)
         if args.json:

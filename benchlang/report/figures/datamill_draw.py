@@ -173,7 +173,19 @@ def draw_levels(fig: Any, data: FigureData, palette: Palette, paper: bool) -> No
         )
 
 
+def _number(level: object) -> bool:
+    """Whether a level (as the figure's rows hold it: text) is a number."""
+    try:
+        float(str(level))
+    except ValueError:
+        return False
+    return True
+
+
 def draw_level_means(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
+    """Each level's mean and interval as a point; joined by a line only when the levels are
+    numbers (a line across unordered levels, tools or versions, draws a trend that is not
+    there)."""
     meta = data.meta
     x, line_role = meta["x"], meta["line"]
     rows = data.where()
@@ -181,6 +193,7 @@ def draw_level_means(fig: Any, data: FigureData, palette: Palette, paper: bool) 
     for r in rows:
         lines.setdefault((r[line_role or "line"],), []).append(r)
     levels = list(dict.fromkeys(r[x] for r in rows))
+    numeric = all(_number(v) for v in levels)
     ax = fig.subplots()
     shift = 0.06 * (len(lines) > 1)
     handles = []
@@ -200,6 +213,7 @@ def draw_level_means(fig: Any, data: FigureData, palette: Palette, paper: bool) 
             capsize=3,
             ms=5,
             lw=1.2,
+            ls="-" if numeric else "none",
             label=f"{line_role} = {line}" if line_role else "mean",
         )
         open_ = np.array([bool(r["descriptive"]) for r in mine])

@@ -129,8 +129,11 @@ def draw(
     palette: Palette,
     fmt: str,
     style: str | None = None,
+    notes: str = "below",
 ) -> bytes:
-    """The figure as ``fmt`` ("svg", "pdf" or "png") bytes; the notes are printed under it."""
+    """The figure as ``fmt`` ("svg", "pdf" or "png") bytes; its notes printed under it
+    (``notes="below"``) or not drawn (``"none"``: the report's caption says them). The caption
+    and the notes are in the file's metadata either way (``described``)."""
     mpl = matplotlib_or_error()
     from matplotlib.figure import Figure
 
@@ -143,11 +146,25 @@ def draw(
         paper = style == "paper"
         drawer(fig, data, palette, paper)
         _scale_ticks(fig, data)
-        _notes(fig, data.notes, paper)
-        return _written(fig, fmt)
+        if notes == "below":
+            _notes(fig, data.notes, paper)
+        return _written(fig, fmt, described(data))
 
 
-def _written(fig: Any, fmt: str) -> bytes:
+NOTES = ("below", "none")
+"""Where a figure's notes go: drawn under it, or only in its caption and metadata."""
+
+
+def described(data: FigureData) -> str:
+    """The caption and the notes in one text: the figure's description in its metadata (SVG
+    ``dc:description``, PDF Subject, PNG Description), beside the figure rather than in it."""
+    text = data.caption
+    if data.notes:
+        text += " Not drawn or not claimed: " + "; ".join(data.notes) + "."
+    return text
+
+
+def _written(fig: Any, fmt: str, description: str = "") -> bytes:
     """The figure as ``fmt`` bytes. SVG and PDF through their canvases, whose one drawing
     lays the figure out (constrained layout) with the very renderer that writes it:
     ``savefig`` draws a figure with a layout engine twice, once to lay it out and once to
@@ -157,14 +174,14 @@ def _written(fig: Any, fmt: str) -> bytes:
 
     out = io.BytesIO()
     if fmt == "png":
-        fig.savefig(out, format=fmt, metadata=_metadata(fmt))
+        fig.savefig(out, format=fmt, metadata=_metadata(fmt, description))
         return out.getvalue()
     if fmt == "svg":
         from matplotlib.backends.backend_svg import FigureCanvasSVG as Canvas
     else:
         from matplotlib.backends.backend_pdf import FigureCanvasPdf as Canvas
     fig.set_dpi(mpl.rcParams["savefig.dpi"])
-    getattr(Canvas(fig), f"print_{fmt}")(out, metadata=_metadata(fmt))
+    getattr(Canvas(fig), f"print_{fmt}")(out, metadata=_metadata(fmt, description))
     return out.getvalue()
 
 
@@ -236,11 +253,14 @@ def _use_style(path: str) -> None:
         )
 
 
-def _metadata(fmt: str) -> dict[str, Any]:
-    """No software version or date in the file: the same store draws the same bytes."""
+def _metadata(fmt: str, description: str = "") -> dict[str, Any]:
+    """No software version or date in the file: the same store draws the same bytes; the
+    figure's caption and notes as its description."""
+    said = {"png": "Description", "pdf": "Subject", "svg": "Description"}[fmt]
+    text = {said: description} if description else {}
     if fmt == "png":
-        return {"Software": None}
-    return {"Creator": None, "CreationDate" if fmt == "pdf" else "Date": None}
+        return {"Software": None, **text}
+    return {"Creator": None, "CreationDate" if fmt == "pdf" else "Date": None, **text}
 
 
 def _notes(fig: Any, notes: Sequence[str], paper: bool) -> None:
@@ -248,12 +268,12 @@ def _notes(fig: Any, notes: Sequence[str], paper: bool) -> None:
     rest is in the report's caption and in --json)."""
     if not notes:
         return
-    width = 70 if paper else 130
+    width = 60 if paper else 110
     lines = [line for n in notes for line in textwrap.wrap(n, width, subsequent_indent="  ")]
     shown = lines[:6]
     if len(lines) > 6:
         shown.append("... the rest in the caption (report) and the notes (--json)")
-    fig.supxlabel("Note: " + "\n".join(shown), fontsize="x-small", ha="left", x=0.01)
+    fig.supxlabel("Note: " + "\n".join(shown), fontsize="small", ha="left", x=0.01)
 
 
 def panels(

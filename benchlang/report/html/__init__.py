@@ -10,16 +10,18 @@ from benchlang.report.html.inputs import FailedTrial, ProfileView, ReportInputs
 
 SECTIONS = (
     "summary",
+    "figures",
+    "details",
     "timescales",
     "order",
     "comparisons",
     "stopping",
     "profile",
-    "figures",
     "hosts",
     "failures",
 )
-"""Section ids in page order; a section is left out when the store has no data for it."""
+"""Section ids in page order: the answer, the figures, then the details; a section is left out
+when the store has no data for it."""
 
 
 def render_report(inputs: ReportInputs, figures: bool = True) -> str:
@@ -28,11 +30,17 @@ def render_report(inputs: ReportInputs, figures: bool = True) -> str:
     from benchlang.report.html.conditions import profile_section, stopping_section
     from benchlang.report.html.page import document
     from benchlang.report.html.paper_figures import figures_section
-    from benchlang.report.html.summary import failures_section, hosts_section, summary_section
+    from benchlang.report.html.summary import (
+        details_section,
+        failures_section,
+        hosts_section,
+        summary_section,
+    )
     from benchlang.report.html.timescales import timescales_section
 
     builders = {
         "summary": (summary_section, "Summary"),
+        "details": (details_section, "Details"),
         "timescales": (timescales_section, "Timescales (TriScale)"),
         "order": (order_section, "Order analysis"),
         "comparisons": (ab_section, "A/B comparisons"),

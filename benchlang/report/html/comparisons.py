@@ -19,9 +19,10 @@ def order_section(inputs: ReportInputs) -> str | None:
     if rep is None or (rep.dependence is None and rep.positions is None):
         return None
     data = inputs.data
-    unit = data.experiment.metric(rep.metric).unit or ""
+    unit, factor = inputs.scale(rep.metric)
+    unit = unit or ""
     t = data.table
-    values = data.metrics[rep.metric].values
+    values = data.metrics[rep.metric].values / factor
     ok = t.ok & np.isfinite(values)
     body = []
     if rep.note:
@@ -68,8 +69,8 @@ def order_section(inputs: ReportInputs) -> str | None:
                     "η²",
                     "Δ%",
                     "case",
-                    "median fixed",
-                    "median random",
+                    f"median fixed ({unit})",
+                    f"median random ({unit})",
                 ],
                 [
                     [
@@ -81,8 +82,8 @@ def order_section(inputs: ReportInputs) -> str | None:
                         c.eta_squared,
                         format_percent(c.delta_percent, signed=True),
                         c.ci_case,
-                        c.median_fixed,
-                        c.median_random,
+                        c.median_fixed / factor,
+                        c.median_random / factor,
                     ]
                     for c in ranked
                 ],
@@ -101,8 +102,8 @@ def order_section(inputs: ReportInputs) -> str | None:
                     "configuration",
                     "after",
                     "n after",
-                    "median after",
-                    "median other",
+                    f"median after ({unit})",
+                    f"median other ({unit})",
                     "shift %",
                     "p",
                     "significant",
@@ -112,8 +113,8 @@ def order_section(inputs: ReportInputs) -> str | None:
                         p.configuration,
                         p.predecessor,
                         p.n_after,
-                        p.median_after,
-                        p.median_other,
+                        p.median_after / factor,
+                        p.median_other / factor,
                         format_percent(p.shift_percent, signed=True),
                         p.p_value,
                         "YES" if p.significant else "no",

@@ -28,7 +28,7 @@ def stopping_section(inputs: ReportInputs) -> str | None:
     body.append(
         "<p class='note'>The Kolmogorov–Smirnov curve of each configuration's trials and the "
         "densities at the stop are the figures <a href='#fig-stopping-ks'>stopping-ks</a> and "
-        "<a href='#fig-stopping-density'>stopping-density</a> below (Mittal et al., Figs. 1, "
+        "<a href='#fig-stopping-density'>stopping-density</a> above (Mittal et al., Figs. 1, "
         "2/4/5).</p>"
     )
     return section("stopping", "Stopping", body)
@@ -63,6 +63,6 @@ def profile_section(inputs: ReportInputs) -> str | None:
         body.insert(0, table(headers, rows, caption="profiles of the conditions (TriScale §4.6)"))
         body.append(
             "<p class='note'>The autocorrelation by lag is the figure "
-            "<a href='#fig-profile'>profile</a> below (TriScale Fig. 5).</p>"
+            "<a href='#fig-profile'>profile</a> above (TriScale Fig. 5).</p>"
         )
     return section("profile", "Profile of the conditions", body)

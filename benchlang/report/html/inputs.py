@@ -74,6 +74,14 @@ class ReportInputs:
         self.note = note
         self._given = parts
 
+    def scale(self, metric: str) -> tuple[str | None, float]:
+        """The metric's one display unit and factor on the whole page
+        (``report.table.metric_scale`` over the successful trials, as the headline's)."""
+        from benchlang.report.table import metric_scale
+
+        mv = self.data.metrics[metric]
+        return metric_scale(mv.values[self.data.table.ok], mv.metric.unit)
+
     def __getattr__(self, name: str) -> Any:
         if name not in PARTS:
             raise AttributeError(name)

@@ -26,7 +26,8 @@ h1 { font-size: 1.6rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.3rem; border-bottom: 2px solid var(--line); padding-bottom: .2rem;
   margin-top: 2.2rem; }
 h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
-nav ul { columns: 2; padding-left: 1.2rem; }
+nav ul { display: flex; flex-wrap: wrap; gap: .1rem 1.4rem; list-style: none; padding: 0;
+  margin: .3rem 0; }
 code, pre, .mono { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace;
   font-size: .86em; }
 pre { background: #f6f8fa; padding: .5rem; overflow-x: auto; white-space: pre-wrap; }
@@ -37,7 +38,12 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f6f8fa; }
 figure { margin: .6rem 0 1.2rem; }
 figure svg { max-width: 100%; height: auto; display: block; }
-figcaption { color: var(--muted); font-size: .9em; }
+figcaption { color: var(--fg); font-size: .95em; }
+figcaption .note { display: block; margin-top: .3rem; font-size: 1em; }
+caption { text-align: left; font-weight: 600; padding: .2rem 0; }
+table.answer { font-size: 1.05em; }
+table.answer td:nth-child(2) { text-align: right; font-variant-numeric: tabular-nums; }
+.basis { color: var(--muted); margin: .2rem 0; }
 details { margin: .3rem 0; }
 summary { cursor: pointer; color: var(--muted); }
 .descriptive, .failed { background: var(--warn-bg); border-left: 4px solid var(--warn);
@@ -45,7 +51,7 @@ summary { cursor: pointer; color: var(--muted); }
 .bad { color: var(--bad); font-weight: 600; }
 .ok { color: var(--ok); }
 tr.diff td, td.diff { background: var(--diff); }
-.note { color: var(--muted); font-style: italic; }
+.note { color: #3d444d; font-size: 1em; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(480px, 1fr));
   gap: .5rem 1.2rem; }
 @media print { body { max-width: none; padding: 0; font-size: 11pt; }
@@ -76,9 +82,10 @@ def table(
     caption: str | None = None,
     highlight: Iterable[int] = (),
     bad: dict[int, str] | None = None,
+    css: str | None = None,
 ) -> str:
     """An HTML table; rows whose index is in ``highlight`` are marked (differences), ``bad``
-    maps a row index to the CSS class of its first cell."""
+    maps a row index to the CSS class of its first cell; ``css`` is the table's class."""
     marked = set(highlight)
     head = "".join(f"<th scope='col'>{esc(h)}</th>" for h in headers)
     body = []
@@ -89,7 +96,8 @@ def table(
         attr = " class='diff'" if i in marked else ""
         body.append(f"<tr{attr}>{''.join(cells)}</tr>")
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    attr = f" class='{esc(css)}'" if css else ""
+    return f"<table{attr}>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def figure(

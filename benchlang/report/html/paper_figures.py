@@ -2,7 +2,8 @@
 applies to the store, as ``<figure id="fig-NAME">`` with its caption (what is drawn, the
 statistic and its confidence, the paper's figure), what it leaves out, and its numbers.
 
-The same drawing ``benchlang figure`` exports; without matplotlib the section says how to get
+The same drawing ``benchlang figure`` exports, its notes in the caption (in the page's text
+size) rather than drawn into it; without matplotlib the section says how to get
 them and the rest of the report is unchanged.
 """
 
@@ -34,7 +35,7 @@ def figures_section(inputs: ReportInputs) -> str | None:
     ]
     for kind, data in built:
         ident = f"fig-{kind.name}"
-        svg = inline_svg(draw(data, kind.draw, palette, "svg"), ident)
+        svg = inline_svg(draw(data, kind.draw, palette, "svg", notes="none"), ident)
         note = ("Not drawn or not claimed: " + "; ".join(data.notes)) if data.notes else None
         body.append(f"<h3>{esc(kind.name)}</h3>")
         body.append(figure(svg, data.caption, data.columns, data.rows, note=note, ident=ident))

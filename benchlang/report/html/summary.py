@@ -59,26 +59,21 @@ def _comparison_failures(c) -> list[str]:
 
 
 def summary_section(inputs: ReportInputs) -> str:
+    """The answer first (the headline as tables), then what failed, in a screen's height; the
+    identity of the run, the full headline and the record are in "Details" (``details_section``)."""
     from benchlang.report.hosts import host_warnings
+    from benchlang.report.html.answer import answer_html
 
     data = inputs.data
-    exp, plan, t = data.experiment, data.plan, data.table
+    t = data.table
     failed = int((~t.ok).sum())
-    identity = [
-        ("experiment", exp.name),
-        ("title", exp.title or "-"),
-        ("store", inputs.store),
-        ("spec", plan.spec_path or "-"),
-        ("spec hash", exp.spec_hash),
-        ("plan hash", plan.plan_hash),
-        ("seed", plan.seed),
-        ("benchlang", __version__),
-        ("trials analysed", len(t)),
-        ("failed trials", failed),
+    configurations = len(data.configurations())
+    body = [
+        f"<p>{len(t):,} trials of {configurations} configuration"
+        + "s" * (configurations != 1)
+        + f", {failed} failed; details of the run in <a href='#details'>Details</a>.</p>"
     ]
-    if data.left_out:
-        identity.append(("warm-up/cool-down trials left out", data.left_out))
-    body = [table(["", ""], identity, caption="identity of this run")]
+    body += answer_html(inputs)
     if inputs.note:
         body.append(f"<p class='note'>{esc(inputs.note)}</p>")
     problems = warnings_of(inputs) + host_warnings(data)
@@ -89,19 +84,37 @@ def summary_section(inputs: ReportInputs) -> str:
         body += [warning(p, "failed" if "failed" in p else "descriptive") for p in problems]
     else:
         body.append("<p class='ok'>Every assumption that was tested held; no trial failed.</p>")
-    body += _headline(inputs)
-    body += _results_table(inputs)
-    body += _record(inputs)
     return section("summary", "Summary", body)
 
 
-def _headline(inputs: ReportInputs) -> list[str]:
-    from benchlang.report.headline import headline_lines
+def details_section(inputs: ReportInputs) -> str:
+    """The identity of the run, the full headline (series KPIs, variability, confidences), the
+    per-configuration tables and the reproducibility record."""
+    from benchlang.report.html.answer import full_headline_html
 
-    lines = headline_lines(inputs.headline)
-    if not lines:
-        return []
-    return ["<h3>Headline results</h3>", f"<pre class='headline'>{esc(chr(10).join(lines))}</pre>"]
+    data = inputs.data
+    exp, plan, t = data.experiment, data.plan, data.table
+    identity = [
+        ("experiment", exp.name),
+        ("title", exp.title or "-"),
+        ("store", inputs.store),
+        ("spec", plan.spec_path or "-"),
+        ("spec hash", exp.spec_hash),
+        ("plan hash", plan.plan_hash),
+        ("seed", plan.seed),
+        ("benchlang", __version__),
+        ("trials analysed", len(t)),
+        ("failed trials", int((~t.ok).sum())),
+    ]
+    if data.left_out:
+        identity.append(("warm-up/cool-down trials left out", data.left_out))
+    body = [table(["", ""], identity, caption="identity of this run")]
+    for h in inputs.headline:
+        body.append(f"<h3>Headline of {esc(h.metric)} in full</h3>")
+        body += full_headline_html(h)
+    body += _results_table(inputs)
+    body += _record(inputs)
+    return section("details", "Details", body)
 
 
 def _results_table(inputs: ReportInputs) -> list[str]:

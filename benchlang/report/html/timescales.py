@@ -39,15 +39,16 @@ def _figures(inputs: ReportInputs, metric: str, results: list) -> str:
     links = ", ".join(f"<a href='#fig-{n}'>{n}</a>" for n in names)
     first = inputs.kpis[0].metric
     if metric == first:
-        return f"<p class='note'>Drawn in the figures below: {links}.</p>"
+        return f"<p class='note'>Drawn in the figures above: {links}.</p>"
     return (
-        f"<p class='note'>The figures below draw {esc(first)} ({links}); <code>benchlang "
+        f"<p class='note'>The figures above draw {esc(first)} ({links}); <code>benchlang "
         f"figure STORE NAME --metric {esc(metric)}</code> draws {esc(metric)}.</p>"
     )
 
 
 def _metric(inputs: ReportInputs, metric: str, results: list) -> list[str]:
-    unit = inputs.data.experiment.metric(metric).unit or ""
+    unit, factor = inputs.scale(metric)
+    unit = unit or ""
     k0 = next((s.kpi for r in results for s in r.analysis.series), None)
     what = f"p{k0.percentile:g} {k0.bound} bound at {k0.confidence:g}%" if k0 else "KPI"
     rows = []
@@ -62,10 +63,12 @@ def _metric(inputs: ReportInputs, metric: str, results: list) -> list[str]:
                 sum(s.not_converged for s in a.series),
                 len(a.series),
                 len(kpis),
-                float(kpis.min()) if kpis.size else None,
-                float(kpis.max()) if kpis.size else None,
-                float(v.score) if v is not None and v.enough else None,
-                f"[{v.lower:.4g}, {v.upper:.4g}]" if v is not None and v.enough else "-",
+                float(kpis.min()) / factor if kpis.size else None,
+                float(kpis.max()) / factor if kpis.size else None,
+                float(v.score) / factor if v is not None and v.enough else None,
+                f"[{v.lower / factor:.4g}, {v.upper / factor:.4g}]"
+                if v is not None and v.enough
+                else "-",
                 "DESCRIPTIVE ONLY" if a.descriptive_only else "yes",
             ]
         )
@@ -97,18 +100,18 @@ def _metric(inputs: ReportInputs, metric: str, results: list) -> list[str]:
             out.append(
                 warning(f"{r.configuration}: DESCRIPTIVE ONLY: " + "; ".join(r.analysis.reasons))
             )
-    out.append(_series_table(results))
+    out.append(_series_table(results, unit, factor))
     return out
 
 
-def _series_table(results: list) -> str:
+def _series_table(results: list, unit: str, factor: float) -> str:
     """Every series' KPI, its rank and achieved confidence, as the data behind the figures."""
     rows = [
         [
             r.configuration,
             s.series,
             s.trials,
-            s.kpi.value if s.kpi.enough else None,
+            s.kpi.value / factor if s.kpi.enough else None,
             s.kpi.rank,
             s.kpi.achieved_confidence,
             "pass" if s.kpi.independent else "flag",
@@ -120,7 +123,7 @@ def _series_table(results: list) -> str:
         "configuration",
         "series",
         "trials",
-        "KPI",
+        f"KPI ({unit})" if unit else "KPI",
         "rank",
         "achieved confidence %",
         "per-series test",
