@@ -47,7 +47,7 @@ from benchlang.lang.pretty import (
     nest,
     render,
 )
-from benchlang.lang.syntax import MAX_NESTING, parse
+from benchlang.lang.syntax import MAX_NESTING, check_size, parse
 
 INDENT = 2
 _OPEN_NO_SPACE = frozenset(("LSQB", "LPAR"))
@@ -61,6 +61,7 @@ def format_text(text: str, path: str = "<spec>") -> str:
     """The canonical layout of spec ``text``; raises SpecError (the diagnostics of
     ``benchlang check``) when the text has a syntax error."""
     source = Source(path, text)
+    check_size(source)
     try:
         tree = parser().parse(text)
     except LarkError:
@@ -144,13 +145,30 @@ def _statement_ends(tree: Tree, braces: list[int]) -> dict[int, int]:
             continue
         start, end = _span(node)
         covered = [_span(c) for c in children if isinstance(c, Tree)]
-        within = braces[bisect.bisect_left(braces, start) : bisect.bisect_left(braces, end)]
-        own = [b for b in within if not any(s <= b < e for s, e in covered)]
+        own = _first_own_brace(braces, start, end, covered)
         for child in children:
             child_start, child_end = _span(child)
-            if own and child_start > own[0]:
+            if own is not None and child_start > own:
                 ends[child_start] = child_end
     return ends
+
+
+def _first_own_brace(
+    braces: list[int], start: int, end: int, covered: list[tuple[int, int]]
+) -> int | None:
+    """The first offset in ``braces`` within [start, end) that no span of ``covered`` (in
+    order, not overlapping) holds: one pass over both, where testing each brace against every
+    span was quadratic in a block's statements (issue 49)."""
+    i, stop = bisect.bisect_left(braces, start), bisect.bisect_left(braces, end)
+    j = 0
+    while i < stop:
+        brace = braces[i]
+        while j < len(covered) and covered[j][1] <= brace:
+            j += 1
+        if j == len(covered) or brace < covered[j][0]:
+            return brace
+        i = bisect.bisect_left(braces, covered[j][1], i, stop)
+    return None
 
 
 class _Layout:

@@ -17,6 +17,10 @@ MAX_NESTING = 64
 """Deepest nesting of brackets and braces a spec may have; real specs need about 4. The bound
 keeps every recursive pass (tree building, error recovery, checking) far from Python's
 recursion limit, so deep input gets a diagnostic instead of a RecursionError."""
+MAX_BYTES = 1 << 20
+"""Largest spec benchlang reads (1 MiB, in UTF-8); real specs are a few KB. Parsing, checking
+and formatting are linear in the text, about a second per 100 KB, so the bound keeps every
+command and the language server's answer within about ten seconds (issue 49)."""
 _NESTING = re.compile(r'"""[\s\S]*?"""|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\]{}()]')
 PIECES = {"on": False}
 """Parse a spec from cached pieces (benchlang.lang.fragments) when it can: on in the language
@@ -58,6 +62,7 @@ def parse(source: Source) -> ast.Experiment:
                 )
             ],
         )
+    check_size(source)
     _check_nesting(source)
     if PIECES["on"]:
         from benchlang.lang.fragments import parse_pieces
@@ -82,6 +87,33 @@ def parse(source: Source) -> ast.Experiment:
         raise SpecError(source, diagnostics)
     experiment = ToAst().transform(tree)
     return _flatten(experiment)
+
+
+def check_size(source: Source) -> None:
+    """Refuse a spec larger than MAX_BYTES before reading it, pointing at where it passes
+    the bound."""
+    text = source.text
+    if len(text) <= MAX_BYTES // 4 or len(text.encode("utf-8", "surrogatepass")) <= MAX_BYTES:
+        return
+    offset = len(text.encode("utf-8", "surrogatepass")[:MAX_BYTES].decode("utf-8", "ignore"))
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    size = len(text.encode("utf-8", "surrogatepass"))
+    raise SpecError(
+        source,
+        [
+            Diagnostic(
+                f"the spec is {_megabytes(size)}, more than benchlang reads "
+                f"({_megabytes(MAX_BYTES)})",
+                Span(line, column),
+                "a spec describes one experiment in a few KB; split this one into several",
+            )
+        ],
+    )
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
 
 
 def _check_nesting(source: Source) -> None:

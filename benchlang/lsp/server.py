@@ -11,17 +11,21 @@ import asyncio
 import functools
 import logging
 import os
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as t
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from benchlang import __version__
+from benchlang.lang import syntax
 from benchlang.lang.diagnostics import SpecError
-from benchlang.lsp import features
+from benchlang.lsp import features, framing
 from benchlang.lsp.index import Index
 
 log = logging.getLogger("benchlang.lsp")
@@ -79,13 +83,30 @@ class BenchServer(LanguageServer):
             self.checking.pop(uri, None)
 
     def index(self, uri: str) -> tuple[Any, Index]:
+        """The document and the index of its text; raises TooLarge past the checker's bound
+        (no answer then: indexing and checking several MB would stall every answer)."""
         document = self.workspace.get_text_document(uri)
         text = document.source
+        if len(text) > syntax.MAX_BYTES // 4 and len(text.encode("utf-8", "replace")) > (
+            syntax.MAX_BYTES
+        ):
+            raise TooLarge(len(text.encode("utf-8", "replace")))
         cached = self.indexes.get(uri)
         if cached is None or cached[0] != text:
             cached = (text, Index(text))
             self.indexes[uri] = cached
         return document, cached[1]
+
+
+class TooLarge(Exception):
+    """A document larger than benchlang reads (benchlang.lang.syntax.MAX_BYTES)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(
+            f"document too large for the language server ({size / (1 << 20):.1f} MiB > "
+            f"{syntax.MAX_BYTES / (1 << 20):.1f} MiB): it is not checked, and hover, completion "
+            "and the outline stay empty"
+        )
 
 
 def _guard(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -94,6 +115,8 @@ def _guard(default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def guarded(ls: BenchServer, params: Any) -> Any:
             try:
                 return handler(ls, params)
+            except TooLarge:
+                return default
             except Exception as err:  # one failed answer must never stop the server
                 log.exception("benchlang lsp: %s failed", handler.__name__)
                 ls.window_log_message(
@@ -131,8 +154,24 @@ def _path(uri: str) -> tuple[str, Path | None]:
 
 
 def publish(ls: BenchServer, uri: str) -> None:
-    """Check the document's text and send its diagnostics (errors and warnings)."""
-    document, index = ls.index(uri)
+    """Check the document's text and send its diagnostics (errors and warnings); a document
+    too large gets one diagnostic that says so."""
+    try:
+        document, index = ls.index(uri)
+    except TooLarge as err:
+        ls.indexes.pop(uri, None)
+        ls.checked.pop(uri, None)
+        document = ls.workspace.get_text_document(uri)
+        too_large = t.Diagnostic(
+            range=t.Range(t.Position(0, 0), t.Position(0, 0)),
+            message=str(err),
+            severity=t.DiagnosticSeverity.Error,
+            source="benchlang",
+        )
+        ls.text_document_publish_diagnostics(
+            t.PublishDiagnosticsParams(uri=uri, diagnostics=[too_large], version=document.version)
+        )
+        return
     shown, base = _path(uri)
     cached = ls.checked.get(uri)
     if cached is not None and cached[0] == index.text:
@@ -287,11 +326,28 @@ def formatting(ls: BenchServer, params: t.DocumentFormattingParams) -> list[t.Te
 
 
 def serve() -> None:
-    """Answer one client over stdin/stdout until it exits. Texts are parsed from cached pieces
+    """Answer one client over stdin/stdout until it exits, framing messages strictly
+    (benchlang.lsp.framing: pygls' loop stalls on a bad header). Texts are parsed from cached pieces
     (benchlang.lang.fragments: a keystroke or a typo re-parses one statement, a line added
     re-parses none); BENCHLANG_LSP_WHOLE=1 parses every text whole, the baseline of
     benchmarks/bench_lsp.py."""
-    from benchlang.lang import syntax
-
     syntax.PIECES["on"] = os.environ.get("BENCHLANG_LSP_WHOLE") != "1"
-    server.start_io()
+    server._stop_event = threading.Event()
+    writer = StdoutWriter(sys.stdout.buffer)
+    server.protocol.set_writer(writer)
+    try:
+        asyncio.run(
+            framing.run(
+                server._stop_event,
+                sys.stdin.buffer,
+                server.protocol,
+                server.thread_pool,
+                writer.write,
+            )
+        )
+    except BrokenPipeError:
+        log.error("benchlang lsp: the client is gone")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
