@@ -198,7 +198,12 @@ def completion(index: Index, line: int, column: int) -> list[tuple[str, str, str
 
         method = statistics_methods().get(block.method)
         out = [(p.name, "setting", p.doc) for p in method.parameters] if method else []
-    out += [(w, "keyword", d.meaning) for w, d in KEYWORDS.items() if block.kind in d.where]
+    listed = {label for label, _, _ in out}
+    out += [
+        (w, "keyword", d.meaning)
+        for w, d in KEYWORDS.items()
+        if block.kind in d.where and w not in listed  # warmup is both (issue 51)
+    ]
     return out
 
 

@@ -36,6 +36,7 @@ class Context:
         self.methods = methods  # a statistics MethodCatalogue; None: the installed one
         self.diagnostics: list[Diagnostic] = []
         self.broken_factors: set[str] = set()  # declared, with an error already reported
+        self.broken_kpis: set[str] = set()  # declared, with an error already reported
         self.local = False  # hosts local: commands run here, so their programs can be looked up
         self.hardware_factors: set[str] = set()  # from the host inventory, not placeholders
 

@@ -130,7 +130,9 @@ def check_design(
     if sized and not kpi_needs and method_needs:
         runs, reason = 1, ""
     elif sized:
-        if not kpi_needs:
+        if not kpi_needs and ctx.broken_kpis:
+            runs, reason = 1, ""  # the kpi's own error says what to fix (issue 51)
+        elif not kpi_needs:
             ctx.error(
                 "runs auto needs a kpi to size the experiment",
                 checked.spans.get("runs", span),

@@ -169,45 +169,51 @@ def check_kpis(
             )
             continue
         seen[block.name] = block.span
-        metric = metric_of_block(ctx, block, metrics)
-        method = find_method(
-            ctx, block.method or "thompson", block.method_span or block.span, "kpi"
-        )
-        if method is None:
-            continue
-        settings = _one_sided_only(ctx, block, method)
-        if not {"percentile", "confidence"} <= {p.name for p in method.parameters}:
-            ctx.error(
-                f"kpi method '{method.name}' does not declare the parameters percentile and "
-                "confidence that every kpi method takes (docs/plugins.md)",
-                block.method_span or block.span,
-            )
-            continue
-        checked = check_method_settings(ctx, method, settings, f"kpi {block.name}", block.span)
-        v = {**method.defaults(), **checked.values}
-        if metric is None or not {"percentile", "confidence"} <= v.keys():
-            continue
-        default_bound = "upper" if metric.better == "lower" else "lower"
-        refusal = method.refusal({"bound": default_bound, **v})
-        if refusal is not None and settings is block.settings:  # else refused two-sided
-            ctx.error(
-                f"kpi {block.name}: {refusal}",
-                block.method_span or block.span,
-                "use thompson (exact at any n): kpi without 'with', or see "
-                f"benchlang plugins --describe {method.name}",
-            )
-        out.append(
-            model.Kpi(
-                metric.name,
-                v["percentile"],
-                v["confidence"],
-                v.get("bound", default_bound),
-                v.get("exclude", 0),
-                method.name,
-                tuple(sorted((k, x) for k, x in v.items() if k not in _KPI_ARGUMENTS)),
-            )
-        )
+        errors = len(ctx.diagnostics)
+        kpi = _check_kpi(ctx, block, metrics)
+        if kpi is not None:
+            out.append(kpi)
+        elif len(ctx.diagnostics) > errors:
+            ctx.broken_kpis.add(block.name)
     return out
+
+
+def _check_kpi(ctx: Context, block: ast.Block, metrics: list[model.Metric]) -> model.Kpi | None:
+    """The kpi of one block; None after an error about it."""
+    metric = metric_of_block(ctx, block, metrics)
+    method = find_method(ctx, block.method or "thompson", block.method_span or block.span, "kpi")
+    if method is None:
+        return None
+    settings = _one_sided_only(ctx, block, method)
+    if not {"percentile", "confidence"} <= {p.name for p in method.parameters}:
+        ctx.error(
+            f"kpi method '{method.name}' does not declare the parameters percentile and "
+            "confidence that every kpi method takes (docs/plugins.md)",
+            block.method_span or block.span,
+        )
+        return None
+    checked = check_method_settings(ctx, method, settings, f"kpi {block.name}", block.span)
+    v = {**method.defaults(), **checked.values}
+    if metric is None or not {"percentile", "confidence"} <= v.keys():
+        return None
+    default_bound = "upper" if metric.better == "lower" else "lower"
+    refusal = method.refusal({"bound": default_bound, **v})
+    if refusal is not None and settings is block.settings:  # else refused two-sided
+        ctx.error(
+            f"kpi {block.name}: {refusal}",
+            block.method_span or block.span,
+            "use thompson (exact at any n): kpi without 'with', or see "
+            f"benchlang plugins --describe {method.name}",
+        )
+    return model.Kpi(
+        metric.name,
+        v["percentile"],
+        v["confidence"],
+        v.get("bound", default_bound),
+        v.get("exclude", 0),
+        method.name,
+        tuple(sorted((k, x) for k, x in v.items() if k not in _KPI_ARGUMENTS)),
+    )
 
 
 def _one_sided_only(ctx: Context, block: ast.Block, method: Any) -> ast.Settings:
