@@ -285,21 +285,28 @@ def _statistic_name(p: float) -> str:
     return "median" if p == 50 else f"p{p:g}"
 
 
-def _ratio_sentence(h: MetricHeadline, g: RankingGroup, c) -> str:
-    """ "md5sum is 1.82× faster than sha256sum [1.74, 1.91]", or no clear order."""
-    best, other = g.names[c.better], g.names[c.worse]
-    r = f"{c.ratio:.2f}×"
+def ratio_parts(h: MetricHeadline, c) -> tuple[str, str, bool, tuple[str, str]]:
+    """What a comparison's sentence is made of: the ratio ("1.82×"), its interval ("
+    [1.74, 1.91]", or "" without one), whether the interval holds 1 (no clear order), and the
+    words for the better and the worse side ("faster than", "slower than"; for another metric
+    "lower time than" and "higher time than", turned round when higher is better)."""
     finite = math.isfinite(c.lower) and math.isfinite(c.upper)
     interval = f" [{c.lower:.2f}, {c.upper:.2f}]" if finite else ""
-    if finite and not c.clear:
-        return f"no clear order: {r}{interval} holds 1"
     if h.better == "lower" and (h.unit in TIME_UNITS or h.metric in ("time", "wall_time")):
-        word = "faster than"
+        words = ("faster than", "slower than")
     elif h.better == "lower":
-        word = f"lower {h.metric} than"
+        words = (f"lower {h.metric} than", f"higher {h.metric} than")
     else:
-        word = f"higher {h.metric} than"
-    return f"{best} is {r} {word} {other}{interval}"
+        words = (f"higher {h.metric} than", f"lower {h.metric} than")
+    return f"{c.ratio:.2f}×", interval, finite and not c.clear, words
+
+
+def _ratio_sentence(h: MetricHeadline, g: RankingGroup, c) -> str:
+    """ "md5sum is 1.82× faster than sha256sum [1.74, 1.91]", or no clear order."""
+    r, interval, unclear, (word, _) = ratio_parts(h, c)
+    if unclear:
+        return f"no clear order: {r}{interval} holds 1"
+    return f"{g.names[c.better]} is {r} {word} {g.names[c.worse]}{interval}"
 
 
 def _wrap(text: str) -> list[str]:

@@ -18,7 +18,7 @@ import textwrap
 import numpy as np
 
 from benchlang.report.data import ExperimentData
-from benchlang.report.headline import TIME_UNITS, MetricHeadline, RankingGroup
+from benchlang.report.headline import MetricHeadline, RankingGroup, ratio_parts
 from benchlang.report.table import format_quantity, scale_for
 
 WIDTH = 100
@@ -72,17 +72,9 @@ def _side_text(
 def ratio_words(h: MetricHeadline, best: str, comparison) -> str:
     """A configuration against the best, from its own side: "1.16× slower than b2sum [1.10,
     1.22]", or "no clear difference from b2sum: 1.02× [0.97, 1.08]" when the interval holds 1."""
-    r = f"{comparison.ratio:.2f}×"
-    finite = math.isfinite(comparison.lower) and math.isfinite(comparison.upper)
-    interval = f" [{comparison.lower:.2f}, {comparison.upper:.2f}]" if finite else ""
-    if finite and not comparison.clear:
+    r, interval, unclear, (_, word) = ratio_parts(h, comparison)
+    if unclear:
         return f"no clear difference from {best}: {r}{interval}"
-    if h.better == "lower" and (h.unit in TIME_UNITS or h.metric in ("time", "wall_time")):
-        word = "slower than"
-    elif h.better == "lower":
-        word = f"higher {h.metric} than"
-    else:
-        word = f"lower {h.metric} than"
     return f"{r} {word} {best}{interval}"
 
 
