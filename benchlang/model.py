@@ -38,6 +38,12 @@ COUNTERS: dict[str, tuple[str, str]] = {
 }
 """Built-in measures read by ``perf stat`` (its event name, and the unit): counters of the
 command alone (DataMill §4: cache misses, page faults ...); see run/counters.py."""
+SIMULATED: dict[str, tuple[str, str]] = {
+    "sim_instructions": ("Ir", "count"),
+    "sim_cycles": ("estimated cycles", "count"),
+}
+"""Built-in measures read from valgrind's cachegrind (what it counts, and the unit): counts of
+every process of the trial under a pinned simulated cache; see run/cachegrind.py."""
 AGGREGATES = ("mean", "median", "min", "max")
 ORDERS = ("fixed", "random", "fixed_vs_random")
 LAYOUTS = ("unbalanced", "request_balanced", "host_balanced", "fully_balanced")
@@ -184,6 +190,11 @@ class Benchmark:
     def counters(self) -> tuple[Measure, ...]:
         """Its measures that ``perf stat`` reads."""
         return tuple(m for m in self.measures if m.builtin in COUNTERS)
+
+    @property
+    def simulated(self) -> tuple[Measure, ...]:
+        """Its measures that cachegrind reads (the command then runs under valgrind)."""
+        return tuple(m for m in self.measures if m.builtin in SIMULATED)
 
     def measure(self, name: str) -> Measure | None:
         for m in self.measures:

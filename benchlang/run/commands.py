@@ -9,6 +9,7 @@ from benchlang.backends.base import Backend, capabilities_of
 from benchlang.lang.shell import parse_template
 from benchlang.plan.configurations import placeholder_values, substitute
 from benchlang.plan.plan import Plan
+from benchlang.run import cachegrind
 from benchlang.run.counters import perf_command, probe_command
 from benchlang.run.hidden import CAN_DROP, drop_caches_command, reboots
 
@@ -40,6 +41,8 @@ def commands_of(
     counted = [m for b in experiment.benchmarks for m in b.counters]
     if counted:
         add("check", probe_command(counted))
+    if any(b.simulated for b in experiment.benchmarks):
+        add("check", cachegrind.probe_command())
     add("setup", fixed(experiment.setup))
     for c in plan.configurations:
         bench = benchmarks[c.benchmark]
@@ -72,6 +75,8 @@ def commands_of(
         add("before", exp_before)
         add(f"before {bench.name}", bench.before and substitute(bench.before, values))
         command = parse_template(bench.command).render(values) if bench.hidden else config.command
+        if bench.simulated:
+            command = cachegrind.cachegrind_command(command)
         add(
             f"run {bench.name}",
             perf_command(command, bench.counters) if bench.counters else command,

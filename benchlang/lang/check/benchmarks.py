@@ -297,7 +297,7 @@ def check_measures(ctx: Context, measures: list[ast.Measure], bench: str) -> lis
     out = []
     for m in measures:
         if m.builtin is not None:
-            builtins = {**model.BUILTIN_MEASURES, **model.COUNTERS}
+            builtins = {**model.BUILTIN_MEASURES, **model.COUNTERS, **model.SIMULATED}
             if m.builtin not in builtins:
                 hint = (
                     did_you_mean(m.builtin, builtins) or f"built-in measures: {', '.join(builtins)}"

@@ -106,7 +106,8 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         benchmarks = check_ab_benchmarks(ctx, ab, benchmarks, of(ast.Benchmark))
     measures = measure_names(ctx, benchmarks)
     units = {
-        m.name: model.BUILTIN_MEASURES.get(m.builtin) or model.COUNTERS[m.builtin][1]
+        m.name: model.BUILTIN_MEASURES.get(m.builtin)
+        or {**model.COUNTERS, **model.SIMULATED}[m.builtin][1]
         for b in benchmarks
         for m in b.measures
         if m.source == "builtin"

@@ -11,6 +11,7 @@ from typing import Any
 from benchlang import model
 from benchlang.backends.base import Command, Execution, HostDown, HostSession, capabilities_of
 from benchlang.plan.configurations import placeholder_values, substitute
+from benchlang.run import cachegrind
 from benchlang.run.counters import probe_command
 from benchlang.run.executor.failures import HostStopped, describe_failure, stderr_line
 from benchlang.run.hidden import drop_caches_refusal
@@ -67,10 +68,23 @@ class Hooks:
         refusal = await drop_caches_refusal(self.hidden, session, self._exec)
         if refusal is not None:
             raise HostStopped(session.host, refusal)
+        both = [b.name for b in exp.benchmarks if b.simulated and b.counters]
+        if both:
+            raise HostStopped(
+                session.host,
+                f"benchmark {both[0]} declares perf counters and cachegrind measures: "
+                "perf would count valgrind; measure them in two benchmarks",
+            )
         counted = [m for b in exp.benchmarks for m in b.counters]
         if counted:
             await self._checked(
                 session, Command(probe_command(counted), timeout=60.0), "perf stat (counters)"
+            )
+        if any(b.simulated for b in exp.benchmarks):
+            await self._checked(
+                session,
+                Command(cachegrind.probe_command(), timeout=120.0),
+                "valgrind (sim_instructions, sim_cycles)",
             )
         if exp.setup:
             await self._checked(

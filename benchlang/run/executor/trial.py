@@ -14,6 +14,7 @@ from benchlang.backends.base import Command, Execution, HostDown, HostSession
 from benchlang.backends.limits import applicable_limits
 from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import substitute
+from benchlang.run.cachegrind import cachegrind_command, read_simulated
 from benchlang.run.counters import counter_outcome, perf_command, read_counters
 from benchlang.run.executor.failures import describe_failure, stderr_line
 from benchlang.run.hidden import aslr_of, drop_caches_command, hidden_environment
@@ -129,6 +130,8 @@ class TrialLife:
         command = config.command
         if bench.hidden:
             command = parse_template(bench.command).render(values)
+        if bench.simulated:
+            command = cachegrind_command(command)
         if bench.counters:
             command = perf_command(command, bench.counters)
         hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
@@ -165,13 +168,17 @@ class TrialLife:
             uncounted, note = counter_outcome(missing, self.experiment)
             if uncounted is not None and execution.ok:
                 return "failed", f"measure: {uncounted}", execution, measures, {}
+        if bench.simulated:
+            execution, measures, unread, note = read_simulated(execution, bench.simulated)
+            if unread is not None and execution.ok:
+                return "failed", f"measure: {unread}", execution, measures, {}
         if not execution.ok:
             return "failed", describe_failure(execution, "the command"), execution, measures, {}
         series_values: dict[str, np.ndarray] = {}
         try:
             for measure in bench.measures:
-                if measure.builtin in model.COUNTERS:
-                    continue  # read with the execution (run.counters)
+                if measure.builtin in model.COUNTERS or measure.builtin in model.SIMULATED:
+                    continue  # read with the execution (run.counters, run.cachegrind)
                 value = await self._read_measure(session, measure, execution, cwd)
                 if isinstance(value, np.ndarray):
                     series_values[measure.name] = value

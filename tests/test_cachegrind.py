@@ -1,0 +1,171 @@
+"""Measures that move little: sim_instructions and sim_cycles from cachegrind (issue 52 item 2;
+run/cachegrind.py), with the real valgrind, through ``benchlang run`` and ``results --json``.
+
+The counts are checked against valgrind run directly on the same command (its own output
+file, read here without benchlang's parser), and every process of a ``sh -c`` pipeline is
+counted (valgrind without ``--trace-children`` counts only the shell)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchlang.run.cachegrind import GEOMETRY, valgrind_options
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("valgrind") is None, reason="valgrind is not installed (.ci/run installs it)"
+)
+
+SPEC = """benchlang 1
+experiment sim {{
+  seed 5
+  benchmark direct {{
+    run "gzip -1 -c data.txt"
+    measure i = sim_instructions
+    measure c = sim_cycles
+  }}
+  benchmark piped {{
+    run "gzip -1 -c data.txt | cat > /dev/null"
+    measure i = sim_instructions
+    measure c = sim_cycles
+  }}
+  {extra}
+  design {{ runs 3 }}
+}}
+"""
+
+
+def _data(directory: Path) -> None:
+    rng = random.Random(52)
+    words = [f"w{rng.randint(0, 5000)}" for _ in range(12000)]
+    (directory / "data.txt").write_text(" ".join(words))
+
+
+def _valgrind_alone(directory: Path, argv: list[str], *, children: bool) -> float:
+    """Instructions valgrind counts for ``argv`` run directly (summed over its output files)."""
+    out = directory / "alone"
+    out.mkdir(exist_ok=True)
+    for f in out.iterdir():
+        f.unlink()
+    options = valgrind_options().split()
+    if not children:
+        options = [o for o in options if o != "--trace-children=yes"]
+    subprocess.run(
+        ["valgrind", *options, f"--cachegrind-out-file={out}/cg.%p", "-q", "--", *argv],
+        cwd=directory,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    total = 0.0
+    for f in out.iterdir():
+        lines = f.read_text().splitlines()
+        events = next(x for x in lines if x.startswith("events:")).split()[1:]
+        summary = next(x for x in lines if x.startswith("summary:")).split()[1:]
+        total += float(dict(zip(events, summary, strict=True))["Ir"])
+    return total
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    directory = tmp_path_factory.mktemp("cachegrind")
+    _data(directory)
+    (directory / "s.bench").write_text(SPEC.format(extra=""))
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    for args in (
+        ["run", "s.bench", "--store", "s.sqlite", "-q"],
+        ["results", "s.sqlite", "--json"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "benchlang", *args],
+            cwd=directory,
+            capture_output=True,
+            timeout=120,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr.decode()
+    return directory, json.loads(done.stdout)
+
+
+def _trials(results: dict, benchmark: str) -> list[dict]:
+    trials = [t for t in results["trials"] if t["benchmark"] == benchmark]
+    assert len(trials) == 3 and all(t["status"] == "ok" for t in trials), trials
+    return trials
+
+
+def test_a_single_process_counts_the_same_on_every_trial_as_valgrind_alone(ran):
+    directory, results = ran
+    counts = {t["measures"]["i"] for t in _trials(results, "direct")}
+    assert len(counts) == 1, counts
+    (count,) = counts
+    alone = _valgrind_alone(directory, ["gzip", "-1", "-c", "data.txt"], children=False)
+    assert abs(count - alone) / alone < 0.01, (count, alone)
+
+
+def test_every_process_of_a_pipeline_counts(ran):
+    directory, results = ran
+    piped = [t["measures"]["i"] for t in _trials(results, "piped")]
+    direct = _trials(results, "direct")[0]["measures"]["i"]
+    shell_alone = _valgrind_alone(
+        directory, ["/bin/sh", "-c", "gzip -1 -c data.txt | cat > /dev/null"], children=False
+    )
+    assert min(piped) > direct > 10 * shell_alone, (piped, direct, shell_alone)
+    assert (max(piped) - min(piped)) / min(piped) < 1e-4, piped
+    assert all("(3 processes;" in t["reason"] for t in _trials(results, "piped"))
+
+
+def test_cycles_geometry_and_the_caveat_on_wall_time_are_stored(ran):
+    directory, results = ran
+    for t in results["trials"]:
+        m = t["measures"]
+        assert m["c"] >= m["i"] > 0
+        assert "wall_time" in m and "user_time" not in m and "max_rss" not in m
+        for level, value in GEOMETRY:
+            size, ways, line = value.split(",")
+            assert f"{level} cache: {size} B, {line} B, {ways}-way associative" in t["reason"]
+        assert "not comparable" in t["reason"]
+    db = sqlite3.connect(directory / "s.sqlite")
+    stored = db.execute("SELECT count(*) FROM measures WHERE name IN ('i', 'c')").fetchone()
+    assert stored == (12,)
+
+
+def test_rusage_beside_the_simulation_fails_the_trial_with_the_reason(tmp_path, run_cli):
+    _data(tmp_path)
+    spec = SPEC.format(extra="").replace(
+        "measure c = sim_cycles\n  }\n  benchmark piped",
+        "measure c = sim_cycles\n    measure u = user_time\n  }\n  benchmark piped",
+    )
+    assert "measure u = user_time" in spec
+    (tmp_path / "s.bench").write_text(spec)
+    run_cli(["run", "s.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path)
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    reasons = {r for (r,) in db.execute("SELECT reason FROM trials WHERE benchmark = 'direct'")}
+    assert len(reasons) == 1
+    assert "user_time is not available: it ran under valgrind" in reasons.pop()
+
+
+def test_a_host_without_valgrind_is_refused_before_its_first_trial_with_a_hint(tmp_path):
+    _data(tmp_path)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "s.bench").write_text(SPEC.format(extra=""))
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", "run", "s.bench", "--store", "s.sqlite"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PATH": str(tmp_path / "empty")},
+    )
+    said = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode != 0
+    assert "valgrind is not installed" in said and "apt-get install valgrind" in said, said
+    assert "Traceback" not in said
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    assert db.execute("SELECT count(*) FROM trials").fetchone() == (0,)
