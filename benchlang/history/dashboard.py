@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchlang.history.acks import Ack, acknowledged
+from benchlang.history.text import possible_line
 from benchlang.history.verdicts import Change, SeriesChanges
 from benchlang.report.html.page import document, esc, figure, section, table, warning
 from benchlang.report.html.svg import MUTED, Chart, dots, path, text
@@ -112,6 +113,8 @@ def _series_section(found: SeriesChanges, index: int) -> str:
     ]
     if found.note:
         body.insert(0, warning(found.note))
+    if found.possible is not None:
+        body.insert(0, warning(possible_line(s.name, found.possible), "note"))
     failed = sum(v == "failed" for v in s.independence)
     if failed:
         body.insert(
@@ -168,6 +171,11 @@ def dashboard(found: Sequence[SeriesChanges], name: str, acks: Sequence[Ack] = (
                     "points' noise (the ratio of their standard errors after/before), the "
                     "level unchanged.</p>",
                     summary,
+                    *(
+                        warning(possible_line(f.series.name, f.possible), "note")
+                        for f in ordered
+                        if f.possible
+                    ),
                     *(
                         [
                             f"<p>{len(acks)} regression(s) acknowledged "

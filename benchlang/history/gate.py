@@ -17,6 +17,9 @@
    it (stats.prediction.back_within: decided once, it stays decided: one run inside the margin
    by chance does not close it, one outside does not reopen it), or until it is acknowledged
    (history.acks). While one is open the gate fails and names it.
+4. **A possible change** in a series' last runs, too few to place at a commit
+   (history.verdicts.Possible), is named with the runs that decide it; it is not a failure on
+   its own (a check fails on the newest run's verdict, 1, or an open regression, 3).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import numpy as np
 
 from benchlang.history.acks import Ack, acknowledged, change_id
 from benchlang.history.series import Series
-from benchlang.history.verdicts import Change, SeriesChanges, changes
+from benchlang.history.verdicts import Change, Possible, SeriesChanges, changes
 from benchlang.jsonout import undefined
 from benchlang.stats.equivalence import equivalence
 from benchlang.stats.family import holm
@@ -111,6 +114,8 @@ class SeriesCheck:
     needs: int | None = None
     """Runs still needed before the newest run can be judged (None: judged, or no number)."""
     regressions: tuple[Regression, ...] = ()
+    possible: Possible | None = None
+    """A change in the series' last runs, not yet a change point (named, not a failure)."""
 
     @property
     def open(self) -> tuple[Regression, ...]:
@@ -143,6 +148,7 @@ class SeriesCheck:
             "descriptive_only": self.descriptive_only,
             "last_change": None if self.last_change is None else self.last_change.to_dict(),
             "regressions": [r.to_dict() for r in self.regressions],
+            "possible": None if self.possible is None else self.possible.to_dict(),
         }
         return undefined(fields, {"*": self.reason})
 
@@ -292,7 +298,7 @@ def gate(
             out.append(
                 SeriesCheck(s, s.commits[-1], b.new, math.nan, b.reference.size, math.nan,
                             math.nan, math.nan, math.nan, math.nan, "none", "not judged",
-                            b.why or "", descriptive, b.last, b.needs, open_)
+                            b.why or "", descriptive, b.last, b.needs, open_, f.possible)
             )  # fmt: skip
             continue
         lo, hi = pred.ratio_interval(alpha / k)
@@ -317,7 +323,7 @@ def gate(
         out.append(
             SeriesCheck(s, s.commits[-1], b.new, baseline, pred.n, b.new / baseline, lo, hi,
                         pred.p_worse, adjusted_p, pred.method, verdict, reason, descriptive,
-                        b.last, needs, open_)
+                        b.last, needs, open_, f.possible)
         )  # fmt: skip
     return sorted(out, key=lambda c: (not c.fails, c.series.name))
 

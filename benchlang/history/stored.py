@@ -13,11 +13,11 @@ the add saves is reading and ordering the points of every series; the detection 
 made incremental, because its noise model and dispersion are estimated over the whole series
 (stats._changepoint_scan), so a new point moves every test statistic a little.
 
-Which copies are current is one number: the meta row ``stored_through`` holds the ``seq`` of the
+Which copies are current is one number: the meta row ``stored_through_2`` holds the ``seq`` of the
 newest run every stored answer includes. An add that finds it one below its own run's extends
 the copies; any other value (a run written by a benchlang without this bookkeeping, an old
 history) makes the add store every series anew from the points, once. ``history changes`` uses
-the stored answers only while ``stored_through`` is the newest run's ``seq``, checked in the
+the stored answers only while ``stored_through_2`` is the newest run's ``seq``, checked in the
 same statement that reads them (one snapshot, one round trip).
 """
 
@@ -32,7 +32,7 @@ from benchlang.history import series_copy
 from benchlang.history.db import History
 from benchlang.history.points import Point, Run
 from benchlang.history.series import Series, read_series
-from benchlang.history.verdicts import Change, SeriesChanges, changes
+from benchlang.history.verdicts import Change, Possible, SeriesChanges, changes
 
 ALPHA, CONFIDENCE = 0.05, 95.0  # what is stored: history changes' defaults
 _TABLES = (
@@ -52,9 +52,12 @@ _TABLES = (
 )
 _KEY = "metric, configuration, host_class"
 _WHERE = "metric = ? AND configuration = ? AND host_class = ?"
-STAMP = "stored_through"  # meta: the seq of the newest run every stored answer includes
+STAMP = "stored_through_2"
+"""meta: the seq of the newest run every stored answer includes; "_2": the answers hold the
+possible change in the last runs (one stored by a benchlang before it, under "stored_through",
+is not current: read, it is recomputed; the next add stores every series anew, once)."""
 _CURRENT = (
-    "(SELECT value FROM meta WHERE key = 'stored_through') = "
+    f"(SELECT value FROM meta WHERE key = '{STAMP}') = "
     "(SELECT CAST(MAX(seq) {} AS TEXT) FROM runs)"
 )
 _PUT_ROW = (
@@ -70,33 +73,36 @@ _PUT_FOUND = (
     "found = excluded.found"
 )
 _PUT_STAMP = (
-    "INSERT INTO meta (key, value) VALUES ('stored_through', "
+    f"INSERT INTO meta (key, value) VALUES ('{STAMP}', "
     "(SELECT CAST(MAX(seq) AS TEXT) FROM runs)) ON CONFLICT (key) DO UPDATE SET "
     "value = excluded.value"
 )
 
 
 def _found_json(found: SeriesChanges) -> str:
-    """The change points with their numbers as Python's json writes them (nan included: this
-    column is read back by benchlang only, never shown)."""
+    """The change points and the possible change with their numbers as Python's json writes
+    them (nan included: this column is read back by benchlang only, never shown)."""
     return json.dumps(
         {
             "method": found.method,
             "changes": [attrs.asdict(c) for c in found.changes],
             "spread": [attrs.asdict(c) for c in found.spread],
             "note": found.note,
+            "possible": None if found.possible is None else attrs.asdict(found.possible),
         }
     )
 
 
 def _found(series: Series, text: str) -> SeriesChanges:
     d = json.loads(text)
+    possible = d.get("possible")
     return SeriesChanges(
         series,
         tuple(Change(**c) for c in d["changes"]),
         d["method"],
         tuple(Change(**c) for c in d["spread"]),
         d.get("note"),
+        None if possible is None else Possible(**possible),
     )
 
 

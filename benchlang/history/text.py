@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from benchlang.history.acks import Ack
 from benchlang.history.gate import Regression, SeriesCheck
-from benchlang.history.verdicts import SeriesChanges, change_id
+from benchlang.history.verdicts import Possible, SeriesChanges, change_id
 from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
 
@@ -55,6 +55,14 @@ def _times(ratio: float) -> str:
     return f"{ratio:.2g}x" if math.isfinite(ratio) else "-"
 
 
+def possible_line(name: str, p: Possible) -> str:
+    """A possible change in the last runs, with its kind and first commit: "time size=1: a
+    possible change in the last 2 runs (x1.153), 1 more to confirm (a regression from
+    1a2b3c4d5e on)"."""
+    article = "an" if p.kind[0] in "aeiou" else "a"
+    return f"{name}: {p.message} ({article} {p.kind} from {_short(p.commit)} on)"
+
+
 def changes_text(found: Sequence[SeriesChanges]) -> str:
     """Level changes (regression, improvement) and noise changes ("spread 2.1x": the points'
     standard errors after/before, noisier or quieter) in one table."""
@@ -75,7 +83,10 @@ def changes_text(found: Sequence[SeriesChanges]) -> str:
     noise = sum(len(f.spread) for f in found)
     head = f"{total} change point(s) in {len(found)} series"
     head += f", {noise} change(s) of noise (spread)" if noise else ""
-    notes = "".join(f"{f.series.name}: {f.note}\n" for f in found if f.note)
+    possible = [possible_line(f.series.name, f.possible) for f in found if f.possible]
+    head += f", {len(possible)} possible in the last runs" if possible else ""
+    notes = "".join(f"{line}\n" for line in possible)
+    notes += "".join(f"{f.series.name}: {f.note}\n" for f in found if f.note)
     if not rows:
         return head + "\n" + notes
     table = _table(["series", "commits", "change", "interval", "p", "kind", "id"], rows)
@@ -149,7 +160,18 @@ def check_text(checks: Sequence[SeriesCheck], margin: float, alpha: float = 0.05
     body = _table(header, _check_rows(checks))
     notes = [f"{c.series.name}: {c.reason}" for c in checks]
     notes += [_regression_line(r) for r in _regressions(checks)]
+    notes += _possible_lines(checks)
     return "\n".join([_check_head(checks, margin), body, *notes]) + "\n"
+
+
+def _possible_lines(checks: Sequence[SeriesCheck]) -> list[str]:
+    """Each possible change in the last runs: named, not a failure on its own (history.gate)."""
+    return [
+        possible_line(c.series.name, c.possible)
+        + f"; not a failure on its own until the next {c.possible.to_confirm} run(s) decide it"
+        for c in checks
+        if c.possible is not None
+    ]
 
 
 def check_markdown(checks: Sequence[SeriesCheck], margin: float, alpha: float = 0.05) -> str:
@@ -166,6 +188,7 @@ def check_markdown(checks: Sequence[SeriesCheck], margin: float, alpha: float = 
     for row in _check_rows(checks):
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
     lines += [""] + [f"- {_regression_line(r)}" for r in _regressions(checks)]
+    lines += [f"- {line}" for line in _possible_lines(checks)]
     lines += [
         "",
         "Each newest run is judged against its series' runs since the last change point by a "

@@ -39,6 +39,26 @@ class Change:
 
 
 @attrs.frozen
+class Possible:
+    """A change of level in a series' last ``runs`` runs, too few to place at a commit
+    (stats._changepoint_checks.PossibleChange): from ``commit`` on (the first run at the new
+    level, point ``index``) if ``to_confirm`` more runs at that level confirm it; ``kind``
+    regression or improvement by the metric's ``better``."""
+
+    index: int
+    commit: str | None
+    runs: int
+    to_confirm: int
+    ratio: float
+    p_value: float
+    kind: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return undefined(attrs.asdict(self), {"*": "the level before it is not positive"})
+
+
+@attrs.frozen
 class SeriesChanges:
     """A series' change points of level (``changes``: regressions and improvements) and of
     noise (``spread``, kind "spread": the ratio of the points' standard errors after/before),
@@ -49,7 +69,10 @@ class SeriesChanges:
     method: str
     spread: tuple[Change, ...] = ()
     note: str | None = None
-    """Why the result is descriptive only or partial (stats.changepoints' note), else None."""
+    """Why the result is descriptive only or partial (stats.changepoints' note without the
+    possible change, which is ``possible``), else None."""
+    possible: Possible | None = None
+    """A change in the last runs, not yet a change point (None: none)."""
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -73,6 +96,7 @@ class SeriesChanges:
             "changes": level,
             "spread": [c.to_dict() for c in self.spread],
             "note": self.note,
+            "possible": None if self.possible is None else self.possible.to_dict(),
         }
 
 
@@ -121,10 +145,22 @@ def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) ->
             kind or _kind(float(cp.ratio), series.better),
         )
 
+    possible = None
+    note = found.note
+    if found.possible is not None:
+        p, message = found.possible, found.possible.describe()
+        i = int(kept[p.index])
+        kind = _kind(p.ratio, series.better) if np.isfinite(p.ratio) else "change"
+        possible = Possible(
+            i, series.commits[i], p.runs, p.to_confirm, float(p.ratio), float(p.p_value), kind,
+            message,
+        )  # fmt: skip
+        note = "; ".join(part for part in (note or "").split("; ") if part != message) or None
     return SeriesChanges(
         series,
         tuple(located(cp, None) for cp in found.points),
         found.method,
         tuple(located(cp, "spread") for cp in found.spread),
-        found.note,
+        note,
+        possible,
     )
