@@ -24,7 +24,6 @@ import json
 import math
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,11 +32,15 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from benchlang.app.bisect_session import build as build_tree
-from benchlang.app.bisect_session import (
+from benchlang.app.bisect_session import SLOTS
+from benchlang.app.worktrees import build as build_tree
+from benchlang.app.worktrees import (
     checkout,
     git,
-    remove_worktrees,
+    original_head,
+    repository,
+    resolve,
+    restore,
     run_session,
     session_experiment,
     session_seed,
@@ -66,18 +69,6 @@ class BisectResult:
 
     def to_dict(self) -> dict:
         return attrs.asdict(self)
-
-
-def _resolve(repo: Path, rev: str, what: str) -> str:
-    done = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
-    if done.returncode == 0:
-        return done.stdout.strip()
-    if git(repo, "rev-parse", "--is-shallow-repository", check=False).stdout.strip() == "true":
-        raise UserError(
-            f"{what} {rev}: not in this clone, which is shallow (its history is cut)",
-            "fetch the history: git fetch --unshallow (CI: actions/checkout with fetch-depth: 0)",
-        )
-    raise UserError(f"{what} {rev}: no such commit in {repo}")
 
 
 def _interval(x: np.ndarray, weights: tuple[float, ...], confidence: float) -> list[float]:
@@ -169,7 +160,7 @@ def _session(config: dict, slots: dict[str, Path], tag: str, look: int, commit: 
     seed = session_seed(experiment.seed, commit, look)
     store = Path(config["state"]) / f"{tag}-{look}.sqlite"
     better = {m.name: m.better for m in experiment.metrics}
-    return run_session(derived, spec, store, seed), better
+    return run_session(derived, spec, store, seed, SLOTS), better
 
 
 def step(state: Path) -> int:
@@ -222,21 +213,9 @@ def step(state: Path) -> int:
 
 
 def _restore(root: Path, original: str, started: bool, trees: Path) -> None:
-    """Leave the repository as it was: no bisect, the same checkout, no worktree of ours.
-    A second Ctrl-C does not interrupt this."""
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: signals are not ours to handle
-        previous = None
-    try:
-        if started:
-            git(root, "bisect", "reset", check=False)
-        if git(root, "rev-parse", "HEAD", check=False).stdout.strip() != original:
-            git(root, "checkout", "--quiet", "--force", original, check=False)
-        remove_worktrees(root, trees)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+    """Leave the repository as it was: no bisect, the same checkout, no worktree of ours."""
+    reset = (lambda: git(root, "bisect", "reset", check=False)) if started else None
+    restore(root, original, trees, reset)
 
 
 def planned_steps(root: Path, good: str, bad: str) -> int:
@@ -263,18 +242,12 @@ def bisect(
     from benchlang.app.spec import load_spec
 
     spec = Path(spec).resolve()
-    where = Path(repo) if repo else spec.parent
-    top = git(where, "rev-parse", "--show-toplevel", check=False)
-    if top.returncode != 0:
-        raise UserError(f"{where} is not inside a git repository", "pass --repo DIR")
-    root = Path(top.stdout.strip()).resolve()
-    if not spec.is_relative_to(root):
-        raise UserError(f"{spec} is not inside the repository {root}", "bisect a spec it holds")
+    root = repository(spec, repo, "bisect")
     if git(root, "status", "--porcelain", "--untracked-files=no").stdout.strip():
         raise UserError(f"{root} has uncommitted changes", "commit or stash them first")
     if (root / ".git" / "BISECT_LOG").exists():
         raise UserError(f"{root} is already bisecting", "git bisect reset")
-    good_sha, bad_sha = _resolve(root, good, "--good"), _resolve(root, bad, "--bad")
+    good_sha, bad_sha = resolve(root, good, "--good"), resolve(root, bad, "--bad")
     experiment = load_spec(spec).experiment
     runs = experiment.design.runs
     rounds = rounds or (runs if isinstance(runs, int) and runs >= 2 else 8)
@@ -285,8 +258,7 @@ def bisect(
     state = Path(keep).resolve() if keep else Path(tempfile.mkdtemp(prefix="benchlang-bisect-"))
     state.mkdir(parents=True, exist_ok=True)
     trees = state / "trees"
-    head = git(root, "symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.strip()
-    original = head or git(root, "rev-parse", "HEAD").stdout.strip()
+    original = original_head(root)
     config = {
         "repo": str(root),
         "spec": str(spec),

@@ -1,8 +1,10 @@
-"""``benchlang compare 'CMD' 'CMD' ...``: compare commands with no spec, as hyperfine does."""
+"""``benchlang compare 'CMD' 'CMD' ...``: compare commands with no spec, as hyperfine does;
+``benchlang compare SPEC --base REF``: a spec at two git revisions in one session."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -24,9 +26,17 @@ def configure(p: argparse.ArgumentParser) -> None:
         "Compare shell commands without writing a spec: every round runs each command once, in "
         "random order; the answer is the ranking by median wall time with intervals that hold "
         "jointly, user and system time beside it. hyperfine's options keep their meaning. "
-        "--spec-out writes the spec it ran (docs/cli.md#compare)."
+        "--spec-out writes the spec it ran. The second form, compare SPEC.bench --base REF "
+        "[--head REF], builds both revisions in git worktrees and runs the spec once with the "
+        "revision as a factor (both in every round, random order, one session): per "
+        "configuration head/base with an interval, one family over the suite, a verdict "
+        "against --margin, exit 1 on any worse. A .bench file with --base selects this form "
+        "(its options are in their own group below; the others belong to the command form), "
+        "so the two never mix (docs/cli.md#compare)."
     )
-    p.add_argument("commands", nargs="+", metavar="COMMAND", help="a shell command to measure")
+    p.add_argument(
+        "commands", nargs="+", metavar="COMMAND", help="a shell command to measure (or SPEC.bench)"
+    )
     p.add_argument(
         "--runs",
         "-r",
@@ -84,10 +94,87 @@ def configure(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit 0 even when a command fails (failed runs are stored and reported)",
     )
+    revisions = p.add_argument_group("compare SPEC.bench --base REF: two git revisions")
+    revisions.add_argument("--base", metavar="REF", help="the revision compared against")
+    revisions.add_argument("--head", metavar="REF", help="the revision judged (default: HEAD)")
+    revisions.add_argument("--build", metavar="CMD", help="run in each revision's worktree first")
+    revisions.add_argument(
+        "--margin",
+        default="2%",
+        help="worse/better beyond it, equivalent inside it (default: 2%%)",
+    )
+    revisions.add_argument("--summary", metavar="FILE", help="write a Markdown summary for a PR")
+    revisions.add_argument("--json", action="store_true", help="one strict JSON document")
+    revisions.add_argument("--keep", metavar="DIR", help="keep the session's store in DIR")
     p.set_defaults(func=run)
 
 
+REVISION_ONLY = ("head", "build", "summary", "json", "keep")
+COMMAND_ONLY = ("prepare", "spec_out", "store", "export_json", "export_csv", "export_markdown")
+
+
+def _margin(text: str) -> float:
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*%\s*", text)
+    if not match or not 0 < float(match.group(1)) < 100:
+        raise UserError(f"--margin {text!r} is not a percent in (0, 100)", "e.g. --margin 2%")
+    return float(match.group(1)) / 100.0
+
+
+def _revisions(args: argparse.Namespace) -> int:
+    """``compare SPEC --base REF``: exit 1 on any worse; 2 on a usage or build error, or a
+    configuration measured at neither or one revision only (nothing to judge); else 0."""
+    from benchlang.app.revision_compare import compare_revisions
+    from benchlang.report.revision_compare_text import markdown, render
+
+    spec = args.commands[0]
+    if len(args.commands) != 1 or not spec.endswith(".bench"):
+        raise UserError(
+            "--base compares one spec at two revisions: give one SPEC.bench",
+            "benchlang compare SPEC.bench --base REF, or leave out --base to compare commands",
+        )
+    given = [o for o in COMMAND_ONLY if getattr(args, o)] + ["-L"] * bool(args.parameter_list)
+    if given:
+        raise UserError(
+            f"--{given[0].replace('_', '-')} is for comparing commands, not revisions",
+            "the rounds are the spec's design",
+        )
+    margin = _margin(args.margin)
+    result = compare_revisions(
+        spec, args.base, args.head, build_command=args.build, margin=margin, keep=args.keep
+    )
+    if args.summary:
+        from benchlang.report.atomic import write_atomic
+
+        try:
+            write_atomic(args.summary, markdown(result))
+        except OSError as err:
+            raise UserError(f"cannot write {args.summary}: {err.strerror}") from None
+    if args.json:
+        from benchlang.jsonout import document, dumps
+
+        print(dumps(document("compare.revisions", 1, result.to_dict())))
+    else:
+        print(render(result))
+    if result.worse:
+        return 1
+    if result.unmeasured:
+        print("benchlang: error: " + result.notes[-1], file=sys.stderr)
+        return 2
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.base is not None:
+        return _revisions(args)
+    first = args.commands[0]
+    if first.endswith(".bench") and Path(first).is_file():
+        raise UserError(
+            f"{first} is a spec: compare SPEC needs --base REF (the revision to compare against)",
+            f"benchlang compare {first} --base main, or benchlang run {first}",
+        )
+    extra = [o for o in REVISION_ONLY if getattr(args, o)] + ["margin"] * (args.margin != "2%")
+    if extra:
+        raise UserError(f"--{extra[0]} needs --base REF (compare SPEC.bench --base REF)")
     request = CompareRequest(
         commands=tuple(args.commands),
         rounds=args.runs,
