@@ -116,7 +116,7 @@ def test_the_format_is_recognized_and_a_wrong_one_is_one_line(tmp_path, capsys):
     assert detect_importer(pp).name == "pyperf"
     assert main(["import", str(hf), "--store", str(tmp_path / "s.sqlite"), "--format", "nope"]) == 2
     err = capsys.readouterr().err
-    assert "no importer named 'nope'" in err and "csv, hyperfine, pyperf" in err
+    assert "no importer named 'nope'" in err and "csv, google-benchmark, hyperfine, pyperf" in err
     broken = tmp_path / "b.json"
     broken.write_text('{"results": [{"times": [1]}]}')
     assert main(["import", str(broken), "--store", str(tmp_path / "t.sqlite")]) == 2

@@ -26,14 +26,22 @@ def load_importer(name: str) -> Any:
     return points[name].load()
 
 
+BROAD = ("hyperfine", "pyperf", "csv")  # recognise any JSON with results/benchmarks, any .csv
+
+
 def detect_importer(path: Path) -> Any:
-    """The first installed importer (by name) that recognizes the file."""
+    """The first installed importer (by name) that recognizes the file (or a directory,
+    e.g. criterion's ``target/criterion``, with an empty head); the broad built-ins, whose
+    keys other suites share, are asked last."""
     try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
+        if path.is_dir():
+            head = b""
+        else:
+            with path.open("rb") as handle:
+                head = handle.read(4096)
     except OSError as err:
         raise ImportFileError(f"cannot read {path}: {err.strerror or err}") from None
-    for name in importer_names():
+    for name in sorted(importer_names(), key=lambda n: n in BROAD):
         try:
             importer = load_importer(name)
         except Exception:  # a broken plugin is shown by `benchlang plugins`, not here
