@@ -1,4 +1,4 @@
-"""``benchlang system show | check | tune`` and the check ``run`` performs first: the host
+"""``benchlang system show | check | tune | clean`` and the check ``run`` performs first: the host
 state of this machine or of a spec's hosts, compared with the spec's ``machine`` block, and
 the knobs ``tune`` sets and restores (docs/machine.md). Returns values, never prints."""
 
@@ -232,3 +232,12 @@ def _save(saved: dict[str, Any]) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(saved, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def clean() -> tuple[list[str], bool]:
+    """``benchlang system clean``: remove the cgroups that runs killed with SIGKILL left behind,
+    wherever they sat (every cgroup mount is searched); what to say, and whether all went."""
+    from benchlang.backends.cgroups import removal_lines, remove_stale_everywhere
+
+    removed, failed = remove_stale_everywhere()
+    return removal_lines(removed, failed) or ["benchlang: no stale benchlang cgroups"], not failed

@@ -127,13 +127,106 @@ def hierarchies():
     return _LAYOUT[0]
 
 
-def _remove_stale(parent):
+def owner_of(name):
+    """The process a benchlang cgroup's name says made it (``benchlang-PID-N``, the local
+    session's; ``benchlang-PID-tN``, a trial's limits; ``benchlang-agent-PID``, the SSH
+    agent's), or None for any other name."""
+    parts = name.split("-")
+    if len(parts) != 3 or parts[0] != "benchlang":
+        return None
+    if parts[1] == "agent":
+        pid = parts[2]
+    elif parts[2].isdigit() or (parts[2][:1] == "t" and parts[2][1:].isdigit()):
+        pid = parts[1]
+    else:
+        return None
+    return int(pid) if pid.isdigit() else None
+
+
+def is_stale(path):
+    """Whether ``path`` is a benchlang cgroup whose owning process is gone: a run killed with
+    SIGKILL cannot remove its own. One whose members include processes of another PID
+    namespace (listed as 0 in ``cgroup.procs``) is another container's, and kept."""
+    pid = owner_of(os.path.basename(path))
+    if pid is None or os.path.exists(f"/proc/{pid}"):
+        return False
     with contextlib.suppress(OSError):
-        for name in os.listdir(parent):
-            parts = name.split("-")
-            ours = len(parts) == 3 and parts[0] == "benchlang" and parts[2].startswith("t")
-            if ours and parts[1].isdigit() and not os.path.exists("/proc/" + parts[1]):
-                _remove_dir(os.path.join(parent, name))
+        if "0" in _read(os.path.join(path, "cgroup.procs")).split():
+            return False
+    return True
+
+
+def _remove_tree(path):
+    """Remove a cgroup and the cgroups below it, deepest first; True when it is gone."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(path):
+            below = os.path.join(path, name)
+            if os.path.isdir(below) and not os.path.islink(below):
+                _remove_tree(below)
+    _remove_dir(path)
+    return not os.path.exists(path)
+
+
+def removal_lines(removed, failed=()):
+    """What to say about the stale cgroups removed (and those that could not be)."""
+    lines = []
+    if removed:
+        shown = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if removed[3:] else "")
+        lines.append(
+            f"benchlang: removed {len(removed)} stale cgroup{'' if len(removed) == 1 else 's'} "
+            f"of killed runs (their process is gone): {shown}"
+        )
+    lines += [f"benchlang: cannot remove the stale cgroup {path}" for path in failed]
+    return lines
+
+
+def say_removed(removed, failed=()):
+    """``removal_lines`` on stderr."""
+    import sys
+
+    for line in removal_lines(removed, failed):
+        sys.stderr.write(line + "\n")
+
+
+def _remove_stale(parent, say=True):
+    """Remove the stale benchlang cgroups in ``parent`` (``is_stale``), killing what is left
+    in them; say so on stderr. Returns the paths removed."""
+    removed, failed = [], []
+    with contextlib.suppress(OSError):
+        for name in sorted(os.listdir(parent)):
+            path = os.path.join(str(parent), name)
+            if owner_of(name) is not None and is_stale(path):
+                (removed if _remove_tree(path) else failed).append(path)
+    if say:
+        say_removed(removed, failed)
+    return removed
+
+
+def cgroup_mounts(mountinfo=None):
+    """The mount points of every cgroup v1 hierarchy and of cgroup v2 on this host."""
+    found = []
+    for line in (mountinfo or _read("/proc/self/mountinfo")).splitlines():
+        left, _, right = line.partition(" - ")
+        fields, kind = left.split(), right.split(" ")
+        if len(fields) >= 5 and kind[0] in ("cgroup", "cgroup2") and fields[4] not in found:
+            found.append(fields[4])
+    return found
+
+
+def remove_stale_everywhere(roots=None, depth=12):
+    """``benchlang system clean``: the stale benchlang cgroups anywhere below ``roots`` (every
+    cgroup mount), wherever the killed run sat, removed. Returns (removed, failed) paths."""
+    removed, failed = [], []
+    for root in roots if roots is not None else cgroup_mounts():
+        base = root.rstrip("/").count("/")
+        for top, dirs, _ in os.walk(root):
+            ours = [d for d in dirs if owner_of(d) is not None]
+            dirs[:] = [] if top.count("/") - base >= depth else [d for d in dirs if d not in ours]
+            for name in ours:
+                path = os.path.join(top, name)
+                if is_stale(path):
+                    (removed if _remove_tree(path) else failed).append(path)
+    return removed, failed
 
 
 def _kill_members(path):

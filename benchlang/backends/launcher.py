@@ -181,23 +181,11 @@ class TrialCgroup:
 
 
 def _remove_stale(parent: Path) -> None:
-    """Empty and remove the cgroups of benchlang processes that are gone (killed before close):
-    whatever their trials left is killed too."""
-    with contextlib.suppress(OSError):
-        for entry in parent.iterdir():
-            name = entry.name
-            if not name.startswith("benchlang-"):
-                continue
-            pid = name.split("-")[1]
-            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-                with contextlib.suppress(OSError):
-                    (entry / "cgroup.kill").write_text("1")
-                for _ in range(50):
-                    try:
-                        entry.rmdir()
-                        break
-                    except OSError:
-                        time.sleep(0.002)
+    """Empty and remove the cgroups of benchlang processes that are gone (killed before close),
+    saying so on stderr: benchlang.backends.cgroups does it for every kind of benchlang cgroup."""
+    from benchlang.backends.cgroups import _remove_stale as remove_stale
+
+    remove_stale(parent)
 
 
 def scratch_dir() -> str:

@@ -1,4 +1,4 @@
-"""``benchlang system show|check|tune``: the host state that disturbs measurements, compared
+"""``benchlang system show|check|tune|clean``: the host state that disturbs measurements, compared
 with a spec's ``machine`` block, and set or restored (docs/machine.md)."""
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     tune.add_argument("spec", metavar="SPEC", nargs="?", help="set what this spec requires")
     tune.add_argument("--reset", action="store_true", help="restore what tune changed")
+    sub.add_parser(
+        "clean",
+        help="remove the cgroups runs killed with SIGKILL left behind (a run does it too, "
+        "in its own cgroup); says so on stderr",
+    )
     p.set_defaults(func=run)
 
 
@@ -40,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
     from benchlang.app import system
     from benchlang.cli.common import load_spec
 
+    if args.action == "clean":
+        lines, done = system.clean()
+        for line in lines:
+            print(line, file=sys.stderr)
+        return 0 if done else 1
     experiment = load_spec(args.spec) if getattr(args, "spec", None) else None
     if args.action == "tune":
         lines, done = system.tune(experiment, args.spec, reset=args.reset)
