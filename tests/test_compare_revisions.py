@@ -159,3 +159,26 @@ def test_the_two_forms_do_not_mix(repo):
     done = compare("--base", "no-such-ref", cwd=root)
     assert done.returncode == 2 and "no-such-ref" in done.stderr
     left_as_it_was(root, shas[2])
+
+
+def test_ctrl_c_leaves_the_repository_as_it_was(repo):
+    """SIGINT to the whole process group (a terminal's Ctrl-C) once trials are running: exit
+    130, the worktrees removed, the checkout as it was."""
+    import signal
+    import time
+
+    root, shas = repo
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchlang", "compare", "bench.bench", "--base", shas[1]],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (root / ".git" / "trials").exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, "no trial ever ran"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    left_as_it_was(root, shas[2])

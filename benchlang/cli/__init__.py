@@ -62,7 +62,7 @@ COMMANDS: dict[str, Command] = {
         "benchlang.cli.replicate", "check a bundle, rerun it, judge the replication"
     ),
     "compare": Command(
-        "benchlang.cli.compare", "compare shell commands without a spec, as hyperfine does"
+        "benchlang.cli.compare", "compare shell commands (as hyperfine does), or SPEC --base REF"
     ),
     "diff": Command("benchlang.cli.diff", "before/after of one spec on two stores; a gate"),
     "size": Command("benchlang.cli.size", "minimal number of trials for a one-sided percentile CI"),

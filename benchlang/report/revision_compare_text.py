@@ -4,6 +4,7 @@ pull request (GitHub's step summary or a comment body; GitLab's job page)."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 
 def _pct(x: float) -> str:
@@ -52,7 +53,7 @@ def render(result) -> str:
             f"{r.configuration:{width}}  {r.metric:10}  {_pct(r.ratio[0]):>9}  "
             f"{_interval(r.ratio):22}  {r.rounds:>6}  {r.verdict}"
         )
-    lines += ["", _tally(result), _method(result).replace("`", "")]
+    lines += ["", _tally(result), textwrap.fill(_method(result).replace("`", ""), 100)]
     lines += [f"note: {n}" for n in result.notes]
     if result.store:
         lines.append(f"the session's store: {result.store}")

@@ -1,0 +1,126 @@
+"""``benchlang compare SPEC --base REF`` on a simulated shared runner, through the CLI.
+
+A local git repository whose suite of four benchmarks reports its own time: the commit's level
+(1.0; at the head commit of the "regression" repository benchmark ``b1`` is 5% slower) times a
+machine level that moves between compares (lognormal, sigma 10%) and drifts within one
+(+-8%, a sine over the trials, its phase drawn per compare) times a 2% lognormal trial noise.
+Each replicate draws a new spec seed (the rounds' random order) and a new machine.
+Counted: compares with any ``worse`` (A/A: base against base in two worktrees; and base
+against a docs-only commit), and compares naming ``b1`` worse (regression); margin 2%.
+
+    python3 benchmarks/sim_compare_revisions.py [--replicates N] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SPEC = """benchlang 1
+experiment suite {{
+  seed {seed}
+  workdir "."
+{benchmarks}
+  metric time {{ measure mean unit "s" better lower }}
+  design {{ runs {rounds} }}
+}}
+"""
+BENCHMARK = """  benchmark b{i} {{
+    run "sh b{i}.sh"
+    measure time from stdout regex "time ([0-9.]+)"
+  }}"""
+TIMED = """# {note}
+d=$(cd "$(git rev-parse --git-common-dir)" && pwd)
+n=$(cat "$d/trials" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$d/trials"
+awk -v level={level} -v n="$n" -v m="$(cat "$d/machine")" -v seed="${{BENCHLANG_SEED:-1}}" \\
+  'BEGIN {{ split(m, k, " "); srand(seed % 2147483647); u = 1 - rand(); v = rand();
+  f = level * k[1] * (1 + 0.08 * sin(n / 12 + k[2]));
+  printf "time %.6f\\n", f * exp(0.02 * sqrt(-2 * log(u)) * cos(6.283185307 * v)) }}'
+"""
+GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(repo: Path, *args: str) -> str:
+    env = os.environ | GIT_ENV
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env=env)
+    return done.stdout.strip()
+
+
+def make_repo(root: Path, slow: float) -> None:
+    """Three commits: c0, c1 (a docs-only change), c2 (b1 x ``slow``)."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "s@example.org")
+    git(root, "config", "user.name", "sim")
+    (root / ".git" / "info" / "exclude").write_text("sim.bench\n")
+    for c in range(3):
+        for i in range(4):
+            level = slow if (c == 2 and i == 1) else 1.0
+            (root / f"b{i}.sh").write_text(TIMED.format(note=f"b{i}", level=level))
+        (root / "README").write_text(f"docs {c}\n")
+        git(root, "add", ".")
+        git(root, "commit", "-q", "-m", f"c{c}")
+
+
+def compare(root: Path, base: str, head: str, seed: int, rounds: int, rng) -> dict:
+    benchmarks = "\n".join(BENCHMARK.format(i=i) for i in range(4))
+    (root / "sim.bench").write_text(SPEC.format(seed=seed, benchmarks=benchmarks, rounds=rounds))
+    level = math.exp(rng.gauss(0.0, 0.10))
+    (root / ".git" / "machine").write_text(f"{level:.6f} {rng.uniform(0, 2 * math.pi):.6f}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", "compare", "sim.bench", "--base", base,
+         "--head", head, "--margin", "2%", "--json"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    if done.returncode not in (0, 1):
+        raise SystemExit(done.stderr)
+    clean = (
+        git(root, "status", "--porcelain") == ""
+        and len(git(root, "worktree", "list").splitlines()) == 1
+    )
+    return json.loads(done.stdout) | {"clean": clean}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--replicates", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=20)
+    args = p.parse_args()
+    rng = random.Random(20261128)
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch) / "repo"
+        make_repo(root, 1.05)
+        tally = {"aa_same": [0, 0], "aa_docs": [0, 0], "reg": [0, 0], "dirty": 0}
+        for r in range(args.replicates):
+            for kind, base, head in (
+                ("aa_same", "HEAD~1", "HEAD~1"),
+                ("aa_docs", "HEAD~2", "HEAD~1"),
+                ("reg", "HEAD~1", "HEAD"),
+            ):
+                out = compare(root, base, head, 1000 + r, args.rounds, rng)
+                worse = {row["configuration"] for row in out["rows"] if row["verdict"] == "worse"}
+                hit = ("b1" in worse) if kind == "reg" else bool(worse)
+                tally[kind][0] += hit
+                tally[kind][1] += 1
+                tally["dirty"] += not out["clean"]
+    print(f"rounds {args.rounds}, suite of 4, margin 2%, Bonferroni over 4 rows")
+    print(f"{'compare':34} {'count':>8}")
+    for kind, name in (
+        ("aa_same", "A/A base vs base: any worse"),
+        ("aa_docs", "A/A docs-only commit: any worse"),
+        ("reg", "b1 +5%: b1 named worse"),
+    ):
+        hit, n = tally[kind]
+        print(f"{name:34} {hit:>3} / {n:<3}")
+    print(f"repository not clean after a compare: {tally['dirty']}")
+
+
+if __name__ == "__main__":
+    main()
