@@ -8,7 +8,8 @@ and the cycles estimate would change with the CI machine's CPU model). Every pro
 trial writes its own file (``--cachegrind-out-file=DIR/cg.%p``); a small ``awk`` on the host
 sums their ``summary:`` lines per event and prints the totals, the geometry cachegrind reports
 (its ``desc:`` lines) and the number of processes on stderr after the command's own, marked
-``MARK``, as perf stat's lines are (run/counters.py). Valgrind's own messages go to per-process
+``MARK``, as perf stat's lines are (run/counters.py). ``BENCHLANG_PAD`` keeps the size of the
+environment the same on every trial (``_PAD``). Valgrind's own messages go to per-process
 log files, so the command's stderr is given back as it was. Without ``--trace-children`` a
 ``sh -c`` command counts only the shell.
 
@@ -61,6 +62,14 @@ _SUM = (
     "'"
 )
 
+_PAD = (
+    'BENCHLANG_PAD=$(printf "%*s" $((64 - ${#BENCHLANG_TRIAL} - ${#BENCHLANG_SEED})) ""); '
+    "export BENCHLANG_PAD; "
+)
+"""The environment's size held constant across trials: the lengths of the trial's number and
+seed vary (a 19- or 18-digit seed), and with them the stack's layout, which moved gzip's count
+by 14 instructions here; ``BENCHLANG_PAD`` (spaces) takes up the difference."""
+
 
 def valgrind_options() -> str:
     """cachegrind's options but the output files: every process, pinned caches."""
@@ -72,7 +81,7 @@ def cachegrind_command(text: str) -> str:
     """The trial's command under cachegrind (each word of the original kept literal, as
     run.counters does), with the per-process counts summed on stderr and the files removed."""
     return (
-        f"d=$(mktemp -d) || exit 125; valgrind {valgrind_options()} "
+        f"{_PAD}d=$(mktemp -d) || exit 125; valgrind {valgrind_options()} "
         '--cachegrind-out-file="$d/cg.%p" --log-file="$d/log.%p" -q -- '
         f"{shlex.join(argv_for(text))}; s=$?; "
         f'{_SUM} "$d"/cg.* >&2 2>/dev/null; '
