@@ -156,6 +156,8 @@ def test_the_two_forms_do_not_mix(repo):
     assert done.returncode == 2 and "--base" in done.stderr
     done = compare("--base", shas[0], "--store", "x.sqlite", cwd=root)
     assert done.returncode == 2 and "--store" in done.stderr
+    done = compare("--base", shas[0], "--runs", "5", cwd=root)
+    assert done.returncode == 2 and "--runs" in done.stderr
     done = compare("--base", "no-such-ref", cwd=root)
     assert done.returncode == 2 and "no-such-ref" in done.stderr
     left_as_it_was(root, shas[2])
@@ -181,4 +183,27 @@ def test_ctrl_c_leaves_the_repository_as_it_was(repo):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    left_as_it_was(root, shas[2])
+
+
+def test_a_benchmark_measured_at_neither_revision_exits_2(repo):
+    """Nothing compared is not a pass: exit 2, naming the configuration."""
+    root, shas = repo
+    (root / "broken.bench").write_text(SPEC.replace("sh steady.sh", "sh no-such-script.sh"))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchlang", "compare", "broken.bench", "--base", shas[1]],
+            cwd=root, capture_output=True, text=True,
+        )  # fmt: skip
+    finally:
+        (root / "broken.bench").unlink()
+    assert done.returncode == 1, done.stderr  # w is worse: that is said first
+    assert "v              time              n/a  not measured" in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", "compare", "bench.bench", "--base", shas[1],
+         "--head", shas[1], "--build", "rm steady.sh"],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and "not measured at both revisions" in done.stderr
+    assert "v time" in done.stderr
     left_as_it_was(root, shas[2])

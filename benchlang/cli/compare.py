@@ -133,6 +133,7 @@ def _revisions(args: argparse.Namespace) -> int:
             "benchlang compare SPEC.bench --base REF, or leave out --base to compare commands",
         )
     given = [o for o in COMMAND_ONLY if getattr(args, o)] + ["-L"] * bool(args.parameter_list)
+    given += ["runs"] * (args.runs != DEFAULT_ROUNDS) + ["warmup"] * bool(args.warmup)
     if given:
         raise UserError(
             f"--{given[0].replace('_', '-')} is for comparing commands, not revisions",
