@@ -131,7 +131,7 @@ def test_the_analyses_are_the_clis_objects_and_render_in_jupyter(store, capsys):
     assert main(["analyze", "--store", str(store)]) == 0
     printed = capsys.readouterr().out
     assert headline.text.strip() and headline.text.strip() in printed
-    assert headline._repr_html_().startswith("<pre>")
+    assert headline._repr_html_().startswith("<table") and "<pre" not in headline._repr_html_()
     kpis = opened.kpis()
     assert [k.configuration for k in kpis][:2] == ["b[tool=fast,level=1]", "b[tool=fast,level=2]"]
     assert len(kpis) == 4  # one per configuration, its series inside

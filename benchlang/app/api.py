@@ -8,18 +8,17 @@ spec with errors raises its subclass :class:`SpecInvalid`, which carries the dia
 
 from __future__ import annotations
 
-import html
 import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import numpy as np
 
 from benchlang import model
+from benchlang.app import api_frames
+from benchlang.app.api_trials import trials_frame, write_parquet
 from benchlang.errors import UserError
-from benchlang.report.atomic import replacing
 
 if TYPE_CHECKING:
     import pandas
@@ -29,6 +28,24 @@ if TYPE_CHECKING:
     from benchlang.lang.diagnostics import Diagnostic, Source
     from benchlang.plan.plan import Plan
     from benchlang.report.record import Record
+
+
+def hinted(call: Callable[..., Any]) -> Callable[..., Any]:
+    """A UserError raised by ``call`` says its hint in its text (``str(err)``, what a notebook
+    and a traceback show after ``UserError:``) as the CLI prints it, on a line of its own;
+    ``err.message`` and ``err.hint`` are unchanged."""
+    import functools
+
+    @functools.wraps(call)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        except UserError as err:
+            if err.hint and err.args == (err.message,):
+                err.args = (f"{err.message}\nhint: {err.hint}",)
+            raise
+
+    return wrapper
 
 
 class SpecInvalid(UserError):
@@ -51,6 +68,7 @@ class LoadedSpec:
     source: Source
 
 
+@hinted
 def load_spec(path: str | Path, seed: int | None = None) -> LoadedSpec:
     """Check and plan a spec as ``benchlang plan`` does; :class:`SpecInvalid` on errors."""
     from benchlang.app.plan import plan_experiment
@@ -68,14 +86,24 @@ def load_spec(path: str | Path, seed: int | None = None) -> LoadedSpec:
 @attrs.frozen
 class Shown:
     """An object the CLI prints (``value``), with the text the CLI prints for it and its HTML
-    for Jupyter. Iterating, indexing and ``len`` reach the value when it is a list."""
+    tables for Jupyter; ``to_frame()`` a tidy, typed DataFrame of it (``app.api_frames``).
+    Iterating, indexing and ``len`` reach the value when it is a list."""
 
     value: Any
     text: str
     html: str
+    frame: Callable[[], pandas.DataFrame] | None = None
 
     def __str__(self) -> str:
         return self.text
+
+    @hinted
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per observation, typed (docs/api.md#frames); a UserError where this
+        result has no frame (``record()``: ``.value.grid()``)."""
+        if self.frame is None:
+            raise UserError("this result has no frame", "record().value.grid() for the record")
+        return self.frame()
 
     def _repr_html_(self) -> str:
         return self.html
@@ -96,18 +124,7 @@ def _captured(render: Callable[[io.StringIO], None]) -> str:
     return out.getvalue()
 
 
-def _pre(text: str) -> str:
-    return f"<pre>{html.escape(text)}</pre>"
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
+@hinted
 def open_store(path: str | Path, plan: str | None = None) -> BenchStore:
     """A store's plan (the latest unless ``plan`` names one) for analysis: ``.trials()`` as a
     DataFrame, ``.kpis()``, ``.headline()``, ``.compare(...)``, ``.record()``,
@@ -133,15 +150,18 @@ class BenchStore:
     def __repr__(self) -> str:
         return f"BenchStore({str(self.path)!r}, plan={self.plan_hash[:19]!r})"
 
+    @hinted
     def trials(self, measured_only: bool = False) -> pandas.DataFrame:
         """One row per trial (every phase unless ``measured_only``): its factors' levels as
         columns, every measure, host, series, round, position, phase, timestamps, status."""
         return trials_frame(self.path, self.plan_hash, measured_only)
 
+    @hinted
     def to_parquet(self, path: str | Path, measured_only: bool = False) -> Path:
         """Write :meth:`trials` to a Parquet file (needs pyarrow: ``benchlang[parquet]``)."""
         return write_parquet(self.trials(measured_only), path)
 
+    @hinted
     def kpis(self) -> Shown:
         """TriScale's KPI of every configuration and series, as ``benchlang analyze`` shows
         them (a list of ``ConfigurationAnalysis``)."""
@@ -159,8 +179,14 @@ class BenchStore:
             raise UserError(no_values(data))
         units = {m.name: m.unit for m in data.experiment.metrics}
         text = _captured(lambda out: render_analysis(kpis, units, out))
-        return Shown(kpis, text, _pre(text))
+        return Shown(
+            kpis,
+            text,
+            api_frames.kpis_html(kpis, units),
+            lambda: api_frames.kpis_frame(kpis, units),
+        )
 
+    @hinted
     def headline(self) -> Shown:
         """The headline ``benchlang run`` and ``analyze`` end with (``MetricHeadline`` per
         metric)."""
@@ -175,8 +201,14 @@ class BenchStore:
         if not headlines:
             raise UserError(no_values(data))
         text = _captured(lambda out: render_headline(headlines, out))
-        return Shown(headlines, text, _pre(text))
+        return Shown(
+            headlines,
+            text,
+            api_frames.headline_html(headlines),
+            lambda: api_frames.headline_frame(headlines),
+        )
 
+    @hinted
     def compare(
         self,
         metric: str | None = None,
@@ -224,14 +256,17 @@ class BenchStore:
         else:
             results = [compare(data, c) for c in chosen]  # one planned test: no family
         text = _captured(lambda out: render_comparisons(results, out))
-        if chosen[0] not in experiment.comparisons and experiment.comparisons:
-            text += (
-                f"note: an ad hoc comparison at its own level, outside the run's family of the "
-                f"spec's {len(experiment.comparisons)} compare item(s): not adjusted for them; "
-                "chosen after seeing the data it is exploratory, not a planned test\n"
-            )
-        return Shown(results, text, _pre(text))
+        planned = chosen[0] in experiment.comparisons
+        note = "" if planned else _exploratory(len(experiment.comparisons))
+        text += f"note: {note}\n" if note else ""
+        return Shown(
+            results,
+            text,
+            api_frames.compare_html(results, planned, note),
+            lambda: api_frames.compare_frame(results, planned),
+        )
 
+    @hinted
     def figures(self, metric: str | None = None) -> Shown:
         """Every figure of the papers (docs/figures.md), whether it applies to this store and
         why not, as ``benchlang figure STORE --list`` prints them (a list of ``Listed``)."""
@@ -239,9 +274,10 @@ class BenchStore:
         from benchlang.app.figures import listed_text
 
         listed = self._figure_source().listed(metric)
-        html = _table(["figure", "applies", "draws / why not"], listed_rows(listed))
+        html = api_frames.html_table(["figure", "applies", "draws / why not"], listed_rows(listed))
         return Shown(listed, listed_text(listed), html)
 
+    @hinted
     def figure(self, name: str, *, style: str | None = None, metric: str | None = None) -> Drawn:
         """Figure ``name`` as ``benchlang figure STORE NAME`` draws it (``style`` "paper" or
         a .mplstyle file; ``metric`` as ``--metric``): shown inline in Jupyter, ``.data``,
@@ -260,6 +296,7 @@ class BenchStore:
             self._figures = FigureSource(self.path, self.plan_hash)
         return self._figures
 
+    @hinted
     def record(self) -> Shown:
         """The 12-parameter reproducibility record (TriScale §4.4), as ``benchlang record``
         prints it (a ``Record``; ``.value.to_markdown()`` and ``.to_latex()`` for papers)."""
@@ -267,7 +304,20 @@ class BenchStore:
 
         record: Record = record_of(self.path, self.plan_hash)
         headers, rows = record.grid()
-        return Shown(record, record.to_markdown(), _table(headers, rows))
+        return Shown(record, record.to_markdown(), api_frames.html_table(headers, rows))
+
+
+def _exploratory(items: int) -> str:
+    """What an ad hoc comparison is, whether or not the spec has ``compare`` items."""
+    outside = (
+        f", outside the run's family of the spec's {items} compare item(s): not adjusted for them"
+        if items
+        else ", not one the spec planned (it has no compare item)"
+    )
+    return (
+        f"an ad hoc comparison at its own level{outside}; chosen after seeing the data it is "
+        "exploratory, not a planned test"
+    )
 
 
 def _comparison(
@@ -299,115 +349,10 @@ def _comparison(
     return model.Comparison(metric, by, method, {**found.defaults(), **settings})
 
 
-def trials_frame(path: str | Path, plan_hash: str, measured_only: bool = False) -> pandas.DataFrame:
-    """The trials of a stored plan as a DataFrame, column by column from the store's columnar
-    reader (no row objects: a million trials stream in about the time ``read_sql`` of the bare
-    table takes; benchmarks/bench_api.py)."""
-    import pandas as pd
-
-    from benchlang.report.data import experiment_of
-    from benchlang.run.store import Store
-
-    with Store(path) as store:
-        stored = store.plan(plan_hash)
-        table = store.trial_table(plan_hash)
-        started, ended = _timestamps(store, plan_hash)
-    experiment = experiment_of(stored)
-    if measured_only:
-        keep = table.measured
-        table = table.select(keep)
-        started, ended = started[keep], ended[keep]
-    columns: dict[str, Any] = {
-        "trial": table.trial,
-        "benchmark": pd.Categorical(table.benchmark),
-        "configuration": table.configuration,
-        "label": pd.Categorical(table.label),
-    }
-    columns.update(_level_columns(table, experiment))
-    columns.update(
-        {
-            "host": pd.Categorical(table.host),
-            "series": table.series,
-            "round": table.round,
-            "position": table.position,
-            "order": pd.Categorical(table.order_kind),
-            "phase": pd.Categorical(table.phase),
-            "status": pd.Categorical(
-                np.where(table.ok, "ok", "failed"), categories=["ok", "failed"]
-            ),
-            "reason": table.reason,
-            "started": pd.to_datetime(started, unit="s", utc=True).as_unit("ns"),
-            "ended": pd.to_datetime(ended, unit="s", utc=True).as_unit("ns"),
-        }
-    )
-    taken = set(columns)
-    for name, values in table.measures.items():
-        columns[name if name not in taken else f"measure_{name}"] = values
-    return pd.DataFrame(columns, copy=False)
-
-
-def _level_columns(table: Any, experiment: model.Experiment) -> dict[str, Any]:
-    """One column per factor (and drawn level), typed as its levels are (text levels a
-    categorical in plan order, numbers numeric): per configuration where the level is the
-    configuration's, per trial for hidden factors' draws and replicate blocks."""
-    import pandas as pd
-
-    _, first, codes = np.unique(table.configuration, return_index=True, return_inverse=True)
-    first = first.tolist()
-    names = list(dict.fromkeys(k for i in first for k in table.levels[i]))
-    drawn = set(experiment.drawn_levels)
-    out: dict[str, Any] = {}
-    for name in names:
-        if name in drawn:
-            values = [lv.get(name) for lv in table.levels]
-            out[name] = pd.Series(np.array(values, dtype=object)).infer_objects().to_numpy()
-            continue
-        values = [table.levels[i].get(name) for i in first]
-        if all(isinstance(v, str) for v in values):
-            order = list(dict.fromkeys(values))
-            where = np.array([order.index(v) for v in values], dtype=np.int64)
-            out[name] = pd.Categorical.from_codes(where[codes], order)
-        elif all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            out[name] = np.asarray(values)[codes]
-        else:
-            per_config = np.empty(len(first), dtype=object)
-            per_config[:] = values
-            out[name] = per_config[codes]
-    return out
-
-
-def _timestamps(store: Any, plan_hash: str) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end times (epoch seconds, nan when never set) in trial order, parsed by
-    numpy from one ``group_concat`` each as the store's columnar reader does."""
-    started, ended = store.db.execute(
-        "SELECT group_concat(ifnull(started, 'nan')), group_concat(ifnull(ended, 'nan')) "
-        "FROM (SELECT started, ended FROM trials WHERE plan_hash = ? ORDER BY trial)",
-        (plan_hash,),
-    ).fetchone()
-    return tuple(
-        np.fromstring(text, dtype=np.float64, sep=",") if text else np.empty(0)
-        for text in (started, ended)
-    )
-
-
-def write_parquet(frame: pandas.DataFrame, path: str | Path) -> Path:
-    """``frame`` as a Parquet file; a UserError naming the extra when pyarrow is missing."""
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        raise UserError(
-            "Parquet needs pyarrow, which is not installed", "pip install 'benchlang[parquet]'"
-        ) from None
-    path = Path(path)
-    try:
-        with replacing(path) as handle:
-            frame.to_parquet(handle, index=False)
-    except OSError as err:
-        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
-    return path
-
-
 def export_parquet(store: str | Path, plan: str | None, output: str | Path) -> Path:
-    """``results --format parquet``: a plan's trials (:func:`trials_frame`) as a Parquet file."""
-    opened = BenchStore(store, plan)
-    return opened.to_parquet(output)
+    """``results --format parquet``: a plan's trials as a Parquet file, in the columns of the
+    CSV and JSON exports (``report.trial_columns``; docs/exports.md)."""
+    from benchlang.app.stores import load_store
+    from benchlang.report.export_files import write_trials_parquet
+
+    return Path(write_trials_parquet(load_store(store, plan), output))

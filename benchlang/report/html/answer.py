@@ -100,8 +100,13 @@ def group_caption(h: MetricHeadline, g: RankingGroup) -> str:
 def answer_html(inputs: ReportInputs) -> list[str]:
     """The headline tables, then one line each for what was checked and assumed; nothing when
     no metric is ranked (a layout, or a spec without a KPI)."""
+    return headline_tables(inputs.headline)
+
+
+def headline_tables(headlines: list[MetricHeadline]) -> list[str]:
+    """``answer_html`` of these headlines (the notebook's ``headline()`` shows the same)."""
     out: list[str] = []
-    for h in inputs.headline:
+    for h in headlines:
         unit, factor = display(h)
         stat = f"{statistic_name(h)}{f' ({unit})' if unit else ''}"
         for g in h.groups:
