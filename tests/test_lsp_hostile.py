@@ -121,7 +121,7 @@ def test_random_headers_and_bodies_are_framed_or_refused_never_a_traceback(lines
         )
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(st.lists(HEADER_LINES, min_size=1, max_size=4), st.binary(max_size=64))
 def test_the_server_never_stalls_or_raises_on_random_bytes(lines, body):
     """Over stdio: random headers and a body, then a well-formed initialize; the server
@@ -133,6 +133,33 @@ def test_the_server_never_stalls_or_raises_on_random_bytes(lines, body):
     answered = any(a.get("id") == 1 for a in answers)
     refused = bool(answers) and answers[-1].get("error", {}).get("code") == framing.PARSE_ERROR
     assert answered or refused or "ended inside a message" in err, (answers, err)
+
+
+def test_a_real_client_is_served_after_a_bad_body_and_disconnected_after_a_bad_header():
+    """pytest-lsp's client (pygls): a body that is not JSON, then a request answered as
+    usual; then ``Content-Length: abc``, and the server ends cleanly within seconds."""
+
+    async def session() -> tuple[list[str], int, float]:
+        client = await ClientServerConfig(server_command=SERVER).start()
+        await client.initialize_session(
+            t.InitializeParams(capabilities=client_capabilities("neovim"))
+        )
+        client.text_document_did_open(
+            t.DidOpenTextDocumentParams(t.TextDocumentItem("file:///x.bench", "benchlang", 1, ""))
+        )
+        client._server.stdin.write(b"Content-Length: 9\r\n\r\n{not json")
+        found = await client.text_document_completion_async(
+            t.CompletionParams(t.TextDocumentIdentifier("file:///x.bench"), t.Position(0, 0))
+        )
+        client._server.stdin.write(b"Content-Length: abc\r\n\r\n{}")
+        await client._server.stdin.drain()
+        started = time.monotonic()
+        code = await asyncio.wait_for(client._server.wait(), timeout=20)
+        return [i.label for i in found.items], code, time.monotonic() - started
+
+    labels, code, elapsed = asyncio.run(session())
+    assert labels == ["benchlang", "experiment"]
+    assert code == 0 and elapsed < 10
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
