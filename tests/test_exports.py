@@ -109,15 +109,20 @@ def test_json_document_has_schema_and_per_trial_rows(data):
     assert doc["schema"] == SCHEMA == 1 and doc["kind"] == "benchlang.results"
     assert len(doc["trials"]) == SERIES * ROUNDS * 2
     failed = [t for t in doc["trials"] if t["status"] == "failed"]
+    assert failed[0]["started"] <= failed[0]["ended"]
     assert failed == [
         {
             "trial": FAILED,
             "series": 0,
             "round": 3,
             "position": 1,
+            "order": "random",
             "host": "h2",
             "configuration": "b[tool=slow]",
+            "configuration_index": 1,
             "benchmark": "b",
+            "started": failed[0]["started"],
+            "ended": failed[0]["ended"],
             "levels": {"tool": "slow"},
             "phase": "measured",
             "status": "failed",
@@ -157,28 +162,32 @@ def test_legacy_json_rows_list_failed_trials(data):
 def test_csv_has_one_row_per_trial(data):
     rows = list(csv.DictReader(io.StringIO(results_trials_csv(data))))
     assert len(rows) == SERIES * ROUNDS * 2
-    assert list(rows[0])[:12] == [
+    assert list(rows[0])[:16] == [
         "trial",
         "series",
         "round",
         "position",
+        "order",
         "host",
-        "configuration",
         "benchmark",
+        "configuration",
+        "configuration_index",
         "tool",
         "phase",
         "status",
         "reason",
         "exit_status",
+        "started",
+        "ended",
     ]
     bad = rows[FAILED]
-    assert (bad["status"], bad["reason"], bad["exit_status"], bad["v"]) == (
+    assert (bad["status"], bad["reason"], bad["exit_status"], bad["v_s"]) == (
         "failed",
         "exit status 3",
         "3",
         "",
     )
-    assert float(rows[0]["metric:v"]) == pytest.approx(float(rows[0]["v"]))
+    assert float(rows[0]["metric:v_s"]) == pytest.approx(float(rows[0]["v_s"]))
     assert export_text(data, "csv") == results_trials_csv(data)
 
 
@@ -276,33 +285,21 @@ def test_the_streamed_json_is_the_document_dumped(data):
 
 
 def test_the_columnwise_csv_is_the_row_by_row_csv(data):
-    """write_trials_csv writes column by column what writing trial_rows row by row gives."""
+    """write_trials_csv writes column by column what writing trial_rows row by row gives,
+    each column where the document's ``trial_columns`` says a JSON row holds it."""
     reason = data.table.reason.copy()
     reason[0] = "retried, twice"
     variant = attrs.evolve(data, table=attrs.evolve(data.table, reason=reason))
     for d in (data, variant):
         rows = trial_rows(d)
-        factors = sorted({k for r in rows for k in r["levels"]})
-        measures, metrics = sorted(d.table.measures), list(d.metrics)
+        columns = results_document(d)["trial_columns"]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(
-            ["trial", "series", "round", "position", "host", "configuration", "benchmark"]
-            + factors
-            + ["phase", "status", "reason", "exit_status"]
-            + measures
-            + [f"metric:{m}" for m in metrics]
-        )
+        writer.writerow([c["name"] for c in columns])
         cell = lambda v: "" if v is None else repr(v) if isinstance(v, float) else str(v)  # noqa: E731
         for r in rows:
-            writer.writerow(
-                [r["trial"], r["series"], r["round"], r["position"], r["host"]]
-                + [r["configuration"], r["benchmark"]]
-                + ["" if r["levels"].get(f) is None else r["levels"][f] for f in factors]
-                + [r["phase"], r["status"], r["reason"] or "", cell(r.get("exit_status"))]
-                + [cell(r["measures"][m]) for m in measures]
-                + [cell(r["metrics"][m]) for m in metrics]
-            )
+            parts = [c["field"].partition(".") for c in columns]
+            writer.writerow([cell(r[g][n] if n else r[g]) for g, _, n in parts])
         assert results_trials_csv(d) == out.getvalue()
 
 

@@ -17,7 +17,8 @@ import attrs
 
 from benchlang import model
 from benchlang.app import api_frames
-from benchlang.app.api_trials import trials_frame, write_parquet
+from benchlang.app.api_trials import trials_frame
+from benchlang.app.api_trials import write_parquet as write_parquet  # re-exported (tests, users)
 from benchlang.errors import UserError
 
 if TYPE_CHECKING:
@@ -158,8 +159,13 @@ class BenchStore:
 
     @hinted
     def to_parquet(self, path: str | Path, measured_only: bool = False) -> Path:
-        """Write :meth:`trials` to a Parquet file (needs pyarrow: ``benchlang[parquet]``)."""
-        return write_parquet(self.trials(measured_only), path)
+        """Write the trials to a Parquet file in the columns of every trial export (CSV, JSON,
+        ``results --format parquet``; docs/exports.md); needs pyarrow: ``benchlang[parquet]``."""
+        from benchlang.app.stores import load_store
+        from benchlang.report.export_files import write_trials_parquet
+
+        data = load_store(self.path, self.plan_hash, all_phases=not measured_only)
+        return Path(write_trials_parquet(data, path))
 
     @hinted
     def kpis(self) -> Shown:

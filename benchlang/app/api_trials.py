@@ -41,7 +41,8 @@ def trials_frame(path: str | Path, plan_hash: str, measured_only: bool = False) 
         "configuration": table.configuration,
         "label": pd.Categorical(table.label),
     }
-    columns.update(_level_columns(table, experiment))
+    for name, values in _level_columns(table, experiment).items():
+        columns[name if name not in columns else f"factor_{name}"] = values
     columns.update(
         {
             "host": pd.Categorical(table.host),

@@ -15,6 +15,7 @@ from benchlang import model
 from benchlang.errors import UserError
 from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import Source, SpecError
+from benchlang.report.stamps import Stamps, stored_stamps
 from benchlang.run.store import Store, StoredPlan, TrialTable
 from benchlang.run.trial_metric import MetricValues, metric_values
 
@@ -40,6 +41,8 @@ class ExperimentData:
     a machine block (``report.machine``)."""
     forced: tuple[str, ...] = ()
     """What ``run --force`` went past, or left unchecked (``report.machine``)."""
+    stamps: Stamps | None = None
+    """Each trial's start, end and exit status for the trial exports (``report.stamps``)."""
 
     def configurations(self) -> list[tuple[int, str, str, dict]]:
         """(index, label, benchmark, levels) of each configuration with trials, plan order."""
@@ -128,6 +131,7 @@ def load_data(
         tuple(filter(None, (s.summary() for s in store.leases(plan.plan_hash)))),
         host_states,
         forced,
+        stored_stamps(store, plan.plan_hash),
     )
 
 

@@ -1,5 +1,6 @@
 """A store's data written as an export (``results --format``, ``run --export-*``): the
-per-trial exports of ``exports.py`` with, in the JSON document, the headline of ``analyze``.
+per-trial exports of ``exports.py`` with, in the JSON document, the headline of ``analyze``;
+Parquet from the same trial columns.
 Above ``exports``, ``analysis`` and ``headline``, which do not import it."""
 
 from __future__ import annotations
@@ -33,6 +34,25 @@ def write_export_file(
             write_export(data, form, out, analysis)
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def write_trials_parquet(data: ExperimentData, path: str | os.PathLike[str]) -> str:
+    """The trial columns (``report.trial_columns``, the CSV's) as a Parquet file with a fixed
+    Arrow schema and the columns' units and types in its metadata; replaced whole."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UserError(
+            "Parquet needs pyarrow, which is not installed", "pip install 'benchlang[parquet]'"
+        ) from None
+    from benchlang.report.trial_columns import arrow_table
+
+    try:
+        with replacing(path) as handle:
+            pq.write_table(arrow_table(data), handle)
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+    return os.fspath(path)
 
 
 def write_export(

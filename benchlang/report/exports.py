@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
+import attrs
 import numpy as np
 
 from benchlang import __version__
@@ -21,6 +22,7 @@ from benchlang.jsonout import dumps
 from benchlang.report.data import ExperimentData
 from benchlang.report.hosts import host_warnings
 from benchlang.report.table import format_quantity, metric_scale
+from benchlang.report.trial_columns import Column, trial_columns
 
 SCHEMA = 1
 """Version of the JSON document; raised whenever a field changes meaning or goes away."""
@@ -51,7 +53,8 @@ def trial_rows(data: ExperimentData, failures: dict[int, dict] | None = None) ->
     every metric value (None when missing). ``failures`` adds, per failed trial, the exit
     status and the last stderr line (from the store)."""
     failures = data.failures if failures is None else failures
-    return [_one_row(data, i, failures) for i in range(len(data.table))]
+    columns = trial_columns(data)
+    return [_one_row(data, columns, i, failures) for i in range(len(data.table))]
 
 
 def results_document(
@@ -88,6 +91,7 @@ def _document(data: ExperimentData, headlines: Iterable | None) -> dict:
         "hosts": data.hosts,
         "host_warnings": host_warnings(data),
         "configurations": configurations,
+        "trial_columns": [c.describe() for c in trial_columns(data)],
         "trials": _TRIALS,
     }
     if headlines is not None:
@@ -129,12 +133,14 @@ def trial_json(
     placeholders) filled with its numbers; the others are dumped one by one."""
     table = data.table
     failures = data.failures if failures is None else failures
+    columns = trial_columns(data)
     simple = np.array([r is None for r in table.reason.tolist()], dtype=bool)
     if failures:
         simple &= ~np.isin(table.trial, np.fromiter(failures, np.int64, len(failures)))
-    sources = [getattr(table, c) for c in _NUMBER_FIELDS]
-    sources += [table.measures[m] for m in sorted(table.measures)]
-    sources += [mv.values for mv in data.metrics.values()]
+    sources = [
+        c for c in columns
+        if c.field in _NUMBER_FIELDS or c.field.startswith(("measures.", "metrics."))
+    ]  # fmt: skip
     templates: dict[tuple, str | None] = {}
     for start in range(0, len(table), chunk):
         part = slice(start, start + chunk)
@@ -145,25 +151,35 @@ def trial_json(
             table.host[part].tolist(),
             table.phase[part].tolist(),
             table.ok[part].tolist(),
+            table.order_kind[part].tolist(),
             strict=True,
         )
-        columns = [_json_numbers(column[part]) for column in sources]
+        cells = [_json_column(column, part) for column in sources]
         rows: list[str] = []
         for i, key, values in zip(
-            range(start, len(table)), keys, zip(*columns, strict=True), strict=False
+            range(start, len(table)), keys, zip(*cells, strict=True), strict=False
         ):
             template = templates.get(key, "")
             if template == "":
-                template = templates[key] = _template(data, i, len(columns))
+                template = templates[key] = _template(data, columns, i, len(sources))
             if simple[i] and template is not None:
                 rows.append(template % values)
             else:
-                row = _deep_clean(_one_row(data, i, failures))
+                row = _deep_clean(_one_row(data, columns, i, failures))
                 rows.append("    " + dumps(row).replace("\n", "\n    "))
         yield ",\n".join(rows)
 
 
-_NUMBER_FIELDS = ("trial", "series", "round", "position")
+_NUMBER_FIELDS = ("trial", "series", "round", "position", "exit_status", "started", "ended")
+
+
+def _json_column(column: Column, part: slice, missing: str = "null") -> list[str]:
+    """A column's cells as JSON text: an int64 column held as floats (NaN missing) as whole
+    numbers, the others as ``_json_numbers``."""
+    values = column.values[part]
+    if column.type == "int64" and values.dtype.kind == "f":
+        return [missing if v != v else str(int(v)) for v in values.tolist()]
+    return _json_numbers(values, missing)
 
 
 def _json_numbers(column: np.ndarray, missing: str = "null") -> list[str]:
@@ -176,11 +192,11 @@ def _json_numbers(column: np.ndarray, missing: str = "null") -> list[str]:
     return text
 
 
-def _template(data: ExperimentData, i: int, count: int) -> str | None:
+def _template(data: ExperimentData, columns: list[Column], i: int, count: int) -> str | None:
     """Trial ``i``'s row dumped at depth 2 with ``%s`` where its numbers go (in
     ``_NUMBER_FIELDS``, measure, metric order); None when a placeholder is ambiguous."""
     mark = "@@benchlang %d@@"
-    row = _one_row(data, i, {})
+    row = _one_row(data, columns, i, {})
     row["reason"] = None
     for k, field in enumerate(_NUMBER_FIELDS):
         row[field] = mark % k
@@ -202,25 +218,35 @@ def _template(data: ExperimentData, i: int, count: int) -> str | None:
     return out
 
 
-def _one_row(data: ExperimentData, i: int, failures: dict[int, dict]) -> dict[str, Any]:
-    """Trial ``i``'s row of ``trial_rows``."""
-    table = data.table
-    trial = int(table.trial[i])
-    row: dict[str, Any] = {
-        "trial": trial,
-        "series": int(table.series[i]),
-        "round": int(table.round[i]),
-        "position": int(table.position[i]),
-        "host": str(table.host[i]),
-        "configuration": str(table.label[i]),
-        "benchmark": str(table.benchmark[i]),
-        "levels": dict(table.levels[i]),
-        "phase": str(table.phase[i]),
-        "status": "ok" if table.ok[i] else "failed",
-        "reason": None if table.reason[i] is None else str(table.reason[i]),
-        "measures": {m: _clean(float(table.measures[m][i])) for m in sorted(table.measures)},
-        "metrics": {n: _clean(float(mv.values[i])) for n, mv in data.metrics.items()},
-    }
+def _cell(column: Column, i: int) -> Any:
+    value = column.values[i]
+    if column.type == "string":
+        return value
+    value = float(value)
+    if not math.isfinite(value):
+        return None
+    return int(value) if column.type == "int64" else value
+
+
+def _one_row(
+    data: ExperimentData, columns: list[Column], i: int, failures: dict[int, dict]
+) -> dict[str, Any]:
+    """Trial ``i``'s row of ``trial_rows``: the export columns (``trial_columns``) with the
+    levels, measures and metrics nested as their ``field`` says."""
+    row: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {"measures": {}, "metrics": {}}
+    for column in columns:
+        group, _, name = column.field.partition(".")
+        if group == "levels":
+            continue
+        if name:
+            nested[group][name] = _cell(column, i)
+            continue
+        row[column.field] = _cell(column, i)
+        if column.field == "configuration_index":
+            row["levels"] = dict(data.table.levels[i])
+    row.update(nested)
+    trial = row["trial"]
     if trial in failures:
         row.update(failures[trial])
     return row
@@ -239,36 +265,18 @@ def write_trials_csv(
     """``results_trials_csv`` written to ``out`` column by column, ``chunk`` rows at a time
     (the cells of ``trial_rows``: no dict per trial)."""
     table = data.table
-    failures = data.failures if failures is None else failures
-    shared = {id(levels): levels for levels in table.levels}
-    factors = sorted({k for levels in shared.values() for k in levels})
-    measures = sorted(table.measures)
-    exit_status = {t: _blank(f.get("exit_status")) for t, f in failures.items()}
+    columns = trial_columns(attrs.evolve(data, failures=failures) if failures else data)
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(
-        ["trial", "series", "round", "position", "host", "configuration", "benchmark"]
-        + factors
-        + ["phase", "status", "reason", "exit_status"]
-        + measures
-        + [f"metric:{m}" for m in data.metrics]
-    )
+    writer.writerow([c.name for c in columns])
     for start in range(0, len(table), chunk):
         part = slice(start, start + chunk)
-        levels = table.levels[part]
-        trials = table.trial[part].tolist()
-        columns = [
-            trials,
-            *(getattr(table, c)[part].tolist() for c in ("series", "round", "position")),
-            *(list(map(str, getattr(table, c)[part].tolist())) for c in ("host", "label", "benchmark")),
-            *(["" if lv.get(f) is None else lv[f] for lv in levels] for f in factors),
-            list(map(str, table.phase[part].tolist())),
-            ["ok" if ok else "failed" for ok in table.ok[part].tolist()],
-            ["" if r is None else str(r) for r in table.reason[part].tolist()],
-            [exit_status.get(t, "") for t in trials],
-            *(_json_numbers(table.measures[m][part], "") for m in measures),
-            *(_json_numbers(mv.values[part], "") for mv in data.metrics.values()),
-        ]  # fmt: skip
-        writer.writerows(zip(*columns, strict=True))
+        cells = [
+            ["" if v is None else v for v in c.values[part].tolist()]
+            if c.type == "string"
+            else _json_column(c, part, "")
+            for c in columns
+        ]
+        writer.writerows(zip(*cells, strict=True))
 
 
 def _blank(value: Any) -> str:
