@@ -70,15 +70,19 @@ def test_a_bad_content_length_is_answered_and_the_connection_closed_cleanly():
 
 
 def test_a_body_that_is_not_json_is_answered_and_the_next_request_served():
+    """Each answered with a JSON-RPC error (with the request's id when it has one), one line
+    on stderr, no traceback; the requests after them answered."""
     garbage = b"Content-Length: 9\r\n\r\n{not json"
     header_only = b"Content-Length: 2\r\nContent-Type: x\r\n\r\n[]"
-    answers, err, code, _ = talk(garbage + header_only + INITIALIZE + SHUTDOWN + EXIT)
+    bad_params = frame({"jsonrpc": "2.0", "id": 7, "method": "textDocument/hover", "params": {}})
+    answers, err, code, _ = talk(garbage + header_only + INITIALIZE + bad_params + SHUTDOWN + EXIT)
     assert [a["error"]["code"] for a in answers[:2]] == [
         framing.PARSE_ERROR,
         framing.INVALID_REQUEST,
     ]
     assert answers[2]["id"] == 1 and "capabilities" in answers[2]["result"]
-    assert answers[3] == {"jsonrpc": "2.0", "id": 9, "result": None}
+    assert answers[3]["id"] == 7 and answers[3]["error"]["code"] == -32602  # invalid params
+    assert answers[4] == {"jsonrpc": "2.0", "id": 9, "result": None}
     assert "Traceback" not in err and code == 0
 
 

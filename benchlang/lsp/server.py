@@ -325,6 +325,16 @@ def formatting(ls: BenchServer, params: t.DocumentFormattingParams) -> list[t.Te
     return [t.TextEdit(range=whole, new_text=formatted)]
 
 
+class _OneLine(logging.Formatter):
+    """A log record as one line on stderr, without its traceback: pygls logs the traceback of
+    every message it cannot type, and the client is answered with the error already."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        lines = record.getMessage().splitlines()
+        prefix = "" if record.name.startswith("benchlang") else f"{record.name}: "
+        return prefix + (lines[0] if lines else "")
+
+
 def serve() -> None:
     """Answer one client over stdin/stdout until it exits, framing messages strictly
     (benchlang.lsp.framing: pygls' loop stalls on a bad header). Texts are parsed from cached pieces
@@ -332,6 +342,9 @@ def serve() -> None:
     re-parses none); BENCHLANG_LSP_WHOLE=1 parses every text whole, the baseline of
     benchmarks/bench_lsp.py."""
     syntax.PIECES["on"] = os.environ.get("BENCHLANG_LSP_WHOLE") != "1"
+    one_line = logging.StreamHandler(sys.stderr)
+    one_line.setFormatter(_OneLine())
+    logging.basicConfig(level=logging.WARNING, handlers=[one_line])
     server._stop_event = threading.Event()
     writer = StdoutWriter(sys.stdout.buffer)
     server.protocol.set_writer(writer)
