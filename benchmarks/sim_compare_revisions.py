@@ -79,8 +79,8 @@ def compare(root: Path, base: str, head: str, seed: int, rounds: int, rng) -> di
          "--head", head, "--margin", "2%", "--json"],
         cwd=root, capture_output=True, text=True,
     )  # fmt: skip
-    if done.returncode not in (0, 1):
-        raise SystemExit(done.stderr)
+    if done.returncode not in (0, 1) or not done.stdout.strip():
+        raise SystemExit(f"exit {done.returncode}: {done.stderr}")
     clean = (
         git(root, "status", "--porcelain") == ""
         and len(git(root, "worktree", "list").splitlines()) == 1
