@@ -165,3 +165,28 @@ def test_headline_above_the_fold_in_chromium(report, tmp_path):
     assert probe["note"] >= 0.9 * probe["body"] >= 13, probe  # notes in the text's size
     assert probe["answer_font"] >= probe["body"] * 0.9, probe
     assert shot.stat().st_size > 20_000
+
+
+def test_an_ab_layout_answers_with_its_comparisons(tmp_path):
+    """A layout has no ranking: the summary's table is the spec's comparisons, one row each
+    (the estimate on its scale, its interval or why none), before what failed."""
+    from tests.test_report_html import FACTS, ab_layout
+
+    facts = {"local:0": {**FACTS, "kernel": "6.1.0"}, "local:1": {**FACTS, "kernel": "6.8.0"}}
+    store = tmp_path / "ab.sqlite"
+    from benchlang.testing.synthetic import synthetic_store
+
+    synthetic_store(SPECS / "ab-layout.bench", store, ab_layout, facts=facts)
+    write_report(store, tmp_path / "ab.html")
+    text = (tmp_path / "ab.html").read_text(encoding="utf-8")
+    summary = text[text.index("<section id='summary'>") : text.index("<section id='figures'>")]
+    table = _answer(summary)
+    assert "the spec&#x27;s comparisons" in table
+    rows = re.findall(r"<tr><td>(compare [^<]*)</td><td[^>]*>([^<]*)</td>", table)
+    compared = report_inputs(store).comparisons
+    assert [r[0] for r in rows] == [
+        f"compare cpu by version with {c.comparison.method}" for c in compared
+    ]
+    ratio = next(v for name, v in rows if name.endswith("bootstrap"))
+    assert ratio.startswith("ratio ") and 1.0 < float(ratio.split()[1].rstrip("×")) < 1.1  # 5% more
+    assert summary.index("<table class='answer'>") < summary.index("<h3>What failed</h3>")

@@ -98,9 +98,43 @@ def group_caption(h: MetricHeadline, g: RankingGroup) -> str:
 
 
 def answer_html(inputs: ReportInputs) -> list[str]:
-    """The headline tables, then one line each for what was checked and assumed; nothing when
-    no metric is ranked (a layout, or a spec without a KPI)."""
-    return headline_tables(inputs.headline)
+    """The headline tables, then one line each for what was checked and assumed; then the
+    spec's comparisons, one row each (an A/B layout's answer: it has no ranking)."""
+    return headline_tables(inputs.headline) + comparisons_table(inputs)
+
+
+def comparisons_table(inputs: ReportInputs) -> list[str]:
+    """Each ``compare`` of the spec in one row: the estimate on its scale (a difference or
+    shift in the metric's display unit, a ratio as is), its interval or why there is none;
+    the details are the section "A/B comparisons"."""
+    from benchlang.report.html.comparisons import comparison_title
+
+    rows = []
+    for r in inputs.comparisons:
+        o = r.outcome
+        if o is None or not math.isfinite(o.estimate):
+            rows.append([comparison_title(r), "-", "-", "no estimate (why: What failed, below)"])
+            continue
+        unit, factor = (None, 1.0) if o.scale == "ratio" else inputs.scale(r.comparison.metric)
+        suffix = "×" if o.scale == "ratio" else (f" {unit}" if unit else "")
+
+        def num(x: float, f: float = factor, u: str = suffix) -> str:
+            return f"{format_quantity(x, None, scale=(None, f))}{u}"
+
+        finite = math.isfinite(o.ci_low) and math.isfinite(o.ci_high) and not o.descriptive_only
+        interval = f"[{num(o.ci_low)}, {num(o.ci_high)}] ({o.confidence:g}%)" if finite else "-"
+        said = o.verdict
+        if o.descriptive_only or r.problem:
+            said = "no interval (why: What failed, below)"
+        elif said is None and finite and o.significant is not None:
+            said = "a change" if o.significant else "no clear change"
+        elif said is None and not finite:
+            said = "an estimate only (the details below)"
+        rows.append([comparison_title(r), f"{o.scale} {num(o.estimate)}", interval, said or ""])
+    if not rows:
+        return []
+    headers = ["comparison", "estimate (treatment vs control)", "interval", "verdict"]
+    return [table(headers, rows, caption="the spec's comparisons (details below)", css="answer")]
 
 
 def headline_tables(headlines: list[MetricHeadline]) -> list[str]:
