@@ -34,19 +34,14 @@ import attrs
 from benchlang.backends.base import Execution
 from benchlang.backends.local import argv_for
 from benchlang.model import Measure
+from benchlang.run.counters import RUSAGE_UNDER_PERF
 
 MARK = "benchlang-cachegrind"
 GEOMETRY = (("I1", "32768,8,64"), ("D1", "32768,8,64"), ("LL", "8388608,16,64"))
 """Simulated caches (size in bytes, associativity, line size): 32 KiB 8-way L1s and an 8 MiB
 16-way last level, a common x86-64 server's; fixed so that counts do not follow the host."""
-RUSAGE_UNDER_VALGRIND = (
-    "user_time",
-    "sys_time",
-    "cpu_time",
-    "max_rss",
-    "minor_faults",
-    "major_faults",
-)
+RUSAGE_UNDER_VALGRIND = RUSAGE_UNDER_PERF
+"""The launcher's rusage is valgrind's (as it is perf's under perf stat): not taken."""
 EVENTS = ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")
 MISSING_HINT = (
     "valgrind is not installed: sim_instructions and sim_cycles run the command under "
@@ -67,8 +62,9 @@ _PAD = (
     "export BENCHLANG_PAD; "
 )
 """The environment's size held constant across trials: the lengths of the trial's number and
-seed vary (a 19- or 18-digit seed), and with them the stack's layout, which moved gzip's count
-by 14 instructions here; ``BENCHLANG_PAD`` (spaces) takes up the difference."""
+seed vary from trial to trial, and with the environment's size the stack's layout (a variable
+of 2 characters instead of 1 moved gzip's count by 14 instructions here); ``BENCHLANG_PAD``
+(spaces) takes up the difference."""
 
 
 def valgrind_options() -> str:
