@@ -98,6 +98,11 @@ def test_one_unit_per_quantity_across_the_page(report):
     first = re.findall(r"<td[^>]*>([^<]*)</td>", table.split("<tbody>")[1].split("</tr>")[0])
     lowest = float(first[headers.index("lowest KPI (ms)")])
     assert 40 < lowest < 60  # about 50 ms, shown as ms rather than 0.05 s
+    cdf = text[text.index('id="fig-cdf"') :]
+    data = cdf[cdf.index("<details>") : cdf.index("</details>")]
+    assert "<th scope='col'>x (ms)</th>" in data  # the numbers under a figure as its axis
+    first = re.search(r"<tr><td>[^<]*</td><td>trial</td><td class='num'>([0-9.]+)</td>", data)
+    assert first and 30 < float(first.group(1)) < 80
 
 
 def test_figure_notes_are_caption_text_not_drawn(report):
