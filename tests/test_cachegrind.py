@@ -187,3 +187,34 @@ def test_a_host_without_valgrind_is_refused_before_its_first_trial_with_a_hint(t
     assert "Traceback" not in said
     db = sqlite3.connect(tmp_path / "s.sqlite")
     assert db.execute("SELECT count(*) FROM trials").fetchone() == (0,)
+
+
+def test_replicate_shows_the_command_under_valgrind_and_the_probe(tmp_path):
+    """The commands a bundle's reader is shown are those the executor runs (the scripted
+    backend logs them), the trial's under cachegrind and the probe before it."""
+    import asyncio
+
+    from benchlang.lang.check import check_file
+    from benchlang.plan.compile import compile_plan
+    from benchlang.run.cachegrind import probe_command
+    from benchlang.run.commands import commands_of
+    from benchlang.run.store import Store
+    from benchlang.testing.scripted import HostScript, ScriptedBackend
+    from tests.executors import quiet_executor
+
+    spec = tmp_path / "s.bench"
+    spec.write_text(
+        SPEC.replace("experiment sim {", 'experiment sim {\n  hosts scripted { nodes ["h0"] }')
+    )
+    experiment = check_file(spec, backends={"scripted": ScriptedBackend}).experiment
+    backend = ScriptedBackend({"h0": HostScript()})
+    plan = compile_plan(experiment, backend.hosts())
+    with Store(tmp_path / "r.sqlite", create=True) as store:
+        asyncio.run(quiet_executor(experiment, plan, backend, store, backoff=0.0).run())
+    executed = {c.text for c in backend.calls if c.kind == "execute"}
+    shown = dict((command, what) for what, command in commands_of(experiment, plan, backend))
+    assert set(shown) == executed
+    assert shown[probe_command()] == "check"
+    runs = [c for c, what in shown.items() if what.startswith("run ")]
+    assert len(runs) == 2
+    assert all("--trace-children=yes" in c and "--LL=8388608,16,64" in c for c in runs)
