@@ -130,3 +130,20 @@ def test_level_means_joins_only_numeric_levels(store, tmp_path):
         lambda plan, t: {"time": 0.01 * levels_of(plan, t)["n"] * lognormal(plan, t)},
     )[0]
     assert "-" in styles(FigureSource(numeric))
+
+
+def test_a_notebook_figure_takes_labels_and_notes(store, tmp_path):
+    """``store.figure(name, labels=..., notes=...)``: the same names and placement as the CLI,
+    the store read once for both the plain and the relabelled figure."""
+    import benchlang
+
+    opened = benchlang.open_store(store)
+    plain = opened.figure("cdf")
+    named = opened.figure("cdf", labels={SHA: "SHA-256"}, notes="none")
+    assert named.source.inputs is plain.source.inputs
+    assert SHA in plain.data.rows[0] and "SHA-256" in named.data.rows[0]
+    svg = named.save(tmp_path / "named.svg")
+    assert "SHA-256" in _text(svg) and "Note: " not in _text(svg)
+    assert "percentiles 12-88" in _description(svg)
+    with pytest.raises(benchlang.UserError, match="no configuration or level named 'sha'"):
+        opened.figure("cdf", labels={"sha": "x"})

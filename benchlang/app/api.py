@@ -284,14 +284,26 @@ class BenchStore:
         return Shown(listed, listed_text(listed), html)
 
     @hinted
-    def figure(self, name: str, *, style: str | None = None, metric: str | None = None) -> Drawn:
+    def figure(
+        self,
+        name: str,
+        *,
+        style: str | None = None,
+        metric: str | None = None,
+        labels: dict[str, str] | None = None,
+        notes: str = "below",
+    ) -> Drawn:
         """Figure ``name`` as ``benchlang figure STORE NAME`` draws it (``style`` "paper" or
-        a .mplstyle file; ``metric`` as ``--metric``): shown inline in Jupyter, ``.data``,
-        ``.frame()``, ``.save(path)``. A figure that does not apply raises the UserError
-        saying why."""
+        a .mplstyle file; ``metric`` as ``--metric``; ``labels`` {CONFIG: TEXT} as
+        ``--label``; ``notes`` "below" or "none" as ``--notes``): shown inline in Jupyter,
+        ``.data``, ``.frame()``, ``.save(path)``. A figure that does not apply raises the
+        UserError saying why."""
         from benchlang.app.api_figures import drawn
 
-        return drawn(self._figure_source(), name, style, metric)
+        source = self._figure_source()
+        if labels or notes != "below":
+            source = source.named(labels, notes)
+        return drawn(source, name, style, metric)
 
     def _figure_source(self) -> FigureSource:
         """The store's inputs for figures, gathered at the first figure and kept: the store

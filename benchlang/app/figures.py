@@ -66,6 +66,15 @@ class FigureSource:
         self.notes = notes
         self._inputs: Any = None
 
+    def named(self, names: Mapping[str, str] | None, notes: str = "below") -> FigureSource:
+        """This store's figures with other names and notes placement, sharing what was read
+        and analysed (a notebook's ``figure(name, labels=..., notes=...)``)."""
+        other = FigureSource(self.store, self.plan_hash, self.experiment, names=names, notes=notes)
+        other._inputs = self._inputs
+        if self._inputs is None:  # read once, shared from now on by both
+            other._inputs = self._inputs = self.inputs
+        return other
+
     def _renamed(self, built: Sequence[FigureData]) -> list[FigureData]:
         """The figures with ``names`` applied; a name that renames nothing is an error."""
         from benchlang.report.figures import labels
