@@ -14,7 +14,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang system``; the lazy table in benchlang.cli calls this."""
     p.description = (
         "The host state that disturbs measurements (governor, turbo, SMT, ASLR, swap, load, "
-        "throttling, virtualization, cgroups): shown, checked against a spec, or tuned."
+        "throttling, virtualization, cgroups): shown, checked against a spec, or tuned; and the "
+        "cgroups of killed runs removed."
     )
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="every item of this host's (or the spec's hosts') state")
