@@ -42,8 +42,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--output",
         metavar="FILE",
-        help="the file --format parquet writes: one row per trial, as the Python API's "
-        "trials() (needs pyarrow: benchlang[parquet]; docs/api.md)",
+        help="the file --format parquet writes: one row per trial, the columns of --format "
+        "csv (needs pyarrow: benchlang[parquet]; docs/exports.md)",
     )
     p.set_defaults(func=run)
 
