@@ -110,3 +110,27 @@ def test_a_store_is_positional_where_a_run_is_read(tmp_path, run_cli):
     ):
         status, out, err = run_cli(args, cwd=tmp_path)
         assert status == 2 and says in err and "Traceback" not in err, err
+
+
+def test_every_argument_of_every_command_is_described():
+    """`benchlang COMMAND --help` describes each argument (issue 51 item 3)."""
+    import argparse
+
+    from benchlang.cli import COMMANDS, build_parser
+
+    top = build_parser()
+    (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    undescribed = []
+
+    def walk(name: str, parser: argparse.ArgumentParser) -> None:
+        parser.format_help()  # the lazy parser configures itself
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, subparser in action.choices.items():
+                    walk(f"{name} {sub}", subparser)
+            elif action.help is None and action.dest != "help":
+                undescribed.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+
+    for name in COMMANDS:
+        walk(name, commands.choices[name])
+    assert not undescribed

@@ -55,3 +55,17 @@ def test_default_short_verbose_whole_quiet_no_progress(tmp_path, run_cli):
     quiet, quiet_err = outs["quiet"]
     assert quiet.replace("quiet.sqlite", "default.sqlite") == short
     assert "trials" not in quiet_err  # no progress
+
+
+def test_a_ratio_every_round_repeats_exactly_is_not_shown_as_an_interval():
+    """Counts that repeat exactly (sim_instructions) have no spread: a zero-width interval is
+    no confidence, so the sentence says so and leaves the decision to a margin."""
+    import types
+
+    from benchlang.report.headline import ratio_parts
+
+    metric = types.SimpleNamespace(better="lower", unit=None, metric="sim_instructions")
+    same = types.SimpleNamespace(ratio=1.01, lower=1.01, upper=1.01, clear=True)
+    ratio, interval, unclear, (_, worse) = ratio_parts(metric, same)
+    assert (ratio, worse, unclear) == ("1.01×", "higher sim_instructions than", False)
+    assert "[" not in interval and "no interval: a margin decides" in interval

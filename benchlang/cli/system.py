@@ -24,7 +24,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     check = sub.add_parser(
         "check", help="exit 1 with one line per requirement of the spec's machine block unmet"
     )
-    check.add_argument("spec", metavar="SPEC")
+    check.add_argument(
+        "spec", metavar="SPEC", help="the spec whose machine block to check the hosts against"
+    )
     tune = sub.add_parser(
         "tune", help="(root) set the spec's required state, or pyperf's defaults; --reset restores"
     )

@@ -289,9 +289,13 @@ def ratio_parts(h: MetricHeadline, c) -> tuple[str, str, bool, tuple[str, str]]:
     """What a comparison's sentence is made of: the ratio ("1.82×"), its interval ("
     [1.74, 1.91]", or "" without one), whether the interval holds 1 (no clear order), and the
     words for the better and the worse side ("faster than", "slower than"; for another metric
-    "lower time than" and "higher time than", turned round when higher is better)."""
+    "lower time than" and "higher time than", turned round when higher is better). A ratio
+    that every round repeats exactly (instruction counts: ``sim_instructions``) has no spread to
+    bound, and a zero-width interval is not shown as if it were confidence."""
     finite = math.isfinite(c.lower) and math.isfinite(c.upper)
     interval = f" [{c.lower:.2f}, {c.upper:.2f}]" if finite else ""
+    if finite and c.upper - c.lower <= 1e-9 * c.upper:  # counts that repeat exactly
+        interval = ", the same in every round (no spread, so no interval: a margin decides)"
     if h.better == "lower" and (h.unit in TIME_UNITS or h.metric in ("time", "wall_time")):
         words = ("faster than", "slower than")
     elif h.better == "lower":
