@@ -49,7 +49,12 @@ def errors(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "kpi", ["percentile 150 confidence 95%", "percentile 50 confidence 100%", "percentile x confidence 95%"]
+    "kpi",
+    [
+        "percentile 150 confidence 95%",
+        "percentile 50 confidence 100%",
+        "percentile x confidence 95%",
+    ],
 )
 def test_a_bad_kpi_is_one_error_not_also_runs_auto_needs_a_kpi(kpi):
     found = errors(SPEC % kpi)
