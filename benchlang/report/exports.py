@@ -68,7 +68,9 @@ def results_document(
     return _deep_clean(doc)
 
 
-def _document(data: ExperimentData, headlines: Iterable | None) -> dict:
+def _document(
+    data: ExperimentData, headlines: Iterable | None, columns: list[Column] | None = None
+) -> dict:
     """The document's fields, with a placeholder for the trials."""
     from benchlang.report.results import results_rows
 
@@ -91,7 +93,7 @@ def _document(data: ExperimentData, headlines: Iterable | None) -> dict:
         "hosts": data.hosts,
         "host_warnings": host_warnings(data),
         "configurations": configurations,
-        "trial_columns": [c.describe() for c in trial_columns(data)],
+        "trial_columns": [c.describe() for c in columns or trial_columns(data)],
         "trials": _TRIALS,
     }
     if headlines is not None:
@@ -111,21 +113,25 @@ def results_json(data: ExperimentData, failures=None, headlines=None) -> str:
 def write_results_json(data: ExperimentData, out: TextIO, failures=None, headlines=None) -> None:
     """``json.dumps(results_document(...), indent=2)`` and a newline, written to ``out`` with
     the trials streamed (``trial_json``): a million trials without a million dicts."""
-    text = json.dumps(_deep_clean(_document(data, headlines)), indent=2, allow_nan=False)
+    columns = trial_columns(data)
+    text = json.dumps(_deep_clean(_document(data, headlines, columns)), indent=2, allow_nan=False)
     head, *tail = text.split(json.dumps(_TRIALS))
     if len(tail) != 1:  # the placeholder also appears in a user's text: the slow way
         out.write(dumps(results_document(data, failures, headlines)) + "\n")
         return
     out.write(head)
     first = True
-    for chunk in trial_json(data, failures):
+    for chunk in trial_json(data, failures, columns=columns):
         out.write(("[\n" if first else ",\n") + chunk)
         first = False
     out.write(("[]" if first else "\n  ]") + tail[0] + "\n")
 
 
 def trial_json(
-    data: ExperimentData, failures: dict[int, dict] | None = None, chunk: int = 16384
+    data: ExperimentData,
+    failures: dict[int, dict] | None = None,
+    chunk: int = 16384,
+    columns: list[Column] | None = None,
 ) -> Iterator[str]:
     """``trial_rows`` as the text ``json.dumps(..., indent=2)`` gives them inside the
     document (each at depth 2, joined by ",\n"), ``chunk`` rows at a time. A row without a
@@ -133,7 +139,7 @@ def trial_json(
     placeholders) filled with its numbers; the others are dumped one by one."""
     table = data.table
     failures = data.failures if failures is None else failures
-    columns = trial_columns(data)
+    columns = trial_columns(data) if columns is None else columns
     simple = np.array([r is None for r in table.reason.tolist()], dtype=bool)
     if failures:
         simple &= ~np.isin(table.trial, np.fromiter(failures, np.int64, len(failures)))
