@@ -13,14 +13,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang import``; the lazy table in benchlang.cli calls this."""
     p.description = (
         "Import another tool's results into a store, so that results, analyze, order and diff "
-        "work on them: hyperfine --export-json, pyperf JSON, or a CSV with one row per trial "
-        "(OrderSage's columns by default: test, order, run_seq, position, value). The format "
-        "is recognized from the file; --format names it (plugins add formats)."
+        "work on them: hyperfine --export-json, pyperf JSON, pytest-benchmark "
+        "--benchmark-json, Google Benchmark JSON, criterion.rs's target/criterion, asv results "
+        "with samples, or a CSV with one row per trial (OrderSage's columns by default: test, "
+        "order, run_seq, position, value). The format is recognized from the file; --format "
+        "names it (plugins add formats; docs/importing.md)."
     )
     p.add_argument(
         "file",
         metavar="FILE",
-        help="hyperfine or pyperf JSON, a per-trial CSV, or another importer's file",
+        help="a tool's result file (JSON, a per-trial CSV) or criterion's directory",
     )
     p.add_argument("--store", required=True, help="the SQLite store to create (or add a plan to)")
     p.add_argument("--format", dest="tool", help="importer name (default: recognized)")
