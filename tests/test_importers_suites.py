@@ -231,3 +231,22 @@ def test_the_broad_readers_still_recognise_their_own_files(tmp_path):
     pyperf.write_text(json.dumps({"version": "1.0", "benchmarks": [], "metadata": {}}))
     assert detect_importer(hyperfine).name == "hyperfine"
     assert detect_importer(pyperf).name == "pyperf"
+
+
+def test_diff_compares_two_imports_of_a_suite(tmp_path, capsys):
+    doc = json.loads(GOOGLE.read_text())
+    for row in doc["benchmarks"]:
+        if row["run_type"] == "iteration" and row["name"] == "BM_sum/512":
+            row["real_time"] *= 1.3
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(doc))
+    for name, path in (("a", GOOGLE), ("b", slower)):
+        assert (
+            main(["import", str(path), "--store", str(tmp_path / f"{name}.sqlite"), "--name", "gb"])
+            == 0
+        )
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path / "a.sqlite"), str(tmp_path / "b.sqlite")]) == 0
+    shown = capsys.readouterr().out
+    assert "BM_sum/64" in shown and "+0.0%" in shown
+    assert "BM_sum/512" in shown and "+30.0%" in shown
