@@ -250,3 +250,61 @@ def test_diff_compares_two_imports_of_a_suite(tmp_path, capsys):
     shown = capsys.readouterr().out
     assert "BM_sum/64" in shown and "+0.0%" in shown
     assert "BM_sum/512" in shown and "+30.0%" in shown
+
+
+def _leaves(value, path=()):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, (*path, i))
+    yield path
+
+
+def _set(doc, path, new):
+    if not path:
+        return new
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = new
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("source", "form"),
+    [
+        (GOOGLE, "google-benchmark"),
+        (ASV, "asv"),
+        (CRITERION / "sort" / "std" / "new" / "sample.json", "criterion"),
+    ],
+    ids=["google-benchmark", "asv", "criterion"],
+)
+def test_mutated_files_are_refused_in_one_line_or_imported(source, form, tmp_path, capsys):
+    """A seeded corpus of damaged files (a leaf made negative, NaN, a string, null, a list,
+    an object, a boolean): each is refused in one line (exit 2) or imported, never a
+    traceback, and nothing negative or non-finite is stored as a time."""
+    rng = np.random.default_rng(52)
+    original = json.loads(source.read_text())
+    leaves = list(_leaves(original))
+    swaps = [-1.5, float("nan"), "x", None, [], {}, True, 0]
+    outcomes = {0: 0, 2: 0}
+    for k in range(40):
+        doc = json.loads(source.read_text())
+        path = leaves[int(rng.integers(len(leaves)))]
+        doc = _set(doc, path, swaps[int(rng.integers(len(swaps)))])
+        damaged = tmp_path / f"m{k}" / source.name
+        damaged.parent.mkdir()
+        damaged.write_text(json.dumps(doc))
+        store = tmp_path / f"m{k}.sqlite"
+        code = main(["import", str(damaged), "--store", str(store), "--format", form])
+        captured = capsys.readouterr()
+        assert code in outcomes, (path, captured.err)
+        outcomes[code] += 1
+        if code == 2:
+            assert len(captured.err.strip().splitlines()) <= 2 and "Traceback" not in captured.err
+        else:
+            time = stored(store).measures["time"]
+            assert np.all(np.isnan(time) | ((time >= 0) & np.isfinite(time))), path
+    assert outcomes[2] > 0 and outcomes[0] > 0, outcomes
