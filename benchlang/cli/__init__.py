@@ -53,7 +53,9 @@ COMMANDS: dict[str, Command] = {
         "benchlang.cli.figure", "the papers' figures of a run: list, or export SVG/PDF/PNG"
     ),
     "import": Command(
-        "benchlang.cli.import_data", "import results of hyperfine, pyperf or a per-trial CSV"
+        "benchlang.cli.import_data",
+        "import results of hyperfine, pyperf, pytest-benchmark, Google Benchmark, criterion, "
+        "asv or a per-trial CSV",
     ),
     "bundle": Command(
         "benchlang.cli.bundle", "archive a run to publish: spec, plan, store, record"
