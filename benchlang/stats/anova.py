@@ -164,10 +164,11 @@ def anova(
         {f"f_{k}": np.asarray([str(x) for x in v], dtype=object)[keep] for k, v in factors.items()}
     )
     frame["y"] = y[keep]
-    rhs = f"C(f_{terms[0]}, Sum)"
-    for op, term in zip(operators, terms[1:], strict=True):
-        rhs += f" {op} C(f_{term}, Sum)"
-    if order is not None:
+    if order is None:
+        rhs = f"C(f_{terms[0]}, Sum)"
+        for op, term in zip(operators, terms[1:], strict=True):
+            rhs += f" {op} C(f_{term}, Sum)"
+    else:
         rhs = "(" + " + ".join(f"C(f_{t}, Sum)" for t in terms) + f")**{order}"
     design = dmatrix(rhs, frame)
     kept, dropped = estimable_terms(design)
@@ -206,12 +207,10 @@ def anova(
         if 3 <= resid.size <= 5000 and np.ptp(resid) > 0
         else None
     )
-    pretty = (
-        "metric ~ "
-        + terms[0]
-        + "".join(f" {op} {t}" for op, t in zip(operators, terms[1:], strict=True))
-    )
-    if order is not None:
+    if order is None:
+        pretty = "metric ~ " + terms[0]
+        pretty += "".join(f" {op} {t}" for op, t in zip(operators, terms[1:], strict=True))
+    else:
         pretty = f"metric ~ ({' + '.join(terms)})^{order}"
     return Anova(
         pretty,
