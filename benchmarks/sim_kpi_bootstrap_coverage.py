@@ -25,7 +25,12 @@ from scipy.special import ndtri
 
 from benchlang.stats._kpi_bootstrap_table import CONFIDENCES, SIZES
 from benchlang.stats._orderstat import binom_cdf
-from benchlang.stats.kpi_bootstrap import bootstrap_bounds, jackknife_percentiles, sample_rank
+from benchlang.stats.kpi_bootstrap import (
+    bootstrap_bounds,
+    jackknife_percentiles,
+    sample_rank,
+    smoothed_replicates,
+)
 
 DISTS = {
     "lognormal": (lambda rng, shape: rng.lognormal(0.0, 1.0, shape), lambda q: math.exp(ndtri(q))),
@@ -92,12 +97,87 @@ def thresholds(cov: dict, datasets: int) -> dict[tuple[str, str, float, float], 
     return out
 
 
+SMOOTHED_SIZES = (10, 20, 30, 59, 100, 200, 300)
+SMOOTHED_PERCENTILES = ((50.0, "upper"), (90.0, "upper"), (95.0, "upper"), (50.0, "lower"))
+
+
+def simulate_smoothed(datasets: int, b: int, seed: int) -> dict[tuple, float]:
+    """(dist, p, side, confidence, n) -> coverage of the smoothed bootstrap's percentile bound
+    (``kpi_bootstrap.smoothed_replicates``: n values resampled explicitly, each plus h times
+    a standard normal draw), data sets in blocks of bounded memory."""
+    out = {}
+    for d, (dist, (draw, quantile)) in enumerate(DISTS.items()):
+        for n in SMOOTHED_SIZES:
+            rng = np.random.default_rng([seed, d, n, 1])
+            ordered = np.sort(draw(rng, (datasets, n)), axis=1)
+            block = max(1, 2_000_000 // (b * n))
+            hits = {}
+            for start in range(0, datasets, block):
+                rows = ordered[start : start + block]
+                idx = rng.integers(0, n, (rows.shape[0], b, n))
+                noise = rng.standard_normal((rows.shape[0], b, n))
+                for p, side in SMOOTHED_PERCENTILES:
+                    k = sample_rank(n, p / 100)
+                    reps = smoothed_replicates(rows, idx, noise, k)
+                    truth = quantile(p / 100)
+                    for c in CONFIDENCES:
+                        got = bootstrap_bounds(rows[:, k - 1], reps, rows, c, side, "percentile")
+                        v = got["value"]
+                        hit = (v >= truth) if side == "upper" else (v <= truth)
+                        hits.setdefault((p, side, c), []).append(hit)
+            for (p, side, c), h in hits.items():
+                out[(dist, p, side, c, n)] = float(np.concatenate(h).mean())
+    return out
+
+
+def smoothed_main(args: argparse.Namespace) -> None:
+    """The smoothed bootstrap's coverage tables and its SMOOTHED_MIN_N (same criterion)."""
+    start = time.perf_counter()
+    cov = simulate_smoothed(args.datasets, args.replicates, args.seed)
+    print(
+        f"# coverage (%) of the smoothed bootstrap's one-sided bounds, {args.datasets} data sets "
+        f"per cell, {args.replicates} replicates, seed {args.seed}; * = more than 1.96 SE below"
+    )
+    table = {}
+    for c in CONFIDENCES:
+        se = math.sqrt(c / 100 * (1 - c / 100) / args.datasets)
+        print(f"\n## smoothed, nominal {c:g}% (Monte Carlo SE {100 * se:.2f} points)\n")
+        print("| data | bound | " + " | ".join(f"n={n}" for n in SMOOTHED_SIZES) + " |")
+        print("| --- | --- |" + " ---: |" * len(SMOOTHED_SIZES))
+        for dist in DISTS:
+            for p, side in SMOOTHED_PERCENTILES:
+                cells = []
+                for n in SMOOTHED_SIZES:
+                    share = cov[(dist, p, side, c, n)]
+                    cells.append(
+                        f"{100 * share:.1f}" + ("*" if share < c / 100 - 1.96 * se else "")
+                    )
+                print(f"| {dist} | {side} p{p:g} | " + " | ".join(cells) + " |")
+        for p, side in SMOOTHED_PERCENTILES:
+            ok = [
+                all(cov[(d, p, side, c, n)] >= c / 100 - 1.96 * se for d in DISTS)
+                for n in SMOOTHED_SIZES
+            ]
+            first = next((n for i, n in enumerate(SMOOTHED_SIZES) if all(ok[i:])), None)
+            table[("smoothed", side, p, c)] = first
+    print("\n## smallest n (benchlang/stats/_kpi_bootstrap_table.py SMOOTHED_MIN_N)\n")
+    print("SMOOTHED_MIN_N = {")
+    for key, n in sorted(table.items()):
+        print(f"    {key!r}: {n!r},")
+    print("}")
+    print(f"\n({time.perf_counter() - start:.0f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--replicates", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=20260)
+    parser.add_argument("--smoothed", action="store_true", help="the smoothed bootstrap's cells")
     args = parser.parse_args()
+    if args.smoothed:
+        smoothed_main(args)
+        return
     start = time.perf_counter()
     cov = simulate(args.datasets, args.replicates, args.seed)
     print(

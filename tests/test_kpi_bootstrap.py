@@ -92,23 +92,21 @@ def test_the_same_seed_gives_the_same_bound_and_another_seed_another(monkeypatch
     assert kpi_bootstrap(x, 50, 95, "lower", seed=1).value == a.value
 
 
-def test_refuses_below_its_simulated_n_and_says_what_to_do():
+def test_below_its_simulated_n_it_answers_otherwise_or_says_no_method_covers():
+    """tests/test_kpi_bootstrap_fallback.py checks the answers given instead; here the words."""
     x = np.random.default_rng(6).lognormal(0.0, 1.0, 2000)
-    need = MIN_N[("bca", "lower", 5.0, 95.0)]
+    need = MIN_N[("bca", "lower", 5.0, 95.0)]  # 59, also the order statistic's minimum
     short = kpi_bootstrap(x[: need - 1], 5, 95, "lower")
     assert not short.enough and math.isnan(short.value)
-    assert f"below n = {need}" in short.refusal and "use thompson" in short.refusal
-    assert f"has {need - 1}" in short.refusal
+    assert f"below n = {need}" in short.refusal and f"has {need - 1}" in short.refusal
+    assert "no method covers p5 at 95% without assumptions" in short.refusal
     assert kpi_bootstrap(x[:need], 5, 95, "lower").enough
-    # upper bounds of p95 under-cover at every simulated n (docs/statistics.md): never offered
     upper = kpi_bootstrap(x, 95, 95, "upper")
-    assert not upper.enough and "under-covers at every simulated n" in upper.refusal
-    # BCa is undefined when no replicate lies below the estimate (constant values)
+    assert upper.enough and "under-covers at every simulated n" in upper.details["note"]
     flat = kpi_bootstrap(np.full(100, 3.0), 50, 95, "lower")
-    assert not flat.enough and flat.refusal.startswith("BCa is undefined here")
-    assert flat.to_dict()["value"] is None
+    assert flat.value == 3.0 and flat.details["note"].startswith("BCa is undefined here")
     assert kpi_bootstrap(np.full(100, 3.0), 50, 95, "lower", interval="percentile").value == 3.0
-    # a request beyond the simulated cells is refused too, not extrapolated
+    # a request beyond the simulated cells is not extrapolated
     assert needed_n(99.5, 95, "upper", "bca")[0] is None
     assert needed_n(50, 99.9, "lower", "bca")[0] is None
     assert needed_n(75, 95, "lower", "bca")[0] is None
@@ -117,7 +115,7 @@ def test_refuses_below_its_simulated_n_and_says_what_to_do():
         x[:40], None, 5, 95, "lower", None, None, kpi_method=kpi_bootstrap, options={}
     )
     assert result.descriptive_only
-    assert any("use thompson (exact) or at least" in r for r in result.reasons)
+    assert any("run at least 59 runs per series" in r for r in result.reasons)
 
 
 def test_the_simulations_exact_replicates_match_explicit_resampling():
@@ -208,11 +206,11 @@ def test_run_and_analyze_name_the_kpi_method_and_its_settings(tmp_path, capsys, 
     )
 
 
-def test_check_refuses_a_kpi_the_bootstrap_never_answers():
-    """Upper bounds of p95 under-cover at every simulated n: the spec is refused at the
-    method's name, with the way out; a lower bound of p5 is accepted and sized by runs auto."""
+def test_check_accepts_a_kpi_the_bootstrap_answers_through_its_fallback():
+    """Upper bounds of p95 under-cover at every simulated n: the spec is accepted (the
+    order-statistic bound answers, sized by Thompson's n); a lower bound of p5 is sized by
+    the bootstrap's simulated n."""
     from benchlang.lang.check import compile_source
-    from benchlang.lang.diagnostics import SpecError
     from benchlang.lang.syntax import decode
 
     def spec(kpi: str, better: str = "lower") -> str:
@@ -223,15 +221,8 @@ def test_check_refuses_a_kpi_the_bootstrap_never_answers():
             "  design { runs auto }\n}\n"
         )
 
-    with pytest.raises(SpecError) as info:
-        compile_source(decode("t.bench", spec(LATENCY).encode()))
-    (d,) = info.value.diagnostics
-    assert (d.span.line, d.span.column) == (5, 14)
-    assert d.message == (
-        "kpi x: the bca bootstrap bound (upper) of p95 at 95% under-covers at every simulated n "
-        "(up to 2000; docs/statistics.md)"
-    )
-    assert d.hint.startswith("use thompson (exact at any n)")
+    exp = compile_source(decode("t.bench", spec(LATENCY).encode()))
+    assert exp.kpis[0].bound == "upper" and exp.design.runs == 59  # Thompson: p95 at 95%
     exp = compile_source(decode("t.bench", spec(THROUGHPUT, "higher").encode()))
     assert exp.kpis[0].bound == "lower" and exp.design.runs == MIN_N[("bca", "lower", 5.0, 95.0)]
 

@@ -19,7 +19,7 @@ def _kpi_confidence_cell(k: Any) -> str:
         return f"x({k.ranks[0]})..x({k.ranks[1]}) {k.achieved_confidence:.3g}%"
     if k.rank is not None:
         return f"x({k.rank}) {k.achieved_confidence:.3g}%"
-    return f"{k.details.get('interval', k.method)} {k.confidence:g}%"
+    return f"{k.details.get('answered_by', k.details.get('interval', k.method))} {k.confidence:g}%"
 
 
 def _kpi_value_cell(k: Any, unit: str | None, scale: tuple) -> str:
@@ -143,6 +143,8 @@ def render_analysis(
 
     out = stream or sys.stdout
     notes = independence_lines(results)
+    fallbacks = {s.kpi.details.get("note") for r in results for s in r.analysis.series}
+    notes.extend(f"note: {n}" for n in sorted(fallbacks - {None}))
     for r in results:
         mine = r.analysis.configuration_reasons
         if mine:

@@ -69,8 +69,17 @@ MIN_N: dict[tuple[str, str, float, float], int | None] = {
 }
 
 
+SMOOTHED_MIN_N: dict[tuple[str, str, float, float], int | None] = {}
+"""The smoothed bootstrap's cells (benchmarks/sim_kpi_bootstrap_coverage.py --smoothed);
+a cell absent was not simulated and is never used."""
+
+
 def needed_n(
-    percentile: float, confidence: float, bound: str, interval: str
+    percentile: float,
+    confidence: float,
+    bound: str,
+    interval: str,
+    table: dict[tuple[str, str, float, float], int | None] | None = None,
 ) -> tuple[int | None, str]:
     """The fewest values the bootstrap bound needs, from the nearest simulated cell at least as
     demanding (a percentile further into the bound's tail, a higher confidence); None with the
@@ -84,7 +93,7 @@ def needed_n(
             f"(upper bounds of p 50-99, lower bounds of p 1-50, confidences up to 99%)"
         )
     p = min(tail) if upper else max(tail)
-    n = MIN_N[(interval, bound, p, c)]
+    n = (MIN_N if table is None else table).get((interval, bound, p, c))
     if n is None:
         return None, (
             f"({bound}) of p{p:g} at {c:g}% under-covers at every simulated n "
