@@ -16,15 +16,17 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 
 from benchlang import __version__
-from benchlang.report.analysis import ConfigurationAnalysis
-from benchlang.report.data import ExperimentData
 from benchlang.stats._orderstat import two_sided_ranks
+
+if TYPE_CHECKING:
+    from benchlang.report.analysis import ConfigurationAnalysis
+    from benchlang.report.data import ExperimentData
 
 VERSION_FACTS = ("benchlang", "python", "kernel", "os")
 
