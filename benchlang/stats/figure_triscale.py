@@ -9,7 +9,7 @@ otherwise.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,8 +30,25 @@ def _kpi_words(analyses: Sequence[MetricAnalysis]) -> str:
     for a in analyses:
         for s in a.series:
             k = s.kpi
+            if k.two_sided:
+                return (
+                    f"the sample p{k.percentile:g} with its {k.confidence:g}% two-sided "
+                    "confidence interval"
+                )
             return f"the {k.bound} bound of the p{k.percentile:g} at {k.confidence:g}% confidence"
     return "the KPI"
+
+
+def _two_sided(analyses: Sequence[MetricAnalysis]) -> bool:
+    return any(s.kpi.two_sided for a in analyses for s in a.series)
+
+
+def _interval(k: Any) -> tuple[float, float]:
+    """A series KPI's two-sided interval [X_(l), X_(u)] (``stats.kpi``, ``bound both``: the
+    equal-tailed order-statistic interval, Hahn & Meeker §5.2), nan for a one-sided bound."""
+    if not (k.two_sided and k.enough):
+        return NAN, NAN
+    return float(k.lower), float(k.upper)
 
 
 def _descriptive(labels: Sequence[str], analyses: Sequence[MetricAnalysis]) -> tuple[str, ...]:
@@ -59,18 +76,24 @@ def kpi_scatter(
     for label, ax, ay in zip(labels, analyses_x, analyses_y, strict=True):
         kx = {s.series: s.kpi.value if s.kpi.enough else NAN for s in ax.series}
         ky = {s.series: s.kpi.value if s.kpi.enough else NAN for s in ay.series}
+        ix = {s.series: _interval(s.kpi) for s in ax.series}
+        iy = {s.series: _interval(s.kpi) for s in ay.series}
         both = sorted(set(kx) & set(ky))
-        rows += [(label, f"series {s}", kx[s], ky[s], NAN, NAN, NAN, NAN) for s in both]
+        rows += [(label, f"series {s}", kx[s], ky[s], *ix[s], *iy[s]) for s in both]
         bx = _bounds(ax)
         by = _bounds(ay)
         centre_x = float(np.nanmedian([kx[s] for s in both])) if both else NAN
         centre_y = float(np.nanmedian([ky[s] for s in both])) if both else NAN
         rows.append((label, "configuration", centre_x, centre_y, *bx, *by))
     bars = any(np.isfinite(r[4]) for r in rows if r[1] == "configuration")
+    words_x, words_y = _kpi_words(analyses_x), _kpi_words(analyses_y)
+    kpis = words_x if words_x == words_y else f"{metrics[0]}: {words_x}; {metrics[1]}: {words_y}"
+    thin = [f"{metrics[i]}'s" for i, a in enumerate((analyses_x, analyses_y)) if _two_sided(a)]
     caption = (
         f"{metrics[1]} against {metrics[0]}: for each configuration, one small point per "
-        f"series at its two KPIs ({_kpi_words(analyses_x)}), a large point at the median of "
-        "its series' KPIs"
+        f"series at its two KPIs ({kpis})"
+        + (f", thin bars: {' and '.join(thin)} interval per series" if thin else "")
+        + ", a large point at the median of its series' KPIs"
         + (", bars: each metric's variability interval across series (§4.3)" if bars else "")
         + f". After {PAPER} Fig. 1b."
     )
@@ -116,7 +139,7 @@ def series_kpis(
                 f"{label}: {keep.size:,} of {int(ok.sum()):,} trials drawn, evenly spaced"
             )
         rows += [
-            (label, "KPI", float(k.series), k.kpi.value if k.kpi.enough else NAN, NAN, NAN)
+            (label, "KPI", float(k.series), k.kpi.value if k.kpi.enough else NAN, *_interval(k.kpi))
             for k in a.series
         ]
     short = [
@@ -125,9 +148,10 @@ def series_kpis(
         for k in a.series
         if not k.kpi.enough
     ]
+    marker = "large marker, bar: the interval" if _two_sided(analyses) else "large marker"
     caption = (
         f"{metric} of every trial (small points) in each series, and each series' KPI "
-        f"({_kpi_words(analyses)}, large marker), configurations side by side, series left "
+        f"({_kpi_words(analyses)}; {marker}), configurations side by side, series left "
         f"to right within each. After {PAPER} Fig. 3b."
     )
     return FigureData(
@@ -151,7 +175,13 @@ def variability(
     words = "the variability interval"
     for label, a in zip(labels, analyses, strict=True):
         rows += [
-            (label, "series KPI", float(k.series), k.kpi.value if k.kpi.enough else NAN, NAN, NAN)
+            (
+                label,
+                "series KPI",
+                float(k.series),
+                k.kpi.value if k.kpi.enough else NAN,
+                *_interval(k.kpi),
+            )
             for k in a.series
         ]
         v = a.variability
@@ -164,9 +194,10 @@ def variability(
             )
         elif v is not None:
             left.append(f"{label}: variability needs {v.min_n} series, {v.n} ran")
+    bars = "; thin bars: each series' interval" if _two_sided(analyses) else ""
     caption = (
-        f"Series KPIs of {metric} ({_kpi_words(analyses)}) per configuration, with {words} "
-        f"(§4.3). After {PAPER} Figs. 3c and 8."
+        f"Series KPIs of {metric} ({_kpi_words(analyses)}{bars}) per configuration, with "
+        f"{words} (§4.3). After {PAPER} Figs. 3c and 8."
     )
     return FigureData(
         "variability",

@@ -67,6 +67,13 @@ def draw_kpi_scatter(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         c, mk = palette.colour(label), palette.marker(label)
         sx = [r for r in rows if r["part"] != "configuration"]
         ax.scatter([r["x"] for r in sx], [r["y"] for r in sx], color=c, marker=mk, s=10, alpha=0.5)
+        for r in sx:
+            xerr = _err(r["x"], r["x_low"], r["x_high"])
+            yerr = _err(r["y"], r["y_low"], r["y_high"])
+            if xerr is not None or yerr is not None:
+                ax.errorbar(
+                    r["x"], r["y"], xerr=xerr, yerr=yerr, color=c, lw=0.6, alpha=0.5, ls="none"
+                )
         r = next(r for r in rows if r["part"] == "configuration")
         xerr = _err(r["x"], r["x_low"], r["x_high"])
         yerr = _err(r["y"], r["y_low"], r["y_high"])
@@ -134,9 +141,29 @@ def draw_series_kpis(fig: Any, data: FigureData, palette: Palette, paper: bool) 
             i + slot(x), y, ls="none", marker=".", ms=2, color=c, alpha=0.4, **dense_layer(ax, n)
         )
         ax.plot(i + slot(kx), ky, ls="none", marker=mk, ms=5, color=c, mec="black", mew=0.5)
+        _intervals(ax, rows, "KPI", i + slot(kx), c)
     _configuration_ticks(ax, list(groups))
     ax.set_ylabel(data.meta["y_label"])
     ax.set_xlabel("configuration (its series left to right)")
+
+
+def _intervals(ax: Any, rows: _Rows, part: str, x: np.ndarray, colour: Any) -> None:
+    """Each two-sided KPI's interval [low, high] as a capped bar at ``x`` (nothing for a
+    one-sided bound, whose low and high are nan)."""
+    _, y, lo, hi = _xy(rows, part, "x", "y", "low", "high")
+    has = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(y)
+    if has.any():
+        below, above = np.maximum(0.0, y - lo)[has], np.maximum(0.0, hi - y)[has]
+        ax.errorbar(
+            np.asarray(x)[has],
+            y[has],
+            yerr=np.vstack([below, above]),
+            ls="none",
+            color=colour,
+            lw=1.0,
+            capsize=2,
+            zorder=2,
+        )
 
 
 def _slots(series: np.ndarray) -> Any:
@@ -163,6 +190,7 @@ def draw_variability(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         _, ky = _xy(rows, "series KPI", "x", "y")
         jitter = np.linspace(-0.12, 0.12, ky.size) if ky.size > 1 else np.zeros(ky.size)
         ax.scatter(i + jitter, ky, color=c, marker=mk, s=14, zorder=3)
+        _intervals(ax, rows, "series KPI", i + jitter, c)
         _, lo, hi = _xy(rows, "variability", "x", "low", "high")
         for low, high in zip(lo, hi, strict=True):
             ax.vlines(i + 0.25, low, high, color=c, lw=2, ls=palette.dash(label))
