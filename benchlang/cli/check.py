@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from benchlang.app.profile import span_warnings
 from benchlang.app.spec import counts
 from benchlang.cli import add_command
 from benchlang.cli.common import SpecFailed, load_spec
@@ -28,8 +27,11 @@ def run(args: argparse.Namespace) -> int:
         except SpecFailed:
             status = 2
             continue
-        for warning in span_warnings(path, experiment):
-            print(warning, file=sys.stderr)
+        if experiment.profiles:  # only a spec with profiles loads the profiling module
+            from benchlang.app.profile import span_warnings
+
+            for warning in span_warnings(path, experiment):
+                print(warning, file=sys.stderr)
         n_configs, trials, note = counts(experiment, path)
         print(
             f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials"

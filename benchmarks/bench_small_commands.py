@@ -1,0 +1,152 @@
+"""The small commands side by side with their floors (issue 53, item 3: "small commands answer
+at once"), interleaved, medians of ``--repeat`` (7) rounds after one warm-up round.
+
+- ``benchlang check specs/quickstart.bench`` against ``python -c "import lark, numpy"`` (what
+  any command that parses a spec must load); goal: within 2x.
+- ``benchlang history add / check / changes`` on a history of 1,000 runs (one series, built as
+  benchmarks/bench_history_incremental.py builds it, its change points stored) against a plain
+  sqlite3 read of the same rows (every run's point, joined to its run, into a numpy array:
+  ``python -c "import sqlite3, numpy; ..."``); goal: 0.2 s each. ``add`` adds one new store to
+  a fresh copy of the history each round (the copy is made outside the timing).
+
+Each round runs every case once, in turn, so load and drift hit all alike; wall seconds and
+the CPU seconds of the child (user + system, from ``resource.getrusage``) are both printed,
+the CPU being the steadier on a shared machine. As ``bench_store_scale.py`` does, the checkout
+is first given what an installed benchlang has: its modules' bytecode (``compileall``).
+
+    python benchmarks/bench_small_commands.py [--repeat 7] [--runs 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+PY = sys.executable
+FLOOR_READ = (
+    "import sqlite3, numpy; rows = sqlite3.connect({path!r}).execute("
+    "'SELECT r.run_key, r.commit_sha, r.date, p.metric, p.configuration, p.value, p.lower, "
+    "p.upper FROM runs r JOIN points p USING (run_key) ORDER BY r.seq').fetchall(); "
+    "values = numpy.array([r[5] for r in rows]); print(len(rows), values.mean())"
+)
+
+
+def prepare() -> None:
+    """Bytecode for every benchlang module, as pip leaves an installed package."""
+    subprocess.run(
+        [PY, "-m", "compileall", "-q", str(ROOT / "benchlang")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def make_history(work: Path, runs: int, stores: int) -> tuple[Path, list[Path]]:
+    """A history of ``runs`` runs of one series and ``stores`` stores not yet added to it."""
+    from bench_history_incremental import SPEC, build
+
+    from benchlang.app.history import _store_points
+    from benchlang.testing.synthetic import synthetic_store
+
+    spec = work / "app.bench"
+    spec.write_text(SPEC)
+    made = []
+    for k in range(stores + 1):
+        store = work / f"store-{k}.sqlite"
+        noise = np.random.default_rng(k)
+        synthetic_store(
+            spec, store, lambda p, t, g=noise: {"time": 0.01 * float(np.exp(g.normal(0, 0.02)))}
+        )
+        made.append(store)
+    _, points = _store_points(made[0])
+    history = work / "history.sqlite"
+    build(str(history), points[0], runs + 1, np.random.default_rng(53))  # n - 1 runs
+    return history, made[1:]
+
+
+def timed(argv: list[str], ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """Wall and child CPU seconds of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in ok:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=1000, help="runs in the history")
+    args = parser.parse_args()
+    prepare()
+    exe = [PY, "-m", "benchlang"]
+    add = ["--no-commit", "--history"]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        history, stores = make_history(work, args.runs, args.repeat + 1)
+        fresh = work / "fresh.sqlite"
+        floor_read = [PY, "-c", FLOOR_READ.format(path=str(history))]
+        # name: (argv or a function of the round giving it, exit codes, floor name, goal)
+        cases = {
+            "floor: import lark, numpy": ([PY, "-c", "import lark, numpy"], (0,)),
+            "benchlang check quickstart": ([*exe, "check", "specs/quickstart.bench"], (0,)),
+            "floor: sqlite3 read of the points": (floor_read, (0,)),
+            "benchlang history add": (
+                lambda r: [*exe, "history", "add", str(stores[r]), *add, str(fresh)],
+                (0,),
+            ),
+            "benchlang history check": (
+                [*exe, "history", "check", "--history", str(history)],
+                (0, 1),
+            ),
+            "benchlang history changes": (
+                [*exe, "history", "changes", "--history", str(history)],
+                (0,),
+            ),
+        }
+        walls: dict[str, list[float]] = {name: [] for name in cases}
+        cpus: dict[str, list[float]] = {name: [] for name in cases}
+        for r in range(args.repeat + 1):
+            for name, (argv, ok) in cases.items():
+                if name == "benchlang history add":
+                    shutil.copyfile(history, fresh)
+                wall, cpu = timed(argv(r) if callable(argv) else argv, ok)
+                if r:  # round 0 warms the caches
+                    walls[name].append(wall)
+                    cpus[name].append(cpu)
+    med_w = {n: statistics.median(v) for n, v in walls.items()}
+    med_c = {n: statistics.median(v) for n, v in cpus.items()}
+    print(f"small commands, medians of {args.repeat} interleaved rounds "
+          f"({args.runs:,} runs in the history; load {os.getloadavg()[0]:.1f} at the end)\n")  # fmt: skip
+    print("| command | wall s | floor wall s | x floor | CPU s | floor CPU s | x floor | goal |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = [
+        ("benchlang check quickstart", "floor: import lark, numpy", "<= 2x"),
+        ("benchlang history add", "floor: sqlite3 read of the points", "<= 0.2 s"),
+        ("benchlang history check", "floor: sqlite3 read of the points", "<= 0.2 s"),
+        ("benchlang history changes", "floor: sqlite3 read of the points", "<= 0.2 s"),
+    ]
+    for name, floor, goal in rows:
+        print(f"| `{name}` vs {floor.removeprefix('floor: ')} | {med_w[name]:.3f} | "
+              f"{med_w[floor]:.3f} | {med_w[name] / med_w[floor]:.2f} | {med_c[name]:.3f} | "
+              f"{med_c[floor]:.3f} | {med_c[name] / med_c[floor]:.2f} | {goal} |")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
