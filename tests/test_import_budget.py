@@ -104,3 +104,38 @@ def test_a_run_and_its_closing_report_load_no_scipy(tmp_path):
     )
     loaded = loaded_by("run", str(spec), "--store", str(tmp_path / "s.sqlite"))
     assert loaded["heavy"] == []
+
+
+def _history(path: Path) -> None:
+    """A history of 40 runs of one series with a 12% step (seeded), its change points stored."""
+    import math
+
+    import numpy as np
+
+    from benchlang.app.history import open_history
+    from benchlang.history.points import Point, Run
+    from benchlang.history.series import add_run
+    from benchlang.history.stored import store_changes
+
+    rng = np.random.default_rng(53)
+    with open_history(str(path), create=True) as h:
+        for i in range(40):
+            value = math.exp((0.12 if i >= 20 else 0.0) + 0.02 * rng.standard_normal())
+            point = Point("time", "size=1", "unknown", "s", "lower", 50.0, value, value * 0.97,
+                          value * 1.03, "order", (), math.nan, 10, "passed")  # fmt: skip
+            date = f"2026-01-01T00:00:{i:02d}+00:00"
+            run = Run(f"run-{i:04d}", "app", None, f"{i:040x}", "main", date, "generated", {}, {})
+            add_run(h, run, [point], then=store_changes)
+
+
+@pytest.mark.parametrize("action", [["changes"], ["changes", "--json"], ["list"]], ids=" ".join)
+def test_history_readers_load_neither_heavy_libraries_nor_the_analysis(tmp_path, action):
+    """`history changes` reads the stored change points and `history list` the runs: neither
+    loads the spec checker, the store or the analysis (issue 53: history.points imported the
+    report's types at start-up), nor a heavy library."""
+    target = tmp_path / "h.sqlite"
+    _history(target)
+    loaded = loaded_by("history", *action, "--history", str(target))
+    assert loaded["heavy"] == []
+    prefixes = ("benchlang.lang.check", "benchlang.report.analysis", "benchlang.run.store")
+    assert [m for m in loaded["benchlang"] if m.startswith(prefixes)] == []
