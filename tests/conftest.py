@@ -1,11 +1,16 @@
-"""Root fixtures: the CLI as a real subprocess, and writers of small spec files."""
+"""Root fixtures: the CLI in this process (``cli_here``, the default) or as a real subprocess
+(``cli``, for tests of the process boundary: signals, exit codes on kill, the import budget,
+the installed entry point), writers of small spec files, and one xdist group per testbed."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -36,6 +41,57 @@ def cli(
         done.returncode,
         done.stdout.decode(errors="replace"),
         done.stderr.decode(errors="replace"),
+    )
+
+
+def _text_stream(data: bytes = b"") -> io.TextIOWrapper:
+    """A text stream with a ``buffer`` (commands that write bytes use ``sys.stdout.buffer``)."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
+
+
+def cli_here(
+    args: Sequence[object],
+    cwd: str | Path | None = None,
+    input: bytes | None = None,
+    timeout: float = 120.0,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, str]:
+    """``benchlang.cli.main(ARGS)`` in this process, as ``cli`` runs it in another: its own cwd
+    and environment (``COLUMNS=200``, plus ``env``), stdin from ``input``, stdout and stderr
+    captured, Python warnings printed to the captured stderr as an interpreter would, and
+    ``SystemExit`` (argparse's usage errors, ``--help``) as the status. ``timeout`` is accepted
+    for the signature ``cli`` has; the test's own timeout bounds the call."""
+    from benchlang.cli import main
+
+    out, err = _text_stream(), _text_stream()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        err.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        patch.setenv("COLUMNS", "200")
+        for key, value in (env or {}).items():
+            patch.setenv(key, value)
+        if cwd is not None:
+            patch.chdir(cwd)
+        patch.setattr(sys, "stdin", _text_stream(input or b""))
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main([str(a) for a in args])
+            except SystemExit as stop:
+                code = stop.code
+                status = code if isinstance(code, int) else (0 if code is None else 2)
+                if code is not None and not isinstance(code, int):
+                    print(code, file=sys.stderr)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+    return (
+        int(status or 0),
+        out.buffer.getvalue().decode(errors="replace"),
+        err.buffer.getvalue().decode(errors="replace"),
     )
 
 
@@ -75,7 +131,14 @@ def run_cli_many() -> Callable[..., list[tuple[int, str, str]]]:
 
 @pytest.fixture(scope="session")
 def run_cli() -> Callable[..., tuple[int, str, str]]:
+    """The CLI as a real subprocess: for tests of what only a process shows."""
     return cli
+
+
+@pytest.fixture
+def cli_in_process() -> Callable[..., tuple[int, str, str]]:
+    """The CLI in this process (``cli_here``): 0.007 CPU-s a ``check`` against 0.45 started."""
+    return cli_here
 
 
 def spec_text(body: str, *, name: str = "t") -> str:
@@ -124,3 +187,17 @@ def aslr_write():
     import fcntl
 
     yield from _aslr_lock(fcntl.LOCK_EX)
+
+
+TESTBEDS = {"needs_sshd": "testbed-sshd", "sshd1": "testbed-sshd", "sshd3": "testbed-sshd"}
+"""Session fixtures that start a server: their tests share one xdist group (one worker starts
+it under ``pytest -n``, ``--dist loadgroup``)."""
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        group = next((TESTBEDS[f] for f in item.fixturenames if f in TESTBEDS), None)
+        if group is None and "tests/ssh/" in item.nodeid:
+            group = "testbed-sshd"
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))

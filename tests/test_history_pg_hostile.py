@@ -24,6 +24,8 @@ from benchlang.testing.postgres import (
 )
 from tests.test_history import make_store
 
+pytestmark = pytest.mark.xdist_group("testbed-postgresql-hostile")  # one server (pytest -n)
+
 
 @pytest.fixture(scope="module")
 def server():

@@ -45,3 +45,10 @@ def idle_cluster(cluster):
             cluster.run("scontrol", "update", f"nodename={cluster.node}", "state=resume")
         time.sleep(0.2)
     raise RuntimeError(f"node {cluster.node} not idle: {cluster.log('slurmctld')}")
+
+
+def pytest_collection_modifyitems(items):
+    """The cluster's tests in one xdist group: one worker starts it (``--dist loadgroup``)."""
+    for item in items:
+        if "cluster" in item.fixturenames or "idle_cluster" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("testbed-slurm"))
