@@ -32,6 +32,7 @@ def convergence(
     """
     rows: list[tuple] = []
     left: list[str] = []
+    views: dict[str, list[float]] = {}
     tested = False
     for label, x, result in zip(labels, samples, results, strict=True):
         part = convergence_rows(np.asarray(x, dtype=float), result)
@@ -40,6 +41,21 @@ def convergence(
         total = int(np.isfinite(np.asarray(x, dtype=float)).sum())
         if kept < total:
             left.append(f"{label}: {kept:,} of {total:,} samples drawn, evenly spaced")
+        drawn = np.array([r[2] for r in part if r[0] == "sample"], dtype=float)
+        lines = np.array([v for r in part if r[0] != "sample" for v in r[2:]], dtype=float)
+        view = far_outside(drawn, lines)
+        if view is not None:
+            views[label] = [view.low, view.high]
+            k = view.below + view.above
+            values = (
+                _number(view.lowest)
+                if k == 1
+                else f"{_number(view.lowest)} to {_number(view.highest)}"
+            )
+            left.append(
+                f"{label}: {k:,} far sample{'s' if k > 1 else ''} outside the drawn range "
+                f"({values} {unit}), marked by a triangle at its edge"
+            )
         tested |= bool(result.windows)
     tol = next((r.tolerance for r in results if r.tolerance is not None), None)
     conf = next((r.confidence for r in results if r.confidence is not None), None)
@@ -79,8 +95,57 @@ def convergence(
             "y_label": f"{metric} ({unit})",
             "window_label": window_label,
             "verdicts": verdicts,
+            "y_view": views,
         },
     )
+
+
+@attrs.frozen
+class View:
+    """The y range a panel draws when far samples would flatten it, and what it leaves out."""
+
+    low: float
+    high: float
+    below: int
+    above: int
+    lowest: float
+    highest: float
+
+
+def far_outside(samples: np.ndarray, lines: np.ndarray, reach: float = 1.0) -> View | None:
+    """None when every sample fits the panel; else the range that keeps its bulk readable.
+
+    The bulk is the samples' 0.5-99.5 percentile range joined with the test's lines
+    (``lines``: windows, slope, band); a sample more than ``reach`` times that width beyond
+    it is far, a gross outlier in the sense of Tukey's far-out values (Exploratory Data
+    Analysis, 1977, §2.4), whose place on a shared linear scale would squeeze the rest into a
+    line. The view is every other sample and line, with a 5% margin."""
+    y = samples[np.isfinite(samples)]
+    if y.size < 3:
+        return None
+    ends = [*np.percentile(y, [0.5, 99.5]), *lines[np.isfinite(lines)]]
+    lo, hi = float(min(ends)), float(max(ends))
+    width = hi - lo
+    if width <= 0:
+        return None
+    far = (y < lo - reach * width) | (y > hi + reach * width)
+    if not far.any():
+        return None
+    rest = [*y[~far], *lines[np.isfinite(lines)]]
+    low, high = float(min(rest)), float(max(rest))
+    margin = 0.05 * (high - low)
+    return View(
+        low - margin,
+        high + margin,
+        int((y < lo - reach * width).sum()),
+        int((y > hi + reach * width).sum()),
+        float(y[far].min()),
+        float(y[far].max()),
+    )
+
+
+def _number(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
 def measure_words(measure: str | float) -> str:

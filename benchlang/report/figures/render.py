@@ -342,9 +342,22 @@ def legend_above(fig: Any, handles: Sequence[Any], paper: bool) -> None:
     """Every configuration in the legend, above the plots (never cut to fit; the notes take
     the space under them)."""
     cols = min(2 if paper else 4, max(1, len(handles)))
+    width = fig.bbox.width
+    legend = fig.legend(handles=handles, loc="outside upper center", ncols=cols)
+    while cols > 1 and legend.get_window_extent().width > width:
+        legend.remove()  # wider than the figure: fewer columns, never a label cut
+        cols -= 1
+        legend = fig.legend(handles=handles, loc="outside upper center", ncols=cols)
+    lines = -(-len(handles) // cols)
+    wide = legend.get_window_extent().width
+    if wide > width:  # one column and still wider: its long labels wrapped
+        texts = legend.get_texts()
+        chars = max(10, int(max(len(t.get_text()) for t in texts) * width / wide * 0.85))
+        for t in texts:
+            t.set_text(textwrap.fill(t.get_text(), chars))
+        lines = sum(t.get_text().count("\n") + 1 for t in texts)
     w, h = fig.get_size_inches()
-    fig.set_size_inches(w, h + -(-len(handles) // cols) * (0.15 if paper else 0.2))
-    fig.legend(handles=handles, loc="outside upper center", ncols=cols)
+    fig.set_size_inches(w, h + lines * (0.15 if paper else 0.2))
 
 
 def inline_svg(svg: bytes, prefix: str) -> str:

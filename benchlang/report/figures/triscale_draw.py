@@ -120,8 +120,31 @@ def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) 
             ax.plot(sx, sy, color="black", lw=1.0, label="Theil–Sen slope")
             tx, lo, hi = _xy(rows, "tolerance", "x", "low", "high")
             ax.fill_between(tx, lo, hi, color="grey", alpha=0.25, label="tolerance band")
+        view = data.meta.get("y_view", {}).get(label)
+        if view is not None:
+            _far_marks(ax, x, y, *view, c)
         panel_title(ax, f"{label}: {data.meta['verdicts'][label]}")
     legend_above(fig, fig.axes[0].get_legend_handles_labels()[0], paper)
+
+
+def _far_marks(ax: Any, x: np.ndarray, y: np.ndarray, low: float, high: float, c: Any) -> None:
+    """The panel cut to [low, high] (``stats.figure_convergence.far_outside``), each sample
+    beyond it a triangle on the edge it lies past; the notes give their values."""
+    ax.set_ylim(low, high)
+    for edge, past, marker in ((high, y > high, "^"), (low, y < low, "v")):
+        if past.any():
+            ax.plot(
+                x[past],
+                np.full(int(past.sum()), edge),
+                ls="none",
+                marker=marker,
+                ms=5,
+                color=c,
+                mec="black",
+                mew=0.5,
+                clip_on=False,
+                label="far sample (value in the notes)",
+            )
 
 
 def draw_series_kpis(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
