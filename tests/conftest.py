@@ -135,7 +135,7 @@ def run_cli() -> Callable[..., tuple[int, str, str]]:
     return cli
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def cli_in_process() -> Callable[..., tuple[int, str, str]]:
     """The CLI in this process (``cli_here``): 0.007 CPU-s a ``check`` against 0.45 started."""
     return cli_here

@@ -42,7 +42,7 @@ def _strict(text: str) -> dict:
     return json.loads(text, parse_constant=refuse)
 
 
-def run_auto(tmp: Path, run_cli, layout: str, hosts: int, requests: int, repetitions: int):
+def run_auto(tmp: Path, cli_in_process, layout: str, hosts: int, requests: int, repetitions: int):
     work = tmp / f"{layout}_{hosts}"
     work.mkdir()
     pool = ", ".join(str(1_000_000 + 50_000 * i) for i in range(2 * requests))
@@ -58,19 +58,23 @@ def run_auto(tmp: Path, run_cli, layout: str, hosts: int, requests: int, repetit
         )
     )
     (work / "value.awk").write_text(VALUE_AWK)
-    status, out, err = run_cli(["run", "ab.bench", "--store", "ab.sqlite"], cwd=work, timeout=600)
+    status, out, err = cli_in_process(
+        ["run", "ab.bench", "--store", "ab.sqlite"], cwd=work, timeout=600
+    )
     assert status == 0, out + err
     assert "Traceback" not in out + err
-    status, text, err = run_cli(["analyze", "ab.bench", "--store", "ab.sqlite"], cwd=work)
+    status, text, err = cli_in_process(["analyze", "ab.bench", "--store", "ab.sqlite"], cwd=work)
     assert status == 0 and "Traceback" not in text + err, text + err
-    status, js, err = run_cli(["analyze", "ab.bench", "--store", "ab.sqlite", "--json"], cwd=work)
+    status, js, err = cli_in_process(
+        ["analyze", "ab.bench", "--store", "ab.sqlite", "--json"], cwd=work
+    )
     assert status == 0, err
     (boot,) = [c for c in _strict(js)["comparisons"] if c["method"] == "bootstrap"]
     return boot, text
 
 
-def test_fully_balanced_six_hosts_gives_a_host_clustered_interval(tmp_path, run_cli):
-    boot, text = run_auto(tmp_path, run_cli, "fully_balanced", 6, 6, 2)
+def test_fully_balanced_six_hosts_gives_a_host_clustered_interval(tmp_path, cli_in_process):
+    boot, text = run_auto(tmp_path, cli_in_process, "fully_balanced", 6, 6, 2)
     choice = boot["result"]["details"]["cluster_choice"]
     assert (choice["scheme"], choice["method"], choice["hosts"]) == ("host", "bootstrap", 6)
     assert "host clusters are what Perflab validates" in choice["why"]
@@ -83,8 +87,8 @@ def test_fully_balanced_six_hosts_gives_a_host_clustered_interval(tmp_path, run_
     assert "treatment / control" in text
 
 
-def test_fully_balanced_four_hosts_gives_the_cluster_level_t(tmp_path, run_cli):
-    boot, text = run_auto(tmp_path, run_cli, "fully_balanced", 4, 4, 2)
+def test_fully_balanced_four_hosts_gives_the_cluster_level_t(tmp_path, cli_in_process):
+    boot, text = run_auto(tmp_path, cli_in_process, "fully_balanced", 4, 4, 2)
     levels = boot["levels"]
     assert levels["method"] == "cluster_t" and levels["cluster"] == "host"
     (pair,) = levels["pairs"]
@@ -93,8 +97,10 @@ def test_fully_balanced_four_hosts_gives_the_cluster_level_t(tmp_path, run_cli):
     assert "cluster-level t with 3 df (Donald & Lang 2007" in text
 
 
-def test_two_slots_give_the_difference_as_descriptive_with_the_hosts_to_add(tmp_path, run_cli):
-    boot, text = run_auto(tmp_path, run_cli, "fully_balanced", 2, 6, 2)
+def test_two_slots_give_the_difference_as_descriptive_with_the_hosts_to_add(
+    tmp_path, cli_in_process
+):
+    boot, text = run_auto(tmp_path, cli_in_process, "fully_balanced", 2, 6, 2)
     result = boot["result"]
     assert result["ci_low"] is None and result["significant"] is None
     assert 1.0 < result["estimate"] < 1.1
@@ -110,8 +116,8 @@ def test_two_slots_give_the_difference_as_descriptive_with_the_hosts_to_add(tmp_
     assert "descriptive only" in text
 
 
-def test_unbalanced_one_host_per_version_says_why_and_what_to_add(tmp_path, run_cli):
-    boot, text = run_auto(tmp_path, run_cli, "unbalanced", 2, 4, 2)
+def test_unbalanced_one_host_per_version_says_why_and_what_to_add(tmp_path, cli_in_process):
+    boot, text = run_auto(tmp_path, cli_in_process, "unbalanced", 2, 4, 2)
     choice = boot["result"]["details"]["cluster_choice"]
     assert choice["method"] == "descriptive" and choice["layout"] == "unbalanced"
     assert "cannot be told from the difference between hosts" in choice["why"]
@@ -120,7 +126,7 @@ def test_unbalanced_one_host_per_version_says_why_and_what_to_add(tmp_path, run_
 
 
 @pytest.mark.parametrize("setting", ["request"])
-def test_request_clusters_by_the_spec_say_what_they_assume(tmp_path, run_cli, setting):
+def test_request_clusters_by_the_spec_say_what_they_assume(tmp_path, cli_in_process, setting):
     work = tmp_path / "explicit"
     work.mkdir()
     pool = ", ".join(str(1_000_000 + 50_000 * i) for i in range(6))
@@ -129,7 +135,9 @@ def test_request_clusters_by_the_spec_say_what_they_assume(tmp_path, run_cli, se
     ).replace("log true", f"cluster {setting} log true")
     (work / "ab.bench").write_text(spec)
     (work / "value.awk").write_text(VALUE_AWK)
-    status, out, err = run_cli(["run", "ab.bench", "--store", "ab.sqlite"], cwd=work, timeout=600)
+    status, out, err = cli_in_process(
+        ["run", "ab.bench", "--store", "ab.sqlite"], cwd=work, timeout=600
+    )
     assert status == 0, out + err
     assert "assumes no host or host x batch effect" in out
     assert "far too liberal in the fully balanced layout" in out
@@ -152,22 +160,22 @@ experiment three_rounds {
 
 
 def test_three_rounds_on_one_host_give_the_cluster_level_t_and_the_record_says_so(
-    tmp_path, run_cli
+    tmp_path, cli_in_process
 ):
     """Below 5 clusters per level the cluster-level t gives the interval (3 rounds here); the
     record names the scheme and the method."""
     (tmp_path / "r.bench").write_text(ROUNDS)
     (tmp_path / "value.awk").write_text(VALUE_AWK)
-    status, out, err = run_cli(["run", "r.bench", "--store", "r.sqlite"], cwd=tmp_path)
+    status, out, err = cli_in_process(["run", "r.bench", "--store", "r.sqlite"], cwd=tmp_path)
     assert status == 0, out + err
     assert "cluster-level t with 2 df" in out
-    status, js, err = run_cli(
+    status, js, err = cli_in_process(
         ["record", "r.bench", "--store", "r.sqlite", "--format", "json"], cwd=tmp_path
     )
     assert status == 0, err
     (line,) = _strict(js)["comparisons"]
     assert line == "v by tool: cluster round (auto), cluster_t, 3/3 per level"
-    status, md, err = run_cli(["record", "r.bench", "--store", "r.sqlite"], cwd=tmp_path)
+    status, md, err = cli_in_process(["record", "r.bench", "--store", "r.sqlite"], cwd=tmp_path)
     assert (
         status == 0
         and "comparison: v by tool: cluster round (auto), cluster_t, 3/3 per level" in md

@@ -19,9 +19,9 @@ def trials(store) -> list[tuple[str, str, int]]:
         return db.execute("SELECT label, phase, round FROM trials ORDER BY started").fetchall()
 
 
-def test_two_commands_are_ranked_and_the_spec_reruns(tmp_path, run_cli):
+def test_two_commands_are_ranked_and_the_spec_reruns(tmp_path, cli_in_process):
     spec, store = tmp_path / "c.bench", tmp_path / "c.sqlite"
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["compare", "true", "sleep 0.01", "--runs", "6", "--warmup", "1", "-q",
          "--spec-out", spec, "--store", store, "--export-json", tmp_path / "c.json"],
         cwd=tmp_path,
@@ -38,15 +38,17 @@ def test_two_commands_are_ranked_and_the_spec_reruns(tmp_path, run_cli):
     text = spec.read_text()
     assert 'factor command in ["true", "sleep 0.01"]' in text
     assert "order random warmup 1" in text and 'workdir "."' in text
-    status, _, err = run_cli(["check", spec], cwd=tmp_path)
+    status, _, err = cli_in_process(["check", spec], cwd=tmp_path)
     assert status == 0, err
-    status, _, err = run_cli(["run", spec, "--store", tmp_path / "again.sqlite", "-q"])
+    status, _, err = cli_in_process(["run", spec, "--store", tmp_path / "again.sqlite", "-q"])
     assert status == 0, err  # from anywhere: the workdir is relative to the spec
     assert [t[0] for t in trials(tmp_path / "again.sqlite")] == [t[0] for t in ran]
 
 
-def test_prepare_runs_before_every_trial_and_commands_run_where_compare_started(tmp_path, run_cli):
-    status, _, err = run_cli(
+def test_prepare_runs_before_every_trial_and_commands_run_where_compare_started(
+    tmp_path, cli_in_process
+):
+    status, _, err = cli_in_process(
         ["compare", "--runs", "5", "-q", "--prepare", "echo p >> prepared.txt",
          "echo {x} >> ran.txt", "-L", "x", "a,b"],
         cwd=tmp_path,
@@ -57,14 +59,14 @@ def test_prepare_runs_before_every_trial_and_commands_run_where_compare_started(
     assert "temporary store, now removed" in err
 
 
-def test_refusals_are_one_line_with_exit_2(tmp_path, run_cli):
+def test_refusals_are_one_line_with_exit_2(tmp_path, cli_in_process):
     for args, says in (
         (["compare", "-N", "echo a | cat"], "-N runs commands without a shell"),
         (["compare", "echo {n}", "-L", "m", "1,2"], "-L m: no command has {m}"),
         (["compare", "true", "true"], "a command is given twice"),
         (["compare", "true", "--runs", "0"], "--runs 0: at least 1 is needed"),
     ):
-        status, _, err = run_cli(args, cwd=tmp_path)
+        status, _, err = cli_in_process(args, cwd=tmp_path)
         assert status == 2 and says in err and "Traceback" not in err, (args, err)
         assert not list(tmp_path.glob("*.sqlite"))
 
@@ -80,13 +82,15 @@ def test_parameter_lists_expand_as_hyperfine_does():
         expanded_commands(["a {x} {y}"], [("x", ("1",))])
 
 
-def test_braces_and_quotes_in_commands_stay_literal_in_the_spec(tmp_path, run_cli):
+def test_braces_and_quotes_in_commands_stay_literal_in_the_spec(tmp_path, cli_in_process):
     """A command's text is a level run as code: quotes and braces reach the shell as typed."""
     command = """awk 'BEGIN { printf "%s\\n", "{}" }' > out.txt"""
     text = compare_spec_text(CompareRequest((command,), rounds=1, prepare="echo {x}"), ".")
     spec = tmp_path / "q.bench"
     spec.write_text(text)
-    status, _, err = run_cli(["run", spec, "--store", tmp_path / "q.sqlite", "-q"], cwd=tmp_path)
+    status, _, err = cli_in_process(
+        ["run", spec, "--store", tmp_path / "q.sqlite", "-q"], cwd=tmp_path
+    )
     assert status == 0, err
     assert (tmp_path / "out.txt").read_text() == "{}\n"
     assert "kpi" not in text  # one round: no median bound (TriScale needs 5)

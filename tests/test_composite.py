@@ -111,12 +111,14 @@ def test_weights_are_checked_and_renormalised():
         composite_bootstrap(y, version, component, host % 2, replicates=200)
 
 
-def test_three_benchmarks_sharing_hosts_print_both_ses_and_the_correlation(tmp_path, run_cli):
+def test_three_benchmarks_sharing_hosts_print_both_ses_and_the_correlation(
+    tmp_path, cli_in_process
+):
     """The done-when of issue 37 item 3: correlated host x build effects (rho 0.8) make the
     joint SE larger than the footnote's, and the correlation found is the simulated one."""
     store, truth = store_with(tmp_path, rho=0.8)
     weights = "feed=0.5,search=0.3,photos=0.2"
-    status, out, err = run_cli(["composite", store, "--weights", weights, "--json"])
+    status, out, err = cli_in_process(["composite", store, "--weights", weights, "--json"])
     assert status == 0, err
     doc = strict(out)
     assert doc["kind"] == "benchlang.composite" and doc["over"] == "benchmark"
@@ -130,7 +132,7 @@ def test_three_benchmarks_sharing_hosts_print_both_ses_and_the_correlation(tmp_p
     off = ~np.eye(3, dtype=bool)
     assert np.abs(found[off] - realised[off]).max() < 0.1
     assert np.abs(found[off] - 0.8).max() < 0.15
-    status, text, err = run_cli(["composite", store, "--weights", weights])
+    status, text, err = cli_in_process(["composite", store, "--weights", weights])
     assert status == 0, err
     assert "SE if independent (Perflab footnote 11)" in text
     assert "SE by joint host bootstrap" in text
@@ -139,13 +141,13 @@ def test_three_benchmarks_sharing_hosts_print_both_ses_and_the_correlation(tmp_p
     assert "intervals estimate ± t(39) SE" in text and "verdict (joint SE)" in text
 
 
-def test_mistakes_are_told_without_a_traceback(tmp_path, run_cli):
+def test_mistakes_are_told_without_a_traceback(tmp_path, cli_in_process):
     store, _ = store_with(tmp_path, rho=0.0, hosts=4)
-    status, _, err = run_cli(["composite", store, "--weights", "feed=0.5,ads=0.5"])
+    status, _, err = cli_in_process(["composite", store, "--weights", "feed=0.5,ads=0.5"])
     assert status == 2 and "unknown benchmark ads" in err and "Traceback" not in err
-    status, _, err = run_cli(["composite", store])
+    status, _, err = cli_in_process(["composite", store])
     assert status == 2 and "at least 5 per version" in err and "--cluster round" in err
-    status, _, err = run_cli(["composite", store, "--weights", "feed=x"])
+    status, _, err = cli_in_process(["composite", store, "--weights", "feed=x"])
     assert status == 2 and "NAME=SHARE" in err
 
 
@@ -206,7 +208,7 @@ def test_values_that_never_vary_are_descriptive_only():
     assert doc["ci_joint"] == [None, None] and doc["ci_independent"] == [None, None]
 
 
-def test_a_third_level_left_out_is_said(tmp_path, run_cli):
+def test_a_third_level_left_out_is_said(tmp_path, cli_in_process):
     """``--by`` a factor of three levels: the first two are compared and the note names the
     level left out (its trials were silently dropped before)."""
     (tmp_path / "c.bench").write_text(
@@ -219,14 +221,16 @@ def test_a_third_level_left_out_is_said(tmp_path, run_cli):
         return {"t": np.random.default_rng(int(plan.trial_seed[t])).normal(10.0, 0.1)}
 
     synthetic_store(tmp_path / "c.bench", tmp_path / "c.sqlite", value)
-    status, out, err = run_cli(["composite", tmp_path / "c.sqlite", "--by", "build", "--json"])
+    status, out, err = cli_in_process(
+        ["composite", tmp_path / "c.sqlite", "--by", "build", "--json"]
+    )
     assert status == 0, err
     doc = strict(out)
     assert (doc["control"], doc["treatment"]) == ("a", "b")
     assert any("3 levels: b - a compared, c left out" in n for n in doc["notes"])
 
 
-def test_the_cli_gives_no_interval_nor_verdict_when_nothing_varies(tmp_path, run_cli):
+def test_the_cli_gives_no_interval_nor_verdict_when_nothing_varies(tmp_path, cli_in_process):
     (tmp_path / "c.bench").write_text(SPEC.format(hosts=6))
 
     def value(plan, t):
@@ -234,7 +238,7 @@ def test_the_cli_gives_no_interval_nor_verdict_when_nothing_varies(tmp_path, run
         return {"t": 10.0 + (dict(c.levels)["build"] == "b")}
 
     synthetic_store(tmp_path / "c.bench", tmp_path / "c.sqlite", value)
-    status, text, err = run_cli(["composite", tmp_path / "c.sqlite"])
+    status, text, err = cli_in_process(["composite", tmp_path / "c.sqlite"])
     assert status == 0, err
     assert "descriptive only: the composite did not vary" in text
     assert "interval [undefined, undefined]" in text and "verdict (joint SE)" not in text

@@ -48,8 +48,8 @@ def _sides(a: int, b: int) -> list[str]:
     ]
 
 
-def test_one_session_per_side_decides_nothing_on_within_session_noise(sessions, run_cli):
-    status, out, err = run_cli(
+def test_one_session_per_side_decides_nothing_on_within_session_noise(sessions, cli_in_process):
+    status, out, err = cli_in_process(
         ["diff", "a0/s.sqlite", "b0/s.sqlite", "--margin", "2%"], cwd=sessions
     )
     assert status == 0, out + err
@@ -58,7 +58,7 @@ def test_one_session_per_side_decides_nothing_on_within_session_noise(sessions, 
     assert slow.rstrip().endswith("inconclusive (within session: worse)")
     assert "one session per side: the spread between sessions is unknown" in out
     assert "at least 3 sessions per side" in out and "one session" in out
-    status, text, _ = run_cli(
+    status, text, _ = cli_in_process(
         ["diff", "a0/s.sqlite", "b0/s.sqlite", "--margin", "2%", "--json"], cwd=sessions
     )
     doc = json.loads(text)
@@ -69,15 +69,17 @@ def test_one_session_per_side_decides_nothing_on_within_session_noise(sessions, 
     assert all(r["spread"] == "within session only" for r in rows.values())
 
 
-def test_three_sessions_per_side_find_the_regression_between_sessions(sessions, run_cli):
-    status, out, err = run_cli(["diff", *_sides(3, 3), "--margin", "2%"], cwd=sessions)
+def test_three_sessions_per_side_find_the_regression_between_sessions(sessions, cli_in_process):
+    status, out, err = cli_in_process(["diff", *_sides(3, 3), "--margin", "2%"], cwd=sessions)
     assert status == 1, out + err
     assert "spread: between sessions (3 and 3 sessions" in out
     assert "90% simultaneous over 2 rows (Bonferroni-t, 95% each)" in out
     assert "REGRESSION beyond 2%: v work[tool=slow]" in out
     fast = next(line for line in out.splitlines() if line.startswith("work[tool=fast]"))
     assert not fast.rstrip().endswith("worse")
-    status, text, _ = run_cli(["diff", *_sides(3, 3), "--margin", "2%", "--json"], cwd=sessions)
+    status, text, _ = cli_in_process(
+        ["diff", *_sides(3, 3), "--margin", "2%", "--json"], cwd=sessions
+    )
     doc = json.loads(text)
     assert doc["spread"] == "between sessions" and doc["family"]["rows"] == 2
     slow = next(r for r in doc["metrics"][0]["rows"] if r["label"] == "work[tool=slow]")
@@ -87,57 +89,57 @@ def test_three_sessions_per_side_find_the_regression_between_sessions(sessions, 
     assert len(doc["independence"]) == 6 and {c["side"] for c in doc["independence"]} == {"A", "B"}
 
 
-def test_one_session_a_side_borrows_the_spread_of_a_history(sessions, run_cli):
+def test_one_session_a_side_borrows_the_spread_of_a_history(sessions, cli_in_process):
     argv = ["diff", "a0/s.sqlite", "b0/s.sqlite", "--margin", "2%", "--history", "h.sqlite"]
-    status, out, err = run_cli(argv, cwd=sessions)
+    status, out, err = cli_in_process(argv, cwd=sessions)
     assert status == 1, out + err
     assert (
         "spread: between sessions, borrowed from the run-to-run spread of history h.sqlite, " in out
     )
     assert "REGRESSION beyond 2%: v work[tool=slow]" in out and "one session per side" not in out
-    doc = json.loads(run_cli([*argv, "--json"], cwd=sessions)[1])
+    doc = json.loads(cli_in_process([*argv, "--json"], cwd=sessions)[1])
     assert doc["spread"] == "between sessions"
     for row in doc["metrics"][0]["rows"]:
         assert row["spread"] == "between sessions" and "8 runs on" in row["interval"]["method"]
-    status, out, _ = run_cli(["diff", *_sides(3, 3), "--history", "h.sqlite"], cwd=sessions)
+    status, out, _ = cli_in_process(["diff", *_sides(3, 3), "--history", "h.sqlite"], cwd=sessions)
     assert status == 0 and "--history h.sqlite not used: the sessions' own spread decides" in out
 
 
-def test_two_sessions_per_side_say_a_verdict_needs_three(sessions, run_cli):
-    status, out, err = run_cli(["diff", *_sides(2, 2), "--margin", "2%"], cwd=sessions)
+def test_two_sessions_per_side_say_a_verdict_needs_three(sessions, cli_in_process):
+    status, out, err = cli_in_process(["diff", *_sides(2, 2), "--margin", "2%"], cwd=sessions)
     assert status == 0, out + err
     assert "a verdict needs at least 3 sessions per side (2 and 2 here)" in out
     assert "spread: within session only (sessions pooled)" in out
 
 
-def test_a_renamed_benchmark_fails_closed_unless_allowed(sessions, run_cli):
-    status, out, err = run_cli(["diff", "a0/s.sqlite", "renamed/s.sqlite"], cwd=sessions)
+def test_a_renamed_benchmark_fails_closed_unless_allowed(sessions, cli_in_process):
+    status, out, err = cli_in_process(["diff", "a0/s.sqlite", "renamed/s.sqlite"], cwd=sessions)
     assert status == 2 and out == "" and "Traceback" not in err
     assert "work[tool=fast] is not in renamed/s.sqlite" in err and "--allow-missing" in err
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["diff", "a0/s.sqlite", "renamed/s.sqlite", "--allow-missing"], cwd=sessions
     )
     assert status == 2 and "nothing to compare" in err, "no configuration in common"
-    status, out, err = run_cli(["diff", "a0/s.sqlite", "extra/s.sqlite"], cwd=sessions)
+    status, out, err = cli_in_process(["diff", "a0/s.sqlite", "extra/s.sqlite"], cwd=sessions)
     assert status == 2 and "work[tool=mid] is not in a0/s.sqlite" in err
     argv = ["diff", "a0/s.sqlite", "extra/s.sqlite", "--allow-missing", "--json"]
-    status, out, err = run_cli(argv, cwd=sessions)
+    status, out, err = cli_in_process(argv, cwd=sessions)
     assert status == 0, err
     doc = json.loads(out)
     assert doc["left_out"] == ["work[tool=mid]"]
     assert [r["label"] for r in doc["metrics"][0]["rows"]] == ["work[tool=fast]", "work[tool=slow]"]
-    status, out, _ = run_cli(argv[:-1], cwd=sessions)
+    status, out, _ = cli_in_process(argv[:-1], cwd=sessions)
     assert "left out (not in every store): work[tool=mid]" in out
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["diff", "--base", "a0/s.sqlite", "a1/s.sqlite", "--new", "b0/s.sqlite", "other/s.sqlite"],
         cwd=sessions,
     )
     assert status == 2 and "different experiments" in err and "other/s.sqlite: other" in err
 
 
-def test_usage_errors_name_both_forms(sessions, run_cli):
+def test_usage_errors_name_both_forms(sessions, cli_in_process):
     for argv in (["diff", "a0/s.sqlite"], ["diff", "a0/s.sqlite", "b0/s.sqlite", "--new", "b1"]):
-        status, _, err = run_cli(argv, cwd=sessions)
+        status, _, err = cli_in_process(argv, cwd=sessions)
         assert status == 2 and "--base A1 A2 A3 --new B1 B2 B3" in err and "Traceback" not in err
 
 

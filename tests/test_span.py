@@ -49,18 +49,20 @@ def test_rounds_are_spread_over_each_series_span_deterministically():
     assert spread_over_span(None, series, seed=7)[1] is None
 
 
-def test_the_plan_shows_the_schedule_and_the_run_honours_it(tmp_path, run_cli):
+def test_the_plan_shows_the_schedule_and_the_run_honours_it(tmp_path, cli_in_process):
     (tmp_path / "sp.bench").write_text(SPEC.format(span="2s", analysis=""))
-    status, out, err = run_cli(["plan", "sp.bench", "--json"], cwd=tmp_path)
+    status, out, err = cli_in_process(["plan", "sp.bench", "--json"], cwd=tmp_path)
     assert status == 0, err
     starts = json.loads(out)["rounds"]["start"]
     assert len(starts) == 6 and starts[0] == 0.0 and starts == sorted(starts)
     assert all(
         2.0 * s <= x < 2.0 * (s + 1) for s, x in zip([0, 0, 1, 1, 2, 2], starts, strict=True)
     )
-    status, out, err = run_cli(["plan", "sp.bench"], cwd=tmp_path)
+    status, out, err = cli_in_process(["plan", "sp.bench"], cwd=tmp_path)
     assert "rounds at seeded random times across it (TriScale §4.6)" in out
-    status, out, err = run_cli(["run", "sp.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path)
+    status, out, err = cli_in_process(
+        ["run", "sp.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path
+    )
     assert status == 0, out + err
     db = sqlite3.connect(tmp_path / "s.sqlite")
     (begun,) = db.execute("SELECT run_started FROM plans").fetchone()
@@ -68,26 +70,26 @@ def test_the_plan_shows_the_schedule_and_the_run_honours_it(tmp_path, run_cli):
         assert started - begun >= starts[round_] - 0.05, round_
 
 
-def test_span_auto_takes_the_profile_recommendation(tmp_path, run_cli):
+def test_span_auto_takes_the_profile_recommendation(tmp_path, cli_in_process):
     seasonal_csv(tmp_path / "load.csv")
     analysis = '\n  analysis { profile load from file "load.csv" period 2h }'
     (tmp_path / "auto.bench").write_text(SPEC.format(span="auto", analysis=analysis))
-    status, out, err = run_cli(["plan", "auto.bench", "--json"], cwd=tmp_path)
+    status, out, err = cli_in_process(["plan", "auto.bench", "--json"], cwd=tmp_path)
     assert status == 0, err
     derived = {d["name"]: d for d in json.loads(out)["derived"]}
     assert derived["span"]["value"] == 86400.0
     assert derived["span"]["reason"].startswith("auto: the longest seasonal period profile load")
     (tmp_path / "none.bench").write_text(SPEC.format(span="auto", analysis=""))
-    status, _, err = run_cli(["check", "none.bench"], cwd=tmp_path)
+    status, _, err = cli_in_process(["check", "none.bench"], cwd=tmp_path)
     assert status == 2 and "'span auto' takes the span a profile analysis recommends" in err
 
 
 @pytest.mark.parametrize(("span", "warned"), [("1h", True), ("1d", False)])
-def test_check_warns_when_the_profile_wants_a_longer_span(tmp_path, run_cli, span, warned):
+def test_check_warns_when_the_profile_wants_a_longer_span(tmp_path, cli_in_process, span, warned):
     seasonal_csv(tmp_path / "load.csv")
     analysis = '\n  analysis { profile load from file "load.csv" period 2h }'
     (tmp_path / "w.bench").write_text(SPEC.format(span=span, analysis=analysis))
-    status, _, err = run_cli(["check", "w.bench"], cwd=tmp_path)
+    status, _, err = cli_in_process(["check", "w.bench"], cwd=tmp_path)
     assert status == 0, err
     message = "warning: profile load recommends a span of 1d, longer than the declared 1h"
     assert (message in err) is warned

@@ -45,25 +45,25 @@ def write(path: Path, values: np.ndarray) -> Path:
     return path
 
 
-def test_files_from_one_and_from_a_moved_background(tmp_path, run_cli):
+def test_files_from_one_and_from_a_moved_background(tmp_path, cli_in_process):
     rng = np.random.default_rng(9)
     a = write(tmp_path / "a.csv", rng.lognormal(0, 0.2, 2000))
     same = write(tmp_path / "same.csv", rng.lognormal(0, 0.2, 2000))
     moved = write(tmp_path / "moved.csv", rng.lognormal(0.1, 0.2, 2000))
-    status, out, err = run_cli(["stopping-eval", "--baseline", a, same, "--json"])
+    status, out, err = cli_in_process(["stopping-eval", "--baseline", a, same, "--json"])
     assert status == 0, err
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
     assert doc["kind"] == "benchlang.stopping-eval-baseline"
     x, y = (np.loadtxt(p, skiprows=1) for p in (a, same))
     assert doc["distance"] == pytest.approx(stats.ks_2samp(x, y).statistic, abs=1e-12)
     assert not doc["differ"] and doc["attainable"] and doc["distance"] < doc["critical"]
-    status, text, err = run_cli(["stopping-eval", "--baseline", a, moved, "--ks", "0.05"])
+    status, text, err = cli_in_process(["stopping-eval", "--baseline", a, moved, "--ks", "0.05"])
     assert status == 0, err
     assert "the two runs differ beyond sampling" in text
     assert "ks 0.05 lies below this floor: no stopping point can promise it" in text
 
 
-def test_stores_give_one_configurations_values_in_trial_order(tmp_path, run_cli):
+def test_stores_give_one_configurations_values_in_trial_order(tmp_path, cli_in_process):
     (tmp_path / "long.bench").write_text(SPEC)
     runs = {}
     for name, shift in (("one", 0.0), ("two", 0.02)):
@@ -72,7 +72,7 @@ def test_stores_give_one_configurations_values_in_trial_order(tmp_path, run_cli)
             tmp_path / "long.bench", tmp_path / f"{name}.sqlite", lambda p, t, v=values: {"t": v[t]}
         )
         runs[name] = values
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["stopping-eval", "--baseline", tmp_path / "one.sqlite", tmp_path / "two.sqlite", "--json"]
     )
     assert status == 0, err
@@ -83,8 +83,8 @@ def test_stores_give_one_configurations_values_in_trial_order(tmp_path, run_cli)
     assert doc["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
 
 
-def test_without_streams_or_baseline_it_says_what_to_give(run_cli):
-    status, _, err = run_cli(["stopping-eval"])
+def test_without_streams_or_baseline_it_says_what_to_give(cli_in_process):
+    status, _, err = cli_in_process(["stopping-eval"])
     assert status == 2 and "--baseline A B" in err and "Traceback" not in err
 
 
@@ -94,23 +94,23 @@ def ar1(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
     return lfilter([1.0], [1.0, -phi], rng.normal(0.0, 1.0, n)) + 10.0
 
 
-def test_runs_that_are_not_iid_give_a_descriptive_distance_not_a_verdict(tmp_path, run_cli):
+def test_runs_that_are_not_iid_give_a_descriptive_distance_not_a_verdict(tmp_path, cli_in_process):
     """Two runs of one AR(1) process (phi 0.9): KS calls them different (p < 5%) though nothing
     moved; the independence check (TriScale §4.5, Ljung-Box) says the test does not apply."""
     rng = np.random.default_rng(3)
     x, y = ar1(rng, 2000, 0.9), ar1(rng, 2000, 0.9)
     assert stats.ks_2samp(x, y).pvalue < 0.05
     a, b = write(tmp_path / "a.csv", x), write(tmp_path / "b.csv", y)
-    status, out, err = run_cli(["stopping-eval", "--baseline", a, b, "--json"])
+    status, out, err = cli_in_process(["stopping-eval", "--baseline", a, b, "--json"])
     assert status == 0, err
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
     assert doc["differ"] is None and not doc["independent_a"] and not doc["independent_b"]
     assert "autocorrelation (Ljung-Box" in doc["descriptive_only"]
-    status, text, err = run_cli(["stopping-eval", "--baseline", a, b])
+    status, text, err = cli_in_process(["stopping-eval", "--baseline", a, b])
     assert status == 0, err
     assert "descriptive only: run a: not independent" in text
     assert "differ beyond sampling" not in text
-    status, text, err = run_cli(["stopping-eval", "--baseline", a, b, "--ks", "0.01"])
+    status, text, err = cli_in_process(["stopping-eval", "--baseline", a, b, "--ks", "0.01"])
     assert status == 0, err
     assert "undecided" in text and "no stopping point can promise" not in text
 

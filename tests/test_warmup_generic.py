@@ -191,25 +191,25 @@ def _rows(store: Path) -> list[tuple]:
         db.close()
 
 
-def test_warmups_run_are_stored_left_out_of_analysis_and_resumed(tmp_path, run_cli):
+def test_warmups_run_are_stored_left_out_of_analysis_and_resumed(tmp_path, cli_in_process):
     command = COLD_FIRST.format(dir=tmp_path, stop_at=9)
     (tmp_path / "w.bench").write_text(SPEC.format(dir=tmp_path, command=command))
-    status, shown, err = run_cli(["plan", "w.bench"], cwd=tmp_path)
+    status, shown, err = cli_in_process(["plan", "w.bench"], cwd=tmp_path)
     assert status == 0, err
     assert "16 measured (8 rounds x 2 configurations) + 8 warm-up" in shown
     assert "2 of each configuration right before its measured trial" in shown
-    status, plan_json, _ = run_cli(["plan", "w.bench", "--json"], cwd=tmp_path)
+    status, plan_json, _ = cli_in_process(["plan", "w.bench", "--json"], cwd=tmp_path)
     phases = json.loads(plan_json)["trials"]["phase"]
     assert len(phases) == 24 and phases.count("warmup") == 8
 
     # Trial 9 (a measured trial of round 2) makes the next reset fail: the host stops.
     store = tmp_path / "w.sqlite"
-    status, _out, err = run_cli(["run", "w.bench", "--store", store, "-q"], cwd=tmp_path)
+    status, _out, err = cli_in_process(["run", "w.bench", "--store", store, "-q"], cwd=tmp_path)
     assert status != 0 and "--resume" in err
     first = _rows(store)
     assert [r[0] for r in first] == list(range(10))
     (tmp_path / "fail").unlink()
-    status, _out, err = run_cli(
+    status, _out, err = cli_in_process(
         ["run", "w.bench", "--store", store, "-q", "--resume"], cwd=tmp_path
     )
     assert status == 0, err
@@ -227,18 +227,20 @@ def test_warmups_run_are_stored_left_out_of_analysis_and_resumed(tmp_path, run_c
     cold = table.trial[v == 1000].tolist()
     assert len(cold) == 2 and all(phases[t] == "warmup" for t in cold)
 
-    status, out, err = run_cli(["analyze", "w.bench", "--store", store, "--json"], cwd=tmp_path)
+    status, out, err = cli_in_process(
+        ["analyze", "w.bench", "--store", store, "--json"], cwd=tmp_path
+    )
     assert status == 0, err
     kpis = json.loads(out)["kpis"]
     assert [k["trials"] for k in kpis] == [8, 8], "the 4 warm-ups of each are left out"
     assert all(s["value"] == 10.0 for k in kpis for s in k["series"]), "no cold 1000"
-    status, out, err = run_cli(["results", store, "--format", "json"], cwd=tmp_path)
+    status, out, err = cli_in_process(["results", store, "--format", "json"], cwd=tmp_path)
     assert status == 0, err
     document = json.loads(out)
     assert document["left_out"] == 8
     assert {t["phase"] for t in document["trials"]} == {"measured"}
     assert max(t["measures"]["v"] for t in document["trials"]) == 10.0
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["record", "w.bench", "--store", store, "--format", "methods"], cwd=tmp_path
     )
     assert status == 0, err
@@ -259,11 +261,11 @@ experiment s {{
 """
 
 
-def test_a_stop_rule_sees_only_measured_trials(tmp_path, run_cli):
+def test_a_stop_rule_sees_only_measured_trials(tmp_path, cli_in_process):
     """The cold warm-up (1000) would make the samples non-constant; the rule sees 10 fives."""
     (tmp_path / "s.bench").write_text(STOPPING.format(dir=tmp_path))
     store = tmp_path / "s.sqlite"
-    status, _out, err = run_cli(["run", "s.bench", "--store", store, "-q"], cwd=tmp_path)
+    status, _out, err = cli_in_process(["run", "s.bench", "--store", store, "-q"], cwd=tmp_path)
     assert status == 0, err
     db = sqlite3.connect(store)
     try:
