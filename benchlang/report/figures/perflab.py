@@ -156,6 +156,7 @@ def se_curves_data(inputs: Inputs, metric: str | None) -> FigureData:
     lay = v.layout
     hosts = sorted({max(2, lay.hosts // 2), lay.hosts, 2 * lay.hosts, 4 * lay.hosts})
     grid = request_grid(max(2, lay.requests // 4), 8 * lay.requests, 7)
+    grid = tuple(sorted({*grid, lay.requests}))  # the run's own design, to ring
     sweep = se_sweep(
         _components(v, "se-curves"), hosts, grid, lay.repetitions, simulate_every=3, seed=v.seed
     )

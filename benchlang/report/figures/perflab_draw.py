@@ -109,6 +109,24 @@ def draw_timeline(fig: Any, data: FigureData, palette: Palette, paper: bool) -> 
     legend_above(fig, handles, paper)
 
 
+def _log_ticks(ax: Any) -> None:
+    """A log y axis spanning less than two decades gets ticks at round values within its
+    range (matplotlib's log locator labels only powers of ten, none inside 3-9 ms)."""
+    from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
+
+    low, high = ax.get_ylim()
+    if not (0 < low < high):
+        return
+    decades = [
+        10.0**k for k in range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    ]
+    if sum(low <= d <= high for d in decades) >= 2:
+        return
+    ticks = [t for t in MaxNLocator(4).tick_values(low, high) if low <= t <= high and t > 0]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
 def draw_se_curves(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
@@ -152,6 +170,8 @@ def draw_se_curves(fig: Any, data: FigureData, palette: Palette, paper: bool) ->
                     mfc="none",
                     color="black",
                 )
+    for ax in axes:
+        _log_ticks(ax)
     from matplotlib.lines import Line2D
 
     handles = [
