@@ -72,8 +72,9 @@ KPI_BOOTSTRAP = Method(
     "kpi",
     "bootstrap confidence bound of a percentile (the KPI): BCa or percentile interval",
     "Efron, JASA 82, 1987 (BCa); Efron & Tibshirani, An Introduction to the Bootstrap, 1993, "
-    "Eq. 13.5, 14.9-14.15; DiCiccio & Efron, Stat. Sci. 11, 1996; refuses below the n of "
-    "nominal simulated coverage (benchmarks/sim_kpi_bootstrap_coverage.py)",
+    "Eq. 13.5, 14.9-14.15; DiCiccio & Efron, Stat. Sci. 11, 1996; below the n of nominal "
+    "simulated coverage (benchmarks/sim_kpi_bootstrap_coverage.py) the smoothed bootstrap "
+    "(Hall, DiCiccio & Romano, Ann. Stat. 17, 1989) or Thompson's bound answers, with a note",
     "benchlang.stats.kpi_bootstrap:kpi_bootstrap",
     (
         P("percentile", "percentile", "the percentile bounded, e.g. 50 or 95", required=True),
