@@ -57,7 +57,7 @@ def long_run_factor(r: float, n: int, segments: int = 1) -> float:
 def serial_power(n: int, rho: float = ASSUMED_RHO) -> float:
     """The power of the one-sided 1% lag-1 check, r > 2.326 / sqrt(n), against an AR(1)
     coefficient ``rho``: r is about N(rho, (1 - rho^2) / n) (Bartlett's variance)."""
-    from scipy.special import ndtr
+    from benchlang.stats._special import ndtr
 
     return float(ndtr((rho - SERIAL_Z / math.sqrt(n)) / math.sqrt((1.0 - rho * rho) / n)))
 

@@ -39,7 +39,7 @@ def point_sd(
     two-sided interval over 2 z_{(1+c)/2}, a one-sided bound's distance over z_c (a normal
     approximation of the KPI's sampling distribution, as Cochran 1954 reads reported
     intervals); nan where unknown."""
-    from scipy.special import ndtri
+    from benchlang.stats._special import ndtri
 
     c = confidence / 100.0
     lo = np.full_like(y, np.nan) if lower is None else lower
@@ -177,13 +177,13 @@ def huber_var(y: np.ndarray, var: np.ndarray, m: int) -> np.ndarray:
     a median would copy its neighbours' noise and make segment means vary more than their
     residuals show. These weights are not inverse variances: :class:`Sums` takes the
     information of each point apart (``info``)."""
-    from scipy.ndimage import median_filter
+    from benchlang.stats._running import median_filter_mirror
 
     n = y.size
     if n < 3:
         return var
     sd = np.sqrt(var)
-    centred = median_filter(y, size=2 * max(m, 5) + 1, mode="mirror")
+    centred = median_filter_mirror(y, 2 * max(m, 5) + 1)
     u = np.abs(y - centred) / sd
     h = min(2 * m - 1, n)
     level = np.median(np.lib.stride_tricks.sliding_window_view(y, h), axis=1)
@@ -420,7 +420,7 @@ def _phi(x: float) -> float:
 def _nu(x: np.ndarray) -> np.ndarray:
     """Siegmund's overshoot correction for a discrete maximum, nu(x) ~ (2/x)(Phi(x/2) - 1/2)
     / ((x/2) Phi(x/2) + phi(x/2)) (Siegmund & Yakir 2007, Eq. 4.35); nu(0) = 1."""
-    from scipy.special import ndtr
+    from benchlang.stats._special import ndtr
 
     h = np.maximum(x / 2.0, 1e-12)
     dens = np.exp(-0.5 * h * h) / math.sqrt(2.0 * math.pi)

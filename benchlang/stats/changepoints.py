@@ -316,7 +316,7 @@ def _spread(sd: np.ndarray, m: int, alpha: float, confidence: float) -> tuple[Ch
     are the geometric-mean standard errors of the segments (relative to the KPI), ``ratio``
     theirs with its interval from the segments' spread of log standard errors; ``p_value``
     and ``statistic`` are the rank search's."""
-    from scipy.special import ndtri
+    from benchlang.stats._special import ndtri
 
     known = np.flatnonzero(np.isfinite(sd) & (sd > 0))
     if known.size < 2 * m:
@@ -399,7 +399,7 @@ def _point(
     sums: Sums, cuts: list[int], k: int, test: tuple[float, float], confidence: float, log: bool
 ) -> ChangePoint:
     """Change point k's size from ``sums``, with ``test`` its (z, p-value)."""
-    from scipy.special import ndtri
+    from benchlang.stats._special import ndtri
 
     a, b = _bounds(sums, cuts, k)
     z, p = test

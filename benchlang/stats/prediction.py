@@ -140,7 +140,7 @@ def back_within(
     ss_after = np.maximum(csq - csum * mean_after, 0.0)
     ss_ref = float(((reference - reference.mean()) ** 2).sum())
     s = np.sqrt((ss_ref + ss_after) / np.maximum(df, 1))
-    from scipy.special import stdtrit
+    from benchlang.stats._special import stdtrit
 
     q = stdtrit(np.maximum(df, 1), 1.0 - alpha)
     upper = bad * (mean_after - reference.mean()) + q * s * np.sqrt(1.0 / n + 1.0 / e)
@@ -156,7 +156,7 @@ def runs_to_decide(
     (the prediction interval cannot be narrower than about ``z s``)."""
     if not (math.isfinite(shift) and math.isfinite(s)):
         return None
-    from scipy.special import stdtrit
+    from benchlang.stats._special import stdtrit
 
     k = np.arange(max(n, 2), most + 1)
     bound = bad * shift - stdtrit(k - 1, 1.0 - alpha) * s * np.sqrt(1.0 + 1.0 / k)
@@ -176,7 +176,7 @@ def runs_to_close(
     """How many runs (``after``'s count or more) at ``after``'s mean and spread would let
     ``back_within`` decide the level back within the margin of ``reference``; None when its
     mean is not inside the margin, or no number up to ``most`` would."""
-    from scipy.special import stdtrit
+    from benchlang.stats._special import stdtrit
 
     reference = np.asarray(reference, dtype=float)
     after = np.asarray(after, dtype=float)
