@@ -84,15 +84,20 @@ def test_a_lower_is_better_metric_gets_the_order_statistic_upper_bound_with_a_no
 
 def test_values_rounded_to_1_ms_get_an_answer(tmp_path, monkeypatch, capsys):
     """Trials printing whole milliseconds (about 20 ms: a handful of distinct values), p50
-    upper at 95%: every series gets a finite bound, from the smoothed bootstrap or Thompson."""
+    upper at 95%: every series gets the smoothed bootstrap's bound (adopted from n = 20), the
+    one the method computes on the stored values with the plan's seed."""
     got, values, text = _run(tmp_path, monkeypatch, capsys, 50, 30, 0)
     for s in got["series"]:
         x = values[s["series"]]
         assert np.array_equal(x, np.round(x)) and np.unique(x).size < x.size
         assert s["refusal"] is None and math.isfinite(s["value"])
-        assert s["details"]["answered_by"] in ("smoothed", "thompson")
+        assert s["details"]["answered_by"] == "smoothed" and s["min_n"] == 20
+        want = kpi_bootstrap(x, 50, 95, "upper", seed=7)
+        assert s["value"] == pytest.approx(want.value, rel=1e-12)
         assert np.median(x) <= s["value"] <= x.max() + 10
-    assert "DESCRIPTIVE ONLY" not in text
+    assert "smoothed 95%" in text and "DESCRIPTIVE ONLY" not in text
+    assert "note: the bca bootstrap bound (upper) of p50 at 95% under-covers" in text
+    assert "the smoothed bootstrap answers (simulated to cover from n = 20" in text
 
 
 def test_rounded_series_are_never_left_without_an_answer():
