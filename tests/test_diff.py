@@ -62,8 +62,8 @@ def stores(tmp_path_factory) -> Path:
     return root
 
 
-def test_an_unchanged_rerun_passes_the_gate(stores, run_cli):
-    status, out, err = run_cli(
+def test_an_unchanged_rerun_passes_the_gate(stores, cli_in_process):
+    status, out, err = cli_in_process(
         ["diff", "before.sqlite", "after_same.sqlite", "--margin", "5%"], cwd=stores
     )
     assert status == 0, out + err
@@ -75,10 +75,12 @@ def test_an_unchanged_rerun_passes_the_gate(stores, run_cli):
     assert "warning" not in out, "same spec, same plan: nothing to warn about"
 
 
-def test_one_session_a_side_shows_the_slowdown_within_session_but_does_not_gate(stores, run_cli):
+def test_one_session_a_side_shows_the_slowdown_within_session_but_does_not_gate(
+    stores, cli_in_process
+):
     """One store a side is one session a side: the within-session interval sees the slowdown,
     but without the spread between sessions it decides nothing (issue 48)."""
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["diff", "before.sqlite", "after_slow.sqlite", "--margin", "2%"], cwd=stores
     )
     assert status == 0, out + err
@@ -89,14 +91,14 @@ def test_one_session_a_side_shows_the_slowdown_within_session_but_does_not_gate(
     assert "one session per side: the spread between sessions is unknown" in out
 
 
-def test_diff_without_a_margin_reports_intervals_in_markdown_and_json(stores, run_cli):
-    status, md, err = run_cli(
+def test_diff_without_a_margin_reports_intervals_in_markdown_and_json(stores, cli_in_process):
+    status, md, err = cli_in_process(
         ["diff", "before.sqlite", "after_slow.sqlite", "--format", "markdown"], cwd=stores
     )
     assert status == 0, err
     assert "| configuration | A median | B median | B/A | change | 95% interval | verdict |" in md
     assert "| work\\[tool=slow\\]" not in md and "| work[tool=slow] |" in md
-    status, text, _ = run_cli(
+    status, text, _ = cli_in_process(
         ["diff", "before.sqlite", "after_slow.sqlite", "--format", "json"], cwd=stores
     )
     document = json.loads(text)
@@ -108,10 +110,10 @@ def test_diff_without_a_margin_reports_intervals_in_markdown_and_json(stores, ru
     assert ratios["work[tool=fast]"]["lower"] <= 1.0 <= ratios["work[tool=fast]"]["upper"]
 
 
-def test_bad_margins_and_missing_stores_are_one_line_errors(stores, run_cli):
-    status, _, err = run_cli(
+def test_bad_margins_and_missing_stores_are_one_line_errors(stores, cli_in_process):
+    status, _, err = cli_in_process(
         ["diff", "before.sqlite", "after_same.sqlite", "--margin", "two"], cwd=stores
     )
     assert status == 2 and "is not a percent" in err and "Traceback" not in err
-    status, _, err = run_cli(["diff", "before.sqlite", "nope.sqlite"], cwd=stores)
+    status, _, err = cli_in_process(["diff", "before.sqlite", "nope.sqlite"], cwd=stores)
     assert status == 2 and "nope.sqlite" in err and "Traceback" not in err

@@ -173,12 +173,12 @@ experiment ind {{
 """
 
 
-def test_run_and_analyze_say_the_run_level_verdict(tmp_path, run_cli):
+def test_run_and_analyze_say_the_run_level_verdict(tmp_path, cli_in_process):
     """A drifting run is descriptive only once, for the run, with the family in words; the
     JSON carries the verdict (strict); --per-series-independence brings back TriScale's rule."""
     run = DRAW.format(k="{k}", drift=2).replace('"', '\\"')
     (tmp_path / "ind.bench").write_text(SPEC.format(run=run))
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["run", "ind.bench", "--store", "s.sqlite", "-q", "-v"], cwd=tmp_path
     )
     assert status == 0, err
@@ -188,26 +188,26 @@ def test_run_and_analyze_say_the_run_level_verdict(tmp_path, run_cli):
     )
     assert "(run-level, 2 tests, Holm at 5% (first step 2.5%))" in text
     assert "DESCRIPTIVE ONLY draw[" not in text  # said once for the run, not per configuration
-    status, out, err = run_cli(["analyze", "--store", "s.sqlite", "--json"], cwd=tmp_path)
+    status, out, err = cli_in_process(["analyze", "--store", "s.sqlite", "--json"], cwd=tmp_path)
     assert status == 0, err
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in --json"))
     verdict = doc["headline"][0]["independence"]
     assert verdict["passed"] is False and verdict["tests"][0]["rejected"] is True
     assert all(r["independence"]["family"] == verdict["family"] for r in doc["kpis"])
-    status, out, err = run_cli(["analyze", "--store", "s.sqlite"], cwd=tmp_path)
+    status, out, err = cli_in_process(["analyze", "--store", "s.sqlite"], cwd=tmp_path)
     assert "v: TriScale's per-series tests (§4.5, shown, not a verdict): " in out
     assert "per-series test (trend p, LB p)" in out
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["analyze", "--store", "s.sqlite", "--per-series-independence"], cwd=tmp_path
     )
     assert status == 0, err
     assert "(§4.5, each decides, on request)" in out
 
 
-def test_an_independent_run_passes(tmp_path, run_cli):
+def test_an_independent_run_passes(tmp_path, cli_in_process):
     run = DRAW.format(k="{k}", drift=0).replace('"', '\\"')
     (tmp_path / "ind.bench").write_text(SPEC.format(run=run))
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["run", "ind.bench", "--store", "s.sqlite", "-q", "-v"], cwd=tmp_path
     )
     assert status == 0, err
@@ -217,7 +217,9 @@ def test_an_independent_run_passes(tmp_path, run_cli):
         in text
     )
     assert "not independent" not in text
-    status, out, err = run_cli(["record", "--store", "s.sqlite", "--format", "json"], cwd=tmp_path)
+    status, out, err = cli_in_process(
+        ["record", "--store", "s.sqlite", "--format", "json"], cwd=tmp_path
+    )
     assert status == 0, err
     assert json.loads(out)["independence"][0].startswith("v: independence (run-level, 2 tests")
 

@@ -159,15 +159,15 @@ def test_named_analyses_in_the_analysis_block():
     assert message == "unknown order analysis or factorial analysis method 'position_effect'"
 
 
-def test_plugins_describe_prints_parameters(run_cli):
-    code, out, _ = run_cli(["plugins", "--describe", "equivalence"])
+def test_plugins_describe_prints_parameters(cli_in_process):
+    code, out, _ = cli_in_process(["plugins", "--describe", "equivalence"])
     assert code == 0
     assert re.search(r"margin \(required\)\s+percent\s+-", out)
     assert "Schuirmann" in out
-    code, out, _ = run_cli(["plugins", "--describe", "equivalence", "--json"])
+    code, out, _ = cli_in_process(["plugins", "--describe", "equivalence", "--json"])
     described = json.loads(out)["method"]
     assert described["kind"] == "comparison" and described["package"] == "benchlang"
-    code, _, err = run_cli(["plugins", "--describe", "bootstrp"])
+    code, _, err = cli_in_process(["plugins", "--describe", "bootstrp"])
     assert code == 2 and "did you mean 'bootstrap'?" in err
 
 

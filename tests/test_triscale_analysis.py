@@ -173,7 +173,7 @@ def test_analyze_metric_with_exclusion_asks_for_more_trials():
     assert ok.series[0].kpi.rank == 70
 
 
-def test_analyze_and_record_say_when_no_trial_has_a_value(run_cli, write_spec, tmp_path):
+def test_analyze_and_record_say_when_no_trial_has_a_value(cli_in_process, write_spec, tmp_path):
     spec = write_spec(
         """
         factor x in [1, 2]
@@ -188,8 +188,8 @@ def test_analyze_and_record_say_when_no_trial_has_a_value(run_cli, write_spec, t
     )
     store = tmp_path / "s.sqlite"
     # --keep-going: every trial fails, and the test is about the store of a whole such run
-    assert run_cli(["run", spec, "--store", store, "--keep-going"])[0] == 1
+    assert cli_in_process(["run", spec, "--store", store, "--keep-going"])[0] == 1
     for command in (["analyze", "--store", store], ["record", "--store", store]):
-        status, out, err = run_cli(command)
+        status, out, err = cli_in_process(command)
         assert status == 2 and out == "", command
         assert "nothing to analyse" in err and "has a value of v (6 trials, 6 failed)" in err
