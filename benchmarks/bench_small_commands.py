@@ -14,7 +14,10 @@ the CPU seconds of the child (user + system, from ``resource.getrusage``) are bo
 the CPU being the steadier on a shared machine. As ``bench_store_scale.py`` does, the checkout
 is first given what an installed benchlang has: its modules' bytecode (``compileall``).
 
-    python benchmarks/bench_small_commands.py [--repeat 7] [--runs 1000]
+    python benchmarks/bench_small_commands.py [--repeat 7] [--runs 1000] [--checkout DIR]
+
+``--checkout DIR`` times the benchlang of another tree (e.g. ``git archive REV | tar -x -C
+DIR``, with its ``specs/``) for a before/after table.
 """
 
 from __future__ import annotations
@@ -43,10 +46,10 @@ FLOOR_READ = (
 )
 
 
-def prepare() -> None:
+def prepare(tree: Path) -> None:
     """Bytecode for every benchlang module, as pip leaves an installed package."""
     subprocess.run(
-        [PY, "-m", "compileall", "-q", str(ROOT / "benchlang")],
+        [PY, "-m", "compileall", "-q", str(tree / "benchlang")],
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -75,11 +78,11 @@ def make_history(work: Path, runs: int, stores: int) -> tuple[Path, list[Path]]:
     return history, made[1:]
 
 
-def timed(argv: list[str], ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
-    """Wall and child CPU seconds of one command."""
+def timed(argv: list[str], tree: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """Wall and child CPU seconds of one command, run in ``tree``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in ok:
@@ -92,8 +95,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--runs", type=int, default=1000, help="runs in the history")
+    parser.add_argument("--checkout", type=Path, default=ROOT, help="the benchlang tree timed")
     args = parser.parse_args()
-    prepare()
+    tree = args.checkout.resolve()
+    prepare(tree)
     exe = [PY, "-m", "benchlang"]
     add = ["--no-commit", "--history"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,14 +130,15 @@ def main() -> int:
             for name, (argv, ok) in cases.items():
                 if name == "benchlang history add":
                     shutil.copyfile(history, fresh)
-                wall, cpu = timed(argv(r) if callable(argv) else argv, ok)
+                wall, cpu = timed(argv(r) if callable(argv) else argv, tree, ok)
                 if r:  # round 0 warms the caches
                     walls[name].append(wall)
                     cpus[name].append(cpu)
     med_w = {n: statistics.median(v) for n, v in walls.items()}
     med_c = {n: statistics.median(v) for n, v in cpus.items()}
     print(f"small commands, medians of {args.repeat} interleaved rounds "
-          f"({args.runs:,} runs in the history; load {os.getloadavg()[0]:.1f} at the end)\n")  # fmt: skip
+          f"({args.runs:,} runs in the history; benchlang of {tree}; "
+          f"load {os.getloadavg()[0]:.1f} at the end)\n")  # fmt: skip
     print("| command | wall s | floor wall s | x floor | CPU s | floor CPU s | x floor | goal |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows = [
