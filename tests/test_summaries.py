@@ -114,7 +114,9 @@ def test_results_prints_and_exports_the_summaries_per_configuration_and_host(tmp
             text=True,
             timeout=300,
         )
-        assert done.returncode == 0 and not done.stderr, done.stderr
+        others = "benchlang: removed"  # a note on another (killed) run's cgroups: docs/machine.md
+        stderr = [x for x in done.stderr.splitlines() if not x.startswith(others)]
+        assert done.returncode == 0 and not stderr, done.stderr
         return done.stdout
 
     cli("run", "multi.bench", "--store", "s.sqlite", "-q", "-i")

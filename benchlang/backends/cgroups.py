@@ -189,12 +189,17 @@ def say_removed(removed, failed=()):
 
 
 def _remove_stale(parent, say=True):
-    """Remove the stale benchlang cgroups in ``parent`` (``is_stale``), killing what is left
-    in them; say so on stderr. Returns the paths removed."""
+    """Remove the stale cgroups of this host's killed local runs in ``parent`` (``is_stale``),
+    killing what is left in them; say so on stderr. Returns the paths removed. An SSH agent's
+    (``benchlang-agent-PID``) is the agent's to remove when it next starts on that host
+    (agent_host.py), or ``benchlang system clean``'s: a local run on a machine that is also
+    an SSH host would otherwise report another backend's leftovers as its own."""
     removed, failed = [], []
     with contextlib.suppress(OSError):
         for name in sorted(os.listdir(parent)):
             path = os.path.join(str(parent), name)
+            if name.startswith("benchlang-agent-"):
+                continue
             if owner_of(name) is not None and is_stale(path):
                 (removed if _remove_tree(path) else failed).append(path)
     if say:
