@@ -105,8 +105,9 @@ def _store_end(path: Path, plan_hash: str) -> float:
 
 
 def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
-    from benchlang.app.analysis import kpis_and_headline, no_values
+    from benchlang.app.analysis import no_values
     from benchlang.app.stores import load_store
+    from benchlang.report.analysis import analyze
 
     path = Path(store)
     if not path.is_file():
@@ -117,7 +118,7 @@ def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
             f"{path}: the spec declares no kpi, so there is nothing to track",
             "add e.g.: kpi time { percentile 50 confidence 95% }",
         )
-    kpis, _ = kpis_and_headline(data)
+    kpis = analyze(data)  # the KPIs alone: a history keeps no headline
     if not kpis:
         raise UserError(no_values(data))
     points = points_of(data, kpis)
