@@ -142,3 +142,26 @@ def test_history_readers_load_neither_heavy_libraries_nor_the_analysis(tmp_path,
     assert loaded["heavy"] == []
     prefixes = ("benchlang.lang.check", "benchlang.report.analysis", "benchlang.run.store")
     assert [m for m in loaded["benchlang"] if m.startswith(prefixes)] == []
+
+
+def test_history_add_loads_no_heavy_library_nor_the_headline(tmp_path):
+    """`history add` analyses the store's KPIs (the spec checker and the store are needed) but
+    keeps no headline: neither the rankings nor a heavy library are loaded (issue 53)."""
+    import numpy as np
+
+    from benchlang.testing.synthetic import synthetic_store
+
+    spec = tmp_path / "app.bench"
+    spec.write_text(
+        'benchlang 1\nexperiment app {\n  seed 1\n  benchmark b {\n    run "true"\n'
+        '    measure time = wall_time\n  }\n  metric time { measure mean unit "s" better lower }\n'
+        "  kpi time { percentile 50 confidence 95% }\n  design { runs 10 series 1 }\n}\n"
+    )
+    noise = np.random.default_rng(53)
+    store = tmp_path / "s.sqlite"
+    synthetic_store(spec, store, lambda p, t: {"time": 0.01 * float(np.exp(noise.normal(0, 0.02)))})
+    target = tmp_path / "h.sqlite"
+    loaded = loaded_by("history", "add", str(store), "--history", str(target), "--no-commit")
+    assert loaded["heavy"] == []
+    assert "benchlang.report.analysis" in loaded["benchlang"]
+    assert [m for m in loaded["benchlang"] if m.startswith("benchlang.report.headline")] == []
