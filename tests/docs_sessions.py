@@ -148,10 +148,12 @@ def page_directory(tmp: Path) -> Path:
 def environment(
     bin_dir: Path | None = None, cwd: Path | None = None, prepare: str | None = None
 ) -> dict[str, str]:
-    """The sessions' environment; in a page directory ``cwd``, its own cache directory and, for
+    """The sessions' environment, a user's shell's: without pytest's own variables (an xdist
+    worker's PYTEST_XDIST_WORKER makes pytest-benchmark in a session write an empty file); in a
+    page directory ``cwd``, its own cache directory and, for
     the block under ``prepare: NAME``, the variables that preparation wrote to
     ``.docs-env/NAME`` (``NAME=VALUE`` lines; ``$NAME`` in a value is the variable's value)."""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(PYTHONUNBUFFERED="1", COLUMNS="80", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8")
     first = [str(bin_dir)] if bin_dir is not None else []
     env["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent), env.get("PATH", "")])

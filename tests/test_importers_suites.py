@@ -10,6 +10,7 @@ tests/data/suites/README.md.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -64,10 +65,24 @@ def pytest_benchmark_json(tmp_path_factory) -> Path:
     )
     out = where / "bench.json"
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-         "test_tiny.py", f"--benchmark-json={out}"],
-        cwd=where, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            "test_tiny.py",
+            f"--benchmark-json={out}",
+        ],
+        cwd=where,
+        check=True,
+        capture_output=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+    )  # fmt: skip (an xdist worker's PYTEST_XDIST_WORKER disables pytest-benchmark inside)
     return out
 
 
