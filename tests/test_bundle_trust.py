@@ -334,7 +334,8 @@ def test_the_sandbox_blocks_a_write_outside_and_a_connection_out(tmp_path, liste
         outside[1].unlink(missing_ok=True)
     with sqlite3.connect(tmp_path / "w" / "replication.sqlite") as db:
         rows = db.execute("SELECT status, stderr_tail FROM trials").fetchall()
-    assert len(rows) == 1  # its first round (one trial) failed throughout: the rerun stopped
+    # its first round (one trial) failed throughout: the rerun stopped
+    assert len(rows) == 1, out + err
     for status, tail in rows:
         text = bytes(tail).decode()
         assert status == "failed" and "write outside: [Errno 30] Read-only file system" in text

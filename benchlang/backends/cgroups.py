@@ -27,6 +27,7 @@ execs (the launcher's child, or a ``/bin/sh`` prologue) and they are removed aft
 """
 
 import contextlib
+import errno
 import itertools
 import math
 import os
@@ -195,6 +196,8 @@ def _remove_stale(parent, say=True):
     (agent_host.py), or ``benchlang system clean``'s: a local run on a machine that is also
     an SSH host would otherwise report another backend's leftovers as its own."""
     removed, failed = [], []
+    if not os.access(str(parent), os.W_OK):  # a read-only view (a sandbox's): nothing to judge
+        return removed
     with contextlib.suppress(OSError):
         for name in sorted(os.listdir(parent)):
             path = os.path.join(str(parent), name)
@@ -250,7 +253,9 @@ def _remove_dir(path, within=5.0):
             return
         except FileNotFoundError:
             return
-        except OSError:
+        except OSError as err:
+            if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                return  # not ours to remove: a read-only view, or another user's
             if time.monotonic() > deadline:
                 return
             _kill_members(path)
