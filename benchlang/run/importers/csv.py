@@ -58,8 +58,10 @@ class CsvImporter:
             if name is None:
                 return np.zeros(n, dtype=np.int64)
             v = cells[name]
-            if not np.all(np.isfinite(v) & (v == np.round(v))):
-                bad = v[~(np.isfinite(v) & (v == np.round(v)))][0]
+            with np.errstate(invalid="ignore"):
+                fine = np.isfinite(v) & (v == np.round(v)) & (np.abs(v) < 2.0**62)
+            if not np.all(fine):
+                bad = v[~fine][0]
                 raise ImportFileError(
                     f"{path}: column {name!r} ({role}): not a whole number: {bad}"
                 )
