@@ -82,7 +82,12 @@ def test_a_cancelled_trial_leaves_a_working_session(session, tmp_path):
         return await session.execute(Command("echo after"))
 
     after = asyncio.run(asyncio.wait_for(go(), 60))
-    assert live("73.01") == [] and live("73.02") == []
+    # Killed, but on a machine whose two cores are busy a SIGKILLed process may take a moment
+    # to be scheduled and exit (seen in 2 of 5 loaded suite runs): gone within 2 s, or a leak.
+    deadline = time.monotonic() + 2.0
+    while (left := live("73.01") + live("73.02")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert left == [], [Path(f"/proc/{pid}/stat").read_text() for pid in left]
     assert after.ok and after.stdout == b"after\n"
 
 
