@@ -242,6 +242,17 @@ def diff_sessions(
         mv = a.metrics[name]
         p = percentiles.get(name, 50.0)
         rows = []
+
+        def gate_of(interval, better=mv.metric.better):
+            """TOST against the margin on a between-session interval; with none (within a
+            session only) the equivalence test has no interval to decide on."""
+            if margin is None:
+                return None
+            lower, upper = (
+                (math.nan, math.nan) if interval is None else (interval.lower, interval.upper)
+            )
+            return equivalence(lower, upper, margin, alpha=alpha, better=better)
+
         for label in labels:
             (va, ca, sa), (vb, cb, sb) = (_pooled(side, name, label) for side in (base, new))
             n = (int(va.size), int(vb.size))
@@ -252,14 +263,7 @@ def diff_sessions(
                     confidence=level,
                     rows=rows_total,
                 )
-                gate = (
-                    equivalence(
-                        interval.lower, interval.upper, margin, alpha=alpha, better=mv.metric.better
-                    )
-                    if margin is not None
-                    else None
-                )
-                rows.append(ConfigurationDiff(label, n, interval, gate, BETWEEN))
+                rows.append(ConfigurationDiff(label, n, interval, gate_of(interval), BETWEEN))
                 continue
             if borrowed and (name, label) in borrowed:
                 sd, df, source = borrowed[(name, label)]
@@ -272,25 +276,13 @@ def diff_sessions(
                     rows=rows_total,
                     source=source,
                 )
-                gate = (
-                    equivalence(
-                        interval.lower, interval.upper, margin, alpha=alpha, better=mv.metric.better
-                    )
-                    if margin is not None
-                    else None
-                )
-                rows.append(ConfigurationDiff(label, n, interval, gate, BETWEEN))
+                rows.append(ConfigurationDiff(label, n, interval, gate_of(interval), BETWEEN))
                 continue
             within = ratio_of_percentiles(
                 va, ca, vb, cb, percentile=p, confidence=within_level, replicates=replicates
             )
             said = _within_verdict(within, margin, alpha, mv.metric.better)
-            gate = (
-                equivalence(math.nan, math.nan, margin, alpha=alpha, better=mv.metric.better)
-                if margin is not None
-                else None
-            )
-            rows.append(ConfigurationDiff(label, n, within, gate, WITHIN, said))
+            rows.append(ConfigurationDiff(label, n, within, gate_of(None), WITHIN, said))
         scale = metric_scale(mv.values[a.table.ok], mv.metric.unit)
         metrics.append(MetricDiff(name, mv.metric.unit, mv.metric.better, p, tuple(rows), scale))
     undecided = [f"{m.metric} {r.label}" for m in metrics for r in m.rows if r.spread == WITHIN]
