@@ -306,6 +306,10 @@ def rank(
         if few:
             units_stats = sign * _unit_statistics(groups, orders, nested[0], units[0], percentile)
             estimate = _unit_contrast_means(units_stats)
+            # the order the units' contrasts give, so that every ratio shown is >= 1 (with
+            # unbalanced units the pooled percentiles may order the configurations otherwise)
+            order = best_first(sign * np.where(present, estimate[order[0]], np.nan), better)
+            best = order[0]
             lo, hi, crit, df = _cluster_t_families(units_stats, estimate, confidence, size)
             method = (
                 f"{METHODS[family]}: cluster-level t over {units[0]} {names[0]} units, one "
