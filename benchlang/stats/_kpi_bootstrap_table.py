@@ -98,9 +98,12 @@ def needed_n(
     interval: str,
     table: dict[tuple[str, str, float, float], int | None] | None = None,
 ) -> tuple[int | None, str]:
-    """The fewest values the bootstrap bound needs, from the nearest simulated cell at least as
-    demanding (a percentile further into the bound's tail, a higher confidence); None with the
-    reason in words when no simulated n is enough or the request lies beyond the cells."""
+    """The fewest values the bootstrap bound needs, from the nearest simulated percentile at
+    least as far into the bound's tail and, for the confidence, the simulated cell at it or
+    both cells around it (the larger n: a second reader found the tables not monotone in the
+    confidence, so the next higher level alone could admit what the lower one refuses); None
+    with the reason in words when no simulated n is enough or the request lies beyond the
+    cells."""
     upper = bound == "upper"
     tail = [v for v in PERCENTILES[bound] if (v >= percentile if upper else v <= percentile)]
     c = next((v for v in CONFIDENCES if v >= confidence), None)
@@ -110,10 +113,18 @@ def needed_n(
             f"(upper bounds of p 50-99, lower bounds of p 1-50, confidences up to 99%)"
         )
     p = min(tail) if upper else max(tail)
-    n = (MIN_N if table is None else table).get((interval, bound, p, c))
-    if n is None:
-        return None, (
-            f"({bound}) of p{p:g} at {c:g}% under-covers at every simulated n "
-            f"(up to {SIZES[-1]}; docs/statistics.md)"
-        )
-    return n, ""
+    # The needed n is not monotone in the confidence (the tables say so), so a confidence
+    # between two simulated ones needs both of its neighbours' cells, and the larger n.
+    below = [v for v in CONFIDENCES if v <= confidence]
+    levels = sorted({c, *(below[-1:] if c != confidence else [])})
+    cells = MIN_N if table is None else table
+    ns = []
+    for level in levels:
+        n = cells.get((interval, bound, p, level))
+        if n is None:
+            return None, (
+                f"({bound}) of p{p:g} at {level:g}% under-covers at every simulated n "
+                f"(docs/statistics.md)"
+            )
+        ns.append(n)
+    return max(ns), ""

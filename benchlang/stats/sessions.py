@@ -174,6 +174,14 @@ def borrowed_spread(
     a = np.asarray(kpis_a, dtype=float).ravel()
     b = np.asarray(kpis_b, dtype=float).ravel()
     a, b = a[np.isfinite(a) & (a > 0)], b[np.isfinite(b) & (b > 0)]
+    if not a.size or not b.size:  # no session of a side has a KPI: nothing to compare
+        nan = math.nan
+        why = "no session of one side has a KPI of this configuration"
+        units = (int(a.size), int(b.size))
+        return SessionInterval(
+            nan, nan, nan, confidence, nan, nan, units, ("session", "session"), True, (why,),
+            nan, nan, confidence, rows,
+        )  # fmt: skip
     from scipy.stats import t as student_t
 
     level = family_confidence(confidence, rows)
