@@ -114,6 +114,37 @@ experiment on_ec2 {{
 """
 
 
+class Tarpit:
+    """A listener on every loopback address that accepts SSH connections and never answers
+    (so a run stays in its connect until killed), counting what it accepted."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("0.0.0.0", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self._held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self._held.append(conn)
+            self.accepted += 1
+
+    def __enter__(self) -> Tarpit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+        for conn in self._held:
+            conn.close()
+
+
 def write_spec(tmp_path: Path, api: int, image: str, ssh: int, connect: int, name: str) -> Path:
     spec = tmp_path / f"{name}.bench"
     spec.write_text(
@@ -180,10 +211,8 @@ def test_the_lease_lifecycle_on_moto_ec2(ec2, tmp_path):
     assert "moto-secret-4f1e" not in spec.read_text()
 
     # 2. a run SIGKILLed once its lease is stored (its SSH never answers): the lease stays held
-    with socket.socket() as tarpit:
-        tarpit.bind(("0.0.0.0", 0))
-        tarpit.listen(16)
-        spec = write_spec(tmp_path, ec2, image, tarpit.getsockname()[1], 120, "killed")
+    with Tarpit() as tarpit:
+        spec = write_spec(tmp_path, ec2, image, tarpit.port, 120, "killed")
         store = tmp_path / "killed.sqlite"
         seen = set(instances(ec2))
         proc = subprocess.Popen(
@@ -197,19 +226,24 @@ def test_the_lease_lifecycle_on_moto_ec2(ec2, tmp_path):
             end = time.monotonic() + 60
             while not leases(store) and proc.poll() is None and time.monotonic() < end:
                 time.sleep(0.1)
-            assert proc.poll() is None, proc.communicate()[1].decode()
+            alive = proc.poll() is None
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+            killed_err = proc.communicate(timeout=30)[1].decode()
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        held_connections = tarpit.accepted
+    assert alive, killed_err
     ((held, released),) = leases(store)
     running = {i: v for i, v in instances(ec2).items() if i not in seen}
     log.append(f"killed run: lease {held['id']} held (released {released})")
     log += [f"  instance {i}: {state}, tags {tags}" for i, (state, tags) in running.items()]
-    assert released is None and len(running) == 2
-    assert all(state == "running" and tags[TAG] == held["id"] for state, tags in running.values())
+    why = f"tarpit held {held_connections} connections; the run said: {killed_err!r}"
+    assert released is None and len(running) == 2, why
+    assert all(
+        state == "running" and tags[TAG] == held["id"] for state, tags in running.values()
+    ), f"{running}; {why}"
 
     listed = benchlang("hosts", "list", str(store), "--json")
     assert listed.returncode == 0, listed.stderr.decode()
