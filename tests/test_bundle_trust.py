@@ -66,12 +66,12 @@ def consistent(members: dict[str, bytes], spec_text: str, where: Path) -> dict[s
     """A fully consistent tampered bundle: spec, plan, the store's plan, manifest and hashes
     all rewritten."""
     from benchlang.app.plan import plan_offline
-    from benchlang.app.spec import load_spec
+    from benchlang.app.spec import compile_spec
 
     where.mkdir()
     spec = where / "probe.bench"
     spec.write_text(spec_text)
-    plan = plan_offline(load_spec(spec).experiment, spec, ("local",))
+    plan = plan_offline(compile_spec(spec).experiment, spec, ("local",))
     out = dict(members)
     out["probe/spec/probe.bench"] = spec_text.encode()
     out["probe/plan.json"] = plan.json_text().encode()

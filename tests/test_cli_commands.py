@@ -173,13 +173,13 @@ def test_every_example_spec_checks(run_cli):
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_every_example_spec_plans(path):
     from benchlang.app.plan import build_plan
-    from benchlang.app.spec import load_spec, open_backend
+    from benchlang.app.spec import compile_spec, open_backend
     from benchlang.plan.compile import compile_plan
 
     experiment, _backend, plan = build_plan(path)
     assert plan.n_trials >= 1
     hosts = open_backend(experiment, str(path)).hosts()
-    assert plan.hash == compile_plan(load_spec(path).experiment, hosts).hash
+    assert plan.hash == compile_plan(compile_spec(path).experiment, hosts).hash
 
 
 def test_spec_errors_print_diagnostics_and_exit_2(tmp_path, capsys):

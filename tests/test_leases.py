@@ -145,11 +145,11 @@ def test_a_literal_for_a_secret_setting_is_a_positioned_error(registered, tmp_pa
         'benchlang 1\nexperiment s {\n  hosts pool { count 1 ledger "l.json" token "abc" }\n'
         '  benchmark b { run "true" }\n}\n'
     )
-    from benchlang.app.spec import load_spec
+    from benchlang.app.spec import compile_spec
     from benchlang.lang.diagnostics import SpecError
 
     with pytest.raises(SpecError) as err:
-        load_spec(spec)
+        compile_spec(spec)
     text = str(err.value)
     assert "s.bench:3:46: error: hosts pool: 'token' is a secret" in text
     assert 'token from env "POOL_TOKEN"' in text and "^" in text

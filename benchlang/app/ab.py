@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchlang.app.spec import load_spec
+from benchlang.app.spec import compile_spec
 from benchlang.app.stores import load_store
 from benchlang.errors import UserError
 
@@ -40,7 +40,7 @@ def advise_layout(
     """Fit the pilot's variance components, then rank layouts and sizes (§3.1.2)."""
     from benchlang.stats.ab import advise_from_pilot
 
-    experiment = load_spec(spec_path).experiment
+    experiment = compile_spec(spec_path).experiment
     if not experiment.comparisons:
         raise UserError("the spec has no 'compare METRIC by FACTOR' analysis to advise on")
     if budget is None and target_se is None:
@@ -90,7 +90,7 @@ def pilot_components(pilot: str | Path) -> VarianceComponents:
 
 def spec_layout(spec_path: str | Path) -> dict[str, Any]:
     """The layout and H, R, T of a spec's A/B design."""
-    layout = load_spec(spec_path).experiment.design.layout
+    layout = compile_spec(spec_path).experiment.design.layout
     if layout is None:
         raise UserError(
             f"{spec_path} has no A/B layout",
@@ -119,7 +119,7 @@ def layout_sweep(
     compare has ``log true`` (as ``pilot_components`` fits), else the metric's unit."""
     from benchlang.stats.ab.sweep import request_grid, se_sweep
 
-    experiment = load_spec(spec_path).experiment
+    experiment = compile_spec(spec_path).experiment
     layout = experiment.design.layout
     H, R, T = (layout.hosts, layout.requests, layout.repetitions) if layout else (16, 64, 1)
     hosts = hosts or tuple(sorted({max(2, H // 2), H, 2 * H, 4 * H}))

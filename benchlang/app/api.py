@@ -73,7 +73,7 @@ class LoadedSpec:
 def load_spec(path: str | Path, seed: int | None = None) -> LoadedSpec:
     """Check and plan a spec as ``benchlang plan`` does; :class:`SpecInvalid` on errors."""
     from benchlang.app.plan import plan_experiment
-    from benchlang.app.spec import load_spec as compile_spec
+    from benchlang.app.spec import compile_spec
     from benchlang.lang.diagnostics import SpecError
 
     try:

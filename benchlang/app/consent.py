@@ -26,7 +26,7 @@ from benchlang import jsonin, model
 from benchlang.app.bundle import files_read
 from benchlang.app.bundle_archive import shown
 from benchlang.app.plan import plan_offline, resolve_span
-from benchlang.app.spec import load_spec, open_backend
+from benchlang.app.spec import compile_spec, open_backend
 from benchlang.errors import UserError
 from benchlang.lang.outside import confined_to, is_outside
 from benchlang.plan.plan import Plan
@@ -87,7 +87,7 @@ def _texts(value: object) -> bool:
 
 
 def _experiment(spec: Path, seed: int) -> model.Experiment:
-    experiment = attrs.evolve(load_spec(spec).experiment, seed=seed)
+    experiment = attrs.evolve(compile_spec(spec).experiment, seed=seed)
     if experiment.design.span == "auto":
         experiment = resolve_span(experiment)  # reads the profiles' data files; runs nothing
     return experiment

@@ -81,10 +81,10 @@ def sweep(spec_path: str | Path, stores: list[str | Path], destroy: bool = True)
     """Machines a backend with the ``tags`` capability finds carrying a benchlang lease tag,
     except the leases still held in ``stores`` (a run may resume on them): destroyed unless
     ``destroy`` is False. For leases whose store is lost."""
-    from benchlang.app.spec import load_spec, open_backend
+    from benchlang.app.spec import compile_spec, open_backend
     from benchlang.backends.base import capabilities_of
 
-    experiment = load_spec(spec_path).experiment
+    experiment = compile_spec(spec_path).experiment
     backend = open_backend(experiment, spec_path)
     if "tags" not in capabilities_of(backend) or not hasattr(backend, "sweep"):
         raise UserError(

@@ -10,7 +10,7 @@ import attrs
 
 from benchlang import model
 from benchlang.app.inventory import gather_inventory, stored_inventory
-from benchlang.app.spec import load_spec, open_backend
+from benchlang.app.spec import compile_spec, open_backend
 from benchlang.backends.base import Backend
 from benchlang.errors import UserError
 from benchlang.plan.compile import compile_plan
@@ -67,7 +67,7 @@ def resolve_span(experiment: model.Experiment) -> model.Experiment:
 
 def build_plan(spec_path: str | Path, seed: int | None = None) -> Planned:
     """Load a spec and plan it (warnings are dropped: callers that show them load first)."""
-    return plan_experiment(load_spec(spec_path).experiment, spec_path, seed)
+    return plan_experiment(compile_spec(spec_path).experiment, spec_path, seed)
 
 
 class Target(NamedTuple):
@@ -110,7 +110,7 @@ def analysis_target(
     store's latest plan)."""
     if given or spec_path is None:
         return Target(given)
-    experiment = load_spec(spec_path).experiment
+    experiment = compile_spec(spec_path).experiment
     if experiment.design.span == "auto":
         experiment = resolve_span(experiment)
     with Store(store_path) as store:

@@ -14,13 +14,18 @@ from benchlang.errors import SettingError, UserError
 from benchlang.lang.check import Compiled, check_file
 
 
-def load_spec(path: str | Path) -> Compiled:
+def compile_spec(path: str | Path) -> Compiled:
     """The compiled spec with its warnings; raises ``SpecError`` listing every error.
 
     The backend catalogue is handed to the checker (lang must not import backends), so a
     ``hosts`` block is checked against what is installed.
     """
     return check_file(path, backends=backend_kinds())
+
+
+load_spec = compile_spec
+"""Transitional: the old name, still imported by ``app/bisect.py`` and
+``app/revision_compare.py``; the public ``load_spec`` is ``app.api``'s (docs/api.md)."""
 
 
 def open_backend(experiment: model.Experiment, spec_path: str | Path) -> Backend:

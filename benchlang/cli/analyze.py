@@ -10,7 +10,7 @@ import sys
 from benchlang.app.analysis import analyze_csv, analyze_store, order_of
 from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
-from benchlang.cli.common import load_spec, print_spec_profile
+from benchlang.cli.common import load_experiment, print_spec_profile
 from benchlang.cli.options import stores_and_spec
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         plan_hash, experiment = target.plan_hash, target.experiment
     else:  # a campaign: each store's own plan (its seed may differ), the spec's analysis
         plan_hash = args.plan
-        experiment = load_spec(args.spec) if args.spec else None
+        experiment = load_experiment(args.spec) if args.spec else None
     found = analyze_store(stores, plan_hash, experiment, args.per_series_independence)
     from benchlang.report.runtimes import render_runtime_convergence, runtime_convergence
 

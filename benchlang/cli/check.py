@@ -7,7 +7,7 @@ import sys
 
 from benchlang.app.spec import counts
 from benchlang.cli import add_command
-from benchlang.cli.common import SpecFailed, load_spec
+from benchlang.cli.common import SpecFailed, load_experiment
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     for path in args.specs:
         try:
-            experiment = load_spec(path)
+            experiment = load_experiment(path)
         except SpecFailed:
             status = 2
             continue

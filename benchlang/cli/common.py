@@ -18,9 +18,9 @@ class SpecFailed(Exception):
     """The spec had errors, already printed; exit with status 2."""
 
 
-def load_spec(path: str | Path) -> model.Experiment:
+def load_experiment(path: str | Path) -> model.Experiment:
     """Compile a spec once; print its warnings, or every error and raise SpecFailed."""
-    from benchlang.app.spec import load_spec as compile_spec
+    from benchlang.app.spec import compile_spec
     from benchlang.lang.diagnostics import SpecError, render
 
     try:

@@ -9,7 +9,7 @@ from collections import Counter
 from benchlang.app.plan import build_plan as build_plan  # re-exported for tests and tools
 from benchlang.app.plan import plan_experiment
 from benchlang.cli import add_command
-from benchlang.cli.common import load_spec
+from benchlang.cli.common import load_experiment
 from benchlang.report.table import render_table
 
 
@@ -25,7 +25,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    experiment, _backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
+    experiment, _backend, plan = plan_experiment(load_experiment(args.spec), args.spec, args.seed)
     if args.json:
         sys.stdout.write(plan.json_text() + "\n")
         return 0

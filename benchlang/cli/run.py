@@ -10,7 +10,7 @@ from pathlib import Path
 from benchlang.app.plan import plan_experiment
 from benchlang.app.spec import forget_secrets
 from benchlang.cli import add_command
-from benchlang.cli.common import load_spec, print_spec_profile
+from benchlang.cli.common import load_experiment, print_spec_profile
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record
 from benchlang.report.compare_family import compare_all
@@ -162,7 +162,9 @@ def run(args: argparse.Namespace) -> int:
     store_path: Path | None = None
     started = False  # the plan is in the store: --resume can continue it
     try:
-        experiment, backend, plan = plan_experiment(load_spec(args.spec), args.spec, args.seed)
+        experiment, backend, plan = plan_experiment(
+            load_experiment(args.spec), args.spec, args.seed
+        )
         forget_secrets(experiment)
         from benchlang.app.system import preflight, record_preflight
 

@@ -46,14 +46,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchlang.app import system
-    from benchlang.cli.common import load_spec
+    from benchlang.cli.common import load_experiment
 
     if args.action == "clean":
         lines, done = system.clean()
         for line in lines:
             print(line, file=sys.stderr)
         return 0 if done else 1
-    experiment = load_spec(args.spec) if getattr(args, "spec", None) else None
+    experiment = load_experiment(args.spec) if getattr(args, "spec", None) else None
     if args.action == "tune":
         lines, done = system.tune(experiment, args.spec, reset=args.reset)
         for line in lines:
