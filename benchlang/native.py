@@ -15,6 +15,13 @@ for another source is never used. ``find`` takes, in order:
    the process-group launcher; docs/measures.md, docs/statistics.md). ``BENCHLANG_NATIVE=0``
    goes straight there.
 
+A compile that fails is tried once: its reason is kept in the cache beside where the build
+would be (``NAME-HASH-MACHINE.failed-COMPILER``, COMPILER a hash of the compiler's path, size
+and time), and later processes read it instead of running the compiler again (a failing
+compiler cost each process its full time, 2 s for a stand-in that sleeps 2 s). Another source,
+flags or compiler is another key, so an upgrade or a new compiler is tried afresh; removing the
+file retries. ``benchlang system show`` says which build each program uses or why none.
+
 Standard library only: ``hatch_build.py`` loads this file by path, without benchlang's
 dependencies, so that the package build and first use compile the same way.
 """
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -72,7 +80,8 @@ def find(
 ) -> tuple[Path | None, str]:
     """The build of ``program`` for this machine: (its path, "") or (None, why there is none).
     The shipped build when there is one for this source (and ``cc`` is None), else the
-    cached one, else compiled now with ``cc`` (default ``cc``)."""
+    cached one, else compiled now with ``cc`` (default ``cc``) unless that compile has
+    already failed (its recorded reason)."""
     if not enabled:
         return None, f"{NATIVE_ENV}=0"
     name = program.file_name()
@@ -82,11 +91,70 @@ def find(
     target = cache_dir() / name
     if os.access(target, os.X_OK):
         return target, ""
+    marker = failure_marker(program, cc or "cc")
+    recorded = _recorded(marker)
+    if recorded is not None:
+        return None, recorded
     try:
         complaint = compile_to(program, target, cc or "cc")
     except OSError as err:
-        complaint = f"cannot write {target.parent}: {err.strerror or err}"
+        return None, f"cannot write {target.parent}: {err.strerror or err}"
+    if complaint:
+        _record(marker, complaint)
     return (None, complaint) if complaint else (target, "")
+
+
+def compiler_key(cc: str) -> str:
+    """A short hash of the compiler ``cc`` names: its resolved path, size and modification
+    time (so a compiler installed or upgraded later is another key), or the bare name when
+    it is not found."""
+    found = shutil.which(cc)
+    facts = [cc, found or ""]
+    if found:
+        with contextlib.suppress(OSError):
+            info = os.stat(found)
+            facts += [str(info.st_size), str(info.st_mtime_ns)]
+    return hashlib.sha256("\0".join(facts).encode()).hexdigest()[:12]
+
+
+def failure_marker(program: Program, cc: str = "cc") -> Path:
+    """Where a failed compile of ``program`` (this source and flags) by ``cc`` is recorded."""
+    return cache_dir() / f"{program.file_name()}.failed-{compiler_key(cc)}"
+
+
+def _recorded(marker: Path) -> str | None:
+    try:
+        reason = marker.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return f"{reason} (recorded in {marker}; remove it to try again)"
+
+
+def _record(marker: Path, complaint: str) -> None:
+    """Keep the reason, atomically; a cache that cannot be written only means a retry."""
+    with contextlib.suppress(OSError):
+        fd, tmp = tempfile.mkstemp(prefix=marker.name + ".", dir=marker.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(complaint + "\n")
+        os.replace(tmp, marker)
+
+
+def status(program: Program, cc: str | None = None, enabled: bool = True) -> str:
+    """Which build of ``program`` a process here would use, or why none, without compiling:
+    for ``benchlang system show``."""
+    if not enabled:
+        return f"none ({NATIVE_ENV}=0)"
+    name = program.file_name()
+    packaged = SHIPPED / name
+    if cc is None and os.access(packaged, os.X_OK):
+        return f"shipped ({packaged})"
+    target = cache_dir() / name
+    if os.access(target, os.X_OK):
+        return f"compiled at first use ({target})"
+    recorded = _recorded(failure_marker(program, cc or "cc"))
+    if recorded is not None:
+        return f"none: compile failed once, not retried: {recorded}"
+    return f"not built yet: compiled with {cc or 'cc'} at first use"
 
 
 def compile_to(program: Program, target: Path, cc: str = "cc", root: Path | None = None) -> str:

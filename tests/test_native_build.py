@@ -229,3 +229,57 @@ def test_the_wheel_carries_the_builds_and_runs_them_without_a_compiler(tmp_path)
     assert "benchlang: kernels not built (cannot run the C compiler" in log
     with zipfile.ZipFile(pure) as archive:
         assert not [n for n in archive.namelist() if "_native" in n]
+
+
+def failing_compiler(tmp_path: Path, seconds: float = 0.0) -> Path:
+    """A stand-in C compiler that takes ``seconds`` and then refuses, saying why."""
+    cc = tmp_path / "failing-cc"
+    sleep = shutil.which("sleep")
+    cc.write_text(f"#!/bin/sh\n{sleep} {seconds}\necho 'failing-cc: refused' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    return cc
+
+
+def test_a_failed_compile_is_recorded_once_and_not_retried(fresh, monkeypatch):
+    """The second find reads the recorded reason instead of running the compiler again; system
+    show says so; another compiler (another key) is tried afresh."""
+    from benchlang.app.system import builds
+
+    cc = failing_compiler(fresh)
+    calls = fresh / "calls"
+    cc.write_text(cc.read_text().replace("\n", f"\necho x >> {calls}\n", 1))
+    path, why = native.find(native.KERNELS, str(cc))
+    assert path is None and why.startswith(f"{cc} failed: failing-cc: refused")
+    marker = native.failure_marker(native.KERNELS, str(cc))
+    assert marker.read_text().strip() == why and calls.read_text() == "x\n"
+    path, again = native.find(native.KERNELS, str(cc))
+    assert path is None and again.startswith(why) and f"recorded in {marker}" in again
+    assert calls.read_text() == "x\n"  # not run a second time
+    monkeypatch.setenv(native.CC_ENV, str(cc))
+    assert builds()["kernels"].startswith("none: compile failed once, not retried: " + why)
+    other = fresh / "other-cc"
+    shutil.copy(cc, other)
+    assert native.failure_marker(native.KERNELS, str(other)) != marker
+    assert native.find(native.KERNELS, str(other))[0] is None
+    assert calls.read_text() == "x\nx\n"
+    marker.unlink()  # removing the record retries
+    native.find(native.KERNELS, str(cc))
+    assert calls.read_text() == "x\nx\nx\n"
+
+
+def test_a_failed_compile_costs_the_next_process_nothing(tmp_path):
+    """Process boundary tested: a failure recorded by one process is read by the next, which
+    does not wait for the compiler (a stand-in that takes 1 s before failing)."""
+    import time
+
+    cc = failing_compiler(tmp_path, seconds=1)
+    env = {**without_a_compiler(tmp_path), native.CC_ENV: str(cc)}
+    took = []
+    for _ in range(2):
+        started = time.perf_counter()
+        got = probe(tmp_path, env)
+        took.append(time.perf_counter() - started)
+        assert got["launcher"] is None and got["kernels"] is None
+        assert got["drawn"] == got["numpy"]
+    assert took[0] >= 2.0  # the launcher's two flag sets and the kernels: a second each
+    assert took[1] < took[0] - 1.5

@@ -78,7 +78,7 @@ def test_show_prints_every_item_and_says_what_this_host_lacks():
     )
     assert status == 0 and jstatus == 0
     shown = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in out.splitlines())
-    assert list(shown) == list(SHOWN)
+    assert list(shown) == [*SHOWN, "launcher build", "kernels build"]
     for item, files in ITEMS.items():
         assert (shown[item] == NOT_AVAILABLE) == (not files), (item, shown[item], files)
     assert shown["aslr"].startswith(("on", "off")) and ASLR.read_text().strip() in shown["aslr"]
@@ -86,6 +86,7 @@ def test_show_prints_every_item_and_says_what_this_host_lacks():
     assert document["kind"] == "benchlang.system" and document["schema"] == 1
     (host,) = document["hosts"]
     assert host["host"] == "local" and list(host["items"]) == list(SHOWN)
+    assert set(document["builds"]) == {"launcher", "kernels"}
     assert host["aslr_level"] == int(ASLR.read_text())
     assert host["online"] and set(host["online"]) <= set(range(os.cpu_count()))
     if not ITEMS["governor"]:

@@ -234,6 +234,16 @@ def _save(saved: dict[str, Any]) -> None:
     path.write_text(json.dumps(saved, indent=1, sort_keys=True), encoding="utf-8")
 
 
+def builds() -> dict[str, str]:
+    """Which build of each C program of the package this installation uses, or why none (a
+    compile that failed once is recorded and not retried: ``benchlang.native``), without
+    compiling anything."""
+    from benchlang import native
+
+    cc, enabled = native.choice()
+    return {p.name: native.status(p, cc, enabled) for p in native.PROGRAMS}
+
+
 def clean() -> tuple[list[str], bool]:
     """``benchlang system clean``: remove the cgroups that runs killed with SIGKILL left behind,
     wherever they sat (every cgroup mount is searched); what to say, and whether all went."""

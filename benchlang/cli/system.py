@@ -72,14 +72,20 @@ def run(args: argparse.Namespace) -> int:
                 else f"{args.spec} has no machine block: nothing to check"
             )
         return 1 if unmet else 0
+    built = system.builds()
     if args.json:
         hosts = [{**s.to_dict(), "items": dict(s.items())} for s in states.values()]
-        print(dumps(document("system", 1, {"hosts": hosts})))
+        print(dumps(document("system", 1, {"hosts": hosts, "builds": built})))
         return 0
+    mine = [(f"{name} build", text) for name, text in built.items()]
     for host, state in states.items():
         if len(states) > 1:
             print(f"host {host}")
-        width = max(len(k) for k, _ in state.items())
+        width = max(len(k) for k, _ in [*state.items(), *mine])
         for key, text in state.items():
             print(f"{key:<{width}}  {text}")
+    if len(states) > 1:
+        print("this installation")
+    for key, text in mine:
+        print(f"{key:<{width}}  {text}")
     return 0
