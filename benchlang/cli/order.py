@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchlang.app.analysis import order_of_store
+from benchlang.app.order_sessions import order_of_stores
 from benchlang.cli import add_command
 from benchlang.jsonout import document, dumps
 from benchlang.report.order import order_json, order_tally_json
@@ -13,9 +13,15 @@ from benchlang.report.order_analysis import render_order_report
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang order``; the lazy table in benchlang.cli calls this."""
-    p.description = "Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds."
-    p.add_argument("store", metavar="STORE", help="the SQLite store of a run")
-    p.add_argument("--plan", help="plan hash (default: the store's latest)")
+    p.description = "Per configuration, Kruskal-Wallis fixed vs random with Bonferroni, eta squared, delta % and the CI-overlap case (Duplyakin et al., USENIX ATC 2023); plus position and carry-over effects within random-order rounds. Several stores of one experiment are read as sessions, every test stratified by session."
+    p.add_argument(
+        "stores",
+        metavar="STORE",
+        nargs="+",
+        help="the SQLite store of a run, or several stores of one experiment read as the "
+        "sessions of a campaign (each session's level removed before the tests pool them)",
+    )
+    p.add_argument("--plan", help="plan hash (default: each store's latest)")
     p.add_argument("--metric", help="metric to test (default: the first declared)")
     p.add_argument(
         "--alpha", type=float, default=0.05, help="family-wise significance level (default 0.05)"
@@ -27,12 +33,14 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = order_of_store(args.store, args.plan, args.metric, args.alpha)
+    report = order_of_stores(args.stores, args.plan, args.metric, args.alpha)
     if args.json:
         dep = report.dependence
         body = {
             "metric": report.metric,
             "note": report.note,
+            "sessions": report.sessions,
+            "stratification": report.stratification,
             "configurations": order_json(dep) if dep is not None else None,
             "tally": order_tally_json(dep) if dep is not None else None,
             "positions": report.positions.to_dict() if report.positions is not None else None,

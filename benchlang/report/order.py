@@ -32,6 +32,10 @@ def _interval(low: float, high: float, scale: Scale = (None, 1.0)) -> str:
     return f"[{_q(low, scale)}, {_q(high, scale)}]"
 
 
+def _strata(sessions: int) -> str:
+    return f"; stratified by {sessions} sessions" if sessions > 1 else ""
+
+
 def _p(value: float) -> str:
     return "-" if value != value else f"{value:.2g}"
 
@@ -105,7 +109,8 @@ def render_order_table(
         )
     title = (
         f"Order dependence: fixed vs random order (α = {result.alpha:g}, m = {result.m}, "
-        f"α/m = {result.threshold:.4g}, median CIs at {result.ci_level:.4%})"
+        f"α/m = {result.threshold:.4g}, median CIs at {result.ci_level:.4%}"
+        f"{_strata(result.sessions)})"
     )
     align = ["left"] + ["right"] * 3 + ["left"] + ["right"] * 5
     render_table(headers, rows, title=title, stream=stream, align=align)
@@ -165,7 +170,10 @@ def render_position_table(result: PositionEffect, stream: TextIO | None = None) 
     render_table(
         ["configuration", "n", "positions", "Spearman ρ", "ρ p", "KW p", "η²", "significant"],
         rows,
-        title=f"Position in round (random-order rounds; threshold α/(2m) = {result.threshold:.4g})",
+        title=(
+            f"Position in round (random-order rounds; threshold α/(2m) = {result.threshold:.4g}"
+            f"{_strata(result.sessions)})"
+        ),
         stream=stream,
         align=["left"] + ["right"] * 6 + ["left"],
     )
@@ -210,7 +218,7 @@ def render_carry_over_table(
         rows,
         title=(
             f"Carry-over (random-order rounds; {result.n_tests} pairs, "
-            f"threshold α/{result.n_tests} = {result.threshold:.4g})"
+            f"threshold α/{result.n_tests} = {result.threshold:.4g}{_strata(result.sessions)})"
             if result.n_tests
             else "Carry-over (random-order rounds): too few trials per predecessor to test"
         ),

@@ -1,5 +1,6 @@
 """Order dependence of a stored experiment: OrderSage's fixed-vs-random table, plus the
-position and carry-over views within random-order rounds."""
+position and carry-over views within random-order rounds. Over several sessions (a campaign)
+every test is stratified by session (``stats.session_strata``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from benchlang.report.table import metric_scale
 from benchlang.stats.order_dependence import OrderDependence
 from benchlang.stats.position_effects import CarryOver, PositionEffect
 from benchlang.stats.registry import statistics_methods
+from benchlang.stats.session_strata import STRATIFIED, session_count
 
 
 @attrs.frozen
@@ -30,6 +32,13 @@ class OrderReport:
     note: str | None
     scale: tuple[str | None, float] = (None, 1.0)
     """The metric's one display unit (``report.table.metric_scale``)."""
+    sessions: int = 1
+    """Sessions (stores) pooled; above 1 every test is stratified by session."""
+
+    @property
+    def stratification(self) -> str | None:
+        """The line that says how the sessions were pooled (None for one session)."""
+        return f"{STRATIFIED}; {self.sessions} sessions" if self.sessions > 1 else None
 
 
 def order_report(
@@ -48,9 +57,12 @@ def order_report(
     v, label, order = values[keep], t.label[keep].astype(str), t.order_kind[keep].astype(str)
     better = exp.metric(metric).better
     kinds = set(order.tolist())
+    session = None if t.session is None else t.session[keep]
+    sessions = session_count(session)
+    strata = {"session": session} if sessions > 1 else {}
     methods = statistics_methods()  # the order methods' implementations, from the registry
     dependence = (
-        methods["order_dependence"].load()(v, label, order, alpha, better)
+        methods["order_dependence"].load()(v, label, order, alpha, better, **strata)
         if kinds == {"fixed", "random"}
         else None
     )
@@ -58,7 +70,9 @@ def order_report(
     note = None
     if "random" in kinds:
         views = methods["position_effects"].load()
-        positions, carry = views(v, label, t.round[keep], t.position[keep], alpha, order=order)
+        positions, carry = views(
+            v, label, t.round[keep], t.position[keep], alpha, order=order, **strata
+        )
     if dependence is None:
         note = (
             "only fixed-order rounds: order dependence cannot be tested (use order random or fixed_vs_random)"
@@ -66,13 +80,18 @@ def order_report(
             else "no fixed-order rounds: the fixed-vs-random test needs order fixed_vs_random; position and carry-over effects are shown instead"
         )
     scale = metric_scale(v, exp.metric(metric).unit)
-    return OrderReport(metric, dependence, positions, carry, note, scale)
+    return OrderReport(metric, dependence, positions, carry, note, scale, sessions)
 
 
 def render_order_report(report: OrderReport, stream: TextIO | None = None) -> None:
     import sys
 
     out = stream or sys.stdout
+    if report.stratification:
+        out.write(
+            f"{report.stratification}: the medians, means and shifts below are of the aligned "
+            "values\n"
+        )
     if report.dependence is not None:
         render_order_table(report.dependence, out, report.scale)
     if report.note:

@@ -16,7 +16,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from benchlang.jsonout import undefined
+from benchlang.stats._groups import group_codes, order_statistic, sorted_groups
 from benchlang.stats.rank_exact import kruskal_exact_p
+from benchlang.stats.session_strata import (
+    align_sessions,
+    aligned_ranks,
+    session_count,
+    stratified_location,
+)
 
 Better = Literal["higher", "lower"]
 ORDERS = ("fixed", "random")
@@ -228,6 +235,8 @@ class OrderDependence:
     ci_level: float
     order_matters: bool
     configurations: tuple[ConfigurationOrder, ...]
+    sessions: int = 1
+    """Sessions pooled; above 1 each session's level was removed first (``stats.session_strata``)."""
 
     @property
     def significant(self) -> tuple[str, ...]:
@@ -253,36 +262,8 @@ class OrderDependence:
             "order_matters": self.order_matters,
             "configurations": [c.to_dict() for c in self.configurations],
             "tally": self.tally.to_dict(),
+            "sessions": self.sessions,
         }
-
-
-def group_codes(labels: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct labels in order of first appearance, and each element's code into them."""
-    labels = np.asarray(labels)
-    uniq, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(uniq.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(uniq.size)
-    return uniq[np.argsort(first, kind="stable")], rank[inverse.ravel()]
-
-
-def sorted_groups(
-    values: np.ndarray, codes: np.ndarray, n_groups: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Values sorted within each group, group sizes and start offsets (for order statistics)."""
-    idx = np.lexsort((values, codes))
-    counts = np.bincount(codes, minlength=n_groups)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    return values[idx], counts, starts
-
-
-def _order_statistic(
-    sorted_values: np.ndarray, starts: np.ndarray, counts: np.ndarray, rank: ArrayLike
-) -> np.ndarray:
-    """X_(rank) per group (1-based rank); NaN for empty groups."""
-    rank = np.asarray(rank)
-    ok = counts > 0
-    pos = np.where(ok, starts + np.clip(rank, 1, np.maximum(counts, 1)) - 1, 0)
-    return np.where(ok, sorted_values[np.minimum(pos, max(sorted_values.size - 1, 0))], np.nan)
 
 
 def trial_arrays(
@@ -314,6 +295,8 @@ def order_dependence(
     order: ArrayLike,
     alpha: float = 0.05,
     better: Mapping[str, str] | str | None = None,
+    *,
+    session: ArrayLike | None = None,
 ) -> OrderDependence:
     """OrderSage's fixed-vs-random analysis, per configuration (Duplyakin et al. 2023, §3).
 
@@ -323,6 +306,10 @@ def order_dependence(
     compared; eta^2 from H with k = 2 groups (step 3); Δ% of the means (step 4); medians with
     order-statistic CIs at level 1 - alpha/m and the CI-overlap case (step 5). ``better``
     ("higher"/"lower", or a mapping per configuration) only changes the Δ% explanation.
+    ``session`` (one code per trial) stratifies by session: with two or more, each session x
+    configuration level is removed first (aligned ranks, Hodges & Lehmann 1962), so medians,
+    means and Δ% are of the aligned values, and H is the Cochran–Mantel–Haenszel mean-score
+    statistic permuting within sessions (Landis, Heyman & Koch 1978; ``stats.session_strata``).
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
@@ -331,6 +318,10 @@ def order_dependence(
     bad = ~np.isin(o, ORDERS)
     if np.any(bad):
         raise ValueError(f"order must be 'fixed' or 'random', found {o[bad][0]!r}")
+    sessions = session_count(session)
+    sess = np.asarray(session).ravel() if sessions > 1 else None
+    if sess is not None:
+        v = align_sessions(v, c, sess)
     names, codes = group_codes(c)
     n_conf = names.size
     is_random = (o == "random").astype(np.int64)
@@ -340,8 +331,8 @@ def order_dependence(
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts
         medians = (
-            _order_statistic(sorted_v, starts, counts, (counts + 1) // 2)
-            + _order_statistic(sorted_v, starts, counts, counts // 2 + 1)
+            order_statistic(sorted_v, starts, counts, (counts + 1) // 2)
+            + order_statistic(sorted_v, starts, counts, counts // 2 + 1)
         ) / 2.0
     n_f, n_r = counts[0::2], counts[1::2]
     compared = (n_f >= 2) & (n_r >= 2)
@@ -349,8 +340,8 @@ def order_dependence(
     threshold = alpha / m if m else alpha
     level = 1.0 - threshold
     j, k, achieved = median_ci_ranks(np.maximum(counts, 1), level)
-    lows = _order_statistic(sorted_v, starts, counts, j)
-    highs = _order_statistic(sorted_v, starts, counts, k)
+    lows = order_statistic(sorted_v, starts, counts, j)
+    highs = order_statistic(sorted_v, starts, counts, k)
     with np.errstate(invalid="ignore", divide="ignore"):
         delta = (means[0::2] - means[1::2]) / means[0::2] * 100.0
     delta = np.where(np.isfinite(delta), delta, np.nan)
@@ -358,11 +349,15 @@ def order_dependence(
     rows = []
     for i, name in enumerate(names.tolist()):
         f, r = 2 * i, 2 * i + 1
-        if compared[i]:
+        if compared[i] and sess is not None:
+            mine = codes == i
+            h, p, _ = stratified_location(aligned_ranks(v[mine]), is_random[mine], sess[mine])
+        elif compared[i]:
             h, p = kruskal_h(
                 sorted_v[starts[f] : starts[f] + counts[f]],
                 sorted_v[starts[r] : starts[r] + counts[r]],
             )
+        if compared[i]:
             eta, clipped = eta_squared_h(h, int(counts[f] + counts[r]), 2)
             case = ci_case(medians[f], lows[f], highs[f], medians[r], lows[r], highs[r])
         else:
@@ -406,4 +401,5 @@ def order_dependence(
         ci_level=level,
         order_matters=any(row.significant for row in rows),
         configurations=tuple(rows),
+        sessions=sessions,
     )

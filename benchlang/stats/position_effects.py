@@ -5,6 +5,8 @@ These two views need only random-order rounds, so a plain ``order random`` exper
 warn about order effects without the doubled cost (benchlang's extension; the tests are
 standard: Spearman's rank correlation and Kruskal–Wallis, Kruskal & Wallis, JASA 1952;
 Mann & Whitney, Ann. Math. Stat. 1947; Bonferroni correction as in OrderSage §3 step 2).
+Over several sessions both are stratified by session (aligned ranks, Hodges & Lehmann 1962;
+``stats.session_strata``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike
 
+from benchlang.stats._special import rankdata
 from benchlang.stats.order_dependence import (
     eta_squared_h,
     group_codes,
@@ -21,6 +24,14 @@ from benchlang.stats.order_dependence import (
 )
 from benchlang.stats.rank_exact import EXACT_MAX_N, spearman_exact_p
 from benchlang.stats.rank_tests import mann_whitney_splits, spearman
+from benchlang.stats.session_strata import (
+    align_sessions,
+    aligned_ranks,
+    session_count,
+    session_rounds,
+    stratified_correlation,
+    stratified_location,
+)
 
 START = "(round start)"
 
@@ -33,6 +44,15 @@ def _random_only(order: ArrayLike | None, n: int, *arrays: np.ndarray) -> tuple[
         raise ValueError("order must have one entry per trial")
     keep = o == "random"
     return tuple(a[keep] for a in arrays)
+
+
+def _sessions(session: ArrayLike | None, n: int) -> np.ndarray:
+    if session is None:
+        return np.zeros(n, dtype=np.int64)
+    s = np.asarray(session).ravel()
+    if s.shape != (n,):
+        raise ValueError("session must have one entry per trial")
+    return s
 
 
 def _to_dict(obj: object) -> dict[str, object]:
@@ -74,6 +94,8 @@ class PositionEffect:
     threshold: float
     position_matters: bool
     configurations: tuple[PositionRow, ...]
+    sessions: int = 1
+    """Sessions pooled; above 1 each session's level was removed first."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -82,6 +104,7 @@ class PositionEffect:
             "threshold": self.threshold,
             "position_matters": self.position_matters,
             "configurations": [c.to_dict() for c in self.configurations],
+            "sessions": self.sessions,
         }
 
 
@@ -92,6 +115,7 @@ def position_effect(
     alpha: float = 0.05,
     *,
     order: ArrayLike | None = None,
+    session: ArrayLike | None = None,
 ) -> PositionEffect:
     """Whether a trial's position in its (random-order) round predicts its metric.
 
@@ -102,15 +126,23 @@ def position_effect(
     either p is below alpha/(2m), m = configurations tested (at least 2 positions and 3
     trials): Bonferroni over every test made. Pass ``order`` to keep only "random" trials;
     in fixed rounds position is constant per configuration, so nothing can be tested.
+    ``session`` (one code per trial) stratifies by session: with two or more, each session x
+    configuration level is removed before pooling (Hodges & Lehmann 1962, aligned ranks) and
+    both p-values permute within sessions only: the Cochran–Mantel–Haenszel correlation and
+    mean-score statistics (Landis, Heyman & Koch 1978, §2.2-2.3; ``stats.session_strata``).
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     v, c, pos = trial_arrays(values, configuration, position)
     names, codes = group_codes(c)
-    v, codes, pos = _random_only(order, v.size, v, codes, pos.astype(np.int64))
+    sess = _sessions(session, v.size)
+    v, codes, pos, sess = _random_only(order, v.size, v, codes, pos.astype(np.int64), sess)
+    sessions = session_count(sess)
+    if sessions > 1:
+        v = align_sessions(v, codes, sess)
     counts = np.bincount(codes, minlength=names.size)
     idx = np.lexsort((pos, codes))
-    v, pos, codes = v[idx], pos[idx], codes[idx]
+    v, pos, codes, sess = v[idx], pos[idx], codes[idx], sess[idx]
     bounds = np.concatenate(([0], np.cumsum(counts)))
 
     tested, results = [], []
@@ -123,6 +155,13 @@ def position_effect(
             results.append((levels.size, *(float("nan"),) * 5, False))
             continue
         constant = np.all(pv == pv[0])
+        if sessions > 1:
+            ps, scores = sess[bounds[i] : bounds[i + 1]], aligned_ranks(pv)
+            rho, _, p_rho = stratified_correlation(rankdata(pp), scores, ps)
+            h, p_kw, _ = stratified_location(scores, inverse, ps)
+            eta, clipped = eta_squared_h(h, pp.size, levels.size)
+            results.append((levels.size, float(rho), float(p_rho), h, p_kw, eta, clipped))
+            continue
         rho, p_rho = (0.0, 1.0) if constant else spearman(pp, pv)
         if not constant and pp.size <= EXACT_MAX_N:
             p_rho = spearman_exact_p(pp, pv)  # exact for small n (Kendall & Gibbons §3.3)
@@ -155,6 +194,7 @@ def position_effect(
         threshold=threshold,
         position_matters=any(r.significant for r in rows),
         configurations=rows,
+        sessions=sessions,
     )
 
 
@@ -188,6 +228,9 @@ class CarryOver:
     carry_over_found: bool
     strongest: tuple[CarryOverPair, ...]
     pairs: tuple[CarryOverPair, ...]
+    sessions: int = 1
+    """Sessions pooled; above 1 each session's level was removed first, and a predecessor is
+    looked up in the trial's own session."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -197,6 +240,7 @@ class CarryOver:
             "carry_over_found": self.carry_over_found,
             "strongest": [p.to_dict() for p in self.strongest],
             "pairs": [p.to_dict() for p in self.pairs],
+            "sessions": self.sessions,
         }
 
 
@@ -229,6 +273,7 @@ def carry_over(
     *,
     order: ArrayLike | None = None,
     min_trials: int = 3,
+    session: ArrayLike | None = None,
 ) -> CarryOver:
     """Which immediately preceding configuration shifts a configuration's metric most.
 
@@ -239,24 +284,40 @@ def carry_over(
     medians (after Y minus others) and a two-sided Mann–Whitney U test. Bonferroni over all
     pairs tested (alpha / n_tests), since the strongest predecessor is picked from them.
     ``strongest`` holds, per configuration, the pair with the largest |shift|.
+    ``session`` (one code per trial) stratifies by session: rounds are keyed by session and,
+    with two or more sessions, each session x configuration level is removed before pooling
+    (Hodges & Lehmann 1962, aligned ranks), so medians and shifts are of the aligned values,
+    and each p-value permutes within sessions only (the Cochran–Mantel–Haenszel mean-score
+    statistic, 1 df; Landis, Heyman & Koch 1978, §2.2).
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
     v, c, rnd, pos = trial_arrays(values, configuration, round_id, position)
     names, codes = group_codes(c)
-    v, c, codes, rnd, pos = _random_only(order, v.size, v, c, codes, rnd, pos.astype(np.int64))
+    sess = _sessions(session, v.size)
+    v, c, codes, rnd, pos, sess = _random_only(
+        order, v.size, v, c, codes, rnd, pos.astype(np.int64), sess
+    )
+    sessions = session_count(sess)
+    if sessions > 1:
+        v = align_sessions(v, codes, sess)
+        rnd = session_rounds(rnd, sess)
     pred = predecessors(c, rnd, pos)
 
     raw = []
     for i, name in enumerate(names.tolist()):
         mine = codes == i
-        xv, xp = v[mine], pred[mine]
+        xv, xp, xs = v[mine], pred[mine], sess[mine]
         tested = []
         for before in np.unique(xp[xp != ""]).tolist():
             after = xp == before
             if after.sum() >= min_trials and (~after).sum() >= min_trials:
                 tested.append((before, after))
-        p_values = mann_whitney_splits(xv, [after for _, after in tested])
+        if sessions > 1:
+            scores = aligned_ranks(xv)
+            p_values = [stratified_location(scores, after, xs)[1] for _, after in tested]
+        else:
+            p_values = mann_whitney_splits(xv, [after for _, after in tested])
         for (before, after), p in zip(tested, p_values, strict=True):
             a, b = xv[after], xv[~after]
             med_a, med_b = float(np.median(a)), float(np.median(b))
@@ -280,6 +341,7 @@ def carry_over(
         carry_over_found=any(p.significant for p in pairs),
         strongest=tuple(strongest),
         pairs=pairs,
+        sessions=sessions,
     )
 
 
@@ -291,10 +353,15 @@ def position_views(
     alpha: float = 0.05,
     *,
     order: ArrayLike | None = None,
+    session: ArrayLike | None = None,
 ) -> tuple[PositionEffect, CarryOver]:
     """The ``position_effects`` method of the statistics registry: both views of random-order
     rounds, the effect of a trial's position and the carry-over from its predecessor
-    (OrderSage §5)."""
-    positions = position_effect(values, configuration, position, alpha, order=order)
-    carry = carry_over(values, configuration, round_id, position, alpha, order=order)
+    (OrderSage §5); ``session`` stratifies both by session."""
+    positions = position_effect(
+        values, configuration, position, alpha, order=order, session=session
+    )
+    carry = carry_over(
+        values, configuration, round_id, position, alpha, order=order, session=session
+    )
     return positions, carry
