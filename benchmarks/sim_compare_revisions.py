@@ -9,7 +9,11 @@ Each replicate draws a new spec seed (the rounds' random order) and a new machin
 Counted: compares with any ``worse`` (A/A: base against base in two worktrees; and base
 against a docs-only commit), and compares naming ``b1`` worse (regression); margin 2%.
 
-    python3 benchmarks/sim_compare_revisions.py [--replicates N] [--rounds R]
+The contrast's spread is read back from each row's interval (half width x sqrt(rounds) / t),
+the sd of the within-round log ratio that the design leaves.
+
+    python3 benchmarks/sim_compare_revisions.py [--replicates N] [--rounds R|auto]
+        [--benchmarks M] [--kind aa_same|aa_docs|reg|all] [--max-time D]
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ experiment suite {{
   workdir "."
 {benchmarks}
   metric time {{ measure mean unit "s" better lower }}
-  design {{ runs {rounds} }}
+{design}
 }}
 """
 BENCHMARK = """  benchmark b{i} {{
@@ -70,14 +74,17 @@ def make_repo(root: Path, slow: float, suite: int = 4) -> None:
         git(root, "commit", "-q", "-m", f"c{c}")
 
 
-def compare(root: Path, base: str, head: str, seed: int, rounds: int, rng, suite: int = 4) -> dict:
+def compare(
+    root: Path, base: str, head: str, seed: int, rounds: str, rng, suite: int = 4, extra=()
+) -> dict:
     benchmarks = "\n".join(BENCHMARK.format(i=i) for i in range(suite))
-    (root / "sim.bench").write_text(SPEC.format(seed=seed, benchmarks=benchmarks, rounds=rounds))
+    design = "" if rounds == "auto" else f"  design {{ runs {rounds} }}"
+    (root / "sim.bench").write_text(SPEC.format(seed=seed, benchmarks=benchmarks, design=design))
     level = math.exp(rng.gauss(0.0, 0.10))
     (root / ".git" / "machine").write_text(f"{level:.6f} {rng.uniform(0, 2 * math.pi):.6f}\n")
     done = subprocess.run(
         [sys.executable, "-m", "benchlang", "compare", "sim.bench", "--base", base,
-         "--head", head, "--margin", "2%", "--json"],
+         "--head", head, "--margin", "2%", "--json", *extra],
         cwd=root, capture_output=True, text=True,
     )  # fmt: skip
     if done.returncode not in (0, 1) or not done.stdout.strip():
@@ -89,40 +96,70 @@ def compare(root: Path, base: str, head: str, seed: int, rounds: int, rng, suite
     return json.loads(done.stdout) | {"clean": clean}
 
 
+def spread(out: dict) -> list[float]:
+    """Each row's sd of the within-round log ratio, from its interval."""
+    from scipy import stats
+
+    method, found = out["method"], []
+    for row in out["rows"]:
+        _, lo, up = row["ratio"]
+        df = method.get("df") or row["rounds"] - 1
+        if lo and up and lo > 0 and df >= 1:
+            t = stats.t.ppf(1 - (1 - method["row_confidence"] / 100) / 2, df)
+            found.append((math.log(up) - math.log(lo)) / 2 * math.sqrt(row["rounds"]) / t)
+    return found
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--replicates", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--rounds", default="20", help="rounds, or auto (the two-stage sizing)")
     p.add_argument("--benchmarks", type=int, default=4, help="the suite's size (default: 4)")
+    p.add_argument("--kind", default="all", choices=("aa_same", "aa_docs", "reg", "all"))
+    p.add_argument("--max-time", help="passed to compare (with --rounds auto)")
     args = p.parse_args()
-    rng = random.Random(20261128)
+    extra = ["--max-time", args.max_time] if args.max_time else []
+    kinds = [
+        k
+        for k in (
+            ("aa_same", "HEAD~1", "HEAD~1"),
+            ("aa_docs", "HEAD~2", "HEAD~1"),
+            ("reg", "HEAD~1", "HEAD"),
+        )
+        if args.kind in ("all", k[0])
+    ]
+    rng = random.Random(20261128 + 7919 * ("aa_same", "aa_docs", "reg", "all").index(args.kind))
+    tally = {k[0]: [0, 0] for k in kinds}
+    rounds = {k[0]: [] for k in kinds}
+    sds = {k[0]: [] for k in kinds}
+    dirty = 0
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "repo"
         make_repo(root, 1.05, args.benchmarks)
-        tally = {"aa_same": [0, 0], "aa_docs": [0, 0], "reg": [0, 0], "dirty": 0}
         for r in range(args.replicates):
-            for kind, base, head in (
-                ("aa_same", "HEAD~1", "HEAD~1"),
-                ("aa_docs", "HEAD~2", "HEAD~1"),
-                ("reg", "HEAD~1", "HEAD"),
-            ):
-                out = compare(root, base, head, 1000 + r, args.rounds, rng, args.benchmarks)
+            for kind, base, head in kinds:
+                out = compare(root, base, head, 1000 + r, args.rounds, rng, args.benchmarks, extra)
                 worse = {row["configuration"] for row in out["rows"] if row["verdict"] == "worse"}
                 hit = ("b1" in worse) if kind == "reg" else bool(worse)
                 tally[kind][0] += hit
                 tally[kind][1] += 1
-                tally["dirty"] += not out["clean"]
+                rounds[kind].append(max(row["rounds"] for row in out["rows"]))
+                sds[kind] += spread(out)
+                dirty += not out["clean"]
     n = args.benchmarks
     print(f"rounds {args.rounds}, suite of {n}, margin 2%, Bonferroni over {n} rows")
-    print(f"{'compare':34} {'count':>8}")
-    for kind, name in (
-        ("aa_same", "A/A base vs base: any worse"),
-        ("aa_docs", "A/A docs-only commit: any worse"),
-        ("reg", "b1 +5%: b1 named worse"),
-    ):
-        hit, n = tally[kind]
-        print(f"{name:34} {hit:>3} / {n:<3}")
-    print(f"repository not clean after a compare: {tally['dirty']}")
+    print(f"{'compare':34} {'count':>9} {'rounds (mean)':>14} {'contrast sd (median)':>21}")
+    names = {
+        "aa_same": "A/A base vs base: any worse",
+        "aa_docs": "A/A docs-only commit: any worse",
+        "reg": "b1 +5%: b1 named worse",
+    }
+    for kind, _, _ in kinds:
+        hit, total = tally[kind]
+        mean_rounds = sum(rounds[kind]) / len(rounds[kind])
+        sd = sorted(sds[kind])[len(sds[kind]) // 2] if sds[kind] else math.nan
+        print(f"{names[kind]:34} {hit:>3} / {total:<3} {mean_rounds:>14.1f} {100 * sd:>20.2f}%")
+    print(f"repository not clean after a compare: {dirty}")
 
 
 if __name__ == "__main__":

@@ -107,12 +107,21 @@ def _store_end(path: Path, plan_hash: str) -> float:
 def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
     from benchlang.app.analysis import no_values
     from benchlang.app.stores import load_store
+    from benchlang.app.worktrees import session_builds
     from benchlang.report.analysis import analyze
 
     path = Path(store)
     if not path.is_file():
         raise UserError(f"no store at {path}")
     data = load_store(path, every_measure=False)
+    spec_names = (b.name for b in data.experiment.benchmarks)
+    builds = session_builds(data.table.benchmark.tolist(), spec_names)
+    if builds:
+        raise UserError(
+            f"{path}: a session of builds side by side ({'/'.join(builds)}: compare or bisect), "
+            "not a run of one commit: history add takes a run of one revision",
+            "on main: benchlang run SPEC --store main.sqlite, then history add main.sqlite",
+        )
     if not data.experiment.kpis:
         raise UserError(
             f"{path}: the spec declares no kpi, so there is nothing to track",

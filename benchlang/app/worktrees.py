@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import attrs
@@ -128,15 +128,69 @@ def session_experiment(
     )
 
 
+def blocked(plan):
+    """The plan with each round's trials grouped by the spec's configuration: the builds of one
+    configuration run one after the other, the configurations in the order of their first trial
+    in the round's seeded permutation and the builds in their order there, so both orders stay
+    uniformly random (a randomised complete block design with the configuration as the block
+    within the round: Montgomery, *Design and Analysis of Experiments*, 8th ed., §4.1; Perflab's
+    blocking, Bakshy & Frachtenberg, WWW 2015, §3). A drift within the round then reaches a
+    contrast only over the trials between one configuration's builds (one trial apart), not
+    across the whole round."""
+    from benchlang.plan.plan import Derived
+
+    names = {}
+    for c in plan.configurations:
+        names.setdefault((c.benchmark.rsplit("@", 1)[0], c.levels), len(names))
+    group = np.array(
+        [names[(c.benchmark.rsplit("@", 1)[0], c.levels)] for c in plan.configurations]
+    )
+    per_round = np.bincount(plan.trial_round, minlength=plan.n_rounds)
+    if per_round.size == 0 or np.any(per_round != per_round[0]):
+        return plan
+    width = int(per_round[0])
+    order = np.argsort(plan.trial_round, kind="stable")
+    g = group[plan.trial_configuration[order].reshape(-1, width)]
+    first = np.full((g.shape[0], len(names)), width)
+    rows = np.repeat(np.arange(g.shape[0]), width)
+    np.minimum.at(first, (rows, g.reshape(-1)), np.tile(np.arange(width), g.shape[0]))
+    key = np.take_along_axis(first, g, axis=1) * width + np.arange(width)[None, :]
+    src = order.copy()
+    src[order] = np.take_along_axis(
+        order.reshape(-1, width), np.argsort(key, axis=1, kind="stable"), axis=1
+    ).reshape(-1)
+    hidden = plan.trial_hidden and {k: [v[i] for i in src] for k, v in plan.trial_hidden.items()}
+    derived = tuple(
+        Derived(
+            "order",
+            "blocked",
+            "random order of the configurations in every round, the builds of one "
+            "configuration next to each other in random order (a block)",
+        )
+        if d.name == "order"
+        else d
+        for d in plan.derived
+    )
+    return attrs.evolve(
+        plan,
+        trial_configuration=plan.trial_configuration[src],
+        trial_hidden=hidden or plan.trial_hidden,
+        derived=derived,
+    )
+
+
 def run_session(
     experiment: model.Experiment,
     spec: Path,
     store_path: Path,
     seed: int,
     slots: Sequence[str],
+    block: bool = False,
 ) -> dict[tuple[str, str], np.ndarray]:
     """Run the session into a new store; per (metric, configuration of the spec) a rounds x
-    builds array of metric values (nan: failed), builds in the experiment's slot order."""
+    builds array of metric values (nan: failed), builds in the experiment's slot order.
+    ``block``: the builds of one configuration run next to each other in every round
+    (``blocked``)."""
     from benchlang.app.plan import plan_experiment
     from benchlang.app.system import preflight, record_preflight
     from benchlang.report.data import load_data
@@ -145,6 +199,8 @@ def run_session(
     from benchlang.run.store import Store
 
     experiment, backend, plan = plan_experiment(experiment, spec, seed)
+    if block:
+        plan = blocked(plan)
     checked = preflight(experiment, backend, False)
     with Store(store_path, create=True, write=True) as store:
         store.add_plan(
@@ -196,6 +252,20 @@ def rounds_by_build(data, order: Sequence[str]) -> dict[tuple[str, str], np.ndar
                     grid[at[i], slots.index(s)] = values.values[i]
             out[(metric, config)] = grid
     return out
+
+
+def session_builds(benchmarks: Iterable[str], spec_benchmarks: Iterable[str]) -> tuple[str, ...]:
+    """The builds of a store's session of builds side by side (``compare``, ``bisect``): its
+    trials' benchmarks are the spec's, each copied as ``NAME@SLOT``; () for a run of one
+    revision (a spec's own names hold no ``@``)."""
+    names = set(spec_benchmarks)
+    slots = {}
+    for bench in benchmarks:
+        name, at, slot = str(bench).rpartition("@")
+        if not at or name not in names:
+            return ()
+        slots.setdefault(slot, None)
+    return tuple(slots)
 
 
 def resolve(repo: Path, rev: str, what: str) -> str:

@@ -22,6 +22,8 @@ from benchlang.errors import UserError
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang compare``; the lazy table in benchlang.cli calls this."""
+    from benchlang.app.revision_compare import MAX_ROUNDS, PILOT_ROUNDS
+
     p.description = (
         "Compare shell commands without writing a spec: every round runs each command once, in "
         "random order; the answer is the ranking by median wall time with intervals that hold "
@@ -106,10 +108,44 @@ def configure(p: argparse.ArgumentParser) -> None:
     revisions.add_argument("--summary", metavar="FILE", help="write a Markdown summary for a PR")
     revisions.add_argument("--json", action="store_true", help="one strict JSON document")
     revisions.add_argument("--keep", metavar="DIR", help="keep the session's store in DIR")
+    revisions.add_argument(
+        "--rounds",
+        metavar="N|auto",
+        help="the rounds: N, or auto (Stein's two-stage: a pilot's spread sizes the rest for "
+        "the margin at 80%% power); default: the spec's runs if it fixes them, else auto",
+    )
+    revisions.add_argument(
+        "--pilot",
+        type=int,
+        metavar="N",
+        help=f"rounds of the pilot with --rounds auto (default: {PILOT_ROUNDS})",
+    )
+    revisions.add_argument(
+        "--max-rounds",
+        type=int,
+        metavar="N",
+        help=f"--rounds auto: at most N rounds in all (default: {MAX_ROUNDS})",
+    )
+    revisions.add_argument(
+        "--max-time",
+        metavar="DURATION",
+        help="--rounds auto: at most the rounds that fit in DURATION (e.g. 10m), from the "
+        "pilot's round time",
+    )
     p.set_defaults(func=run)
 
 
-REVISION_ONLY = ("head", "build", "summary", "json", "keep")
+REVISION_ONLY = (
+    "head",
+    "build",
+    "summary",
+    "json",
+    "keep",
+    "rounds",
+    "pilot",
+    "max_rounds",
+    "max_time",
+)
 COMMAND_ONLY = ("prepare", "spec_out", "store", "export_json", "export_csv", "export_markdown")
 
 
@@ -118,6 +154,37 @@ def _margin(text: str) -> float:
     if not match or not 0 < float(match.group(1)) < 100:
         raise UserError(f"--margin {text!r} is not a percent in (0, 100)", "e.g. --margin 2%")
     return float(match.group(1)) / 100.0
+
+
+def _sizing(args: argparse.Namespace) -> dict:
+    """--rounds, --pilot, --max-rounds and --max-time as compare_revisions takes them."""
+    from benchlang.app.revision_compare import PILOT_ROUNDS
+
+    out: dict = {}
+    if args.rounds is not None:
+        text = args.rounds.strip()
+        if text != "auto" and not (text.isdigit() and int(text) >= 2):
+            raise UserError(f"--rounds {args.rounds!r} is not auto or a number >= 2")
+        out["rounds"] = text if text == "auto" else int(text)
+    auto_only = [o for o in ("pilot", "max_rounds", "max_time") if getattr(args, o) is not None]
+    if auto_only and isinstance(out.get("rounds"), int):
+        raise UserError(f"--{auto_only[0].replace('_', '-')} sizes --rounds auto, not --rounds N")
+    if args.pilot is not None:
+        if args.pilot < 2:
+            raise UserError(f"--pilot {args.pilot}: Stein's pilot needs 2 rounds or more")
+        out["pilot"] = args.pilot
+    if args.max_rounds is not None:
+        if args.max_rounds < (args.pilot or PILOT_ROUNDS):
+            raise UserError(f"--max-rounds {args.max_rounds} is below the pilot's rounds")
+        out["max_rounds"] = args.max_rounds
+    if args.max_time is not None:
+        from benchlang.lang.to_ast import parse_duration
+
+        try:
+            out["max_time"] = parse_duration(args.max_time.strip())
+        except ValueError:
+            raise UserError(f"--max-time {args.max_time!r} is not a duration", "e.g. 10m") from None
+    return out
 
 
 def _revisions(args: argparse.Namespace) -> int:
@@ -137,11 +204,17 @@ def _revisions(args: argparse.Namespace) -> int:
     if given:
         raise UserError(
             f"--{given[0].replace('_', '-')} is for comparing commands, not revisions",
-            "the rounds are the spec's design",
+            "the rounds are the spec's design, or --rounds N|auto",
         )
     margin = _margin(args.margin)
     result = compare_revisions(
-        spec, args.base, args.head, build_command=args.build, margin=margin, keep=args.keep
+        spec,
+        args.base,
+        args.head,
+        build_command=args.build,
+        margin=margin,
+        keep=args.keep,
+        **_sizing(args),
     )
     if args.summary:
         from benchlang.report.atomic import write_atomic
@@ -175,7 +248,9 @@ def run(args: argparse.Namespace) -> int:
         )
     extra = [o for o in REVISION_ONLY if getattr(args, o)] + ["margin"] * (args.margin != "2%")
     if extra:
-        raise UserError(f"--{extra[0]} needs --base REF (compare SPEC.bench --base REF)")
+        raise UserError(
+            f"--{extra[0].replace('_', '-')} needs --base REF (compare SPEC.bench --base REF)"
+        )
     request = CompareRequest(
         commands=tuple(args.commands),
         rounds=args.runs,

@@ -40,7 +40,8 @@ def render(result) -> str:
     lines = [
         f"head {_rev(result.head)}",
         f"base {_rev(result.base)}",
-        "one session, both revisions interleaved in random order within every round",
+        "one session: in every round each configuration at both revisions, one after the other, "
+        "in random order",
         "",
     ]
     width = max([len(r.configuration) for r in result.rows] + [13])
@@ -55,7 +56,9 @@ def render(result) -> str:
         )
     lines += ["", _tally(result), textwrap.fill(_method(result).replace("`", ""), 100)]
     lines += [f"note: {n}" for n in result.notes]
-    if result.store:
+    if len(result.stores) > 1:
+        lines.append(f"the stores (pilot, second stage): {', '.join(result.stores)}")
+    elif result.store:
         lines.append(f"the session's store: {result.store}")
     return "\n".join(lines)
 

@@ -37,18 +37,25 @@ class RoundContrast:
         return (math.exp(self.estimate), math.exp(self.lower), math.exp(self.upper))
 
 
+def round_contrasts(values: np.ndarray, weights: np.ndarray | tuple[float, ...]) -> np.ndarray:
+    """``values``: rounds x builds (positive; nan for a missing trial); the contrast
+    sum_b w_b log x_rb of each complete round (rounds missing a build the contrast uses are
+    dropped)."""
+    x = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    used = x[:, w != 0]
+    keep = np.all(np.isfinite(used) & (used > 0), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(np.where(x[keep] > 0, x[keep], np.nan))[:, w != 0] @ w[w != 0]
+
+
 def round_contrast(
     values: np.ndarray, weights: np.ndarray | tuple[float, ...], confidence: float = 95.0
 ) -> RoundContrast:
     """``values``: rounds x builds (positive; nan for a missing trial); the contrast
     sum_b w_b log x_rb of each complete round, their mean and its t interval at
     ``confidence`` percent. Rounds missing a build the contrast uses are dropped."""
-    x = np.asarray(values, dtype=np.float64)
-    w = np.asarray(weights, dtype=np.float64)
-    used = x[:, w != 0]
-    keep = np.all(np.isfinite(used) & (used > 0), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_round = np.log(np.where(x[keep] > 0, x[keep], np.nan))[:, w != 0] @ w[w != 0]
+    per_round = round_contrasts(values, weights)
     n = int(per_round.size)
     if n < 2:
         return RoundContrast(math.nan, math.nan, math.nan, n, confidence)
