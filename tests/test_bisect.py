@@ -117,8 +117,9 @@ def test_bisect_names_the_planted_commit_under_drift_between_sessions(repo, tmp_
     factors = int((root / ".git" / "drift-sessions").read_text())
     assert factors == result["runs"] >= 4  # each session drew its own level
     method = result["method"]
-    assert method["correction"] == "bonferroni" and method["planned_steps"] == 4
-    assert method["alpha_per_step"] == pytest.approx(0.05 / 4)
+    assert method["correction"].startswith("bonferroni") and method["planned_steps"] == 4
+    assert method["alpha_per_step"] == pytest.approx(0.05 * 0.75 / 4)
+    assert method["steps_beyond_planned"] == 0
     assert all(s["verdict"] in ("good", "bad") for s in steps), steps
     assert result["runs"] == 1 + len(steps)  # every step decided in its first session
     for s in steps:
@@ -148,7 +149,7 @@ def test_text_output_says_the_method(repo, tmp_path):
         r"^endpoints  w: x([\d.]+) of good \[([\d.]+), ([\d.]+)\]: regressed$", out, re.M
     )
     assert shown and float(shown[2]) < 1.4 < float(shown[3]), out
-    assert "Bonferroni: 5% over 2 steps" in out
+    assert "Bonferroni: 3.75% of 5% over 2 planned steps" in out
     assert f"first bad commit: {shas[SLOW_AT]} change {SLOW_AT}" in out
     assert "w: same as good: x" in out or "w: same as bad: x" in out
     assert "(4 rounds, 1 session)" in out
@@ -241,4 +242,38 @@ def test_a_failed_build_is_skipped_with_its_reason(repo):
     assert broken and broken[0]["verdict"] == "skip" and broken[0]["sessions"] == 0
     assert broken[0]["reason"] == "build failed (exit 1)"
     assert result["first_bad"] == shas[SLOW_AT]
+    left_as_it_was(root)
+
+
+def test_skipped_commits_spend_what_is_left_of_the_error(repo):
+    """Builds that fail at five commits make git test more than the ceil(log2 11) = 4 planned
+    steps: the planned ones share 3/4 of the 5% (Bonferroni), each one beyond them half of
+    what is left (0.05 / 4 · 2^-j), so the steps' errors sum below 5% however many there are;
+    the JSON and the text say it."""
+    root, shas = repo
+    broken = "! grep -Eq '^# version (2|3|4|5|9)$' work.sh"
+    done = bench(
+        "bisect", "bench.bench", "--good", shas[0], "--bad", "main", "--rounds", "4",
+        "--build", broken, "--json", cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    steps, method = result["steps"], result["method"]
+    assert result["first_bad"] == shas[SLOW_AT]
+    assert method["planned_steps"] == 4 and method["steps_run"] == len(steps) > 4, steps
+    assert method["steps_beyond_planned"] == len(steps) - 4
+    assert any(s["verdict"] == "skip" for s in steps)
+    want = [0.05 * 0.75 / 4] * 4 + [0.05 * 0.25 * 0.5**j for j in range(1, len(steps) - 3)]
+    assert [s["alpha"] for s in steps] == pytest.approx(want)
+    assert [s["step"] for s in steps] == list(range(1, len(steps) + 1))
+    assert sum(s["alpha"] for s in steps) < 0.05
+    for s in steps:
+        assert s["level"] == pytest.approx(100 * (1 - s["alpha"] / method["looks_per_step"]))
+    text = bench(
+        "bisect", "bench.bench", "--good", shas[0], "--bad", "main", "--rounds", "4",
+        "--build", broken, cwd=root,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "3.75% of 5% over 4 planned steps; each step beyond them spends half" in text.stdout
+    assert f"{len(steps)} steps run, {len(steps) - 4} beyond the planned 4" in text.stdout
     left_as_it_was(root)

@@ -13,9 +13,13 @@ session of as many rounds and pools the rounds, up to ``max_rounds``, then answe
 (exit 125) with the reason, as for a failed build.
 
 Errors compound over the steps (10 steps each wrong 5% of the time name the right commit
-0.95^10 = 60% of the time), so the error is spent by Bonferroni's inequality: alpha / S per
-step for the S = ceil(log2 n) steps of n commits, split again over the step's looks and its
-pairs, so the whole bisect names a wrong commit with probability at most alpha.
+0.95^10 = 60% of the time), so the error is spent over the steps actually run
+(``step_alpha``): the S = ceil(log2 n) steps planned for n commits share 3/4 of alpha by
+Bonferroni's inequality, and every step beyond them (a skipped commit makes git test another;
+merges make more than log2 n) spends half of what is left, alpha / 4 · 2^-j for the j-th, so
+the sum over any number of steps stays below alpha (a sequential Bonferroni spending: Lan &
+DeMets, Biometrika 70(3), 1983). A step's level is split again over its looks and its pairs,
+so the whole bisect names a wrong commit with probability at most alpha.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from benchlang.errors import UserError
 from benchlang.jsonout import undefined
 
 SKIP = 125
+PLANNED_SHARE = 0.75
+"""The share of alpha the planned ceil(log2 n) steps spend; the rest goes to steps beyond."""
 UNDEFINED = {"*": "fewer than 2 rounds had every build measured (failed trials, or a value <= 0)"}
 ENDPOINTS = (-1.0, 1.0)
 """new - old: how much worse the bad endpoint is."""
@@ -149,6 +155,15 @@ def judge(
     return None, evidence
 
 
+def step_alpha(alpha: float, k: int, planned: int) -> float:
+    """The error of the k-th step run (1, 2, ...; skipped steps count): ``alpha · 3/4 / S``
+    for the S planned steps, then ``alpha / 4 · 2^-j`` for the j-th beyond them; over any
+    number of steps the sum is below alpha (module docstring; Lan & DeMets 1983)."""
+    if k <= planned:
+        return alpha * PLANNED_SHARE / planned
+    return alpha * (1.0 - PLANNED_SHARE) * 0.5 ** (k - planned)
+
+
 def _session(config: dict, slots: dict[str, Path], tag: str, look: int, commit: str):
     from benchlang.app.spec import load_spec
 
@@ -169,7 +184,12 @@ def step(state: Path) -> int:
     root, trees = Path(config["repo"]), Path(config["trees"])
     found = git(root, "rev-parse", "--verify", "--quiet", "BISECT_HEAD", check=False)
     commit = found.stdout.strip() or git(root, "rev-parse", "HEAD").stdout.strip()
-    record: dict = {"commit": commit, "verdict": "skip", "sessions": 0, "evidence": []}
+    done = state / "steps.jsonl"
+    k = 1 + (sum(1 for line in done.read_text().splitlines() if line) if done.exists() else 0)
+    alpha = step_alpha(config["alpha"], k, config["planned_steps"])
+    level = 100.0 * (1.0 - alpha / config["looks"] / len(config["regressed"]))
+    record: dict = {"commit": commit, "verdict": "skip", "sessions": 0, "evidence": [],
+                    "step": k, "alpha": alpha, "level": level}  # fmt: skip
     try:
         mid = checkout(root, trees, "mid", commit)
         failed = build_tree(mid, config["build"])
@@ -186,7 +206,7 @@ def step(state: Path) -> int:
                 record["sessions"] += 1
                 for key, x in grids.items():
                     pooled[key] = np.vstack([pooled[key], x]) if key in pooled else x
-                verdict, evidence = judge(pooled, config["regressed"], config["level"])
+                verdict, evidence = judge(pooled, config["regressed"], level)
                 record["evidence"] = evidence
                 if verdict:
                     record["verdict"] = verdict
@@ -196,7 +216,7 @@ def step(state: Path) -> int:
                 complete = min((e["rounds"] for e in record["evidence"]), default=0)
                 record["reason"] = (
                     f"not decisive after {rounds} rounds (--max-rounds): nearer neither "
-                    f"endpoint at {config['level']:.3g}% confidence"
+                    f"endpoint at {level:.3g}% confidence"
                     if complete >= 2
                     else f"{complete} of {rounds} rounds had every build measured (failed "
                     f"trials: see the stores with --keep)"
@@ -290,9 +310,11 @@ def bisect(
                 "nothing to bisect: give more --rounds, or check the revisions",
             )
         alpha = (100.0 - confidence) / 100.0
-        per_step = alpha / steps
+        per_step = step_alpha(alpha, 1, steps)
         config |= {
             "regressed": regressed,
+            "alpha": alpha,
+            "planned_steps": steps,
             "level": 100.0 * (1.0 - per_step / looks / len(regressed)),
         }
         (state / "bisect.json").write_text(json.dumps(config))
@@ -316,10 +338,13 @@ def bisect(
             shutil.rmtree(state, ignore_errors=True)
     subject = git(root, "log", "-1", "--format=%s", first).stdout.strip() if first else ""
     method = {
-        "correction": "bonferroni",
+        "correction": "bonferroni over the planned steps, then sequential",
         "confidence": confidence,
         "planned_steps": steps,
+        "planned_share": PLANNED_SHARE,
         "alpha_per_step": per_step,
+        "steps_run": len(steps_done),
+        "steps_beyond_planned": max(0, len(steps_done) - steps),
         "looks_per_step": looks,
         "rounds_per_look": rounds,
         "level_per_look": config["level"],

@@ -29,8 +29,10 @@ def configure(p: argparse.ArgumentParser) -> None:
         "built once in worktrees of equal-length paths and kept; each step builds the commit "
         "and runs it with both endpoints interleaved in random order within rounds, in one "
         "session, and decides there whether it is nearer good or bad (the within-round "
-        "contrast of log values with a t interval). Each step spends (100% - confidence) "
-        "/ steps (Bonferroni over the ceil(log2 n) steps); an undecided step runs more rounds up to "
+        "contrast of log values with a t interval). The error (100% - confidence) is spent "
+        "over the steps run: 3/4 of it by Bonferroni over the ceil(log2 n) planned steps, and "
+        "each step beyond them (skips, merges) half of what is left, so any number of steps "
+        "stays within it; an undecided step runs more rounds up to "
         "--max-rounds, then is skipped with its reason. The repository is left as it was."
     )
     p.add_argument("spec", metavar="SPEC", nargs="?", help="the spec whose benchmarks regressed")
@@ -116,8 +118,16 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"each step: one session of {m['rounds_per_look']} rounds (up to "
         f"{m['rounds_per_look'] * m['looks_per_step']}), at {m['level_per_look']:.3g}% "
-        f"(Bonferroni: {100 * (1 - m['confidence'] / 100):.3g}% over {m['planned_steps']} steps)"
+        f"(Bonferroni: {100 * m['planned_share'] * (1 - m['confidence'] / 100):.3g}% of "
+        f"{100 * (1 - m['confidence'] / 100):.3g}% over {m['planned_steps']} planned steps; "
+        "each step beyond them spends half of what is left)"
     )
+    if m.get("steps_beyond_planned"):
+        print(
+            f"{m['steps_run']} steps run, {m['steps_beyond_planned']} beyond the planned "
+            f"{m['planned_steps']} (skipped commits): those ran at "
+            + ", ".join(f"{s['level']:.4g}%" for s in result.steps[m["planned_steps"] :])
+        )
     for s in result.steps:
         print(f"{s['commit'][:12]}  {s['verdict']:4}  {_evidence(s)}")
     if result.first_bad:
