@@ -14,6 +14,12 @@ the sd of the within-round log ratio that the design leaves.
 
     python3 benchmarks/sim_compare_revisions.py [--replicates N] [--rounds R|auto]
         [--benchmarks M] [--kind aa_same|aa_docs|reg|all] [--max-time D]
+    python3 benchmarks/sim_compare_revisions.py --coverage [--datasets N]
+
+``--coverage``: Stein's two-stage interval (stats.two_stage) on simulated within-round
+contrasts, no CLI: per setting ``--datasets`` datasets (pilot n0, the total sized from the
+pilot's sd for a 2% margin, capped or not), the share of intervals that cover the true log
+ratio, beside the paired t interval on all n rounds with n - 1 df (not exact: n depends on s0).
 """
 
 from __future__ import annotations
@@ -110,6 +116,44 @@ def spread(out: dict) -> list[float]:
     return found
 
 
+def coverage(datasets: int) -> None:
+    """Stein's interval's coverage by simulation, normal and heavy-tailed (t, 4 df) contrasts."""
+    import numpy as np
+
+    from benchlang.stats.round_contrast import round_contrast
+    from benchlang.stats.two_stage import stein_interval, stein_rounds
+
+    rng = np.random.default_rng(20261128)
+    mu = math.log(1.03)
+    print(f"{'contrast':9} {'sd':>5} {'pilot':>5} {'cap':>4} {'level':>6} {'rounds (mean)':>14} "
+          f"{'Stein covers':>13} {'t on all n':>11}")  # fmt: skip
+    for law in ("normal", "t4"):
+        for sd in (0.01, 0.03):
+            for pilot in (5, 10):
+                for cap, level in ((None, 95.0), (None, 99.5), (20, 99.5)):
+                    alpha = (100.0 - level) / 200.0
+                    hits = naive = total = 0
+                    for _ in range(datasets):
+
+                        def draw(k, law=law, sd=sd):
+                            if law == "normal":
+                                return rng.normal(mu, sd, k)
+                            return mu + sd * rng.standard_t(4, k) / math.sqrt(2.0)
+
+                        first = draw(pilot)
+                        size = stein_rounds(first.std(ddof=1), pilot, math.log(1.02), alpha,
+                                            0.8, cap)  # fmt: skip
+                        x = np.concatenate([first, draw(size.rounds - pilot)])
+                        c = stein_interval(x, pilot, level)
+                        hits += c.lower <= mu <= c.upper
+                        p = round_contrast(np.exp(np.c_[np.zeros(x.size), x]), (-1, 1), level)
+                        naive += p.lower <= mu <= p.upper
+                        total += size.rounds
+                    print(f"{law:9} {100 * sd:>4.0f}% {pilot:>5} {cap or '-':>4} {level:>5}% "
+                          f"{total / datasets:>14.1f} {hits / datasets:>13.3f} "
+                          f"{naive / datasets:>11.3f}")  # fmt: skip
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--replicates", type=int, default=10)
@@ -117,7 +161,13 @@ def main() -> None:
     p.add_argument("--benchmarks", type=int, default=4, help="the suite's size (default: 4)")
     p.add_argument("--kind", default="all", choices=("aa_same", "aa_docs", "reg", "all"))
     p.add_argument("--max-time", help="passed to compare (with --rounds auto)")
+    p.add_argument("--first", type=int, default=0, help="the first replicate's number")
+    p.add_argument("--coverage", action="store_true", help="Stein's interval's coverage only")
+    p.add_argument("--datasets", type=int, default=4000, help="--coverage: per setting")
     args = p.parse_args()
+    if args.coverage:
+        coverage(args.datasets)
+        return
     extra = ["--max-time", args.max_time] if args.max_time else []
     kinds = [
         k
@@ -128,7 +178,8 @@ def main() -> None:
         )
         if args.kind in ("all", k[0])
     ]
-    rng = random.Random(20261128 + 7919 * ("aa_same", "aa_docs", "reg", "all").index(args.kind))
+    kind_number = ("aa_same", "aa_docs", "reg", "all").index(args.kind)
+    rng = random.Random(20261128 + 7919 * kind_number + 104729 * args.first)
     tally = {k[0]: [0, 0] for k in kinds}
     rounds = {k[0]: [] for k in kinds}
     sds = {k[0]: [] for k in kinds}
@@ -136,7 +187,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "repo"
         make_repo(root, 1.05, args.benchmarks)
-        for r in range(args.replicates):
+        for r in range(args.first, args.first + args.replicates):
             for kind, base, head in kinds:
                 out = compare(root, base, head, 1000 + r, args.rounds, rng, args.benchmarks, extra)
                 worse = {row["configuration"] for row in out["rows"] if row["verdict"] == "worse"}
