@@ -15,10 +15,20 @@ points); the gate is ``benchlang history check --margin 2% --json`` through the 
   that check fails naming b0; then 9 more runs at the new level: how many of those checks
   still fail (a regression stays open).
 
+- **Closing** (``--closing LEVEL``, the rule "a regression stays open"): one series, WARM runs
+  at level 1 (a session sigma of ``--spread``, 1% by default, no trial noise: the point is the
+  session's level), 6 runs at +25%, then ``--after`` runs at LEVEL; after every run the
+  change points are found and the regressions judged by the functions ``history check`` calls
+  (history.verdicts.changes, history.gate.regressions). LEVEL 1.02, the margin's edge (the level
+  is not back within the margin): the share of histories in which any check called the
+  regression closed (a false close; the rule's error, at most 5% asked). LEVEL 1.00 (fixed): the
+  share closed by the last check and the runs after the fix at the first check that closed it.
+
 Runs against whatever ``benchlang`` is importable: to get the "before" column, run it with
 PYTHONPATH set to an export of the code before (``git archive``).
 
     nice -n 10 python3 benchmarks/sim_history_gate.py [--suites 10] [--warm 20] [--seed 48]
+    nice -n 10 python3 benchmarks/sim_history_gate.py --closing 1.02 --histories 1000
 """
 
 from __future__ import annotations
@@ -108,15 +118,74 @@ def regression(suite: int, warm: int, seed: int) -> tuple[bool, int, int]:
     return found, still, others
 
 
+REGRESSED = 6
+"""Runs at +25% before the level moves to the closing scenario's LEVEL."""
+
+
+def _series(values: np.ndarray):
+    from benchlang.history.series import Series
+
+    n = values.size
+    commits = tuple(f"{i:040x}" for i in range(n))
+    dates = tuple(
+        f"2026-01-01T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}+00:00" for i in range(n)
+    )
+    return Series("time", "b0", "ci", "s", "lower", 50.0, commits, dates,
+                  tuple(map(str, range(n))), values, values * 0.995, values * 1.005,
+                  (TRIALS,) * n, ("passed",) * n)  # fmt: skip
+
+
+def closing(history: int, level: float, warm: int, after: int, spread: float, seed: int):
+    """One history of the closing scenario: (ever closed at a check, runs after the fix at
+    the first check that closed it or None, closed at the last check)."""
+    from benchlang.history.gate import regressions
+    from benchlang.history.verdicts import changes
+
+    rng = np.random.default_rng([seed, 2, history])
+    steps = np.r_[np.ones(warm), np.full(REGRESSED, 1.25), np.full(after, level)]
+    values = steps * np.exp(rng.normal(0.0, spread, steps.size))
+    first, last = None, False
+    for k in range(warm + 1, values.size + 1):
+        found = changes(_series(values[:k]))
+        regs = [r for r in regressions(found, [], 0.02, 0.05) if abs(r.change.index - warm) <= 2]
+        last = any(r.state == "closed" for r in regs)
+        if last and first is None:
+            first = k - warm - REGRESSED
+    return first is not None, first, last
+
+
+def main_closing(a: argparse.Namespace) -> None:
+    rows = [closing(h, a.closing, a.warm, a.after, a.spread, a.seed) for h in range(a.histories)]
+    ever = sum(r[0] for r in rows)
+    at_end = sum(r[2] for r in rows)
+    runs = [r[1] for r in rows if r[1] is not None]
+    se = math.sqrt(max(ever, 1) * (a.histories - ever) / a.histories) / a.histories
+    print(f"closing: level {a.closing} after {REGRESSED} runs at +25%, {a.after} runs there, "
+          f"{a.warm} before, session spread {a.spread:.1%}, margin 2%, {a.histories} histories")  # fmt: skip
+    print(f"  closed at some check: {ever} ({ever / a.histories:.1%}, MC SE {se:.1%})")
+    print(f"  closed at the last check: {at_end} ({at_end / a.histories:.1%})")
+    if runs:
+        q = np.percentile(runs, [10, 50, 90])
+        print(f"  runs after the level moved, at the first close: median {q[1]:.0f} "
+              f"(10%: {q[0]:.0f}, 90%: {q[2]:.0f}; <= 0: closed before it moved)")  # fmt: skip
+
+
 def main_sim() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--suites", type=int, default=10)
     p.add_argument("--warm", type=int, default=20)
     p.add_argument("--seed", type=int, default=48)
+    p.add_argument("--closing", type=float, help="the closing scenario at this level")
+    p.add_argument("--histories", type=int, default=1000)
+    p.add_argument("--after", type=int, default=20)
+    p.add_argument("--spread", type=float, default=0.01)
     a = p.parse_args()
     import benchlang
 
     print(f"benchlang from {Path(benchlang.__file__).parent}; seed {a.seed}; {a.warm} runs before")
+    if a.closing is not None:
+        main_closing(a)
+        return
     rows = [no_change(s, a.warm, a.seed) for s in range(a.suites)]
     failed = [f for f, _ in rows]
     raised = [r for _, r in rows]

@@ -212,3 +212,38 @@ def test_a_run_of_another_design_brings_its_own_spread(tmp_path, capsys):
         differs = "its design differs from the segment's (9 trials against 30)" in s["reason"]
         assert differs == (runs == 9)
     assert widths[9] > widths[30] * 1.05
+
+
+def _first_close(reference: np.ndarray, after: np.ndarray, first_look: int, spend: bool) -> int:
+    """The first prefix of ``after`` decided back within 2% of ``reference`` (scipy's t, the
+    pooled spread of docs/history.md), each look at alpha / (t (t + 1)) when ``spend``."""
+    ref, new = np.log(reference), np.log(after)
+    for e in range(1, new.size + 1):
+        t = first_look + e - 1
+        a = 0.05 / (t * (t + 1)) if spend else 0.05
+        x = new[:e]
+        df = ref.size + e - 2
+        s = math.sqrt((((ref - ref.mean()) ** 2).sum() + ((x - x.mean()) ** 2).sum()) / df)
+        upper = x.mean() - ref.mean() + stats.t.isf(a, df) * s * math.sqrt(1 / ref.size + 1 / e)
+        if upper < math.log1p(0.02):
+            return e
+    return -1
+
+
+def test_closing_spends_its_error_over_the_looks(tmp_path, capsys):
+    """A regression closes at the run where the test at its look's spent level,
+    alpha / (t (t + 1)) with t the runs since the change, first decides the level back; a
+    test at alpha at every look would have closed it earlier (the repeated looks that closed
+    one at the margin's edge in 14-19% of histories: benchmarks/sim_history_gate.py)."""
+    rng = np.random.default_rng(5)
+    level = [1.0] * 12 + [1.3] * 6 + [1.0] * 20
+    values = np.array([0.01 * x * math.exp(rng.normal(0, 0.01)) for x in level])
+    csv, history = tmp_path / "s.csv", str(tmp_path / "h.sqlite")
+    write_csv(csv, {"t": list(values)})
+    code, doc = check(capsys, csv, history)
+    (regression,) = doc["series"][0]["regressions"]
+    assert regression["commit_after"] == sha(12)
+    spent = _first_close(values[:12], values[18:], first_look=7, spend=True)
+    naive = _first_close(values[:12], values[18:], first_look=7, spend=False)
+    assert 0 < naive < spent, (naive, spent)
+    assert (code, regression["state"], regression["closed_at"]) == (0, "closed", sha(17 + spent))

@@ -15,7 +15,11 @@
    on the whole series) is open until the same prediction test, on the mean of the runs after
    it (Hahn & Meeker §4.7), decides the level is back within the margin of the segment before
    it (stats.prediction.back_within: decided once, it stays decided: one run inside the margin
-   by chance does not close it, one outside does not reopen it), or until it is acknowledged
+   by chance does not close it, one outside does not reopen it). Every run after the change is
+   one look of that test, the t-th at ``alpha / (t (t + 1))`` (stats.prediction.spent: the
+   error spent over unbounded looks, Lan & DeMets 1983, by Bonferroni's inequality), so a
+   level that is not back is called back at most alpha of the time however long it is
+   watched (at each look at alpha, 14-19% at the margin's edge). Or until it is acknowledged
    (history.acks). While one is open the gate fails and names it.
 4. **A possible change** in a series' last runs, too few to place at a commit
    (history.verdicts.Possible), is named with the runs that decide it; it is not a failure on
@@ -183,7 +187,14 @@ def regressions(
         for j in range(at, len(bounds) - 1):
             segment = s.values[bounds[j] : bounds[j + 1]]
             keep = np.flatnonzero(np.isfinite(segment) & (segment > 0))
-            e = back_within(reference, np.log(segment[keep]), margin, bad=bad, alpha=alpha)
+            e = back_within(
+                reference,
+                np.log(segment[keep]),
+                margin,
+                bad=bad,
+                alpha=alpha,
+                first_look=bounds[j] - c.index + 1,
+            )
             if e is not None:
                 closed_at = s.commits[bounds[j] + int(keep[e - 1])] or str(bounds[j] + keep[e - 1])
                 break
@@ -196,7 +207,8 @@ def regressions(
         state = "closed" if closed_at else ("acknowledged" if ack else "open")
         needs = None
         if state == "open":
-            total = runs_to_close(reference, last, margin, bad=bad, alpha=alpha)
+            first = bounds[-2] - c.index + 1
+            total = runs_to_close(reference, last, margin, bad=bad, alpha=alpha, first_look=first)
             needs = None if total is None else total - last.size
         out.append(Regression(s, c, change_id(s, c), state, now, closed_at, ack, needs))
     return tuple(out)

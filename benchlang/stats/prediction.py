@@ -11,7 +11,8 @@ Am. Stat. 46(3) 1992, 193-199, on what such an interval covers). The new point's
 is not added: the segment's spread already holds the within-run noise of a run of the same
 design (when its design differs, the excess of its within-run variance over theirs is: see
 ``extra``). The mean of ``m`` new runs has ``Var = s² (1/m + 1/n)`` (Hahn & Meeker §4.7): the same
-test decides whether a level is back.
+test decides whether a level is back, tested again at every run and so with its error spent
+over the looks (``spent``: Lan & DeMets 1983).
 
 Where the segment is long enough, the **distribution-free** bound from order statistics
 replaces the normal one: under exchangeability the new run is above the largest of n
@@ -117,14 +118,33 @@ def predict(
     return Prediction(n, m, shift, s, se, df, p, "t")
 
 
+def spent(alpha: float, look: np.ndarray | int) -> np.ndarray:
+    """The level of the ``look``-th test (1, 2, ...) of a rule tested again at every new run:
+    ``alpha / (t (t + 1))``, whose sum over all looks is ``alpha`` (the cumulative error spent
+    after t looks is ``alpha · t / (t + 1)``, an error-spending function in the number of looks:
+    Lan & DeMets, *Biometrika* 70(3), 1983, 659-663, with unbounded looks; the union over looks
+    is held by Bonferroni's inequality, whatever their correlation)."""
+    t = np.asarray(look, dtype=float)
+    return alpha / (t * (t + 1.0))
+
+
 def back_within(
-    reference: np.ndarray, after: np.ndarray, margin: float, *, bad: int = 1, alpha: float = 0.05
+    reference: np.ndarray,
+    after: np.ndarray,
+    margin: float,
+    *,
+    bad: int = 1,
+    alpha: float = 0.05,
+    first_look: int = 1,
 ) -> int | None:
     """The first prefix length ``e`` of ``after`` whose mean the prediction test decides is
-    within the margin of ``reference`` on the bad side (the one-sided (1 - alpha) upper bound
-    of ``bad * (mean(after[:e]) - mean(reference))``, pooled spread, below ``log(1 + margin)``),
-    else None. Once decided it stays decided: a later point outside does not undo it
-    (hysteresis)."""
+    within the margin of ``reference`` on the bad side (the one-sided upper bound of
+    ``bad * (mean(after[:e]) - mean(reference))``, pooled spread, below ``log(1 + margin)``),
+    else None. The prefix of length e is the look ``first_look + e - 1`` of the rule (every run
+    after the regression is one) and is tested at ``spent(alpha, look)``: a level that is not
+    back is decided back at most ``alpha`` of the time over all looks (a test at alpha at
+    every look closed one that sits at the margin in 14-19% of histories; docs/history.md).
+    Once decided it stays decided: a later point outside does not undo it (hysteresis)."""
     reference = np.asarray(reference, dtype=float)
     after = np.asarray(after, dtype=float)
     n, k = reference.size, after.size
@@ -142,7 +162,7 @@ def back_within(
     s = np.sqrt((ss_ref + ss_after) / np.maximum(df, 1))
     from benchlang.stats._special import stdtrit
 
-    q = stdtrit(np.maximum(df, 1), 1.0 - alpha)
+    q = stdtrit(np.maximum(df, 1), 1.0 - spent(alpha, first_look + e - 1))
     upper = bad * (mean_after - reference.mean()) + q * s * np.sqrt(1.0 / n + 1.0 / e)
     hits = np.flatnonzero(ok & (upper < math.log1p(margin)))
     return int(hits[0]) + 1 if hits.size else None
@@ -171,11 +191,13 @@ def runs_to_close(
     *,
     bad: int = 1,
     alpha: float = 0.05,
+    first_look: int = 1,
     most: int = 500,
 ) -> int | None:
     """How many runs (``after``'s count or more) at ``after``'s mean and spread would let
-    ``back_within`` decide the level back within the margin of ``reference``; None when its
-    mean is not inside the margin, or no number up to ``most`` would."""
+    ``back_within`` decide the level back within the margin of ``reference``, each at the
+    level its look is spent (``first_look`` as there); None when its mean is not inside the
+    margin, or no number up to ``most`` would."""
     from benchlang.stats._special import stdtrit
 
     reference = np.asarray(reference, dtype=float)
@@ -192,6 +214,7 @@ def runs_to_close(
         return None
     s = math.sqrt(ss / df0)
     e = np.arange(e0, most + 1)
-    upper = bad * shift + stdtrit(n + e - 2, 1.0 - alpha) * s * np.sqrt(1.0 / n + 1.0 / e)
+    q = stdtrit(n + e - 2, 1.0 - spent(alpha, first_look + e - 1))
+    upper = bad * shift + q * s * np.sqrt(1.0 / n + 1.0 / e)
     hits = np.flatnonzero(upper < math.log1p(margin))
     return int(e[hits[0]]) if hits.size else None
