@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from benchlang.stats._orderstat import binom_cdf
 from benchlang.stats.replication import beta_binomial_cdf, inside_bounds_test
+from benchlang.stats.sizing import binom_cdf
 from benchlang.stats.variability import variability
 
 

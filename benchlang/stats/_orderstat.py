@@ -22,28 +22,19 @@ import math
 
 import numpy as np
 
+from benchlang.stats.sizing import smallest_n
+
 _EPS = 1e-12
 
 
-def binom_cdf(k: np.ndarray | int, n: int, p: np.ndarray | float) -> np.ndarray:
-    """P(Bin(n, p) <= k), as ``scipy.stats.binom.cdf`` (0 below 0, 1 from n on), broadcast
-    over ``k`` and ``p``.
-
-    Pure numpy, so a run's closing report does not import scipy (0.5-1 s of start-up): one
-    table of the whole CDF per distinct ``p``, from the log pmf
+def _cdf_table(n: int, ps: np.ndarray) -> np.ndarray:
+    """Rows ``P(Bin(n, p) <= i)`` for i = 0..n, one row per p: the whole binomial CDF at once,
+    where a rank search needs every k (n up to a million: the scalar
+    :func:`benchlang.stats.sizing.binom_cdf` would loop over each). Pure numpy, so a run's
+    closing report does not import scipy (0.5-1 s of start-up): the log pmf
     ``log C(n, i) + i log p + (n - i) log(1 - p)`` with the log factorials of
     :func:`_log_factorials`; tests check it against ``scipy.special.bdtr`` (within 1e-13 at
-    n <= 100, 3e-11 at n = 20,000: the rounding of logs near n log 2).
-    """
-    k_arr, p_arr = np.broadcast_arrays(np.asarray(k), np.asarray(p, dtype=np.float64))
-    distinct, which = np.unique(p_arr, return_inverse=True)
-    table = _cdf_table(n, distinct)
-    cdf = table[which.reshape(p_arr.shape), np.clip(k_arr, 0, n)]
-    return np.where(k_arr < 0, 0.0, np.where(k_arr >= n, 1.0, cdf))
-
-
-def _cdf_table(n: int, ps: np.ndarray) -> np.ndarray:
-    """Rows ``P(Bin(n, p) <= i)`` for i = 0..n, one row per p."""
+    n <= 100, 5e-11 at n = 20,000: the rounding of logs near n log 2)."""
     i = np.arange(n + 1, dtype=np.float64)
     log_factorial = _log_factorials(n)
     log_comb = log_factorial[n] - log_factorial - log_factorial[::-1]
@@ -54,17 +45,6 @@ def _cdf_table(n: int, ps: np.ndarray) -> np.ndarray:
         failures = np.where(i == n, 0.0, (n - i) * log_q)
     pmf = np.exp(log_comb + successes + failures)
     return np.minimum(np.cumsum(pmf, axis=1), 1.0)
-
-
-def _top_tail(n: np.ndarray, r: int, q: float) -> np.ndarray:
-    """P(Bin(n, q) >= n - r) for an array of n: the r + 1 top terms, summed directly so
-    that 1 minus it keeps full precision when it is small."""
-    total = np.zeros(n.shape)
-    comb = np.ones(n.shape)
-    for i in range(r + 1):
-        total += comb * q ** (n - i) * (1.0 - q) ** i
-        comb = comb * (n - i) / (i + 1)
-    return total
 
 
 @functools.lru_cache(maxsize=64)
@@ -105,7 +85,7 @@ def upper_rank(n: int, p: float, c: float) -> tuple[int | None, float]:
     """
     if n < 1:
         return None, math.nan
-    cover = binom_cdf(np.arange(n), n, p)
+    cover = _cdf_table(n, np.array([p]))[0, :n]
     hit = np.flatnonzero(cover >= c - _EPS)
     if hit.size == 0:
         return None, math.nan
@@ -149,7 +129,8 @@ def two_sided_ranks(n: int, p: float, c: float) -> tuple[int | None, int | None,
     hi, _ = upper_rank(n, p, side)
     if lo is None or hi is None:
         return None, None, math.nan
-    achieved = float(binom_cdf(hi - 1, n, p) - binom_cdf(lo - 1, n, p))
+    cdf = _cdf_table(n, np.array([p]))[0]
+    achieved = float(cdf[hi - 1] - cdf[lo - 1])
     return lo, hi, achieved
 
 
@@ -173,17 +154,4 @@ def min_samples(p: float, c: float, bound: str | None = None, exclude: int = 0) 
         q = 1.0 - p
     else:
         raise ValueError(f"bound must be 'upper', 'lower', 'both' or None, got {bound!r}")
-    r = int(exclude)
-    if r < 0:
-        raise ValueError(f"exclude must be a non-negative integer, got {exclude!r}")
-    first = max(math.ceil(math.log1p(-c) / math.log(q) - _EPS), 1) + r
-    if r == 0:
-        return first
-    start, chunk = first, max(64, first)
-    while True:
-        n = np.arange(start, start + chunk)
-        hit = np.flatnonzero(1.0 - _top_tail(n, r, q) >= c - _EPS)
-        if hit.size:
-            return int(n[hit[0]])
-        start += chunk
-        chunk *= 2
+    return smallest_n(q, c, int(exclude))

@@ -7,7 +7,9 @@ JSys 1(1) 2021, §4.5, Eq. 4 (and Table 2), after Thompson's order-statistic bou
 The checker sizes ``runs auto`` with this module, so it must not import scipy (or numpy):
 ``benchlang check`` answers without loading either. The binomial CDF is computed here
 exactly enough (math.comb in log space, math.fsum) to agree with scipy.stats.binom.cdf to
-1e-12; tests/test_csv_and_sizing.py holds that comparison and the TriScale table.
+1e-12; tests/test_csv_and_sizing.py holds that comparison and the TriScale table. It is the
+package's one ``binom_cdf``; where every k is needed at once (the ranks of a bound over a
+million trials) ``_orderstat`` tabulates the whole CDF in numpy.
 """
 
 from __future__ import annotations
@@ -80,8 +82,15 @@ def sizing(percentile: float, confidence: float, exclude: int = 0, two_sided: bo
         c = (1.0 + c) / 2.0
     if isinstance(exclude, bool) or int(exclude) != exclude or exclude < 0:
         raise ValueError(f"exclude must be a non-negative integer, got {exclude!r}")
-    r = int(exclude)
-    q = max(p, 1.0 - p)
+    return smallest_n(max(p, 1.0 - p), c, int(exclude))
+
+
+def smallest_n(q: float, c: float, r: int = 0) -> int:
+    """Smallest N with P(Bin(N, q) <= N - r - 1) >= c: the bound X_(N-r) of the q-quantile
+    at confidence c (``q`` and ``c`` fractions; TriScale Eq. 4 for r = 0, else bisected).
+    Shared by :func:`sizing` and ``_orderstat.min_samples``."""
+    if r < 0:
+        raise ValueError(f"exclude must be a non-negative integer, got {r!r}")
     n = max(math.ceil(math.log1p(-c) / math.log(q) - _EPS), 1) + r
     if r == 0:
         return n
