@@ -17,20 +17,8 @@ from benchlang import model
 from benchlang.app.stores import load_store
 from benchlang.errors import UserError
 from benchlang.report.data import ExperimentData, MetricValues
+from benchlang.report.sessions_text import SessionShareRow, share_rows
 from benchlang.run.store.records import concatenate
-from benchlang.stats.campaign import SessionShare, session_share
-
-
-@attrs.frozen
-class SessionShareRow:
-    """One configuration's between-session share of one metric."""
-
-    metric: str
-    configuration: str
-    share: SessionShare
-
-    def to_dict(self) -> dict:
-        return {"metric": self.metric, "configuration": self.configuration, **self.share.to_dict()}
 
 
 def load_campaign(
@@ -43,14 +31,6 @@ def load_campaign(
 ) -> ExperimentData:
     """The trials of every store as one data set, each store a session (one store: as
     ``load_store``). Configurations are matched by label; the first store's spec analyses all."""
-    if len(paths) == 1:
-        return load_store(
-            paths[0],
-            plan_hash,
-            experiment=experiment,
-            every_measure=every_measure,
-            all_phases=all_phases,
-        )
     sessions = [
         load_store(
             path,
@@ -61,6 +41,16 @@ def load_campaign(
         )
         for path in paths
     ]
+    return merge_sessions(paths, sessions)
+
+
+def merge_sessions(
+    paths: Sequence[str | Path], sessions: Sequence[ExperimentData]
+) -> ExperimentData:
+    """The sessions' data (``load_store`` of each of ``paths``) as one data set; other
+    experiments or configurations are refused (``UserError``)."""
+    if len(sessions) == 1:
+        return sessions[0]
     first = sessions[0]
     labels = {label: index for index, label, _, _ in first.configurations()}
     for path, data in zip(paths, sessions, strict=True):
@@ -114,16 +104,42 @@ def load_campaign(
 
 def session_shares(data: ExperimentData) -> list[SessionShareRow]:
     """Per KPI metric and configuration, the between-session share of its successful trials
-    (empty for a single session)."""
-    table = data.table
-    if table.session is None or np.unique(table.session).size < 2:
-        return []
-    rows = []
-    for name in dict.fromkeys(k.metric for k in data.experiment.kpis):
-        mv = data.metrics[name]
-        for index, label, _, _ in data.configurations():
-            mine = table.ok & (table.configuration == index)
-            rows.append(
-                SessionShareRow(name, label, session_share(mv.values[mine], table.session[mine]))
-            )
-    return rows
+    (empty for a single session; ``report.sessions_text.share_rows``)."""
+    return share_rows(data, (k.metric for k in data.experiment.kpis))
+
+
+def campaign_results(
+    paths: Sequence[str | Path], plan_hash: str | None = None
+) -> tuple[ExperimentData, list]:
+    """``results`` of several stores: the campaign's data and, when the spec has KPIs, the
+    headline whose ranking uses sessions as its top clusters (``report.headline``)."""
+    from benchlang.report.analysis import analyze
+    from benchlang.report.headline import headline
+
+    data = load_campaign(paths, plan_hash)
+    kpis = analyze(data) if data.experiment.kpis else []
+    return data, (headline(data, kpis) if kpis else [])
+
+
+def campaign_document(paths: Sequence[str | Path], data: ExperimentData, headlines: list) -> dict:
+    """The ``results --json`` document of a campaign: ``report.exports``' document with each
+    trial's and each per-session summary's session and store, and a ``campaign`` block (the
+    stores in session order, the spread the answers carry, each configuration's share)."""
+    from benchlang.report.exports import results_document
+    from benchlang.report.sessions_text import SPREAD
+
+    stores = [str(p) for p in paths]
+    doc = results_document(data, None, headlines)
+    for row, session in zip(doc["trials"], data.table.sessions.tolist(), strict=True):
+        row["session"] = session + 1
+    for row in doc["configurations"]:
+        for metric in row["metrics"].values():
+            for entry in metric.get("sessions", ()):
+                entry["store"] = stores[entry["session"] - 1]
+    doc["campaign"] = {
+        "sessions": len(stores),
+        "stores": stores,
+        "spread": SPREAD,
+        "between_sessions": [r.to_dict() for r in share_rows(data, data.metrics)],
+    }
+    return doc

@@ -49,14 +49,15 @@ class FigureSource:
 
     def __init__(
         self,
-        store: str | Path,
+        store: str | Path | Sequence[str | Path],
         plan_hash: str | None = None,
         experiment: model.Experiment | None = None,
         *,
         names: Mapping[str, str] | None = None,
         notes: str = "below",
     ) -> None:
-        """``names`` renames configurations or levels in every figure (``--label``,
+        """``store``: one store, or several of one experiment (a campaign's sessions: a figure
+        that would pool them does not apply, ``report.figures.sessions``). ``names`` renames configurations or levels in every figure (``--label``,
         ``report.figures.relabel``); ``notes`` "below" draws each figure's notes under it,
         "none" leaves them to the caption in the file's metadata (``--notes``)."""
         if notes not in NOTES:
@@ -100,7 +101,7 @@ class FigureSource:
 
     def listed(self, metric: str | None = None) -> list[Listed]:
         """Every figure benchlang draws, each saying whether it applies to this store."""
-        from benchlang.report.figures import applicable
+        from benchlang.report.figures.sessions import applicable
 
         return [
             Listed(kind.name, kind.line, data is not None, reason)
@@ -111,8 +112,9 @@ class FigureSource:
         """The numbers of figure ``name`` (``NotApplicable``, a UserError, says why it
         cannot be)."""
         from benchlang.report.figures import kind_of
+        from benchlang.report.figures.sessions import build
 
-        return self._renamed([kind_of(name).build(self.inputs, metric)])[0]
+        return self._renamed([build(kind_of(name), self.inputs, metric)])[0]
 
     def picture(self, data: FigureData, fmt: str, style: str | None = None) -> Picture:
         """Figure ``data`` drawn as ``fmt`` ("svg", "pdf" or "png"), with what matplotlib said
@@ -220,12 +222,13 @@ class FigureSource:
         return Exported(tuple(written), skipped)
 
     def _applicable(self, metric: str | None) -> dict[str, tuple[FigureData | None, str | None]]:
-        from benchlang.report.figures import applicable
+        from benchlang.report.figures.sessions import applicable
 
         return {kind.name: (data, reason) for kind, data, reason in applicable(self.inputs, metric)}
 
     def _named(self, names: Sequence[str], metric: str | None) -> list[FigureData]:
         from benchlang.report.figures import NotApplicable, kind_of
+        from benchlang.report.figures.sessions import build
 
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
@@ -234,7 +237,7 @@ class FigureSource:
         built, refused = [], []
         for kind in kinds:
             try:
-                built.append(kind.build(self.inputs, metric))
+                built.append(build(kind, self.inputs, metric))
             except NotApplicable as err:
                 refused.append(f"{kind.name}: {err.message}")
         if refused:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 from benchlang import model
@@ -73,7 +75,7 @@ def _profiles(experiment: model.Experiment) -> list[ProfileView]:
 
 
 def report_inputs(
-    store_path: str | Path,
+    store_path: str | Path | Sequence[str | Path],
     plan_hash: str | None = None,
     experiment: model.Experiment | None = None,
     note: str | None = None,
@@ -83,18 +85,46 @@ def report_inputs(
     """Everything the report shows, from the same functions ``analyze`` and ``order`` use,
     each computed once and only when first read (``ReportInputs``: a figure export reads
     what its figure draws); ``with_headline=False`` skips the headline's bootstrap (the
-    methods paragraph does not cite it)."""
-    with Store(store_path) as store:
-        data = load_data(store, plan_hash, experiment=experiment, every_measure=False)
+    methods paragraph does not cite it). Several stores are the sessions of a campaign
+    (``app.campaign``): sessions are the top clusters and their share is a part."""
+    from benchlang.app.campaign import merge_sessions, session_shares
+
+    paths = [store_path] if isinstance(store_path, (str, Path)) else list(store_path)
+
+    plans: list[str] = []
+
+    def sessions_of(**how) -> ExperimentData:
+        loaded = []
+        for path in paths:
+            with Store(path) as store:
+                loaded.append(load_data(store, plan_hash, experiment=experiment, **how))
+        plans[:] = [d.plan.plan_hash for d in loaded]
+        return merge_sessions(paths, loaded) if len(loaded) > 1 else loaded[0]
+
+    data = sessions_of(every_measure=False)
     if len(data.table) == 0:
-        raise UserError(f"plan {data.plan.plan_hash[:19]} has no trials in {store_path}")
+        raise UserError(f"plan {data.plan.plan_hash[:19]} has no trials in {paths[0]}")
     exp = data.experiment
     plan = data.plan.plan_hash
 
     def stored(read):
         def part():
-            with Store(store_path) as store:
+            with Store(paths[0]) as store:
                 return read(store)
+
+        return part
+
+    def each(read):
+        """``read(store, plan)`` over every session (one store: as ``stored``)."""
+        if len(paths) == 1:
+            return stored(lambda store: read(store, plan))
+
+        def part():
+            out = []
+            for i, (path, hash_) in enumerate(zip(paths, plans, strict=True)):
+                with Store(path) as store:
+                    out += [_in_session(x, i) for x in read(store, hash_)]
+            return out
 
         return part
 
@@ -124,11 +154,7 @@ def report_inputs(
 
         if exp.design.layout is None:
             return []
-        with Store(store_path) as store:
-            every_phase = load_data(
-                store, plan, all_phases=True, experiment=exp, every_measure=False
-            )
-        return warmup_advice(every_phase)
+        return warmup_advice(sessions_of(all_phases=True, every_measure=False))
 
     def equal_hosts():
         from benchlang.report.equal_hosts import host_agreement
@@ -137,7 +163,7 @@ def report_inputs(
 
     return ReportInputs(
         data,
-        str(store_path),
+        ", ".join(str(p) for p in paths),
         note,
         kpis=lambda: kpis_headline()[0],
         headline=lambda: kpis_headline()[1],
@@ -145,15 +171,24 @@ def report_inputs(
         warmup=warmup,
         order=order,
         profiles=lambda: _profiles(exp),
-        stops=stored(lambda store: list(store.stops(plan))),
-        failed=stored(lambda store: _failed(store, plan)),
+        stops=each(lambda store, plan: list(store.stops(plan))),
+        failed=each(_failed),
         raw=stored(lambda store: _raw_series(store, data)),
         equal_hosts=equal_hosts,
+        sessions=lambda: session_shares(data),
+        stores=tuple(str(p) for p in paths) if len(paths) > 1 else (),
     )
 
 
+def _in_session(item, session: int):
+    """A failed trial or a stop of a campaign's session, its label naming the session."""
+    if isinstance(item, FailedTrial):
+        return attrs.evolve(item, label=f"{item.label} (session {session + 1})")
+    return item
+
+
 def write_report(
-    store_path: str | Path,
+    store_path: str | Path | Sequence[str | Path],
     out: str | Path,
     plan_hash: str | None = None,
     experiment: model.Experiment | None = None,

@@ -20,10 +20,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     from benchlang.app.figures import FORMATS
 
     p.usage = (
-        "benchlang figure STORE [SPEC] --list\n"
-        "       benchlang figure STORE [SPEC] NAME [-o FILE] [--data FILE.csv] [--style STYLE]"
+        "benchlang figure STORE [STORE...] [SPEC] --list\n"
+        "       benchlang figure STORE [STORE...] [SPEC] NAME [-o FILE] [--data FILE.csv] [--style STYLE]"
         " [--label CONFIG=TEXT]... [--notes below|none]\n"
-        "       benchlang figure STORE [SPEC] (NAME NAME... | --all) [-o DIR] [--format FMT] "
+        "       benchlang figure STORE [STORE...] [SPEC] (NAME NAME... | --all) [-o DIR] [--format FMT] "
         "[--data DIR]"
     )
     p.description = (
@@ -35,7 +35,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("store", metavar="STORE", help="the SQLite store of the run")
     p.add_argument(
-        "rest", nargs="*", metavar="[SPEC] NAME", help="a spec (.bench), one or more figures"
+        "rest",
+        nargs="*",
+        metavar="[STORE...] [SPEC] NAME",
+        help="more stores of the same experiment (the sessions of a campaign: figures that "
+        "keep sessions apart label them, the others say they do not apply), a spec (.bench), "
+        "one or more figures",
     )
     p.add_argument("--list", action="store_true", help="the figures that apply, one line each")
     p.add_argument("--all", action="store_true", help="every figure that applies (into -o DIR)")
@@ -140,20 +145,36 @@ def _writing(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     ] + ([("-o", args.output)] if args.list else [])
 
 
+def _more_stores(rest: list[str]) -> tuple[list[str], list[str]]:
+    """The stores after STORE (the sessions of a campaign: SQLite files, told apart by their
+    content) and the rest of the positional arguments."""
+    from benchlang.app.stores import is_store
+
+    stores = [path for path in rest if is_store(path)]
+    return stores, [path for path in rest if path not in stores]
+
+
 def run(args: argparse.Namespace) -> int:
     from benchlang.app import figures
 
-    spec, names = _split(args.rest, args)
+    more, rest = _more_stores(args.rest)
+    spec, names = _split(rest, args)
     where = {"plan_hash": args.plan, "experiment": None, "metric": args.metric}
-    if spec is not None:  # app.plan imports the planner and backends: only for a spec
+    if spec is not None and more:
+        from benchlang.cli.common import load_experiment
+
+        where.update(experiment=load_experiment(spec))
+    elif spec is not None:  # app.plan imports the planner and backends: only for a spec
         from benchlang.app.plan import analysis_target
 
         target = analysis_target(args.store, spec, args.plan)
         if target.note:
             print(f"note: {target.note}", file=sys.stderr)
         where.update(plan_hash=target.plan_hash, experiment=target.experiment)
+    if len(set(more)) < len(more) or args.store in more:
+        raise UserError("figure: a store is given twice", hint="benchlang figure STORE... NAME")
     source = figures.FigureSource(
-        args.store,
+        [args.store, *more] if more else args.store,
         where["plan_hash"],
         where["experiment"],
         names=figures.names_of(args.label, args.labels),

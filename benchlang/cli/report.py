@@ -17,7 +17,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("store", metavar="STORE", help="the SQLite store of the run")
     p.add_argument(
-        "spec", nargs="?", metavar="SPEC", help="analyse with this spec (default: the stored one)"
+        "rest",
+        nargs="*",
+        metavar="[STORE...] [SPEC]",
+        help="more stores of the same experiment, read as the sessions of a campaign (the page "
+        "covers them all: sessions are the top clusters of its KPIs and ranking, and a section "
+        "shows each configuration's between-session share); and a spec to analyse with "
+        "(default: the stored one)",
     )
     p.add_argument("--plan", help="plan hash (default: the spec's plan, else the store's latest)")
     p.add_argument(
@@ -38,6 +44,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from benchlang.app.report import write_report
 
+    if len(args.rest) > 1 or (args.rest and _is_store(args.rest[0])):
+        return _campaign(args)
+    args.spec = args.rest[0] if args.rest else None
     plan_hash, experiment, note = args.plan, None, None
     if args.spec is not None:  # app.plan imports the planner and backends: only for a spec
         from benchlang.app.plan import analysis_target
@@ -50,6 +59,27 @@ def run(args: argparse.Namespace) -> int:
         args.store, args.output, plan_hash, experiment, note, figures=not args.no_figures
     )
     print(f"wrote {args.output} ({size / 1024:.0f} KiB in {seconds:.1f} s)")
+    return 0
+
+
+def _is_store(path: str) -> bool:
+    from benchlang.app.stores import is_store
+
+    return is_store(path)
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    """Several stores: one page over the sessions of one experiment."""
+    from benchlang.app.report import write_report
+    from benchlang.cli.common import load_experiment
+    from benchlang.cli.options import stores_and_spec
+
+    stores, spec = stores_and_spec([args.store, *args.rest], None, "report")
+    experiment = load_experiment(spec) if spec else None
+    size, seconds = write_report(
+        stores, args.output, args.plan, experiment, figures=not args.no_figures
+    )
+    print(f"wrote {args.output}: {len(stores)} sessions ({size / 1024:.0f} KiB in {seconds:.1f} s)")
     return 0
 
 

@@ -15,7 +15,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Per configuration: successful trials, failures, and median/min/max of each metric."
     )
-    p.add_argument("store", metavar="STORE", help="the SQLite store of a run")
+    p.add_argument(
+        "stores",
+        nargs="+",
+        metavar="STORE",
+        help="the SQLite store of a run, or several stores of one experiment, read as the "
+        "sessions of a campaign (table or --json: summaries per session and pooled with "
+        "sessions as the top clusters, and the between-session share)",
+    )
     p.add_argument("--plan", help="plan hash (default: the latest plan in the store)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument(
@@ -49,6 +56,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if len(args.stores) > 1:
+        return _campaign(args)
+    args.store = args.stores[0]
     if args.format == "parquet" or args.output:
         from benchlang.app.api import export_parquet
         from benchlang.errors import UserError
@@ -73,6 +83,38 @@ def run(args: argparse.Namespace) -> int:
         write_export(data, form, sys.stdout)
     else:
         render_results(data)
+    return 0
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    """Several stores: the table or the JSON document, sessions as the top clusters."""
+    from benchlang.app.campaign import campaign_document, campaign_results
+    from benchlang.cli.options import stores_and_spec
+    from benchlang.errors import UserError
+
+    stores, spec = stores_and_spec(args.stores, None, "results")
+    if spec is not None:
+        raise UserError(
+            f"results reads stores, and {spec} is not one", "benchlang results STORE..."
+        )
+    form = "json" if args.json else args.format
+    if form not in ("table", "json") or args.csv or args.summary_csv or args.output:
+        raise UserError(
+            "several stores (a campaign) are shown as a table or --json: the per-trial and "
+            "summary exports have no session column",
+            "export each store alone: benchlang results STORE --format csv",
+        )
+    data, headlines = campaign_results(stores, args.plan)
+    if form == "json":
+        from benchlang.jsonout import dumps
+
+        print(dumps(campaign_document(stores, data, headlines)))
+        return 0
+    render_results(data, stores=stores)
+    if headlines:
+        from benchlang.report.headline import render_headline
+
+        render_headline(headlines)
     return 0
 
 

@@ -14,7 +14,9 @@ import numpy as np
 
 from benchlang.model import VERSION_FACTOR
 from benchlang.report.data import ExperimentData
+from benchlang.report.sessions_text import SPREAD, render_session_shares, session_count, share_rows
 from benchlang.report.table import format_number, format_quantity, metric_scale, render_table
+from benchlang.stats.campaign import session_share
 
 
 def _summary(values: np.ndarray) -> dict[str, float | None]:
@@ -67,28 +69,61 @@ def trial_clusters(data: ExperimentData) -> tuple[np.ndarray, list[str]]:
     return np.stack([host, table.series, table.round], axis=1), hosts
 
 
+def trial_units(data: ExperimentData) -> tuple[np.ndarray, tuple[str, ...], list[str]]:
+    """Each trial's units coarsest first, their levels' names and the hosts' names: (host,
+    series, round) in one store; (session, host, series, round) in a campaign, whose sessions
+    are the top clusters (``report.sessions_text``)."""
+    clusters, hosts = trial_clusters(data)
+    if session_count(data) < 2:
+        return clusters, LEVELS, hosts
+    return np.column_stack([data.table.session, clusters]), ("session", *LEVELS), hosts
+
+
+LEVELS = ("host", "series", "round")
+
+
 def _summaries(
-    values: np.ndarray, mask: np.ndarray, clusters: np.ndarray, hosts: list[str]
-) -> tuple[dict, dict | None]:
-    """The configuration's summary, and one per host when it ran on several."""
+    values: np.ndarray,
+    mask: np.ndarray,
+    units: tuple[np.ndarray, tuple[str, ...], list[str]],
+) -> tuple[dict, dict | None, list[dict] | None]:
+    """The configuration's summary, one per host when it ran on several (the host column,
+    wherever it sits among the levels), and in a campaign one per session."""
     from benchlang.stats.summaries import summarize
 
-    whole = summarize(values[mask], clusters[mask]).to_dict()
-    present = np.unique(clusters[mask, 0])
-    if present.size < 2:
-        return whole, None
-    per_host = {
-        hosts[h]: summarize(
-            values[mask & (clusters[:, 0] == h)], clusters[mask & (clusters[:, 0] == h)]
-        ).to_dict()
-        for h in present.tolist()
-    }
-    return whole, per_host
+    clusters, names, hosts = units
+    whole = summarize(values[mask], clusters[mask], names).to_dict()
+    column = clusters[:, names.index("host")]
+    present = np.unique(column[mask])
+    per_host = None
+    if present.size >= 2:
+        per_host = {
+            hosts[h]: summarize(
+                values[mask & (column == h)], clusters[mask & (column == h)], names
+            ).to_dict()
+            for h in present.tolist()
+        }
+    if names[0] != "session":
+        return whole, per_host, None
+    per_session = [
+        {
+            "session": int(s) + 1,
+            "summary": summarize(
+                values[mask & (clusters[:, 0] == s)], clusters[mask & (clusters[:, 0] == s), 1:]
+            ).to_dict(),
+        }
+        for s in np.unique(clusters[:, 0]).tolist()
+    ]
+    return whole, per_host, per_session
 
 
 def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
+    """Per configuration its trials, failures and each metric's summaries; in a campaign the
+    summary uses sessions as the top clusters, with one per session and the between-session
+    share (``between_sessions``: ``stats.campaign``)."""
     table = data.table
-    clusters, hosts = trial_clusters(data)
+    units = trial_units(data)
+    shares = {(r.metric, r.configuration): r.share for r in share_rows(data, data.metrics)}
     rows = []
     for mask, configuration in _groups(data):
         entry: dict[str, Any] = {
@@ -106,20 +141,36 @@ def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
             summary["unit"] = mv.metric.unit
             if mv.converged is not None:
                 summary["not_converged"] = int((table.ok & mask & ~mv.converged).sum())
-            summary["summary"], per_host = _summaries(mv.values, table.ok & mask, clusters, hosts)
+            summary["summary"], per_host, per_session = _summaries(
+                mv.values, table.ok & mask, units
+            )
             if per_host is not None:
                 summary["hosts"] = per_host
+            if per_session is not None:
+                summary["sessions"] = per_session
+                share = shares.get((name, configuration["label"]))
+                if share is None:  # an A/B layout's version: its trials' share
+                    share = session_share(
+                        mv.values[table.ok & mask], table.session[table.ok & mask]
+                    )
+                summary["between_sessions"] = share.to_dict()
             entry["metrics"][name] = summary
         rows.append(entry)
     return rows
 
 
 def render_results(
-    data: ExperimentData, stream: TextIO | None = None, *, hosts: bool = True
+    data: ExperimentData,
+    stream: TextIO | None = None,
+    *,
+    hosts: bool = True,
+    stores: list[str] | None = None,
 ) -> None:
     """Per configuration: trials, failures, and each metric's median and range in human
     units (one unit per metric column), then the hosts (unless ``hosts`` is False) and any
-    warning that they differ."""
+    warning that they differ. In a campaign (``stores``: its sessions' stores, in order) the
+    summaries use sessions as clusters, each session has its rows, and the between-session
+    share follows."""
     from benchlang.report.hosts import host_lines, host_warnings
 
     rows = results_rows(data)
@@ -146,15 +197,24 @@ def render_results(
     note = (
         f"; {data.left_out} warm-up/cool-down trials ran and are left out" if data.left_out else ""
     )
+    sessions = session_count(data)
+    pooled = f", {sessions} sessions pooled" if sessions > 1 else ""
     render_table(
         headers,
         body,
-        title=f"results: experiment {data.experiment.name}{note}",
+        title=f"results: experiment {data.experiment.name}{pooled}{note}",
         stream=stream,
         align=align,
     )
-    render_summaries(data, rows, scales, stream)
     out = stream or sys.stdout
+    if sessions > 1:
+        named = stores or [str(i + 1) for i in range(sessions)]
+        out.write("sessions: " + ", ".join(f"{i + 1} = {s}" for i, s in enumerate(named)) + "\n")
+    render_summaries(data, rows, scales, stream)
+    if sessions > 1:
+        render_session_shares(
+            share_rows(data, data.metrics), sessions, stream, using="The summaries above use"
+        )
     for line in host_lines(data) if hosts else ():
         out.write(line + "\n")
     for warning in host_warnings(data):
@@ -167,8 +227,8 @@ SUMMARY_HEADERS = ("configuration", "n", "mean", "95% interval", "over", "SD", "
 def summary_table(
     data: ExperimentData, rows: list[dict[str, Any]], scales: dict[str, tuple]
 ) -> tuple[list[list[Any]], list[str]]:
-    """Per configuration (and per host where it ran on several) and metric, the cells of
-    ``SUMMARY_HEADERS`` (``stats.summaries``), and why the descriptive rows have no interval."""
+    """Per configuration (and per host where it ran on several, per session in a campaign)
+    and metric, the cells of ``SUMMARY_HEADERS`` (``stats.summaries``), and why the descriptive rows have no interval."""
     body, reasons = [], []
     for row in rows:
         for name in data.metrics:
@@ -177,6 +237,10 @@ def summary_table(
             entries = [(label, m["summary"], "")]
             hosts = (m.get("hosts") or {}).items()
             entries += [(f"  host {h}", s, " (per host)") for h, s in hosts]
+            entries += [
+                (f"  session {e['session']}", e["summary"], " (per session)")
+                for e in m.get("sessions") or ()
+            ]
             for text, s, where in entries:
                 body.append(_summary_cells(text, s, scales[name][1]))
                 if s["reason"] and s["reason"] + where not in reasons:
@@ -187,7 +251,10 @@ def summary_table(
 def summary_title(data: ExperimentData, scales: dict[str, tuple]) -> str:
     units = {name: scales[name][0] for name in data.metrics if scales[name][0]}
     unit = f" ({', '.join(f'{k}: {u}' for k, u in units.items())})" if units else ""
-    return f"summaries{unit}: the mean's interval is t(G-1) over G cluster means"
+    title = f"summaries{unit}: the mean's interval is t(G-1) over G cluster means"
+    if session_count(data) > 1:
+        title += f";\n{SPREAD}"
+    return title
 
 
 def render_summaries(
@@ -289,4 +356,5 @@ __all__ = [
     "summary_table",
     "summary_title",
     "trial_clusters",
+    "trial_units",
 ]

@@ -34,6 +34,9 @@ class Trials:
     """Each trial's index into ``distinct``: a factor's column is read from the few distinct
     level sets, not from 100,000 dicts."""
     distinct: tuple[dict, ...]
+    sessions: np.ndarray | None = None
+    """In a campaign (several stores read as sessions), each trial's session number (from 1,
+    as text: a panel "session = 2"); None for one store."""
 
 
 def _metric_name(inputs: Inputs, metric: str | None, figure: str) -> str:
@@ -72,8 +75,19 @@ def _trials(inputs: Inputs, name: str) -> Trials:
             index[id(lv)] = len(distinct)
             distinct.append(lv)
     codes = np.fromiter((index[id(lv)] for lv in levels), dtype=np.intp, count=len(levels))
+    sessions = None
+    if len(getattr(inputs, "stores", ())) > 1:
+        sessions = np.array([str(s + 1) for s in data.table.sessions.tolist()], object)
     return Trials(
-        name, unit or "", raw / factor, ok, levels, data.table.host, codes, tuple(distinct)
+        name,
+        unit or "",
+        raw / factor,
+        ok,
+        levels,
+        data.table.host,
+        codes,
+        tuple(distinct),
+        sessions,
     )
 
 
@@ -104,6 +118,8 @@ def factor_order(inputs: Inputs, t: Trials) -> list[tuple[str, list]]:
 
 
 def _column(t: Trials, name: str) -> np.ndarray:
+    if name == "session" and t.sessions is not None:
+        return t.sessions
     if name == "host":
         return np.asarray(t.hosts, dtype=object)
     per_set = np.empty(len(t.distinct), dtype=object)
@@ -112,8 +128,8 @@ def _column(t: Trials, name: str) -> np.ndarray:
 
 
 def _roles(inputs: Inputs, t: Trials, figure: str, n: int) -> list[tuple[str, list]]:
-    """x, then the panel (or line) role, then the colour: hosts take the second role when the
-    trials ran on several."""
+    """x, then the panel (or line) role, then the colour: sessions take the second role in a
+    campaign (never pooled), hosts the next when the trials ran on several."""
     factors = factor_order(inputs, t)
     if not factors:
         raise NotApplicable(
@@ -124,7 +140,20 @@ def _roles(inputs: Inputs, t: Trials, figure: str, n: int) -> list[tuple[str, li
     hosts = sorted(set(np.asarray(t.hosts)[t.ok].tolist()))
     if len(hosts) > 1:
         factors.insert(1, ("host", hosts))
+    if t.sessions is not None:
+        named = sorted(set(t.sessions[t.ok].tolist()), key=int)
+        factors.insert(1, ("session", named))
     return factors[:n]
+
+
+def _sessions_note(inputs: Inputs, data: FigureData, drawn: str) -> FigureData:
+    """A campaign's figure says which sessions (stores) it shows and how."""
+    stores = getattr(inputs, "stores", ())
+    if len(stores) < 2:
+        return data
+    named = "; ".join(f"session {i + 1} = {s}" for i, s in enumerate(stores))
+    note = f"{len(stores)} sessions, {drawn} ({named})"
+    return attrs.evolve(data, notes=(*data.notes, note))
 
 
 def series_boxes_data(inputs: Inputs, metric: str | None) -> FigureData:
@@ -140,6 +169,7 @@ def series_boxes_data(inputs: Inputs, metric: str | None) -> FigureData:
             "(DataMill's replications)",
         )
     config = np.asarray(data.table.configuration)
+    named = _in_sessions(t, group, data.table.sessions) if t.sessions is not None else None
     names, groups = [], []
     for index, label, _b, _l in data.configurations():
         mine = np.flatnonzero(t.ok & (config == index))
@@ -148,8 +178,19 @@ def series_boxes_data(inputs: Inputs, metric: str | None) -> FigureData:
         cuts = np.searchsorted(inverse[order], np.arange(1, which.size))
         values = np.split(t.values[mine][order], cuts)
         names.append(label)
-        groups.append([(str(g), v) for g, v in zip(which.tolist(), values, strict=True)])
-    return fd.series_boxes(names, groups, by, t.metric, t.unit)
+        shown = [str(g) if named is None else named[g] for g in which.tolist()]
+        groups.append(list(zip(shown, values, strict=True)))
+    built = fd.series_boxes(names, groups, by, t.metric, t.unit)
+    return _sessions_note(inputs, built, f"each box labelled S<session>.<{by} in it>")
+
+
+def _in_sessions(t: Trials, group: np.ndarray, session: np.ndarray) -> dict:
+    """Each series (or block) of a campaign named by its session and its place there."""
+    out = {}
+    for s in np.unique(session).tolist():
+        mine = np.unique(group[session == s]).tolist()
+        out |= {g: f"S{s + 1}.{k}" for k, g in enumerate(mine)}
+    return out
 
 
 def _keys(t: Trials, roles: list[tuple[str, list]]) -> tuple[list[tuple], list[np.ndarray]]:
@@ -175,7 +216,9 @@ def _product(grids: list[list]) -> list[tuple]:
 
 
 def _pooled(inputs: Inputs, t: Trials, drawn: list[str]) -> list[str]:
-    return [name for name, _ in factor_order(inputs, t) if name not in drawn]
+    """The factors (and hosts, which a campaign's sessions can push out) not drawn."""
+    hosts = len(set(np.asarray(t.hosts)[t.ok].tolist())) > 1 and "host" not in drawn
+    return [name for name, _ in factor_order(inputs, t) if name not in drawn] + ["host"] * hosts
 
 
 def levels_data(inputs: Inputs, metric: str | None) -> FigureData:
@@ -203,7 +246,8 @@ def levels_data(inputs: Inputs, metric: str | None) -> FigureData:
         t.unit,
         _pooled(inputs, t, [n for n in names if n]),
     )
-    return attrs.evolve(data, notes=(*data.notes, *notes)) if notes else data
+    data = attrs.evolve(data, notes=(*data.notes, *notes)) if notes else data
+    return _sessions_note(inputs, data, "a panel per session")
 
 
 def level_means_data(inputs: Inputs, metric: str | None) -> FigureData:
@@ -215,7 +259,7 @@ def level_means_data(inputs: Inputs, metric: str | None) -> FigureData:
     clusters, _ = trial_clusters(inputs.data)
     rows = [(str(combo[0]) if combo else "", str(level)) for combo, level, _m in keys]
     names = [name for name, _ in roles] + [None]
-    return fd.level_means(
+    data = fd.level_means(
         rows,
         groups,
         [clusters[m] for _c, _l, m in keys],
@@ -224,6 +268,7 @@ def level_means_data(inputs: Inputs, metric: str | None) -> FigureData:
         t.unit,
         pooled=_pooled(inputs, t, [n for n in names if n]),
     )
+    return _sessions_note(inputs, data, "a line per session, each interval within its session")
 
 
 FIGURES = (

@@ -10,6 +10,7 @@ from benchlang.report.html.inputs import FailedTrial, ProfileView, ReportInputs
 
 SECTIONS = (
     "summary",
+    "sessions",
     "figures",
     "details",
     "timescales",
@@ -30,6 +31,7 @@ def render_report(inputs: ReportInputs, figures: bool = True) -> str:
     from benchlang.report.html.conditions import profile_section, stopping_section
     from benchlang.report.html.page import document
     from benchlang.report.html.paper_figures import figures_section
+    from benchlang.report.html.sessions import sessions_section
     from benchlang.report.html.summary import (
         details_section,
         failures_section,
@@ -40,6 +42,7 @@ def render_report(inputs: ReportInputs, figures: bool = True) -> str:
 
     builders = {
         "summary": (summary_section, "Summary"),
+        "sessions": (sessions_section, "Between sessions"),
         "details": (details_section, "Details"),
         "timescales": (timescales_section, "Timescales (TriScale)"),
         "order": (order_section, "Order analysis"),
@@ -60,9 +63,12 @@ def render_report(inputs: ReportInputs, figures: bool = True) -> str:
             parts.append((ident, title, html))
     exp = inputs.data.experiment
     plan = inputs.data.plan
-    subtitle = (
-        f"{exp.title + ' · ' if exp.title else ''}plan {plan.plan_hash[:19]} · store {inputs.store}"
+    where = (
+        f"{len(inputs.stores)} sessions · stores {inputs.store}"
+        if inputs.stores
+        else f"plan {plan.plan_hash[:19]} · store {inputs.store}"
     )
+    subtitle = f"{exp.title + ' · ' if exp.title else ''}{where}"
     return document(f"benchlang report: {exp.name}", subtitle, parts)
 
 

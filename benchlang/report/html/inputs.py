@@ -44,6 +44,8 @@ PARTS: dict[str, Callable[[], Any]] = {
     "failed": list,
     "raw": dict,
     "equal_hosts": list,
+    "sessions": list,
+    "stores": tuple,
 }
 """The parts of a report besides its data, each empty unless given."""
 
@@ -60,7 +62,10 @@ class ReportInputs:
     (``Store.stops``), ``failed`` (``FailedTrial``), ``equal_hosts`` (with ``design {
     redundancy N }``: ``report.equal_hosts``) and ``raw``, which maps (metric, configuration
     index) to one trial's raw series (trial number, samples): the first successful trial of
-    the configuration, drawn with its convergence test.
+    the configuration, drawn with its convergence test. In a campaign (several stores read
+    as sessions, ``app.campaign``) ``stores`` names them in session order and ``sessions``
+    holds each configuration's between-session share (``report.sessions_text``); both are
+    empty for one store.
     """
 
     def __init__(

@@ -15,8 +15,9 @@ from benchlang.report.html.page import esc, figure, section
 
 
 def figures_section(inputs: ReportInputs) -> str | None:
-    from benchlang.report.figures import applicable, labels
+    from benchlang.report.figures import labels
     from benchlang.report.figures.render import Palette, draw, inline_svg, matplotlib_or_error
+    from benchlang.report.figures.sessions import applicable
 
     built = [(kind, data) for kind, data, _why in applicable(inputs) if data is not None]
     if not built:

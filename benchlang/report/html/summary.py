@@ -68,8 +68,9 @@ def summary_section(inputs: ReportInputs) -> str:
     t = data.table
     failed = int((~t.ok).sum())
     configurations = len(data.configurations())
+    covers = f" in {len(inputs.stores)} sessions" if inputs.stores else ""
     body = [
-        f"<p>{len(t):,} trials of {configurations} configuration"
+        f"<p>{len(t):,} trials{covers} of {configurations} configuration"
         + "s" * (configurations != 1)
         + f", {failed} failed; details of the run in <a href='#details'>Details</a>.</p>"
     ]
@@ -97,7 +98,7 @@ def details_section(inputs: ReportInputs) -> str:
     identity = [
         ("experiment", exp.name),
         ("title", exp.title or "-"),
-        ("store", inputs.store),
+        ("stores (sessions)" if inputs.stores else "store", inputs.store),
         ("spec", plan.spec_path or "-"),
         ("spec hash", exp.spec_hash),
         ("plan hash", plan.plan_hash),
