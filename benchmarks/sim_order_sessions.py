@@ -16,7 +16,8 @@ the command prints it). Power: the same campaigns with a real carry-over (config
 ``--cli N`` also imports N seeded A/A campaigns (CSV per session, ``benchlang import``) and N
 with the carry-over, and runs the real ``benchlang order S1 S2 S3 --json`` on each.
 
-    nice -n 10 python benchmarks/sim_order_sessions.py [--datasets 1000] [--cli 20]
+    nice -n 10 python benchmarks/sim_order_sessions.py [--datasets 1000] [--cli 50]
+    (``--datasets 0 --cli 50``: the CLI check alone)
 """
 
 from __future__ import annotations
@@ -212,7 +213,8 @@ def main() -> None:
     parser.add_argument("--cli", type=int, default=0, help="campaigns through the CLI per row")
     parser.add_argument("--seed", type=int, default=48)
     args = parser.parse_args()
-    table(args.datasets, args.rounds, args.effect, args.seed)
+    if args.datasets:  # 0: only the CLI check
+        table(args.datasets, args.rounds, args.effect, args.seed)
     if args.cli:
         cli(args.cli, args.rounds, args.effect, args.seed)
 
