@@ -5,14 +5,21 @@ value: an awk script prints a log-normal trial draw (sigma 2%) times the session
 from a file written before each run (log-normal, sigma 5%), times a slowdown of one
 configuration (the "after" side of a regression). Nothing of this machine's noise enters.
 
-  python3 benchmarks/sim_diff_sessions.py [--pairs 20] [--sets 5] [--seed 48]
+  python3 benchmarks/sim_diff_sessions.py [--pairs 200] [--sets 5] [--seed 48]
 
 prints the table of docs/statistics.md ("Across sessions (diff)"):
 - A/A, one session per side (`diff A B --margin 2%`): regressions called, and what the
   within-session interval alone would have called (the verdict before issue 48);
 - A/A and +25% on one configuration, one session per side with `--history` of 10 sessions of
   the machine class (the run-to-run spread borrowed from it);
-- A/A and +25% on one configuration, 3 and 5 sessions per side (`--base ... --new ...`).
+- A/A and +25% on one configuration, 3 and 5 sessions per side (`--base ... --new ...`);
+- `--part d`: A/A, one session per side with `--history` of 10 sessions under a drifting
+  level: the machine's log level moves by DRIFT (2%) a session along the history's span, with a
+  session sigma of DRIFT_SESSION (2%) about that line; each pair's two sessions are at two
+  distinct places of the span drawn at random (the spread between them is the span's, not the
+  next session's); `--histories` histories, the pairs spread over them.
+
+Rates are printed with their Monte Carlo SE, sqrt(p (1 - p) / pairs).
 """
 
 from __future__ import annotations
@@ -48,12 +55,13 @@ experiment {experiment} {{
   }}
   metric v {{ unit "s" better lower }}
   kpi v {{ percentile 50 confidence 95% }}
-  design {{ runs 5 series 5 }}
+  design {{ runs {runs} series 5 }}
 }}
 """
 
 SESSION_SIGMA = 0.05
 TRIAL_SIGMA = 0.02
+DRIFT, DRIFT_SESSION, HISTORY_RUNS = 0.02, 0.02, 10
 
 
 def make_session(
@@ -66,6 +74,7 @@ def make_session(
     benchmark: str = "work",
     experiment: str = "pr",
     tools: tuple[str, ...] = ("fast", "slow"),
+    runs: int = 5,
 ) -> Path:
     """One session: a store of `benchlang run` with the machine's level ``level`` and the
     configuration tool=slow multiplied by ``slow`` (any tool but fast is at slow's base level)."""
@@ -75,7 +84,9 @@ def make_session(
     (where / "value.awk").write_text(VALUE_AWK.replace("TRIAL_SIGMA", repr(TRIAL_SIGMA)))
     spec = where / "pr.bench"
     levels = ", ".join(f'"{t}"' for t in tools)
-    spec.write_text(SPEC.format(benchmark=benchmark, experiment=experiment, tools=levels))
+    spec.write_text(
+        SPEC.format(benchmark=benchmark, experiment=experiment, tools=levels, runs=runs)
+    )
     store = where / "s.sqlite"
     status, out, err = cli(["run", str(spec), "--store", str(store), "--quiet"])
     if status != 0:
@@ -135,14 +146,45 @@ def tally(doc: dict) -> tuple[bool, bool, bool]:
     return called, within, slow
 
 
+def add_history(root: Path, history: Path, levels: np.ndarray, rng: np.random.Generator, tag: str):
+    for i, level in enumerate(levels):
+        store = make_session(root, f"{tag}-{i}", float(level), int(rng.integers(1, 1 << 20)))
+        status, out, err = cli(["history", "add", str(store), "--history", str(history),
+                                "--commit", f"c{i}"])  # fmt: skip
+        if status != 0:
+            raise RuntimeError(out + err)
+
+
+def drifting(root: Path, rng: np.random.Generator, pairs: int, histories: int) -> list[tuple]:
+    """A/A pairs, one session a side, with ``--history`` of a drifting machine (``--part d``)."""
+    res = []
+    line = DRIFT * (np.arange(HISTORY_RUNS) - (HISTORY_RUNS - 1) / 2.0)
+    for h in range(histories):
+        history = root / f"drift-{h}.sqlite"
+        add_history(root, history, np.exp(line + rng.normal(0.0, DRIFT_SESSION, line.size)),
+                    rng, f"dh{h}")  # fmt: skip
+        for i in range(pairs // histories + (h < pairs % histories)):
+            at = rng.choice(HISTORY_RUNS, 2, replace=False)
+            levels = np.exp(line[at] + rng.normal(0.0, DRIFT_SESSION, 2))
+            salts = rng.integers(1, 1 << 20, 2)
+            a, b = (make_session(root, f"d{h}-{i}-{s}", float(v), int(k))
+                    for s, v, k in zip("ab", levels, salts, strict=True))  # fmt: skip
+            res.append(tally(diff([a], [b], history=history)))
+            for store in (a, b):
+                store.unlink()
+    return res
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pairs", type=int, default=20)
+    p.add_argument("--pairs", type=int, default=200)
+    p.add_argument("--histories", type=int, default=10, help="--part d: drifting histories")
     p.add_argument("--sets", type=int, default=5)
     p.add_argument("--seed", type=int, default=48)
-    p.add_argument("--part", choices=("1", "3", "5", "h", "all"), default="all",
+    p.add_argument("--part", choices=("1", "3", "5", "h", "d", "all"), default="all",
                    help="only the rows of 1, 3 or 5 sessions per side, or h: one session per "
-                   "side with --history of 10 sessions (each part its own seed)")  # fmt: skip
+                   "side with --history of 10 sessions, d: the same under a drifting level "
+                   "(each part its own seed)")  # fmt: skip
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,12 +198,7 @@ def main() -> None:
         if args.part in ("h", "all"):
             rng = np.random.default_rng([args.seed, 10])
             history = root / "h.sqlite"
-            for i, level in enumerate(np.exp(rng.normal(0.0, SESSION_SIGMA, 10))):
-                store = make_session(root, f"hist-{i}", float(level), int(rng.integers(1, 1 << 20)))
-                status, out, err = cli(["history", "add", str(store), "--history", str(history),
-                                        "--commit", f"c{i}"])  # fmt: skip
-                if status != 0:
-                    raise RuntimeError(out + err)
+            add_history(root, history, np.exp(rng.normal(0.0, SESSION_SIGMA, 10)), rng, "hist")
             for slow, what, total in (
                 (1.0, "A/A", args.pairs),
                 (1.25, "+25% tool=slow", args.sets),
@@ -171,6 +208,11 @@ def main() -> None:
                     for i in range(total)
                 ]
                 rows.append((f"{what}, --history of 10 sessions", 1, total, res))
+        if args.part in ("d", "all"):
+            rng = np.random.default_rng([args.seed, 20])
+            res = drifting(root, rng, args.pairs, args.histories)
+            what = f"A/A, --history of 10 sessions drifting {DRIFT:.0%} a session"
+            rows.append((what, 1, args.pairs, res))
         for n in (3, 5):
             if args.part not in (str(n), "all"):
                 continue
@@ -191,7 +233,9 @@ def main() -> None:
         called = sum(r[0] for r in res)
         slow = sum(r[2] for r in res)
         within = sum(r[1] for r in res) if n == 1 and "history" not in what else "-"
-        print(f"| {what} | {n} | {total} | {called} | {slow} | {within} |")
+        se = (called / total * (1 - called / total) / total) ** 0.5
+        print(f"| {what} | {n} | {total} | {called} ({called / total:.1%}, SE {se:.1%}) | "
+              f"{slow} | {within} |")  # fmt: skip
 
 
 if __name__ == "__main__":

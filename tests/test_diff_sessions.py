@@ -94,7 +94,8 @@ def test_one_session_a_side_borrows_the_spread_of_a_history(sessions, cli_in_pro
     status, out, err = cli_in_process(argv, cwd=sessions)
     assert status == 1, out + err
     assert (
-        "spread: between sessions, borrowed from the run-to-run spread of history h.sqlite, " in out
+        "spread: between sessions, borrowed from the spread of history h.sqlite since its last "
+        "change point (8 runs on " in out
     )
     assert "REGRESSION beyond 2%: v work[tool=slow]" in out and "one session per side" not in out
     doc = json.loads(cli_in_process([*argv, "--json"], cwd=sessions)[1])
@@ -162,3 +163,87 @@ def test_the_session_interval_is_welch_on_log_kpis_with_bonferroni():
     assert (
         two.descriptive_only and math.isnan(two.lower) and "at least 3 sessions" in two.reasons[0]
     )
+
+
+def _recorded_class(store: Path, cpu: str) -> None:
+    """The store's hosts as if measured on another kind of machine (the CPU model its facts
+    hold), the machine class ``history add`` and ``diff --history`` read."""
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        for host, facts in db.execute("SELECT host, facts FROM hosts").fetchall():
+            db.execute(
+                "UPDATE hosts SET facts = ? WHERE host = ?",
+                (json.dumps(json.loads(facts) | {"cpu_model": cpu}), host),
+            )
+
+
+def _copy(src: Path, dst: Path, cpu: str | None = None) -> str:
+    import shutil
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dst)
+    if cpu:
+        _recorded_class(dst, cpu)
+    return str(dst)
+
+
+def test_history_of_each_machine_class_is_kept_and_sides_must_match(sessions, cli_in_process):
+    """Two stores a side on two machine classes: the history's series of both classes are kept
+    and pooled (the one of the second class used to overwrite the first's); sides on
+    different classes borrow nothing and say why."""
+    root = sessions / "classes"
+    history = str(root / "h2.sqlite")
+    for i in range(len(LEVELS_H)):
+        for cpu in (None, "Other CPU"):
+            store = _copy(sessions / f"h{i}/s.sqlite", root / f"h{i}-{cpu}/s.sqlite", cpu)
+            status, out, err = cli_in_process(
+                ["history", "add", store, "--history", history, "--commit", f"c{i}"]
+            )
+            assert status == 0, out + err
+    base = [
+        str(sessions / "a0/s.sqlite"),
+        _copy(sessions / "a1/s.sqlite", root / "a1.sqlite", "Other CPU"),
+    ]
+    new = [
+        str(sessions / "b0/s.sqlite"),
+        _copy(sessions / "b1/s.sqlite", root / "b1.sqlite", "Other CPU"),
+    ]
+    argv = [
+        "diff",
+        "--base",
+        *base,
+        "--new",
+        *new,
+        "--margin",
+        "2%",
+        "--history",
+        history,
+        "--json",
+    ]
+    status, out, err = cli_in_process(argv)
+    doc = json.loads(out)
+    assert status in (0, 1), err
+    methods = {r["interval"]["method"] for r in doc["metrics"][0]["rows"]}
+    assert doc["spread"] == "between sessions", doc["warnings"]
+    for method in methods:
+        assert "pooled over the classes" in method and method.count("8 runs on") == 2, method
+    argv = ["diff", "a0/s.sqlite", str(root / "b1.sqlite"), "--history", history, "--json"]
+    status, out, err = cli_in_process(argv, cwd=sessions)
+    doc = json.loads(out)
+    assert status == 0 and doc["spread"] == "within session only", err
+    assert any("the sides ran on different machine classes" in w for w in doc["warnings"])
+
+
+def test_a_history_of_another_design_lends_no_spread(sessions, cli_in_process):
+    """The history's points were made of 25 trials a configuration; stores of 40 (8 runs a
+    series) do not borrow their spread, and the diff says so."""
+    root = sessions / "design"
+    a = make_session(root, "a", 1.0, 71, runs=8)
+    b = make_session(root, "b", 1.0, 72, runs=8)
+    argv = ["diff", str(a), str(b), "--history", str(sessions / "h.sqlite"), "--json"]
+    status, out, err = cli_in_process(argv)
+    doc = json.loads(out)
+    assert status == 0 and doc["spread"] == "within session only", err
+    notes = [w for w in doc["warnings"] if "its points were made of 25 trials" in w]
+    assert len(notes) == 2 and all("stores' of 40" in w for w in notes), doc["warnings"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from benchlang.app.stores import load_store
 from benchlang.errors import UserError
 from benchlang.report.data import ExperimentData
 from benchlang.report.diff import StoreDiff, diff, diff_sessions, labels_of
-from benchlang.stats.sessions import MIN_HISTORY_RUNS, MIN_SESSIONS, run_to_run_spread
+from benchlang.stats.sessions import MIN_HISTORY_RUNS, MIN_SESSIONS, segment_spread
 
 
 def diff_stores(
@@ -44,7 +45,8 @@ def diff_across_sessions(
 ) -> StoreDiff:
     """The CLI's diff: each store a session; fails closed (exit 2) on different experiments,
     a configuration not in every store (unless ``allow_missing``) or nothing to compare. With
-    fewer than 3 sessions a side, ``history`` lends its run-to-run spread of this machine class."""
+    fewer than 3 sessions a side, ``history`` lends the spread between sessions of this machine
+    class (``_borrowed``)."""
     if not base or not new:
         raise UserError("diff needs at least one store per side", "benchlang diff A B")
     sides = [
@@ -80,7 +82,7 @@ def diff_across_sessions(
         if min(len(base), len(new)) >= MIN_SESSIONS:
             notes.append(f"--history {history} not used: the sessions' own spread decides")
         else:
-            borrowed, notes = _borrowed(history, [d for _, d in everyone], common)
+            borrowed, notes = _borrowed(history, [d for _, d in everyone], common, len(base))
     result = diff_sessions(
         sides[0],
         sides[1],
@@ -97,40 +99,84 @@ def diff_across_sessions(
     return result
 
 
+def _trials(data: ExperimentData, metric: str, label: str) -> int:
+    """The trials of ``label`` with a value of ``metric`` in one store: what ``history add``
+    counts as a point's trials (history.points.points_of)."""
+    table = data.table
+    values = data.metrics[metric].values[(table.label == label) & table.ok & table.measured]
+    return int(np.isfinite(values).sum())
+
+
 def _borrowed(
-    history: str, datas: Sequence[ExperimentData], labels: Sequence[str]
+    history: str, datas: Sequence[ExperimentData], labels: Sequence[str], sides: int
 ) -> tuple[dict[tuple[str, str], tuple[float, float, str]], list[str]]:
-    """The run-to-run spread of each (metric, configuration) the history holds on the stores'
-    machine class, from at least ``MIN_HISTORY_RUNS`` runs; and what could not be borrowed."""
+    """The spread between sessions of each (metric, configuration) the history holds on the
+    stores' machine classes (``stats.sessions.segment_spread`` of the points since its last
+    change point, at least ``MIN_HISTORY_RUNS``), and what could not be borrowed and why.
+
+    ``datas[:sides]`` are the base stores. Every machine class's series is kept: with several
+    classes the spread is pooled over them (df-weighted) when both sides ran on the same
+    classes; sides on different classes are not borrowed for (a difference between classes
+    is in no run-to-run spread). A series whose points were made of another number of
+    trials than the stores' is not borrowed from (its spread is that design's)."""
     from benchlang.app.history import history_target, open_history
     from benchlang.history.points import host_class
     from benchlang.history.series import read_series
+    from benchlang.history.verdicts import changes
 
-    classes = sorted({host_class(d.hosts) for d in datas})
-    notes = []
-    if len(classes) > 1:
-        notes.append(f"the stores ran on different machine classes ({'; '.join(classes)})")
+    by_side = [
+        sorted({host_class(d.hosts) for d in part}) for part in (datas[:sides], datas[sides:])
+    ]
+    classes = sorted(set(by_side[0]) | set(by_side[1]))
+    if by_side[0] != by_side[1]:
+        return {}, [
+            f"--history {history} not used: the sides ran on different machine classes "
+            f"(base: {'; '.join(by_side[0])}; new: {'; '.join(by_side[1])}): a difference "
+            "between the classes is in no run-to-run spread"
+        ]
     h = open_history(history_target(history))
     try:
         series = [s for s in read_series(h) if s.host_class in classes]
     finally:
         h.close()
-    out = {}
+    notes: list[str] = []
+    kept: dict[tuple[str, str], dict[str, tuple[float, float, int]]] = {}
     wanted = set(labels)
     for s in series:
-        if s.configuration not in wanted:
+        if s.configuration not in wanted or s.metric not in datas[0].metrics:
             continue
-        sd, df = run_to_run_spread(s.values)
-        n = int(np.isfinite(s.values).sum())
-        if n < MIN_HISTORY_RUNS or not sd > 0:
+        found = changes(s)
+        start = found.changes[-1].index if found.changes else 0
+        values = s.values[start:]
+        n = int(np.isfinite(values).sum())
+        where = f"{s.metric} {s.configuration} on {s.host_class}"
+        if n < MIN_HISTORY_RUNS:
+            since = f" since its change point at run {start + 1}" if start else ""
             notes.append(
-                f"history {history}: {s.metric} {s.configuration} has {n} runs on "
-                f"{s.host_class}; a spread is borrowed from {MIN_HISTORY_RUNS} or more"
+                f"history {history}: {where} has {n} runs{since}; a spread is borrowed from "
+                f"{MIN_HISTORY_RUNS} or more"
             )
             continue
-        out[(s.metric, s.configuration)] = (
-            sd,
-            df,
-            f"history {history}, {n} runs on {s.host_class}",
-        )
+        made_of = int(np.median(np.asarray(s.trials[start:], dtype=float)))
+        stores = sorted({_trials(d, s.metric, s.configuration) for d in datas})
+        if stores != [made_of]:
+            notes.append(
+                f"history {history}: {where}: its points were made of {made_of} trials, the "
+                f"stores' of {', '.join(map(str, stores))}: another design's spread, not borrowed"
+            )
+            continue
+        sd, df = segment_spread(values)
+        if sd > 0:
+            kept.setdefault((s.metric, s.configuration), {})[s.host_class] = (sd, df, n)
+    out = {}
+    for key, per_class in kept.items():
+        if set(per_class) != set(classes):
+            lacking = ", ".join(c for c in classes if c not in per_class)
+            notes.append(f"history {history}: {key[0]} {key[1]} has no usable series on {lacking}")
+            continue
+        df = sum(d for _, d, _ in per_class.values())
+        sd = math.sqrt(sum(d * v * v for v, d, _ in per_class.values()) / df)
+        runs = "; ".join(f"{n} runs on {c}" for c, (_, _, n) in sorted(per_class.items()))
+        pooled = ", pooled over the classes" if len(per_class) > 1 else ""
+        out[key] = (sd, df, f"history {history} since its last change point ({runs}{pooled})")
     return out, notes

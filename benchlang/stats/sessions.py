@@ -143,19 +143,27 @@ MIN_HISTORY_RUNS = 5
 """Fewest runs of a history's series to borrow its run-to-run spread from (df about 3)."""
 
 
-def run_to_run_spread(levels: np.ndarray) -> tuple[float, float]:
-    """The run-to-run SD of a history's log levels and its degrees of freedom, from the mean
-    square successive difference (von Neumann, Kent, Bellinson & Hart, Ann. Math. Stat. 12(2),
-    1941): s² = Σ(Δ log)² / (2(n − 1)), which a step in the level inflates by one difference
-    only (so a change point makes it wider, never narrower). Under i.i.d. normal levels
-    Var(s²) = σ⁴ (3n − 4)/(n − 1)² (ibid.), so Satterthwaite's df = 2(n − 1)²/(3n − 4)."""
+def segment_spread(levels: np.ndarray) -> tuple[float, float]:
+    """The spread between two sessions anywhere in a history's segment (its points since the
+    last change of level) and its degrees of freedom: the SD of the log levels about their
+    mean, s² = Σ(y − ȳ)² / (n − 1), df = n − 1.
+
+    s² is half the mean squared difference over every pair of the segment's points,
+    s² = Σ_{i<j} (y_i − y_j)² / (n (n − 1)) (the U-statistic of kernel (x − y)² / 2:
+    Hoeffding, Ann. Math. Stat. 19(3), 1948, §4), so it is the semivariogram averaged over
+    every lag in the segment (Matheron, Econ. Geol. 58, 1963; Cressie, *Statistics for
+    Spatial Data*, Wiley 1993, §2.2): for two sessions at any two places in the segment's span
+    E[(y_B − y_A)²] / 2 is what it estimates, drift within the span included. The mean square
+    successive difference (von Neumann, Kent, Bellinson & Hart, Ann. Math. Stat. 12(2), 1941),
+    used before, is the semivariogram at lag 1 only: under a drifting level it misses the
+    spread between distant sessions (docs/statistics.md, the drift table). df = n − 1 holds
+    for independent levels; a drift makes the points dependent and the df optimistic."""
     y = np.log(np.asarray(levels, dtype=float).ravel())
     y = y[np.isfinite(y)]
     n = y.size
     if n < 2:
         return math.nan, math.nan
-    s2 = float(np.sum(np.diff(y) ** 2) / (2.0 * (n - 1)))
-    return math.sqrt(s2), 2.0 * (n - 1) ** 2 / (3.0 * n - 4.0)
+    return float(y.std(ddof=1)), float(n - 1)
 
 
 def borrowed_spread(
@@ -169,7 +177,7 @@ def borrowed_spread(
     source: str,
 ) -> SessionInterval:
     """The ratio B/A of one configuration from few sessions with the run-to-run SD ``sd`` of a
-    history of this machine class (``run_to_run_spread``): se = sd · sqrt(1/G_A + 1/G_B), Student's
+    history of this machine class (``segment_spread``): se = sd · sqrt(1/G_A + 1/G_B), Student's
     t with the history's df, Bonferroni over ``rows``. ``source`` names the history."""
     a = np.asarray(kpis_a, dtype=float).ravel()
     b = np.asarray(kpis_b, dtype=float).ravel()
@@ -205,6 +213,6 @@ def borrowed_spread(
         confidence,
         rows,
         BETWEEN,
-        f"the run-to-run spread of {source} (mean square successive difference, von Neumann "
-        "et al. 1941), Student's t, Bonferroni",
+        f"the spread of {source} about its level (the mean over its pairs of sessions: "
+        "Hoeffding 1948), Student's t, Bonferroni",
     )
