@@ -253,6 +253,14 @@ class Backend(Protocol):
         ...
 
 
+@runtime_checkable
+class Powered(Protocol):
+    """A backend that does ``reboot``, ``power_cycle`` or ``reimage`` (those in its
+    ``capabilities``) through its provider: the optional ``power`` of docs/plugins.md."""
+
+    async def power(self, host: str, action: str) -> None: ...
+
+
 class FixedHosts:
     """Protocol 2 for backends whose hosts exist without allocation (local, ssh): a lease
     that allocates nothing, maps each host to itself, and releases nothing."""

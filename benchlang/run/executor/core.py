@@ -1,8 +1,10 @@
 """The executor: runs a plan through a backend, one queue of rounds per host, and commits
-every finished trial to the store before the next one starts. Its rooms: scheduling (rounds
-onto hosts), rounds (a round on its host), trial (a trial's life), hooks (sessions, setup,
-reset, teardown), stopping_rule (the spec's stop), halting (signals, a failed store, failing
-fast), reaping (nothing left running), failures (how a failed command is told)."""
+every finished trial to the store before the next one starts. ``Executor`` composes its parts
+over one ``RunState`` (state.py): the scheduler (rounds onto hosts, scheduling.py), the round
+runner (a round on its host, rounds.py), the trial runner (a trial's life, trial.py), the hooks
+(sessions, setup, reset, teardown, hooks.py), the stop rule (the spec's stop, stopping_rule.py)
+and halting (signals, a failed store, failing fast, halting.py); reaping.py leaves nothing
+running, failures.py tells how a failed command failed."""
 
 from __future__ import annotations
 
@@ -19,10 +21,11 @@ from benchlang.plan.plan import Plan
 from benchlang.run.executor.failures import FirstRoundFailed
 from benchlang.run.executor.halting import Halting
 from benchlang.run.executor.hooks import Hooks
-from benchlang.run.executor.rounds import Rounds
-from benchlang.run.executor.scheduling import Scheduling
-from benchlang.run.executor.stopping_rule import StoppingRule
-from benchlang.run.executor.trial import TrialLife
+from benchlang.run.executor.rounds import RoundRunner
+from benchlang.run.executor.scheduling import Scheduler
+from benchlang.run.executor.state import RunState
+from benchlang.run.executor.stopping_rule import StopRule
+from benchlang.run.executor.trial import TrialRunner
 from benchlang.run.leases import LeaseKeeper
 from benchlang.run.progress import Progress
 from benchlang.run.stopping import StoppingController
@@ -50,7 +53,7 @@ class RunSummary:
     """Set when the run stopped because every trial of its first round failed (``fail_fast``)."""
 
 
-class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
+class Executor:
     """Runs a plan: one task per host, each running its rounds in plan order.
 
     When a host stops (cannot connect, failed setup or reset, connection lost and not back
@@ -82,107 +85,103 @@ class Executor(Scheduling, Rounds, TrialLife, Hooks, StoppingRule, Halting):
         spec_dir: str | None = None,
         fail_fast: bool = False,
     ) -> None:
-        self.experiment = experiment
-        self.plan = plan
-        self.backend = backend
-        self.store = store
-        self.progress = progress
-        self.plan_hash = plan.hash
-        self.benchmarks = {b.name: b for b in experiment.benchmarks}
-        self.hidden = {h.name: h for h in experiment.hidden}
-        self.finished = store.finished_trials(self.plan_hash)
-        self.failed = 0
-        self.ran = 0
-        self.hosts_down: list[tuple[str, str]] = []
-        self.run_started = 0.0
-        self.retries = retries
-        self.backoff = backoff
-        self.reconnect_timeout = reconnect_timeout
-        self.max_consecutive_timeouts = max_consecutive_timeouts
         groups = tuple((h,) for h in plan.hosts) if pin_hosts else plan.host_groups
-        self.groups = {h: group for group in groups for h in group}
-        self._orphans: dict[tuple[str, ...], list[int]] = {g: [] for g in self.groups.values()}
-        self._busy: set[str] = set()
-        self._wake = asyncio.Event()
-        self._timeouts_in_a_row: dict[str, int] = {}
-        self.stopping = StoppingController(experiment)
-        self.not_needed = 0
-        self.reap = reap
-        self.interrupted: int | None = None
-        self._halting = False
-        self.fail_fast = fail_fast
-        self.first_round_failed: FirstRoundFailed | None = None
-        self._first_round_judged = False
-        self._error: BaseException | None = None
-        self._tasks: list[asyncio.Task] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.leases = LeaseKeeper(backend, store, self.plan_hash, spec_dir)
-        self._per_trial = 0.0  # the longest a trial took here, round time / trials
-        self._command_kept: dict[tuple[int, str], tuple] = {}  # trial.py: _command_parts
-        self._interleave = len(plan.hosts) > 1
-        """Yield to the event loop after each trial, so that host tasks whose backend answers
-        without suspending take turns; one host task yields every ``LOOP_TURN`` (rounds.py),
-        so that a cancellation or another task on the loop is not held up for the whole run
-        (a signal's halt is seen by ``_check_halt`` after each trial)."""
-        self._loop_turn = 0.0
-        if self.stopping.active:
-            self._restore_stopping()
+        self.state = state = RunState(
+            experiment,
+            plan,
+            backend,
+            store,
+            progress,
+            leases=LeaseKeeper(backend, store, plan.hash, spec_dir),
+            stopping=StoppingController(experiment),
+            groups={h: group for group in groups for h in group},
+            retries=retries,
+            backoff=backoff,
+            reconnect_timeout=reconnect_timeout,
+            max_consecutive_timeouts=max_consecutive_timeouts,
+            reap=reap,
+            fail_fast=fail_fast,
+        )
+        self.halting = Halting(state)
+        self.stop_rule = StopRule(state)
+        self.hooks = Hooks(state, self.halting)
+        self.trials = TrialRunner(state, self.hooks, self.halting)
+        self.rounds = RoundRunner(state, self.hooks, self.trials, self.stop_rule, self.halting)
+        self.scheduler = Scheduler(state, self.rounds, self.hooks, self.stop_rule, self.halting)
+        if state.stopping.active:
+            self.stop_rule.restore()
+
+    @property
+    def finished(self) -> set[int]:
+        """The trials in the store (those it held, and those this run committed)."""
+        return self.state.finished
+
+    @property
+    def progress(self) -> Progress:
+        return self.state.progress
+
+    def interrupt(self, signum: int) -> None:
+        """Stop the run because of a signal (``Halting.interrupt``); signal-handler safe."""
+        self.halting.interrupt(signum)
 
     async def run(self) -> RunSummary:
         """Acquire (or attach to) the lease, run every round, release the lease: always, also
         when a trial, the store or a signal ends the run (docs/plugins.md#lifecycle)."""
+        state = self.state
         t0 = time.monotonic()
-        already = len(self.finished)
-        self._loop = asyncio.get_running_loop()
+        already = len(state.finished)
+        state.loop = asyncio.get_running_loop()
         try:
             if await self._take_lease():
-                await self._run_rounds()
+                await self.scheduler.run()
         finally:
             await self._give_back()
-        if self._error is not None:
-            raise self._error
+        if state.error is not None:
+            raise state.error
         return RunSummary(
-            self.plan_hash,
-            self.plan.n_trials,
+            state.plan_hash,
+            state.plan.n_trials,
             already,
-            self.ran,
-            self.failed,
-            tuple(self.hosts_down),
+            state.ran,
+            state.failed,
+            tuple(state.hosts_down),
             time.monotonic() - t0,
-            self._count_not_needed(),
-            self.interrupted,
-            self.first_round_failed,
+            self.stop_rule.count_not_needed(),
+            state.interrupted,
+            state.first_round_failed,
         )
 
     async def _take_lease(self) -> bool:
         """The lease, stored before any trial runs; False when a signal came first."""
-        size_allocation(self.backend, self.experiment)
-        task = asyncio.ensure_future(self.leases.take())
-        self._tasks = [task]
-        if self._halting:
+        state = self.state
+        size_allocation(state.backend, state.experiment)
+        task = asyncio.ensure_future(state.leases.take())
+        state.tasks = [task]
+        if state.halting:
             task.cancel()
         try:
             lease = await task
         except asyncio.CancelledError:
-            if self._halting:
+            if state.halting:
                 return False
             raise
         except Exception as err:
-            self._error = err
+            state.error = err
             return False
         finally:
-            self._tasks = []
-        for note in self.leases.notes:
-            self.progress.note(note)
+            state.tasks = []
+        for note in state.leases.notes:
+            state.progress.note(note)
         if lease.hosts and any(k != v for k, v in lease.hosts.items()):
             where = ", ".join(f"{k}={v}" for k, v in lease.hosts.items())
-            self.progress.note(f"lease {lease.id} ({lease.kind}): {where}")
-        return not self._halting
+            state.progress.note(f"lease {lease.id} ({lease.kind}): {where}")
+        return not state.halting
 
     async def _give_back(self) -> None:
-        problem = await self.leases.give_back()
+        state = self.state
+        problem = await state.leases.give_back()
         if problem is not None:
-            text = f"{problem}; release it with: benchlang hosts release {self.store.path}"
+            text = f"{problem}; release it with: benchlang hosts release {state.store.path}"
             with contextlib.suppress(Exception):
-                self.store.record_event(self.plan_hash, "lease", text)
-            self.progress.note(text)
+                state.store.record_event(state.plan_hash, "lease", text)
+            state.progress.note(text)

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 import attrs
 
 from benchlang.backends.base import HostSession
 from benchlang.plan.plan import ORDER_KINDS
 from benchlang.run.executor.failures import HostStopped, describe_failure, stderr_line
+from benchlang.run.executor.halting import Halting
+from benchlang.run.executor.hooks import Hooks
+from benchlang.run.executor.state import RunState
+from benchlang.run.executor.stopping_rule import StopRule
+from benchlang.run.executor.trial import TrialRunner
 from benchlang.run.hidden import reboots
 from benchlang.run.store import TrialRecord
 from benchlang.run.store.writing import round_values
@@ -23,50 +29,65 @@ else the loop serves (an asyncio cancellation, ``wait_for``, a caller's other ta
 wait for the whole run (tests/test_runner_review.py)."""
 
 
-class Rounds:
-    """A round's life on its host (a mixin of ``Executor``)."""
+class RoundRunner:
+    """A round's life on its host (a part of ``Executor`` over its ``RunState``)."""
 
-    async def _round(self, session: HostSession, r: int) -> None:
-        if self.first_round_failed is not None:
+    def __init__(
+        self,
+        state: RunState,
+        hooks: Hooks,
+        trials: TrialRunner,
+        stop_rule: StopRule,
+        halting: Halting,
+    ) -> None:
+        self.state = state
+        self.hooks = hooks
+        self.trials = trials
+        self.stop_rule = stop_rule
+        self.halting = halting
+
+    async def run(self, session: HostSession, r: int) -> None:
+        state = self.state
+        if state.first_round_failed is not None:
             return
-        plan = self.plan
+        plan = state.plan
         series = int(plan.round_series[r])
         start = plan.series_start[series] if plan.round_start is None else plan.round_start[r]
-        wait = self.run_started + float(start) - time.time()
+        wait = state.run_started + float(start) - time.time()
         if wait > 0:
-            self.progress.note(
+            state.progress.note(
                 f"round {r} (series {series}) starts in {wait:.0f}s (spread over the span)"
             )
             await asyncio.sleep(wait)
         first, end = int(plan.round_bounds[r]), int(plan.round_bounds[r + 1])
-        trials = range(first, end)
+        trials: Sequence[int] = range(first, end)
         order_kind = ORDER_KINDS[int(plan.round_order[r])]
-        stopping = self.stopping.active
+        stopping = state.stopping.active
         if stopping:
-            trials = [t for t in trials if t in self.finished or not self._skipped(t)]
-            if not any(t not in self.finished for t in trials):
+            trials = [t for t in trials if t in state.finished or not self.stop_rule.skipped(t)]
+            if not any(t not in state.finished for t in trials):
                 return
             permutation = plan.trial_configuration[trials].tolist()
         else:
             permutation = plan.trial_configuration[first:end].tolist()
         started = time.time()
 
-        def round_args(status: str) -> tuple:
+        def round_args(status: str) -> tuple[str, int, str, str, list[int], float, float, str]:
             """``round_values``'s arguments (``record_round`` takes them, not the row)."""
             host = session.host
-            return self.plan_hash, r, host, order_kind, permutation, started, time.time(), status
+            return state.plan_hash, r, host, order_kind, permutation, started, time.time(), status
 
-        def round_row(status: str) -> tuple:
+        def round_row(status: str) -> tuple[object, ...]:
             return round_values(*round_args(status))
 
         def record_round(status: str) -> None:
-            self.store.record_round(*round_args(status))
+            state.store.record_round(*round_args(status))
 
-        if self.hidden and reboots(self.hidden, plan.plan_levels(first)):
-            await self._reboot(session, r)
+        if state.hidden and reboots(state.hidden, plan.plan_levels(first)):
+            await self.hooks.reboot(session, r)
         reset_status = "none"
-        if self.experiment.reset is not None:
-            failed = await self._reset(session, first)
+        if state.experiment.reset is not None:
+            failed = await self.hooks.reset(session, first)
             if failed is not None:
                 record_round("failed")
                 raise HostStopped(
@@ -85,14 +106,14 @@ class Rounds:
         for position, t in enumerate(trials):
             if phased:
                 warm_before += plan.phase(t) == "warmup"
-            if t in self.finished:
+            if t in state.finished:
                 continue
-            if stopping and self._skipped(t):
+            if stopping and self.stop_rule.skipped(t):
                 continue
-            if self.first_round_failed is not None:
+            if state.first_round_failed is not None:
                 return  # another host's first round failed throughout: its rest is left unrun
-            record = await self._trial(session, t, series, r, order_kind)
-            self._check_halt()
+            record = await self.trials.run(session, t, series, r, order_kind)
+            self.halting.check()
             ran += 1
             if record.status == "ok":
                 all_failed = False
@@ -101,29 +122,29 @@ class Rounds:
             stop = None
             if stopping and record.phase == "measured":
                 record = attrs.evolve(record, position=position - warm_before)
-                stop = self._decide(record, series)
-            self._store_trial(record, stop, round_row(reset_status) if position == last else None)
+                stop = self.stop_rule.decide(record, series)
+            self.trials.store(record, stop, round_row(reset_status) if position == last else None)
             recorded = recorded or position == last
             if stop is not None:
-                self._announce_stop(record, stop)
-            if self._interleave or time.monotonic() >= self._loop_turn:
+                self.stop_rule.announce(record, stop)
+            if state.interleave or time.monotonic() >= state.loop_turn:
                 await asyncio.sleep(0)
-                self._loop_turn = time.monotonic() + LOOP_TURN
+                state.loop_turn = time.monotonic() + LOOP_TURN
             if record.timed_out:
-                self._timeouts_in_a_row[session.host] = n = (
-                    self._timeouts_in_a_row.get(session.host, 0) + 1
+                state.timeouts_in_a_row[session.host] = n = (
+                    state.timeouts_in_a_row.get(session.host, 0) + 1
                 )
-                if n >= self.max_consecutive_timeouts:
-                    self._timeouts_in_a_row[session.host] = 0
-                    self._first_round_ended(
+                if n >= state.max_consecutive_timeouts:
+                    state.timeouts_in_a_row[session.host] = 0
+                    self.halting.first_round_ended(
                         r, session.host, ran, first_failure if all_failed else None
                     )
-                    if self.first_round_failed is not None:
+                    if state.first_round_failed is not None:
                         return  # the run is failing fast: this host is not at fault
                     raise HostStopped(session.host, f"{n} trials in a row timed out")
             else:
-                self._timeouts_in_a_row[session.host] = 0
-        self._check_halt()
+                state.timeouts_in_a_row[session.host] = 0
+        self.halting.check()
         if not recorded:
             record_round(reset_status)
-        self._first_round_ended(r, session.host, ran, first_failure if all_failed else None)
+        self.halting.first_round_ended(r, session.host, ran, first_failure if all_failed else None)

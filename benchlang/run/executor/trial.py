@@ -14,29 +14,42 @@ from benchlang.backends.base import Command, Execution, HostDown, HostSession
 from benchlang.backends.limits import applicable_limits
 from benchlang.lang.shell import parse_template, text_of
 from benchlang.plan.configurations import substitute
+from benchlang.plan.plan import Configuration
 from benchlang.run.cachegrind import cachegrind_command, read_simulated
 from benchlang.run.counters import counter_outcome, perf_command, read_counters
 from benchlang.run.executor.failures import describe_failure, stderr_line
+from benchlang.run.executor.halting import Halting
+from benchlang.run.executor.hooks import Hooks
+from benchlang.run.executor.state import RunState, TrialSetup
 from benchlang.run.hidden import aslr_of, drop_caches_command, hidden_environment
 from benchlang.run.measures import MeasureError, extract, extract_output
 from benchlang.run.store import StopRecord, TrialRecord
 
+Attempt = tuple[str, str | None, Execution, dict[str, float], dict[str, np.ndarray]]
+"""An attempt's status, reason, execution, measures and series values."""
 
-class TrialLife:
-    """One trial, from its command to its committed record (a mixin of ``Executor``)."""
 
-    async def _trial(
+class TrialRunner:
+    """One trial, from its command to its committed record (a part of ``Executor`` over its
+    ``RunState``)."""
+
+    def __init__(self, state: RunState, hooks: Hooks, halting: Halting) -> None:
+        self.state = state
+        self.hooks = hooks
+        self.halting = halting
+
+    async def run(
         self, session: HostSession, t: int, series: int, r: int, order_kind: str
     ) -> TrialRecord:
-        plan = self.plan
+        plan = self.state.plan
         config = plan.configurations[int(plan.trial_configuration[t])]
         drawn = plan.plan_levels(t)
         key = (config.index, session.host)
-        setup = None if drawn else self._command_kept.get(key)
+        setup = None if drawn else self.state.command_kept.get(key)
         if setup is None:
-            setup = self._command_parts(config, session.host, drawn)
+            setup = self.command_parts(config, session.host, drawn)
             if not drawn:
-                self._command_kept[key] = setup
+                self.state.command_kept[key] = setup
         command, template, cwd, timeout, hooks_before, hooks_after, aslr, limits, bench = setup
         env = dict(template)
         env["BENCHLANG_TRIAL"] = str(t)
@@ -45,7 +58,7 @@ class TrialLife:
         while True:
             attempts += 1
             try:
-                status, reason, execution, measures, series_values = await self._attempt(
+                status, reason, execution, measures, series_values = await self.attempt(
                     session,
                     Command(command, env, cwd, timeout, aslr=aslr, limits=limits),
                     hooks_before,
@@ -53,8 +66,8 @@ class TrialLife:
                     bench,
                 )
                 if execution.left_running:
-                    self.store.record_event(
-                        self.plan_hash,
+                    self.state.store.record_event(
+                        self.state.plan_hash,
                         "left_running",
                         f"trial {t}: {execution.left_running} processes the command left "
                         "running were killed when it ended",
@@ -62,13 +75,13 @@ class TrialLife:
                     )
                 break
             except HostDown as err:
-                if attempts > self.retries:
+                if attempts > self.state.retries:
                     raise
                 text = f"trial {t} attempt {attempts}: {err.message}"
-                self.store.record_event(self.plan_hash, "retry", text, session.host)
-                self.progress.note(f"host {session.host}: {text}; trying again")
-                await asyncio.sleep(self.backoff * 2 ** (attempts - 1))
-                await session.reconnect(self.reconnect_timeout)
+                self.state.store.record_event(self.state.plan_hash, "retry", text, session.host)
+                self.state.progress.note(f"host {session.host}: {text}; trying again")
+                await asyncio.sleep(self.state.backoff * 2 ** (attempts - 1))
+                await session.reconnect(self.state.reconnect_timeout)
         return TrialRecord(
             trial=t,
             series=series,
@@ -94,21 +107,21 @@ class TrialLife:
             phase=plan.phase(t),
         )
 
-    def _command_parts(self, config: Any, host: str, drawn: dict[str, Any]) -> tuple:
+    def command_parts(self, config: Configuration, host: str, drawn: dict[str, Any]) -> TrialSetup:
         """What a trial's command is made of but its number and seed: kept per configuration
         and host when the plan draws no level for the trial (``_trial``), built per trial
         otherwise. ``BENCHLANG_TRIAL`` and ``BENCHLANG_SEED`` hold their places in the
         environment's order with empty values."""
-        bench = self.benchmarks[config.benchmark]
-        values = self._values(config.levels)
-        values.update((k, v) for k, v in drawn.items() if k in self.hidden)
+        bench = self.state.benchmarks[config.benchmark]
+        values = self.hooks.values(config.levels)
+        values.update((k, v) for k, v in drawn.items() if k in self.state.hidden)
         bench_env = {
             k: v.format_map({k2: text_of(v2) for k2, v2 in values.items()}) for k, v in bench.env
         }
-        template = self._env(
+        template = self.hooks.env(
             {
                 **bench_env,
-                **hidden_environment(self.hidden, drawn),
+                **hidden_environment(self.state.hidden, drawn),
                 "BENCHLANG_TRIAL": "",
                 "BENCHLANG_SEED": "",
                 "BENCHLANG_CONFIGURATION": config.label,
@@ -116,12 +129,16 @@ class TrialLife:
                 **({"BENCHLANG_RUNTIME": f"{values['runtime']:g}"} if "runtime" in values else {}),
             }
         )
-        exp_before = self.experiment.before and self._experiment_command(self.experiment.before)
-        exp_after = self.experiment.after and self._experiment_command(self.experiment.after)
+        exp_before = self.state.experiment.before and self.hooks.experiment_command(
+            self.state.experiment.before
+        )
+        exp_after = self.state.experiment.after and self.hooks.experiment_command(
+            self.state.experiment.after
+        )
         hooks_before = [
             h
             for h in (
-                drop_caches_command(self.hidden, drawn),
+                drop_caches_command(self.state.hidden, drawn),
                 exp_before,
                 bench.before and substitute(bench.before, values),
             )
@@ -135,23 +152,30 @@ class TrialLife:
         if bench.counters:
             command = perf_command(command, bench.counters)
         hooks_after = [h for h in (bench.after and substitute(bench.after, values), exp_after) if h]
-        limits = applicable_limits(self.experiment.machine, self.backend)
-        return (
+        limits = applicable_limits(self.state.experiment.machine, self.state.backend)
+        return TrialSetup(
             command,
             template,
-            self._cwd(bench),
-            bench.timeout or self.experiment.timeout,
+            self.hooks.cwd(bench),
+            bench.timeout or self.state.experiment.timeout,
             hooks_before,
             hooks_after,
-            aslr_of(self.hidden, drawn),
+            aslr_of(self.state.hidden, drawn),
             limits,
             bench,
         )
 
-    async def _attempt(self, session, trial: Command, hooks_before, hooks_after, bench):
+    async def attempt(
+        self,
+        session: HostSession,
+        trial: Command,
+        hooks_before: list[str],
+        hooks_after: list[str],
+        bench: model.Benchmark,
+    ) -> Attempt:
         env, cwd, timeout = trial.env, trial.cwd, trial.timeout
         for hook in hooks_before:
-            execution = await self._exec(session, Command(hook, env, cwd, timeout))
+            execution = await self.halting.exec(session, Command(hook, env, cwd, timeout))
             if not execution.ok:
                 return (
                     "failed",
@@ -160,12 +184,12 @@ class TrialLife:
                     {},
                     {},
                 )
-        execution = await self._exec(session, trial)
+        execution = await self.halting.exec(session, trial)
         measures = {k: float(v) for k, v in execution.rusage.items()}
         note = None  # counters perf could not count and no metric needs (run.counters)
         if bench.counters:
             execution, measures, missing = read_counters(execution, bench.counters)
-            uncounted, note = counter_outcome(missing, self.experiment)
+            uncounted, note = counter_outcome(missing, self.state.experiment)
             if uncounted is not None and execution.ok:
                 return "failed", f"measure: {uncounted}", execution, measures, {}
         if bench.simulated:
@@ -179,7 +203,7 @@ class TrialLife:
             for measure in bench.measures:
                 if measure.builtin in model.COUNTERS or measure.builtin in model.SIMULATED:
                     continue  # read with the execution (run.counters, run.cachegrind)
-                value = await self._read_measure(session, measure, execution, cwd)
+                value = await self.read_measure(session, measure, execution, cwd)
                 if isinstance(value, np.ndarray):
                     series_values[measure.name] = value
                 else:
@@ -187,7 +211,7 @@ class TrialLife:
         except MeasureError as err:
             return "failed", f"measure: {err}", execution, measures, series_values
         for hook in hooks_after:
-            after = await self._exec(session, Command(hook, env, cwd, timeout))
+            after = await self.halting.exec(session, Command(hook, env, cwd, timeout))
             if not after.ok:
                 return (
                     "failed",
@@ -198,33 +222,40 @@ class TrialLife:
                 )
         return "ok", note, execution, measures, series_values
 
-    async def _read_measure(
+    async def read_measure(
         self, session: HostSession, measure: model.Measure, execution: Execution, cwd: str | None
     ) -> float | np.ndarray:
         if measure.source == "builtin":
-            if measure.builtin not in execution.rusage:
-                why = execution.unavailable.get(measure.builtin, "the backend does not report it")
-                raise MeasureError(f"{measure.name}: {measure.builtin} is not available: {why}")
-            return float(execution.rusage[measure.builtin])
+            builtin = measure.builtin
+            if builtin is None or builtin not in execution.rusage:
+                why = execution.unavailable.get(builtin or "", "the backend does not report it")
+                raise MeasureError(f"{measure.name}: {builtin} is not available: {why}")
+            return float(execution.rusage[builtin])
         if measure.source in ("stdout", "stderr"):
             stream = measure.source
             kept, size, path = (
                 getattr(execution, stream + suffix) for suffix in ("", "_size", "_path")
             )
             return extract_output(measure, kept, size, path, stream)
+        path = measure.path
+        if path is None:  # the checker gives every file measure its path
+            raise MeasureError(f"{measure.name}: no file to read")
         try:
-            data = await session.read_file(measure.path, cwd)
+            data = await session.read_file(path, cwd)
         except OSError as err:
             raise MeasureError(
-                f"{measure.name}: cannot read {measure.path}: {err.strerror or err}"
+                f"{measure.name}: cannot read {path}: {err.strerror or err}"
             ) from None
-        return extract(measure, data.decode(errors="replace"), measure.path)
+        return extract(measure, data.decode(errors="replace"), path)
 
-    def _store_trial(
-        self, record: TrialRecord, stop: StopRecord | None = None, round_row: tuple | None = None
+    def store(
+        self,
+        record: TrialRecord,
+        stop: StopRecord | None = None,
+        round_row: tuple[object, ...] | None = None,
     ) -> None:
-        self.store.record_trial(self.plan_hash, record, stop, round_row)
-        self.finished.add(record.trial)
-        self.ran += 1
-        self.failed += record.status != "ok"
-        self.progress.advance(record.status != "ok")
+        self.state.store.record_trial(self.state.plan_hash, record, stop, round_row)
+        self.state.finished.add(record.trial)
+        self.state.ran += 1
+        self.state.failed += record.status != "ok"
+        self.state.progress.advance(record.status != "ok")
