@@ -14,7 +14,12 @@ as git does it: the candidate nearest the middle of what is left, a skipped one 
 - one session per step: the commit with both endpoints interleaved within R rounds, the
   within-round contrast log mid - (log good + log bad) / 2 with its t interval
   (benchlang.stats.round_contrast, the function bisect uses), up to 3 sessions pooled, at
-  5% per step (no correction) or at 5% / steps (Bonferroni, what bisect does).
+  5% per step (no correction), at 5% / steps (Bonferroni over the planned ceil(log2 n) steps,
+  bisect before skips were counted), or spent over the steps run (app.bisect.step_alpha: 3/4
+  of 5% over the planned steps, then 5%/4 · 2^-j for the j-th beyond them: what bisect does).
+
+``--broken F`` makes a share F of the commits unbuildable (skipped, as a failed build is:
+each costs a step and git tests another), so bisects take more steps than planned.
 
 ``--cli N`` also runs the real ``benchlang bisect`` N times on tests/test_bisect.py's
 repository (12 commits, 1.4x from change 7, a 10% lognormal session factor drawn by the spec's
@@ -70,7 +75,7 @@ def across_sessions(m: Machine, good: int, bad: int, rounds: int):
     g = m.session_values([good], rounds)[:, 0]
     b = m.session_values([bad], rounds)[:, 0]
 
-    def judge(commit: int) -> str:
+    def judge(commit: int, k: int) -> str:
         x = m.session_values([commit], rounds)[:, 0]
         lo_g, _ = welch(g, x)
         _, hi_b = welch(b, x)
@@ -87,12 +92,15 @@ def across_sessions(m: Machine, good: int, bad: int, rounds: int):
     return judge
 
 
-def one_session(m: Machine, good: int, bad: int, rounds: int, level: float, looks: int = 3):
-    def judge(commit: int) -> str:
+def one_session(m: Machine, good: int, bad: int, rounds: int, level, looks: int = 3):
+    """``level``: the step's confidence, or a function of the step's ordinal k (1, 2, ...)."""
+
+    def judge(commit: int, k: int) -> str:
+        at = level(k) if callable(level) else level
         pooled = np.empty((0, 3))
         for _ in range(looks):
             pooled = np.vstack([pooled, m.session_values([good, commit, bad], rounds)])
-            c = round_contrast(pooled, (-0.5, 1.0, -0.5), level)
+            c = round_contrast(pooled, (-0.5, 1.0, -0.5), at)
             if c.lower > 0:
                 return "bad"
             if c.upper < 0:
@@ -102,15 +110,16 @@ def one_session(m: Machine, good: int, bad: int, rounds: int, level: float, look
     return judge
 
 
-def bisection(n: int, judge) -> int | None:
-    lo, hi, skipped = 0, n - 1, set()
+def bisection(n: int, judge, broken: frozenset[int] = frozenset()) -> int | None:
+    lo, hi, skipped, k = 0, n - 1, set(), 0
     while hi - lo > 1:
         left = [c for c in range(lo + 1, hi) if c not in skipped]
         if not left:
             return None
         middle = (lo + hi) / 2
         c = min(left, key=lambda c: abs(c - middle))
-        verdict = judge(c)
+        k += 1
+        verdict = "skip" if c in broken else judge(c, k)
         if verdict == "good":
             lo = c
         elif verdict == "bad":
@@ -121,21 +130,35 @@ def bisection(n: int, judge) -> int | None:
 
 
 def simulate(
-    n: int, step: float, session: float, design: str, bisects: int, seed: int, rounds: int = 6
+    n: int,
+    step: float,
+    session: float,
+    design: str,
+    bisects: int,
+    seed: int,
+    rounds: int = 6,
+    broken: float = 0.0,
 ):
+    from benchlang.app.bisect import step_alpha
+
     rng = np.random.default_rng(seed)
     steps = max(1, math.ceil(math.log2(n - 1)))
     right = wrong = none = 0
     for _ in range(bisects):
         k = int(rng.integers(1, n))
         m = Machine(rng, session, step, k)
+        cut = frozenset(np.flatnonzero(rng.random(n) < broken).tolist()) - {0, n - 1}
         if design == "across sessions":
             judge = across_sessions(m, 0, n - 1, rounds)
         elif design == "one session, 5% per step":
             judge = one_session(m, 0, n - 1, rounds, 100 - 5 / 3)
-        else:
+        elif design == "one session, Bonferroni over log2 n":
             judge = one_session(m, 0, n - 1, rounds, 100 - 5 / steps / 3)
-        found = bisection(n, judge)
+        else:
+            judge = one_session(
+                m, 0, n - 1, rounds, lambda j: 100 - 100 * step_alpha(0.05, j, steps) / 3
+            )
+        found = bisection(n, judge, cut)
         right += found == k
         none += found is None
         wrong += found is not None and found != k
@@ -145,15 +168,24 @@ def simulate(
 SCENARIOS = ((12, 1.4, (0.0, 0.05, 0.10)), (1025, 1.1, (0.10,)), (1025, 1.05, (0.10,)))
 
 
-def table(bisects: int, rounds: int, only: str | None) -> None:
+def table(bisects: int, rounds: int, only: str | None, broken: float) -> None:
+    print(f"unbuildable commits: {broken:.0%}")
     print("| commits | step | session sigma | rounds | design | right | wrong | not named |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    designs = ("across sessions", "one session, 5% per step", "one session, Bonferroni")
+    designs = (
+        "across sessions",
+        "one session, 5% per step",
+        "one session, Bonferroni over log2 n",
+        "one session, spent over the steps run",
+    )
     chosen = [s for s in SCENARIOS if only is None or f"{s[0]}:{s[1]:g}" == only]
     for n, step, sessions in chosen:
         for session in sessions:
             for i, design in enumerate(designs):
-                right, wrong, none = simulate(n, step, session, design, bisects, 48 + i, rounds)
+                seed = 48 + (i if broken == 0.0 else 0)  # with skips: the same commits broken
+                right, wrong, none = simulate(
+                    n, step, session, design, bisects, seed, rounds, broken
+                )
                 print(
                     f"| {n} | {step:g}x | {session:.0%} | {rounds} | {design} | "
                     f"{right / bisects:.1%} | {wrong / bisects:.1%} | {none / bisects:.1%} |"
@@ -193,8 +225,9 @@ def main() -> None:
     parser.add_argument("--cli", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=6, help="rounds of a step's session")
     parser.add_argument("--only", metavar="COMMITS:STEP", help="one scenario, e.g. 1025:1.05")
+    parser.add_argument("--broken", type=float, default=0.0, help="share of unbuildable commits")
     args = parser.parse_args()
-    table(args.bisects, args.rounds, args.only)
+    table(args.bisects, args.rounds, args.only, args.broken)
     if args.cli:
         through_cli(args.cli)
 
