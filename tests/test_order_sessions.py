@@ -13,6 +13,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from benchlang.stats._special import rankdata
+from benchlang.stats.order_dependence import order_dependence
 from benchlang.stats.position_effects import carry_over
 from benchlang.stats.session_strata import (
     align_sessions,
@@ -42,10 +43,15 @@ def session_rows(
     return rows
 
 
-def store_of(cli, here: Path, name: str, rows, experiment: str = "camp") -> Path:
+def store_of(
+    cli, here: Path, name: str, rows, experiment: str = "camp", fixed_rounds: int = 0
+) -> Path:
+    """A store imported from ``rows``; the first ``fixed_rounds`` rounds are fixed-order ones."""
     csv = here / f"{name}.csv"
     lines = ["test,order,run_seq,position,value"]
-    lines += [f"{c},random,{r},{p},{v:.9g}" for c, r, p, v in rows]
+    lines += [
+        f"{c},{'fixed' if r < fixed_rounds else 'random'},{r},{p},{v:.9g}" for c, r, p, v in rows
+    ]
     csv.write_text("\n".join(lines) + "\n")
     store = here / f"{name}.sqlite"
     status, _, err = cli(["import", csv, "--store", store, "--name", experiment], cwd=here)
@@ -165,3 +171,32 @@ def test_a_store_of_another_experiment_is_refused(tmp_path, cli_in_process):
     status, out, err = cli_in_process(["order", mine, other], cwd=tmp_path)
     assert status == 2 and not out
     assert "holds experiment 'other'" in err and "Traceback" not in err
+
+
+def test_fixed_vs_random_is_stratified_by_session(tmp_path, cli_in_process):
+    """OrderSage's fixed-vs-random test over three sessions, one of them (12% slower) run with
+    fixed-order rounds only, as a session interrupted before its random rounds: the fixed rounds
+    over-represent that session, so pooled as one sample its level reads as an order effect;
+    stratified by session it does not."""
+    rng = np.random.default_rng(21)
+
+    def both(level: float) -> list[tuple[str, int, int, float]]:
+        random = [(c, 4 + r, p, v) for c, r, p, v in session_rows(rng, level, 12)]
+        return session_rows(rng, level, 4, orders=[0, 1, 2]) + random
+
+    sessions = [session_rows(rng, 1.12, 16, orders=[0, 1, 2]), both(1.0), both(0.97)]
+    fixed_rounds = [16, 4, 4]
+    val, conf, rnd, _, sess = arrays(sessions)
+    kinds = np.where(rnd < np.array(fixed_rounds)[sess], "fixed", "random")
+    assert order_dependence(val, conf, kinds).order_matters  # pooled naively: the trap
+    stores = [
+        store_of(cli_in_process, tmp_path, f"s{i}", rows, fixed_rounds=fixed_rounds[i])
+        for i, rows in enumerate(sessions)
+    ]
+    doc = order_json(cli_in_process, stores, tmp_path)
+    rows = doc["configurations"]
+    assert [r["configuration"] for r in rows] == ["a", "b", "c"]
+    assert all(r["compared"] and not r["significant"] for r in rows)
+    assert doc["tally"]["significant"] == 0 and doc["sessions"] == 3
+    status, text, _ = cli_in_process(["order", *stores], cwd=tmp_path)
+    assert status == 0 and "stratified by 3 sessions" in text
