@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import stats
 
-from benchlang.stats._special import betainc, t_sf
+from benchlang.stats._special import t_sf
 from benchlang.stats.rank_tests import kruskal, mann_whitney_p, mann_whitney_splits, spearman
 
 
@@ -55,8 +55,6 @@ def test_edges_match_scipy():
     assert spearman(x, 2 * x) == (1.0, 0.0) == tuple(stats.spearmanr(x, 2 * x))
     same = np.ones(12)
     assert mann_whitney_p(same, same) == stats.mannwhitneyu(same, same).pvalue == 1.0
-    for a, b, x in [(0.5, 0.5, 0.3), (5_000, 0.5, 0.9999), (0.5, 5_000, 1e-4), (30, 40, 0.4)]:
-        assert betainc(a, b, x) == pytest.approx(special.betainc(a, b, x), rel=1e-9)
     for t, df in [(0.0, 3), (2.5, 1), (-1.7, 10), (40.0, 9_998), (3.0, 2)]:
         assert t_sf(t, df) == pytest.approx(stats.t.sf(t, df), rel=1e-9, abs=1e-300)
 

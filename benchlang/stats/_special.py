@@ -1,11 +1,21 @@
-"""Ranks and the chi-square tail a run's closing report needs, in numpy alone.
+"""scipy's special functions that commands which never load scipy need, in numpy alone.
 
-``scipy.stats`` costs 0.8 s of start-up (2.5 s on a loaded machine) for the independence
-test's ranks and its Ljung-Box p-value, a chi-square tail with integer degrees of freedom that
-has a closed form (Abramowitz & Stegun, *Handbook of Mathematical Functions*, 1964,
-26.4.4-26.4.5). The normal CDF and quantile (``ndtr``, ``ndtri``) and Student's t quantile
-serve the change-point search of ``history`` the same way: ``scipy.special`` alone costs
-0.25-0.4 s of its start-up (issue 53). Tests check each against scipy.
+Kept only for those commands (``tests/test_import_budget.py`` holds them to it): ``run``'s
+closing report (the independence test's ranks, its Ljung-Box chi-square tail and trend t
+tail; the headline's t and normal quantiles), ``history`` (the change-point search's normal
+CDF and quantile, the prediction bounds' t quantiles) and ``order`` of a random-order store
+(``rank_tests``). ``scipy.stats`` costs 0.8-2 s of their start-up and ``scipy.special`` alone
+0.3-0.7 s (measured with ``python -X importtime`` on this 2-core machine under load). Each
+function has one form here (the scalar ``t_ppf`` is one element of ``stdtrit``), and tests
+check each against scipy to 1e-9 or tighter (tests/test_numpy_special.py,
+tests/test_rank_tests.py, tests/test_t_quantile.py). A command that loads scipy anyway
+calls scipy.
+
+Sources: the chi-square tail with integer degrees of freedom in closed form (Abramowitz &
+Stegun, *Handbook of Mathematical Functions*, 1964, 26.4.4-26.4.5); Student's t tail through
+the incomplete beta function (26.7.1, 26.5.27, 26.5.8; Press et al., *Numerical Recipes*,
+3rd ed. 2007, §6.4); the normal quantile by Wichura's AS 241 (Appl. Stat. 37, 1988), in
+Python's ``statistics``.
 """
 
 from __future__ import annotations
@@ -56,34 +66,6 @@ def chi2_sf(x: np.ndarray | float, df: int) -> np.ndarray:
     return np.minimum(total, 1.0)
 
 
-def betainc(a: float, b: float, x: np.ndarray | float) -> np.ndarray | float:
-    """The regularised incomplete beta function I_x(a, b) (``scipy.special.betainc``), for a
-    number or elementwise for an array ``x``.
-
-    Continued fraction of A&S 26.5.8 evaluated by the modified Lentz method, used directly
-    for x < (a + 1)/(a + b + 2) and through I_x(a, b) = 1 - I_{1-x}(b, a) otherwise, where it
-    converges fast (Press et al., *Numerical Recipes*, 3rd ed. 2007, §6.4): both tails keep
-    their relative accuracy.
-    """
-    xs = np.asarray(x, dtype=np.float64)
-    out = np.where(xs <= 0.0, 0.0, 1.0)
-    inside = (xs > 0.0) & (xs < 1.0)
-    if inside.any():
-        v = xs[inside]
-        with np.errstate(divide="ignore"):
-            log_front = (
-                math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                + a * np.log(v) + b * np.log1p(-v)
-            )  # fmt: skip
-        direct = v < (a + 1.0) / (a + b + 2.0)
-        got = np.empty(v.shape)
-        got[direct] = np.exp(log_front[direct]) * _beta_fraction(a, b, v[direct]) / a
-        flip = ~direct
-        got[flip] = 1.0 - np.exp(log_front[flip]) * _beta_fraction(b, a, 1.0 - v[flip]) / b
-        out[inside] = got
-    return float(out) if out.ndim == 0 else out
-
-
 def _beta_fraction(a: float | np.ndarray, b: float | np.ndarray, x: np.ndarray) -> np.ndarray:
     """The continued fraction of I_x(a, b) at every element of ``x`` (Lentz's method; the
     elements that have converged keep their value while the others go on); ``a`` and ``b``
@@ -120,7 +102,11 @@ _LGAMMA = np.frompyfunc(math.lgamma, 1, 1)
 
 def _t_tail(t: np.ndarray, df: np.ndarray) -> np.ndarray:
     """P(T > |t|) elementwise over ``t`` and ``df`` (finite, t >= 0): I_{df/(df+t^2)}(df/2,
-    1/2) / 2 (A&S 26.7.1 with 26.5.27), as :func:`betainc` with a and b per element."""
+    1/2) / 2 (A&S 26.7.1 with 26.5.27), the regularised incomplete beta function by its
+    continued fraction (A&S 26.5.8, :func:`_beta_fraction`) used directly for
+    x < (a + 1)/(a + b + 2) and through I_x(a, b) = 1 - I_{1-x}(b, a) otherwise, where it
+    converges fast (Press et al., *Numerical Recipes*, 3rd ed. 2007, §6.4): both tails keep
+    their relative accuracy."""
     a, b = df / 2.0, 0.5
     x = df / (df + t * t)
     out = np.full(t.shape, 0.5)
@@ -145,9 +131,11 @@ def _t_tail(t: np.ndarray, df: np.ndarray) -> np.ndarray:
 
 def stdtrit(df: np.ndarray | float, p: np.ndarray | float) -> np.ndarray | float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom, elementwise over both
-    (``scipy.special.stdtrit``; for df >= 1 and 0 < p < 1): :func:`t_ppf`'s Newton iteration
-    from the normal quantile on every element at once, each stopping where its steps reach
-    1e-14 or the rounding of the tail and stop shrinking; p < 1/2 by symmetry."""
+    (``scipy.special.stdtrit``; for df >= 1 and 0 < p < 1): Newton's method on the tail
+    :func:`_t_tail` from the normal quantile, which lies below the root; the tail is convex
+    there, so every step stays below it and the iteration converges monotonically. Each
+    element stops where its steps reach 1e-14 or the rounding of the tail and stop shrinking
+    (about 1e-12 at df in the thousands, where they never reach 1e-14); p < 1/2 by symmetry."""
     df_, p_ = np.broadcast_arrays(np.asarray(df, dtype=np.float64), np.asarray(p, dtype=np.float64))
     q = np.where(p_ < 0.5, 1.0 - p_, p_)
     out = np.full(q.shape, np.nan)
@@ -185,13 +173,15 @@ def _t_upper(q: np.ndarray, df: np.ndarray) -> np.ndarray:
     return t
 
 
-def t_sf(t: np.ndarray | float, df: float) -> np.ndarray | float:
-    """P(T > t) for Student's t with ``df`` degrees of freedom, for a number or elementwise:
-    I_{df/(df+t^2)}(df/2, 1/2) / 2 (A&S 26.7.1 with 26.5.27), ``scipy.stats.t.sf``."""
-    ts = np.asarray(t, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        x = np.where(np.isinf(ts), 0.0, df / (df + ts * ts))
-    tail = 0.5 * np.asarray(betainc(df / 2.0, 0.5, x))
+def t_sf(t: np.ndarray | float, df: np.ndarray | float) -> np.ndarray | float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom, for a number or elementwise
+    over both: I_{df/(df+t^2)}(df/2, 1/2) / 2 (A&S 26.7.1 with 26.5.27) by :func:`_t_tail`,
+    the form :func:`stdtrit`'s Newton steps use (``scipy.stats.t.sf``)."""
+    ts, dfs = np.broadcast_arrays(np.asarray(t, dtype=np.float64), np.asarray(df, dtype=np.float64))
+    size = np.abs(ts)
+    tail = np.zeros(ts.shape)
+    finite = np.isfinite(size)
+    tail[finite] = _t_tail(size[finite], dfs[finite])
     out = np.where(ts >= 0, tail, 1.0 - tail)
     out = np.where(np.isnan(ts), np.nan, out)
     return float(out) if out.ndim == 0 else out
@@ -199,26 +189,12 @@ def t_sf(t: np.ndarray | float, df: float) -> np.ndarray | float:
 
 @functools.lru_cache(maxsize=256)
 def t_ppf(q: float, df: float) -> float:
-    """The ``q`` quantile of Student's t (``scipy.special.stdtrit``) for 0.5 <= q < 1: Newton's
-    method on ``t_sf`` from the normal quantile, which lies below it; t_sf is convex there,
-    so every step stays below the root and the iteration converges monotonically, until the
-    steps reach t_sf's rounding and stop shrinking (then it stops: at large df, 1e4 and more,
-    they never reach 1e-14). Cached: a figure's intervals share their few (q, df)."""
+    """The ``q`` quantile of Student's t for 0.5 <= q < 1 (``scipy.special.stdtrit``): one
+    element of :func:`stdtrit`, the package's one t quantile. Cached: a figure's intervals
+    share their few (q, df)."""
     if not 0.5 <= q < 1.0:
         raise ValueError(f"q must lie in [0.5, 1), got {q!r}")
-    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    t = norm_ppf(q)
-    previous = math.inf
-    for _ in range(1_000):
-        density = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
-        step = (t_sf(t, df) - (1.0 - q)) / density
-        if abs(step) <= 1e-9 * max(1.0, abs(t)) and not abs(step) < abs(previous):
-            break  # t_sf's rounding floor (about 1e-12 at df in the thousands): steps stop shrinking
-        t += step
-        previous = step
-        if abs(step) <= 1e-14 * max(1.0, abs(t)):
-            break
-    return t
+    return float(stdtrit(df, q))
 
 
 def norm_ppf(q: float) -> float:
