@@ -3,8 +3,12 @@ with its t-test, the tie-corrected Kruskal–Wallis H with its chi-square p-valu
 two-sided Mann–Whitney U with the tie-corrected normal approximation.
 
 Why: ``scipy.stats`` costs about a second of start-up, as much as the order analysis of a
-100,000-trial store itself (benchmarks/bench_report.py). The small-sample exact p-values scipy
-chooses (Mann–Whitney with a sample of at most 8 and no ties) still come from scipy.
+100,000-trial store itself (benchmarks/bench_report.py), and ``benchlang order`` of a
+random-order store (the position and carry-over views, ``stats/position_effects.py``) needs
+nothing else from scipy: these forms are what keeps it without. The small-sample exact
+p-values scipy chooses (Mann–Whitney with a sample of at most 8 and no ties) still come from
+scipy, as does the fixed-vs-random test's median CI (``order_dependence``), which loads
+``scipy.stats`` anyway. tests/test_rank_tests.py checks each against scipy to 1e-9.
 
 Sources: Spearman, Am. J. Psychol. 15 1904, with the t approximation
 rho sqrt((n-2)/(1-rho^2)) ~ t_{n-2} (Kendall & Gibbons, *Rank Correlation Methods*, 1990,
