@@ -25,7 +25,7 @@ experiment {name} {{
   }}
   metric t {{ measure mean unit "us" better lower }}
   kpi t {{ percentile 50 confidence 95% }}
-  design {{ runs {runs} order random }}
+  design {{ runs {runs} order {order} }}
 }}
 """
 
@@ -53,11 +53,16 @@ def _sessions(cli, here, name, levels, **spec):
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory, cli_in_process):
-    """Six sessions on one host, three on two hosts (local:1 20% slower), one of another
-    experiment imported from a CSV."""
+    """Six sessions on one host, three on two hosts (local:1 20% slower), two in fixed- and
+    random-order rounds, one of another experiment imported from a CSV."""
     here = tmp_path_factory.mktemp("views")
-    one = _sessions(cli_in_process, here, "camp", LEVELS, slots=1, host=10, runs=5)
-    two = _sessions(cli_in_process, here, "pair", LEVELS[:3], slots=2, host=12, runs=6)
+    one = _sessions(cli_in_process, here, "camp", LEVELS, slots=1, host=10, runs=5, order="random")
+    two = _sessions(
+        cli_in_process, here, "pair", LEVELS[:3], slots=2, host=12, runs=6, order="random"
+    )
+    _sessions(
+        cli_in_process, here, "fvr", LEVELS[:2], slots=1, host=10, runs=6, order="fixed_vs_random"
+    )
     rows = ["test,order,run_seq,position,value"]
     rows += [f"b,random,{r},{p},{1.0 + 0.01 * r}" for r in range(4) for p in range(2)]
     (here / "other.csv").write_text("\n".join(rows) + "\n")
@@ -231,3 +236,18 @@ def test_figures_label_sessions_or_say_they_would_pool_them(campaign, cli_in_pro
     assert cli_in_process(["report", *three, "-o", page], cwd=here)[0] == 0
     html = page.read_text()
     assert 'id="fig-levels"' in html and 'id="fig-kpi-scatter"' not in html
+
+
+def test_order_figures_draw_the_tests_stratified_by_session(campaign, cli_in_process):
+    here = campaign[0]
+    stores = [here / "fvr0.sqlite", here / "fvr1.sqlite"]
+    order = strict(cli_in_process(["order", *stores, "--json"], cwd=here)[1])
+    assert order["sessions"] == 2
+    status, out, err = cli_in_process(["figure", *stores, "order-pvalues", "--json"], cwd=here)
+    assert status == 0, err
+    figure = strict(out)
+    (said,) = [n for n in figure["notes"] if n.startswith("2 sessions, stratified")]
+    assert f"session 2 = {stores[1]}" in said
+    drawn = {r[0]: r[1] for r in figure["rows"]}
+    tested = {c["configuration"]: c["p_value"] for c in order["configurations"]}
+    assert drawn == pytest.approx(tested, rel=1e-12) and len(drawn) == 2

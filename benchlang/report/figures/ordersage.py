@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import numpy as np
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable
@@ -37,26 +38,41 @@ def _dependence(inputs: Inputs, metric: str | None, figure: str) -> tuple[Any, s
     return dep, rep.metric, unit
 
 
+def _stratified(inputs: Inputs, dep: Any, data: FigureData) -> FigureData:
+    """A campaign's order figure says that its tests were stratified by session and names
+    each session's store (``stats.session_strata``)."""
+    if dep.sessions < 2:
+        return data
+    stores = getattr(inputs, "stores", ())
+    named = "; ".join(f"session {i + 1} = {s}" for i, s in enumerate(stores))
+    note = (
+        f"{dep.sessions} sessions, stratified: each session x configuration level removed "
+        "before pooling (values drawn are aligned), p-values permute within sessions"
+        + (f" ({named})" if named else "")
+    )
+    return attrs.evolve(data, notes=(*data.notes, note))
+
+
 def pvalues_data(inputs: Inputs, metric: str | None) -> FigureData:
     dep, name, _unit = _dependence(inputs, metric, "order-pvalues")
-    return fo.order_pvalues(dep, name)
+    return _stratified(inputs, dep, fo.order_pvalues(dep, name))
 
 
 def delta_data(inputs: Inputs, metric: str | None) -> FigureData:
     dep, name, unit = _dependence(inputs, metric, "order-delta")
-    return fo.order_delta(dep, name, unit)
+    return _stratified(inputs, dep, fo.order_delta(dep, name, unit))
 
 
 def ci_data(inputs: Inputs, metric: str | None) -> FigureData:
     from benchlang.report.figures.triscale import in_cli_units
 
     dep, name, unit = _dependence(inputs, metric, "order-ci")
-    return in_cli_units(fo.order_ci(dep, name, unit), inputs, name, "y")
+    return _stratified(inputs, dep, in_cli_units(fo.order_ci(dep, name, unit), inputs, name, "y"))
 
 
 def cases_data(inputs: Inputs, metric: str | None) -> FigureData:
     dep, name, _unit = _dependence(inputs, metric, "order-cases")
-    return fo.order_cases(dep, name)
+    return _stratified(inputs, dep, fo.order_cases(dep, name))
 
 
 def _tall(fig: Any, n: int, paper: bool) -> None:

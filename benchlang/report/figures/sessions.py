@@ -1,15 +1,28 @@
 """The papers' figures of a campaign (several stores of one experiment read as sessions,
 ``app.campaign``): a figure that keeps sessions apart (DataMill's, whose sessions take a panel,
-a line or the boxes' labels) is built as for one store; any other figure draws one session's
-trials, and with several it would pool them silently: it does not apply, and says why."""
+a line or the boxes' labels) or draws an analysis stratified by session (OrderSage's, from the
+order tests of ``stats.session_strata``) is built as for one store, with a note saying how;
+any other figure draws one session's trials, and with several it would pool them silently: it
+does not apply, and says why."""
 
 from __future__ import annotations
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable, registry
 from benchlang.stats.figure_data import FigureData
 
-SESSION_AWARE = frozenset({"series-boxes", "levels", "level-means"})
-"""The figures that label each session in what they draw (``report.figures.datamill``)."""
+SESSION_AWARE = frozenset(
+    {
+        "series-boxes",
+        "levels",
+        "level-means",
+        "order-pvalues",
+        "order-delta",
+        "order-ci",
+        "order-cases",
+    }
+)
+"""The figures that label each session in what they draw (``report.figures.datamill``) or
+draw the order tests stratified by session (``report.figures.ordersage``)."""
 
 
 def sessions_of(inputs: Inputs) -> int:
