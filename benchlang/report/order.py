@@ -78,7 +78,7 @@ def render_order_table(
         "configuration",
         "n fixed",
         "n random",
-        "KW p",
+        "KW p" if result.sessions == 1 else "CMH p",
         "significant",
         "η²",
         "Δ%",
@@ -168,7 +168,18 @@ def render_position_table(result: PositionEffect, stream: TextIO | None = None) 
         for r in result.configurations
     ]
     render_table(
-        ["configuration", "n", "positions", "Spearman ρ", "ρ p", "KW p", "η²", "significant"],
+        ["configuration", "n", "positions", "Spearman ρ", "ρ p", "KW p", "η²", "significant"]
+        if result.sessions == 1
+        else [
+            "configuration",
+            "n",
+            "positions",
+            "ρ within",
+            "CMH ρ p",
+            "CMH p",
+            "η²",
+            "significant",
+        ],
         rows,
         title=(
             f"Position in round (random-order rounds; threshold α/(2m) = {result.threshold:.4g}"
@@ -212,7 +223,7 @@ def render_carry_over_table(
             f"median after{_unit(scale)}",
             f"median other{_unit(scale)}",
             "shift %",
-            "MW p",
+            "MW p" if result.sessions == 1 else "CMH p",
             "significant",
         ],
         rows,

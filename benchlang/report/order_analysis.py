@@ -90,7 +90,7 @@ def render_order_report(report: OrderReport, stream: TextIO | None = None) -> No
     if report.stratification:
         out.write(
             f"{report.stratification}: the medians, means and shifts below are of the aligned "
-            "values\n"
+            "values; CMH p = the stratified test's p-value\n"
         )
     if report.dependence is not None:
         render_order_table(report.dependence, out, report.scale)
