@@ -189,6 +189,13 @@ def test_the_report_covers_the_sessions_and_shows_their_share(campaign, cli_in_p
         assert f"<td>{share['icc']:.2f}</td>" in section
         assert f"<td>{share['design_effect']:.2f}</td>" in section
     assert "6 sessions are the top clusters" in html  # the ranking says what it carries
+    from benchlang.app.report import report_inputs
+    from benchlang.report.analysis import build_record
+
+    inputs = report_inputs(stores, with_headline=False)  # the record the page is built from
+    for metric in build_record(inputs.data, inputs.kpis).metrics:
+        assert metric.summary["mean_interval"]["level"] == "session"
+        assert metric.summary["mean_interval"]["clusters"] == 6
     one = here / "one.html"
     assert cli_in_process(["report", stores[0], "-o", one, "--no-figures"], cwd=here)[0] == 0
     assert "id='sessions'" not in one.read_text()

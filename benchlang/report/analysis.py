@@ -312,13 +312,14 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
 
 
 def _summary(data: ExperimentData, r: ConfigurationAnalysis) -> dict:
-    """The configuration's mean with its interval over cluster means, SD, IQR, CV."""
-    from benchlang.report.results import trial_clusters
+    """The configuration's mean with its interval over cluster means (a campaign's sessions
+    the top clusters: ``report.results.trial_units``), SD, IQR, CV."""
+    from benchlang.report.results import trial_units
     from benchlang.stats.summaries import summarize
 
     mask = data.table.ok & (data.table.label == r.configuration)
-    clusters, _ = trial_clusters(data)
-    return summarize(data.metrics[r.metric].values[mask], clusters[mask]).to_dict()
+    clusters, names, _ = trial_units(data)
+    return summarize(data.metrics[r.metric].values[mask], clusters[mask], names).to_dict()
 
 
 def _record_independence(results: list[ConfigurationAnalysis]) -> list[str]:
