@@ -4,8 +4,9 @@ Source: Jacob et al., "Designing Replicable Networking Experiments With TriScale
 JSys 1(1) 2021, §4.5, Eq. 4 (and Table 2), after Thompson's order-statistic bounds
 (Le Boudec, "Performance Evaluation of Computer and Communication Systems", §2.2).
 
-The checker sizes ``runs auto`` with this module, so it must not import scipy (or numpy):
-``benchlang check`` answers without loading either. The binomial CDF is computed here
+The checker sizes ``runs auto`` with this module, so it imports neither scipy nor numpy:
+``benchlang check`` loads no scipy (tests/test_import_budget.py; numpy it loads elsewhere, for
+the A/B layouts of ``design.layouts``). The binomial CDF is computed here
 exactly enough (math.comb in log space, math.fsum) to agree with scipy.stats.binom.cdf to
 1e-12; tests/test_csv_and_sizing.py holds that comparison and the TriScale table. It is the
 package's one ``binom_cdf``; where every k is needed at once (the ranks of a bound over a
