@@ -180,7 +180,7 @@ def test_the_report_covers_the_sessions_and_shows_their_share(campaign, cli_in_p
     assert "6 sessions · stores " in html and "in 6 sessions of 2 configurations" in html
     section = html[html.index("<section id='sessions'>") :]
     section = section[: section.index("</section>")]
-    assert all(str(s) in section for s in stores)
+    assert all(f"<td>{s}</td><td>sha256:" in section for s in stores)  # each with its plan
     assert "This page covers 6 sessions of experiment camp" in section
     document = strict(cli_in_process(["results", *stores, "--json"], cwd=here)[1])
     for share in document["campaign"]["between_sessions"]:

@@ -177,6 +177,7 @@ def report_inputs(
         equal_hosts=equal_hosts,
         sessions=lambda: session_shares(data),
         stores=tuple(str(p) for p in paths) if len(paths) > 1 else (),
+        plans=tuple(plans) if len(paths) > 1 else (),
     )
 
 

@@ -46,6 +46,7 @@ PARTS: dict[str, Callable[[], Any]] = {
     "equal_hosts": list,
     "sessions": list,
     "stores": tuple,
+    "plans": tuple,
 }
 """The parts of a report besides its data, each empty unless given."""
 
@@ -63,7 +64,8 @@ class ReportInputs:
     redundancy N }``: ``report.equal_hosts``) and ``raw``, which maps (metric, configuration
     index) to one trial's raw series (trial number, samples): the first successful trial of
     the configuration, drawn with its convergence test. In a campaign (several stores read
-    as sessions, ``app.campaign``) ``stores`` names them in session order and ``sessions``
+    as sessions, ``app.campaign``) ``stores`` names them in session order, ``plans`` their
+    plan hashes, and ``sessions``
     holds each configuration's between-session share (``report.sessions_text``); both are
     empty for one store.
     """

@@ -19,20 +19,22 @@ def sessions_section(inputs: ReportInputs) -> str | None:
         return None
     data = inputs.data
     table_ = data.table
+    plans = inputs.plans or ("-",) * len(inputs.stores)
     stores = [
         [
             i + 1,
             store,
+            plan[:19],
             int((table_.sessions == i).sum()),
             int((~table_.ok & (table_.sessions == i)).sum()),
         ]
-        for i, store in enumerate(inputs.stores)
+        for i, (store, plan) in enumerate(zip(inputs.stores, plans, strict=True))
     ]
     body = [
         f"<p>This page covers {len(inputs.stores)} sessions of experiment "
         f"{esc(data.experiment.name)}, one per store; its KPIs, ranking and summaries use "
         f"{esc(SPREAD)}.</p>",
-        table(["session", "store", "trials", "failed"], stores, caption="the sessions"),
+        table(["session", "store", "plan", "trials", "failed"], stores, caption="the sessions"),
     ]
     rows = inputs.sessions
     if rows:

@@ -101,7 +101,7 @@ def details_section(inputs: ReportInputs) -> str:
         ("stores (sessions)" if inputs.stores else "store", inputs.store),
         ("spec", plan.spec_path or "-"),
         ("spec hash", exp.spec_hash),
-        ("plan hash", plan.plan_hash),
+        ("plan hash (session 1)" if inputs.stores else "plan hash", plan.plan_hash),
         ("seed", plan.seed),
         ("benchlang", __version__),
         ("trials analysed", len(t)),
