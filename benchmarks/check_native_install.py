@@ -33,9 +33,9 @@ print(json.dumps({"launcher": launcher().path or "none: " + launcher().reason,
                   "kernels": lib._name if lib else "none: the numpy forms"}))
 """
 MODES = {
-    "pip install .": ([], {}),
+    "pip install . (the pure wheel)": ([], {}),
+    "pip install . (a platform wheel)": ([], {"BENCHLANG_PLATFORM_WHEEL": "1"}),
     "pip install -e .": (["-e"], {}),
-    "pip install . (no compiler)": ([], {"BENCHLANG_CC": "/no/such/cc"}),
 }
 
 
