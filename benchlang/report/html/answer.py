@@ -91,9 +91,11 @@ def group_caption(h: MetricHeadline, g: RankingGroup) -> str:
     else:
         n = rk.family.comparisons or len(rk.comparisons)
         how = f"intervals hold jointly at {rk.confidence:g}% over {n} comparison" + "s" * (n != 1)
-    levels, units = tuple(getattr(rk, "levels", ())), tuple(getattr(rk, "units", ()))
-    if levels[:1] == ("session",) and units[:1] and units[0] > 1:
-        how += f"; {units[0]} sessions are the top clusters (the spread between them is carried)"
+        levels, units = tuple(getattr(rk, "levels", ())), tuple(getattr(rk, "units", ()))
+        if levels[:1] == ("session",) and units[:1] and units[0] > 1:
+            how += (
+                f"; {units[0]} sessions are the top clusters (the spread between them is carried)"
+            )
     return (
         f"{h.metric}: {statistic_name(h)}{f' ({unit})' if unit else ''}, "
         f"{h.better} is better{scope}; {how}"
