@@ -36,6 +36,8 @@ from tests.figure_stores import (
     small_spec,
     write_load,
 )
+from tests.test_figures_papers_last import fig4
+from tests.test_runtime_factor import FIG4
 
 PAGE = ROOT / "docs" / "figures.md"
 SHOWN = ROOT / "docs" / "figures"
@@ -87,11 +89,13 @@ EXAMPLES = {
     "datamill": (SPECS / "datamill.bench", datamill),
     "stopping": (SPECS / "stopping.bench", stopping),
     "two-kpis": (TWO_KPIS, two_kpis),
+    "runtime-factor": (FIG4, fig4),
 }
 SOURCE = {
     "kpi-scatter": "two-kpis",
     "convergence": "latency-series",
     "series-kpis": "quickstart",
+    "runtimes": "runtime-factor",
     "variability": "quickstart",
     "cdf": "quickstart",
     "cdf-overlay": "quickstart",
@@ -104,6 +108,7 @@ SOURCE = {
     "timeline": "ab-layout",
     "se-curves": "ab-layout",
     "aa-estimates": "ab-layout",
+    "bootstrap-model": "ab-layout",
     "aa-ladder": "ab-layout",
     "aa-empirical": "aa-check",
     "series-boxes": "datamill",
@@ -111,6 +116,7 @@ SOURCE = {
     "level-means": "datamill",
     "stopping-ks": "stopping",
     "stopping-density": "stopping",
+    "stopping-synthetic": "stopping",
 }
 """The example each figure of docs/figures.md is drawn from."""
 AA_STORES = 4

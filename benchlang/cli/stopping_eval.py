@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import attrs
 
-from benchlang.app.streams import evaluate_streams
+from benchlang.app.streams import evaluate_streams, evaluate_synthetic
 from benchlang.app.streams import read_stream as read_stream  # re-exported for tests
 from benchlang.cli import add_command
 from benchlang.errors import UserError
@@ -38,6 +39,22 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar=("A", "B"),
         help="instead: the KS distance between two long runs of one benchmark (files or stores), "
         "the floor of what the rule can promise (Mittal et al. §2)",
+    )
+    p.add_argument(
+        "--synthetic",
+        metavar="NAMES",
+        help="instead of files: synthetic streams of known shape, 'all' or names separated by "
+        "commas (normal, lognormal, multimodal, cauchy, autocorrelated_sine, uniform, "
+        "log_uniform, near_constant, exponential, drifting), each judged by its own criterion",
+    )
+    p.add_argument(
+        "--length",
+        type=int,
+        default=1000,
+        help="with --synthetic: samples per stream (default 1000, at least 1000)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=5, help="with --synthetic: the generators' seed (default 5)"
     )
     p.add_argument("--configuration", help="with --baseline on a store: the configuration label")
     p.add_argument("--column", help="CSV column name (default: the only numeric column)")
@@ -98,34 +115,53 @@ def baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _streams(args: argparse.Namespace) -> list[tuple[str, str, Any, Any]]:
+    """(name, criterion, stream, evaluation) of each recorded or synthetic stream."""
+    from benchlang.stats.stopping_eval import SYNTHETIC_CRITERIA
+
+    if args.synthetic is not None:
+        if args.files:
+            raise UserError("give files or --synthetic, not both")
+        found = evaluate_synthetic(
+            args.synthetic, args.length, args.seed, args.ks, args.min_n, args.max_n
+        )
+        return [(name, SYNTHETIC_CRITERIA[name], x, e) for name, x, e in found]
+    if not args.files:
+        raise UserError(
+            "give the streams to replay, --synthetic all, or --baseline A B",
+            "benchlang stopping-eval run.csv, benchlang stopping-eval --synthetic all, or "
+            "benchlang stopping-eval --baseline run1.csv run2.csv",
+        )
+    results = evaluate_streams(args.files, args.column, args.ks, args.min_n, args.max_n)
+    return [(str(path), "ks", path, e) for path, e in results]
+
+
 def run(args: argparse.Namespace) -> int:
     if args.baseline:
         return baseline(args)
-    if not args.files:
-        raise UserError(
-            "give the streams to replay, or --baseline A B",
-            "benchlang stopping-eval run.csv, or benchlang stopping-eval --baseline run1.csv run2.csv",
-        )
-    results = evaluate_streams(args.files, args.column, args.ks, args.min_n, args.max_n)
+    found = _streams(args)
+    synthetic = args.synthetic is not None
     if args.json:
         from benchlang.stats.stopping_eval import prefix_ks_distances
 
         out = []
-        for path, e in results:
+        for name, criterion, x, e in found:
+            stream = x if synthetic else read_stream(x, args.column)
             out.append(
                 {
-                    "stream": str(path),
+                    "stream": name,
                     **attrs.asdict(e),
-                    "passed": e.passed(ks_limit=args.ks + 0.02),
+                    **({"criterion": criterion} if synthetic else {}),
+                    "passed": e.passed(criterion, ks_limit=args.ks + 0.02),
                     # ks_curve[k - 1]: KS of the first k samples to the whole stream (Fig. 1)
-                    "ks_curve": prefix_ks_distances(read_stream(path, args.column)).tolist(),
+                    "ks_curve": prefix_ks_distances(stream).tolist(),
                 }
             )
         print(dumps(document("stopping-eval", 1, {"streams": out})))
         return 0
     rows = [
         (
-            path.name,
+            name if synthetic else x.name,
             e.n,
             e.stop_n,
             e.action,
@@ -135,17 +171,19 @@ def run(args: argparse.Namespace) -> int:
             e.optimal_n,
             e.ratio,
             e.mean_error,
-            e.passed(ks_limit=args.ks + 0.02),
+            e.passed(criterion, ks_limit=args.ks + 0.02),
         )
-        for path, e in results
+        for name, criterion, x, e in found
     ]
+    where = f", {args.length} synthetic samples each, seed {args.seed}" if synthetic else ""
     render_table(
         HEADERS,
         rows,
-        title=f"adaptive stopping (ks {args.ks:g}, min {args.min_n}, max {args.max_n})",
+        title=f"adaptive stopping (ks {args.ks:g}, min {args.min_n}, max {args.max_n}{where})",
     )
-    for path, e in results:
-        print(f"{path.name}: {e.reason}")
+    for (_n, criterion, _x, e), row in zip(found, rows, strict=True):
+        judged = f" (judged by {criterion})" if synthetic else ""
+        print(f"{row[0]}: {e.reason}{judged}")
     return 0
 
 

@@ -1,6 +1,7 @@
 """The numbers of TriScale's figures (Jacob et al., JSys 1(1) 2021), from the results
 ``stats.triscale`` and ``stats.profile`` already compute: Fig. 1b (``kpi-scatter``), 3b
-(``series-kpis``), 3c and 8 (``variability``) and 5 (``profile``); Fig. 3a (``convergence``) is
+(``series-kpis``), 4 (``runtimes``), 3c and 8 (``variability``) and 5 (``profile``); Fig. 3a
+(``convergence``) is
 ``stats.figure_convergence``, Figs. 7 and 10 (``cdf``, ``cdf-overlay``) ``stats.figure_cdf``;
 docs/figures.md. Rows are long format: ``(configuration, part, x, y, low, high)`` unless said
 otherwise.
@@ -8,7 +9,7 @@ otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -162,6 +163,55 @@ def series_kpis(
         rows,
         tuple(thinned) + tuple(short) + _descriptive(labels, analyses),
         {"x_label": "configuration, series", "y_label": f"{metric} ({unit})"},
+    )
+
+
+def runtimes(
+    convergence: FigureData,
+    seconds: Mapping[str, float],
+    lengths: Mapping[str, int],
+    converged: Mapping[str, tuple[int, int]],
+) -> FigureData:
+    """Fig. 4: the same protocol run at several runtimes (``factor runtime``), side by side:
+    for each configuration, one run's raw series, the metric over sliding windows, the
+    Theil–Sen slope and the tolerance band (``figure_convergence.convergence``'s rows, §4.1),
+    on a time axis (a sample's index scaled to the run's ``seconds`` over its ``lengths``
+    samples), with how many of its trials converged (``converged``: (converged, trials)). A
+    run too short for its metric to converge fails the test where a longer one passes, which
+    is how the paper picks a runtime."""
+    rows = []
+    for label, part, x, *rest in convergence.rows:
+        scale = seconds[label] / max(1, lengths[label])
+        rows.append((label, part, float(x) * scale, *rest))
+    verdicts = {
+        label: f"{seconds[label]:g} s, {said}; {k} of {n} trials converged"
+        for label, said in convergence.meta["verdicts"].items()
+        for k, n in [converged.get(label, (0, 0))]
+    }
+    levels = sorted(set(seconds.values()))
+    caption = (
+        "One protocol at runtimes of "
+        + ", ".join(f"{v:g} s" for v in levels)
+        + " side by side: for each configuration one run's raw series against the time in the "
+        "run, with the metric over sliding windows, the Theil–Sen slope and the tolerance "
+        "band of the convergence test (§4.1), and how many of its trials converged; a "
+        "runtime whose metric does not converge is too short. After "
+        f"{PAPER} Fig. 4."
+    )
+    return FigureData(
+        "runtimes",
+        f"{PAPER} Fig. 4",
+        caption,
+        convergence.columns,
+        rows,
+        convergence.notes,
+        {
+            **convergence.meta,
+            "x_label": "time in the run (s)",
+            "y_label": str(convergence.meta["y_label"]).removesuffix(" ()"),
+            "verdicts": verdicts,
+            "runtimes": dict(seconds),
+        },
     )
 
 

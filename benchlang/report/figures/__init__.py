@@ -29,15 +29,24 @@ NAMES = {
         "kpi-scatter",
         "convergence",
         "series-kpis",
+        "runtimes",
         "variability",
         "cdf",
         "cdf-overlay",
         "profile",
     ),
     "ordersage": ("order-pvalues", "order-delta", "order-ci", "order-cases"),
-    "perflab": ("requests", "timeline", "se-curves", "aa-estimates", "aa-ladder", "aa-empirical"),
+    "perflab": (
+        "requests",
+        "timeline",
+        "se-curves",
+        "aa-estimates",
+        "bootstrap-model",
+        "aa-ladder",
+        "aa-empirical",
+    ),
     "datamill": ("series-boxes", "levels", "level-means"),
-    "stopping": ("stopping-ks", "stopping-density"),
+    "stopping": ("stopping-ks", "stopping-density", "stopping-synthetic"),
 }
 """Each paper's module and its figures' names in the report's order, so exporting one figure
 imports its own module only (tests/test_figures.py checks these against each ``FIGURES``)."""

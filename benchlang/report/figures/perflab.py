@@ -1,6 +1,7 @@
 """Perflab's figures (Bakshy & Frachtenberg, WWW 2015): Fig. 1 ``requests``, 3 ``timeline``,
-2/4 ``se-curves``, 5/6 ``aa-estimates``, 7 ``aa-ladder``, 8 ``aa-empirical``, from an A/B
-layout's trials. Numbers from ``stats.figure_perflab``; drawing here (matplotlib, lazily).
+2/4 ``se-curves``, 5/6 ``aa-estimates``, 6 ``bootstrap-model``, 7 ``aa-ladder``, 8
+``aa-empirical``, from an A/B layout's trials. Numbers from ``stats.figure_perflab`` (and
+``stats.figure_perflab_model`` for Fig. 6); drawing here (matplotlib, lazily).
 
 The two versions take the palette's first two colours in every Perflab figure (a layout's
 configurations are version x request, too many to tell apart); values are drawn in the unit
@@ -21,6 +22,7 @@ from benchlang.report.figures.perflab_draw import (
     draw_aa_empirical,
     draw_aa_estimates,
     draw_aa_ladder,
+    draw_bootstrap_model,
     draw_requests,
     draw_se_curves,
     draw_timeline,
@@ -224,6 +226,34 @@ def aa_estimates_data(inputs: Inputs, metric: str | None) -> FigureData:
     return fp.aa_estimates(results, v.meta, notes)
 
 
+def bootstrap_model_data(inputs: Inputs, metric: str | None) -> FigureData:
+    from benchlang.stats import figure_perflab_model as fm
+    from benchlang.stats.ab.auto import host_scheme
+    from benchlang.stats.ab.bootstrap import MIN_CLUSTERS, clusters_per_version
+
+    v = ab_view(inputs, metric, "bootstrap-model")
+    design = v.design
+    cluster, codes = host_scheme(design)
+    per_version = clusters_per_version(design.version, codes)
+    if min(per_version) < 2:
+        raise NotApplicable(
+            f"bootstrap-model: one {cluster} cluster holds a version's trials, so every "
+            "bootstrap replicate gives the same difference (SE 0)",
+            hint="a layout with several hosts per version (docs/ab-designs.md)",
+        )
+    notes = list(v.notes)
+    if min(per_version) < MIN_CLUSTERS:
+        notes.append(
+            f"{min(per_version)} {cluster} clusters per version, under the {MIN_CLUSTERS} a "
+            "bootstrap interval needs (Cameron, Gelbach & Miller 2008): drawn as it comes out, "
+            "not claimed valid"
+        )
+    check = fm.model_check(
+        v.y, design, _components(v, "bootstrap-model"), codes, cluster, seed=v.seed
+    )
+    return fm.bootstrap_model(check, v.meta, tuple(notes))
+
+
 def aa_ladder_data(inputs: Inputs, metric: str | None) -> FigureData:
     v = ab_view(inputs, metric, "aa-ladder")
     result, cluster = _simulate(v, v.layout.kind, _components(v, "aa-ladder"), 200)
@@ -270,6 +300,13 @@ FIGURES = (
         "simulated A/A estimates per layout beside the bootstrap's SE (Perflab Figs. 5, 6)",
         aa_estimates_data,
         draw_aa_estimates,
+    ),
+    FigureKind(
+        "bootstrap-model",
+        "the store's bootstrap distribution beside 10,000 estimates simulated from its fitted "
+        "model (Perflab Fig. 6)",
+        bootstrap_model_data,
+        draw_bootstrap_model,
     ),
     FigureKind(
         "aa-ladder",

@@ -220,6 +220,26 @@ def draw_aa_estimates(fig: Any, data: FigureData, palette: Palette, paper: bool)
     )
 
 
+def draw_bootstrap_model(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
+    factor, _u = _scale(data)
+    ax = fig.subplots()
+    boot = np.array([r["x"] for r in data.where(part="bootstrap")]) / factor
+    ax.hist(
+        boot, bins=40, density=True, color=OKABE_ITO[4], alpha=0.5, label="bootstrap replicates"
+    )
+    for part, ls, c, label in (
+        ("bootstrap density", "--", OKABE_ITO[4], "bootstrap density"),
+        ("model density", "-", "black", "estimates simulated from the fitted model"),
+    ):
+        rows = data.where(part=part)
+        x = np.array([r["x"] for r in rows]) / factor
+        ax.plot(x, np.array([r["density"] for r in rows]) * factor, color=c, ls=ls, label=label)
+    ax.axvline(data.meta["estimate"] / factor, color=RED, lw=1, label="this store's estimate")
+    ax.set_xlabel(_label(data, "treatment − control"))
+    ax.set_ylabel("density")
+    legend_above(fig, ax.get_legend_handles_labels()[0], paper)
+
+
 def draw_aa_ladder(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     factor, _u = _scale(data)
     null = float(data.meta.get("no_change", 0.0))

@@ -1,5 +1,6 @@
 """The stopping rule's figures (Mittal et al., PMBS 2023; docs/stopping.md): Fig. 1
-``stopping-ks``, Figs. 2/4/5 ``stopping-density``. The spec's rule is replayed over each
+``stopping-ks``, Figs. 2/4/5 ``stopping-density``, Figs. 4/5 on synthetic ground truth
+``stopping-synthetic``. The spec's rule is replayed over each
 configuration's trials in trial order, every series pooled as the reference; numbers from
 ``stats.figure_stopping``, drawing here (matplotlib, lazily)."""
 
@@ -121,6 +122,35 @@ def density_data(inputs: Inputs, metric: str | None) -> FigureData:
     return _with(fs.stopping_density(s.labels, s.streams, s.replays, s.metric, s.unit), s)
 
 
+def synthetic_data(inputs: Inputs, metric: str | None) -> FigureData:
+    """The spec's rule over the synthetic streams (``stats.stopping_eval.synthetic_streams``,
+    seeded with the spec's seed, at least 1,000 samples and twice the rule's cap): the same
+    streams and verdicts as ``stopping-eval --synthetic all --seed SEED --ks KS --max MAX``.
+    The streams stay in their own units (centred near 100): the block bootstrap draws its
+    replicates from a hash of the values, so a rescaled stream may stop a few samples apart."""
+    from benchlang.run.stopping import build_rule
+    from benchlang.stats.stopping_eval import MIN_STREAM, SYNTHETIC_CRITERIA, synthetic_streams
+
+    s = streams(inputs, metric, "stopping-synthetic")
+    stop = inputs.data.experiment.stop
+    rule = build_rule(stop)
+    ks = float(stop.settings.get("ks", 0.1))
+    length = max(MIN_STREAM, 2 * int(getattr(rule, "max_n", 0) or 0))
+    seed = int(inputs.data.experiment.seed or 0)
+    generated = synthetic_streams(seed, length)
+    names = list(generated)
+    xs = [generated[n] for n in names]
+    replays = [fs.replay(x, rule, ks) for x in xs]
+    criteria = [SYNTHETIC_CRITERIA[n] for n in names]
+    data = fs.stopping_synthetic(names, xs, replays, criteria, ks + 0.02, "", s.rule)
+    x_label = "value (synthetic)"
+    return attrs.evolve(data, meta={**data.meta, "x_label": x_label, "seed": seed})
+
+
+def draw_synthetic(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
+    draw_density(fig, data, Palette(list(data.meta["verdicts"])), paper)
+
+
 def _by(data: FigureData, key: str) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for row in data.where():
@@ -159,25 +189,64 @@ def draw_ks(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
 
 
 def draw_density(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
+    """A panel per configuration; n and KS of each sample in its title and the line styles in
+    one legend above the panels (a legend inside a panel hid its curves and ticks). A stopped
+    sample's density more than twice the others' peak (a drifting stream's first trials) is
+    cut at 1.3 times that peak and its own peak written in the panel."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     configs = _by(data, "configuration")
     axes = panels(fig, len(configs), paper, data.meta["x_label"], data.meta["y_label"])
     for ax, (label, rows) in zip(axes, configs.items(), strict=True):
         c = palette.colour(label)
+        said, peaks = [], {}
         for sample in ("reference", "stopped", "optimal"):
             mine = [r for r in rows if r["sample"] == sample]
             if not mine:
                 continue
             x = [r["x"] for r in mine]
-            y = [r["density"] for r in mine]
+            y = np.array([r["density"] for r in mine])
+            peaks[sample] = float(y.max())
             n, ks = mine[0]["n"], mine[0]["ks"]
             if sample == "reference":
-                ax.fill_between(x, y, color="grey", alpha=0.35, lw=0, label=f"all n={n}")
+                ax.fill_between(x, y, color="grey", alpha=0.35, lw=0)
             elif sample == "stopped":
-                ax.plot(x, y, color=c, lw=1.3, label=f"stopped n={n}, KS {ks:.3f}")
+                ax.plot(x, y, color=c, lw=1.3)
+                said.append(f"stop n={n}, KS {ks:.3f}")
             else:
-                ax.plot(x, y, color="black", ls="--", lw=1, label=f"optimal n={n}, KS {ks:.3f}")
-        panel_title(ax, label, c)
-        ax.legend(fontsize="xx-small" if paper else "x-small", loc="upper right")
+                ax.plot(x, y, color="black", ls="--", lw=1)
+                said.append(f"optimal n={n}, KS {ks:.3f}")
+        rest = max(peaks.get("reference", 0.0), peaks.get("optimal", 0.0))
+        if peaks.get("stopped", 0.0) > 2 * rest > 0:
+            ax.set_ylim(0, 1.3 * rest)
+            ax.text(
+                0.98,
+                0.95,
+                f"stop's peak\n{peaks['stopped']:.3g} (cut)",
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+                fontsize="xx-small",
+                color=c,
+            )
+        panel_title(ax, "\n".join([_title(data, label), *said]), size="x-small")
+    legend_above(
+        fig,
+        [
+            Patch(color="grey", alpha=0.35, label="all trials (reference)"),
+            Line2D([], [], color="black", lw=1.3, label="up to the rule's stop"),
+            Line2D([], [], color="black", ls="--", lw=1, label="up to the optimal stop"),
+        ],
+        paper,
+    )
+
+
+def _title(data: FigureData, label: str) -> str:
+    verdicts = data.meta.get("verdicts")
+    if verdicts is None:
+        return label
+    return f"{label}: {'pass' if verdicts[label] else 'FAIL'} by {data.meta['criteria'][label]}"
 
 
 FIGURES = (
@@ -194,5 +263,12 @@ FIGURES = (
         "(Mittal et al. Figs. 2, 4, 5)",
         density_data,
         draw_density,
+    ),
+    FigureKind(
+        "stopping-synthetic",
+        "the spec's rule over ten synthetic streams of known shape: densities of each stream, "
+        "the stopped and the optimal sample, the verdict (Mittal et al. Figs. 4, 5)",
+        synthetic_data,
+        draw_synthetic,
     ),
 )

@@ -1,7 +1,8 @@
 """TriScale's figures (Jacob et al., JSys 1(1) 2021): Fig. 1b ``kpi-scatter``, 3a
-``convergence``, 3b ``series-kpis``, 3c/8 ``variability``, 7 ``cdf``, 10 ``cdf-overlay``,
-5 ``profile``. Numbers from ``stats.figure_triscale``, ``stats.figure_convergence`` and
-``stats.figure_cdf``; drawings in ``triscale_draw`` (matplotlib, lazily)."""
+``convergence``, 3b ``series-kpis``, 4 ``runtimes``, 3c/8 ``variability``, 7 ``cdf``, 10
+``cdf-overlay``, 5 ``profile``. Numbers from ``stats.figure_triscale``,
+``stats.figure_convergence`` and ``stats.figure_cdf``; drawings in ``triscale_draw``
+(matplotlib, lazily)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from benchlang.report.figures.triscale_draw import (
     draw_convergence,
     draw_kpi_scatter,
     draw_profile,
+    draw_runtimes,
     draw_series_kpis,
     draw_variability,
 )
@@ -90,6 +92,47 @@ def convergence_data(inputs: Inputs, metric: str | None) -> FigureData:
 def series_kpis_data(inputs: Inputs, metric: str | None) -> FigureData:
     v = metric_view(inputs, metric, "series-kpis")
     data = ft.series_kpis(v.labels, v.values, v.series, v.analyses, v.metric, v.unit)
+    return in_cli_units(data, inputs, v.metric, "y")
+
+
+def runtimes_data(inputs: Inputs, metric: str | None) -> FigureData:
+    from benchlang.run.trial_metric import series_metric
+
+    exp = inputs.data.experiment
+    factor = next((f for f in exp.factors if f.name == "runtime"), None)
+    if factor is None:
+        raise NotApplicable(
+            "runtimes compares one protocol run at several runtimes, and the spec declares "
+            "one runtime",
+            hint="factor runtime in [30s, 60s] with a series metric and a convergence test",
+        )
+    v = metric_view(inputs, metric, "runtimes", analysed=False)
+    m = exp.metric(v.metric)
+    t = inputs.data.table
+    levels = {index: lv.get("runtime") for index, _l, _b, lv in inputs.data.configurations()}
+    converged_mask = inputs.data.metrics[v.metric].converged
+    labels, samples, results = [], [], []
+    seconds, lengths, converged = {}, {}, {}
+    for label, index in zip(v.labels, v.indices, strict=True):
+        raw = inputs.raw.get((v.metric, index))
+        if raw is None or levels.get(index) is None:
+            continue
+        x = np.asarray(raw[1], dtype=float)
+        labels.append(label)
+        samples.append(x)
+        results.append(series_metric(m, raw[1], float(levels[index])))
+        seconds[label], lengths[label] = float(levels[index]), int(x.size)
+        mask = (np.asarray(t.configuration) == index) & np.asarray(t.ok)
+        done = 0 if converged_mask is None else int(np.sum(converged_mask[mask]))
+        converged[label] = (done, int(mask.sum()))
+    if not labels:
+        raise NotApplicable(
+            f"runtimes draws a run's raw series at each runtime; {v.metric} is one number per "
+            "trial",
+            hint="measure a series (`measure NAME series from file ...`) to test convergence",
+        )
+    conv = fv.convergence(labels, samples, results, v.metric, v.unit)
+    data = ft.runtimes(conv, seconds, lengths, converged)
     return in_cli_units(data, inputs, v.metric, "y")
 
 
@@ -174,6 +217,13 @@ FIGURES = (
         "every trial and each series' KPI (TriScale Fig. 3b)",
         series_kpis_data,
         draw_series_kpis,
+    ),
+    FigureKind(
+        "runtimes",
+        "one run's raw series at each runtime with its convergence test, side by side "
+        "(TriScale Fig. 4)",
+        runtimes_data,
+        draw_runtimes,
     ),
     FigureKind(
         "variability",

@@ -1,5 +1,6 @@
 """The drawings of TriScale's figures (Jacob et al., JSys 1(1) 2021; docs/figures.md): Fig. 1b
-``kpi-scatter``, 3a ``convergence``, 3b ``series-kpis``, 3c/8 ``variability``, 7 ``cdf``, 10
+``kpi-scatter``, 3a ``convergence``, 3b ``series-kpis``, 4 ``runtimes``, 3c/8
+``variability``, 7 ``cdf``, 10
 ``cdf-overlay``, 5 ``profile``. Their numbers are built in ``report.figures.triscale``."""
 
 from __future__ import annotations
@@ -168,6 +169,17 @@ def draw_series_kpis(fig: Any, data: FigureData, palette: Palette, paper: bool) 
     _configuration_ticks(ax, list(groups))
     ax.set_ylabel(data.meta["y_label"])
     ax.set_xlabel("configuration (its series left to right)")
+
+
+def draw_runtimes(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
+    """``draw_convergence``'s panels, one per runtime, on one y scale so the runtimes read
+    side by side (a far sample's cut, when any panel has one, kept)."""
+    draw_convergence(fig, data, palette, paper)
+    if data.meta.get("y_view"):
+        return
+    lows, highs = zip(*(ax.get_ylim() for ax in fig.axes), strict=True)
+    for ax in fig.axes:
+        ax.set_ylim(min(lows), max(highs))
 
 
 def _intervals(ax: Any, rows: _Rows, part: str, x: np.ndarray, colour: Any) -> None:
