@@ -186,11 +186,11 @@ def _revision(root: Path, rev: str, sha: str) -> dict:
 def _plan_rounds(design, rounds: int | str | None) -> tuple[int | None, str]:
     """(fixed rounds or None for Stein's two-stage, why)."""
     if isinstance(rounds, int):
-        return rounds, f"{rounds} rounds (--rounds)"
+        return rounds, "--rounds"
     if rounds is None and design.runs_reason in FIXED_RUNS:
         if design.runs >= 2:
-            return design.runs, f"{design.runs} rounds (the spec's runs)"
-        return DEFAULT_ROUNDS, f"{DEFAULT_ROUNDS} rounds (the spec's runs {design.runs} is below 2)"
+            return design.runs, "the spec's runs"
+        return DEFAULT_ROUNDS, f"the spec's runs {design.runs} is below 2"
     return None, "--rounds auto" if rounds == "auto" else "the spec does not fix its runs"
 
 
