@@ -62,6 +62,29 @@ def test_each_configurations_builds_run_next_to_each_other(repo, tmp_path, capsy
     left_as_it_was(root, shas[2])
 
 
+def test_warm_up_trials_stay_before_their_trial_in_its_block(repo, capsys, monkeypatch):  # noqa: F811
+    root, shas = repo
+    monkeypatch.chdir(root)
+    write_spec(root, "warm.bench", SPEC.replace("runs 8", "runs 3 warmup 1"))
+    keep = root.parent / "kept"
+    code, _, err = run_cli(
+        capsys, "compare", "warm.bench", "--base", shas[1], "--keep", keep, "--json"
+    )
+    assert code == 1, err
+    with sqlite3.connect(keep / "compare.sqlite") as db:
+        trials = db.execute(
+            "SELECT round, position, benchmark, phase FROM trials ORDER BY started"
+        ).fetchall()
+    assert [t[3] for t in trials].count("warmup") == 4  # one a configuration, first round
+    first = [(b, phase) for rnd, _, b, phase in trials if rnd == 0]
+    assert len(first) == 8
+    for i in range(0, 8, 2):  # each warm-up right before its measured trial
+        assert first[i][1] == "warmup" and first[i + 1] == (first[i][0], "measured")
+    measured = [b.split("@")[0] for _, b in first[1::2]]
+    assert measured[0] == measured[1] and measured[2] == measured[3]  # blocks of one benchmark
+    left_as_it_was(root, shas[2])
+
+
 def test_rounds_auto_sizes_from_a_pilot_and_says_so(repo, tmp_path, capsys, monkeypatch):  # noqa: F811
     from benchlang.stats._special import t_ppf
 

@@ -19,12 +19,16 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
 
 from benchlang import model
 from benchlang.errors import UserError
+
+if TYPE_CHECKING:
+    from benchlang.plan.plan import Plan
 
 
 def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -128,7 +132,7 @@ def session_experiment(
     )
 
 
-def blocked(plan):
+def blocked(plan: Plan) -> Plan:
     """The plan with each round's trials grouped by the spec's configuration: the builds of one
     configuration run one after the other, the configurations in the order of their first trial
     in the round's seeded permutation and the builds in their order there, so both orders stay
@@ -139,26 +143,28 @@ def blocked(plan):
     across the whole round."""
     from benchlang.plan.plan import Derived
 
-    names = {}
+    names: dict = {}
     for c in plan.configurations:
         names.setdefault((c.benchmark.rsplit("@", 1)[0], c.levels), len(names))
     group = np.array(
         [names[(c.benchmark.rsplit("@", 1)[0], c.levels)] for c in plan.configurations]
     )
-    per_round = np.bincount(plan.trial_round, minlength=plan.n_rounds)
-    if per_round.size == 0 or np.any(per_round != per_round[0]):
+    rounds, positions = plan.trial_round, plan.trial_position
+    if rounds.size == 0:
         return plan
-    width = int(per_round[0])
-    order = np.argsort(plan.trial_round, kind="stable")
-    g = group[plan.trial_configuration[order].reshape(-1, width)]
-    first = np.full((g.shape[0], len(names)), width)
-    rows = np.repeat(np.arange(g.shape[0]), width)
-    np.minimum.at(first, (rows, g.reshape(-1)), np.tile(np.arange(width), g.shape[0]))
+    width = int(positions.max()) + 1
+    cell = np.full((plan.n_rounds, width), -1, dtype=np.int64)
+    cell[rounds, positions] = plan.trial_configuration  # a warm-up shares its trial's position
+    if np.any(cell < 0):
+        return plan
+    g = group[cell]
+    first = np.full((plan.n_rounds, len(names)), width)
+    rows = np.repeat(np.arange(plan.n_rounds), width)
+    np.minimum.at(first, (rows, g.reshape(-1)), np.tile(np.arange(width), plan.n_rounds))
     key = np.take_along_axis(first, g, axis=1) * width + np.arange(width)[None, :]
-    src = order.copy()
-    src[order] = np.take_along_axis(
-        order.reshape(-1, width), np.argsort(key, axis=1, kind="stable"), axis=1
-    ).reshape(-1)
+    rank = np.argsort(np.argsort(key, axis=1, kind="stable"), axis=1)
+    new_position = rank[rounds, positions].astype(positions.dtype)
+    src = np.lexsort((np.arange(rounds.size), new_position, rounds))
     hidden = plan.trial_hidden and {k: [v[i] for i in src] for k, v in plan.trial_hidden.items()}
     derived = tuple(
         Derived(
@@ -173,7 +179,11 @@ def blocked(plan):
     )
     return attrs.evolve(
         plan,
+        trial_round=rounds[src],
+        trial_position=new_position[src],
         trial_configuration=plan.trial_configuration[src],
+        trial_seed=plan.trial_seed[src],
+        trial_phase=None if plan.trial_phase is None else plan.trial_phase[src],
         trial_hidden=hidden or plan.trial_hidden,
         derived=derived,
     )
