@@ -288,6 +288,18 @@ def compare_revisions(
             trees.rmdir()
     better = {m.name: m.better for m in experiment.metrics}
     rows, level = judge(grids, better, margin, alpha, None if size is None else pilot)
+    metrics = {m.name: i for i, m in enumerate(experiment.metrics)}
+    benchmarks = {b.name: i for i, b in enumerate(experiment.benchmarks)}
+    rows = tuple(
+        sorted(
+            rows,
+            key=lambda r: (
+                metrics.get(r.metric, len(metrics)),
+                benchmarks.get(r.configuration.split("[", 1)[0], len(benchmarks)),
+                r.configuration,
+            ),
+        )
+    )
     missing = [f"{r.configuration} {r.metric}" for r in rows if r.rounds < 2]
     if missing:
         notes.append(
