@@ -184,7 +184,7 @@ def runtimes(
         scale = seconds[label] / max(1, lengths[label])
         rows.append((label, part, float(x) * scale, *rest))
     verdicts = {
-        label: f"{seconds[label]:g} s, {said}; {k} of {n} trials converged"
+        label: f"{seconds[label]:g} s: {said}; {k} of {n} trials converged"
         for label, said in convergence.meta["verdicts"].items()
         for k, n in [converged.get(label, (0, 0))]
     }

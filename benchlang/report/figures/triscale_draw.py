@@ -124,7 +124,7 @@ def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) 
         view = data.meta.get("y_view", {}).get(label)
         if view is not None:
             _far_marks(ax, x, y, *view, c)
-        panel_title(ax, f"{label}: {data.meta['verdicts'][label]}")
+        panel_title(ax, f"{label}\n{data.meta['verdicts'][label]}")  # narrow panels
     legend_above(fig, fig.axes[0].get_legend_handles_labels()[0], paper)
 
 
@@ -175,6 +175,10 @@ def draw_runtimes(fig: Any, data: FigureData, palette: Palette, paper: bool) -> 
     """``draw_convergence``'s panels, one per runtime, on one y scale so the runtimes read
     side by side (a far sample's cut, when any panel has one, kept)."""
     draw_convergence(fig, data, palette, paper)
+    for ax, (label, verdict) in zip(fig.axes, data.meta["verdicts"].items(), strict=False):
+        title = ax.texts[-1]  # the panel's title, drawn last: one line a part, for narrow panels
+        title.set_text("\n".join([label, *verdict.split("; ")]))
+        title.set_fontsize("x-small")
     if data.meta.get("y_view"):
         return
     lows, highs = zip(*(ax.get_ylim() for ax in fig.axes), strict=True)
