@@ -16,8 +16,9 @@ prints the table of docs/statistics.md ("Across sessions (diff)"):
 - `--part d`: A/A, one session per side with `--history` of 10 sessions under a drifting
   level: the machine's log level moves by DRIFT (2%) a session along the history's span, with a
   session sigma of DRIFT_SESSION (2%) about that line; each pair's two sessions are at two
-  distinct places of the span drawn at random (the spread between them is the span's, not the
-  next session's); `--histories` histories, the pairs spread over them.
+  distinct places of the span drawn at random, made in time order among the history's runs
+  (the spread between them is that of their lag, not the next session's); `--histories`
+  histories, the pairs spread over them.
 
 Rates are printed with their Monte Carlo SE, sqrt(p (1 - p) / pairs).
 """
@@ -29,6 +30,7 @@ import contextlib
 import io
 import json
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -146,8 +148,10 @@ def tally(doc: dict) -> tuple[bool, bool, bool]:
     return called, within, slow
 
 
-def add_history(root: Path, history: Path, levels: np.ndarray, rng: np.random.Generator, tag: str):
-    for i, level in enumerate(levels):
+def add_history(
+    root: Path, history: Path, levels: np.ndarray, rng: np.random.Generator, tag: str, first=0
+):
+    for i, level in enumerate(levels, start=first):
         store = make_session(root, f"{tag}-{i}", float(level), int(rng.integers(1, 1 << 20)))
         status, out, err = cli(["history", "add", str(store), "--history", str(history),
                                 "--commit", f"c{i}"])  # fmt: skip
@@ -155,23 +159,38 @@ def add_history(root: Path, history: Path, levels: np.ndarray, rng: np.random.Ge
             raise RuntimeError(out + err)
 
 
+def _next_second() -> None:
+    """Wait for the clock's next second: a store's date is to the second, and ``diff
+    --history`` places the compared sessions among the history's runs by date."""
+    time.sleep(1.0 - time.time() % 1.0 + 0.01)
+
+
 def drifting(root: Path, rng: np.random.Generator, pairs: int, histories: int) -> list[tuple]:
-    """A/A pairs, one session a side, with ``--history`` of a drifting machine (``--part d``)."""
+    """A/A pairs, one session a side, with ``--history`` of a drifting machine (``--part d``).
+
+    The machine's log level at place t of the history (0..HISTORY_RUNS - 1) is DRIFT · t
+    (centred) plus a session draw of sigma DRIFT_SESSION. A pair's two sessions are at two
+    distinct places drawn at random, each made right after the history's run at its place (in
+    time order, so their dates put them there), at that place's level."""
     res = []
     line = DRIFT * (np.arange(HISTORY_RUNS) - (HISTORY_RUNS - 1) / 2.0)
     for h in range(histories):
         history = root / f"drift-{h}.sqlite"
-        add_history(root, history, np.exp(line + rng.normal(0.0, DRIFT_SESSION, line.size)),
-                    rng, f"dh{h}")  # fmt: skip
-        for i in range(pairs // histories + (h < pairs % histories)):
-            at = rng.choice(HISTORY_RUNS, 2, replace=False)
-            levels = np.exp(line[at] + rng.normal(0.0, DRIFT_SESSION, 2))
-            salts = rng.integers(1, 1 << 20, 2)
-            a, b = (make_session(root, f"d{h}-{i}-{s}", float(v), int(k))
-                    for s, v, k in zip("ab", levels, salts, strict=True))  # fmt: skip
-            res.append(tally(diff([a], [b], history=history)))
-            for store in (a, b):
-                store.unlink()
+        count = pairs // histories + (h < pairs % histories)
+        places = [rng.choice(HISTORY_RUNS, 2, replace=False) for _ in range(count)]
+        stores: dict[tuple[int, int], Path] = {}
+        for t in range(HISTORY_RUNS):
+            level = float(np.exp(line[t] + rng.normal(0.0, DRIFT_SESSION)))
+            _next_second()
+            add_history(root, history, np.array([level]), rng, f"dh{h}", first=t)
+            for i, at in enumerate(places):
+                for side in (k for k in range(2) if at[k] == t):
+                    _next_second()
+                    level = float(np.exp(line[t] + rng.normal(0.0, DRIFT_SESSION)))
+                    salt = int(rng.integers(1, 1 << 20))
+                    stores[i, side] = make_session(root, f"d{h}-{i}-{side}", level, salt)
+        for i in range(count):
+            res.append(tally(diff([stores[i, 0]], [stores[i, 1]], history=history)))
     return res
 
 

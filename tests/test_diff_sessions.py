@@ -94,9 +94,9 @@ def test_one_session_a_side_borrows_the_spread_of_a_history(sessions, cli_in_pro
     status, out, err = cli_in_process(argv, cwd=sessions)
     assert status == 1, out + err
     assert (
-        "spread: between sessions, borrowed from the spread of history h.sqlite since its last "
-        "change point (8 runs on " in out
+        "spread: between sessions, borrowed from the spread of history h.sqlite (8 runs on " in out
     )
+    assert ", lag 1)" in out  # both stores were made before the history's runs: neighbours
     assert "REGRESSION beyond 2%: v work[tool=slow]" in out and "one session per side" not in out
     doc = json.loads(cli_in_process([*argv, "--json"], cwd=sessions)[1])
     assert doc["spread"] == "between sessions"
@@ -247,3 +247,37 @@ def test_a_history_of_another_design_lends_no_spread(sessions, cli_in_process):
     assert status == 0 and doc["spread"] == "within session only", err
     notes = [w for w in doc["warnings"] if "its points were made of 25 trials" in w]
     assert len(notes) == 2 and all("stores' of 40" in w for w in notes), doc["warnings"]
+
+
+def test_the_spread_borrowed_is_the_history_s_at_the_sessions_lag(sessions, cli_in_process):
+    """h2 and h5 are three runs apart in the history (fewer when two runs ended in the same
+    second: dates are to the second): the spread is its semivariogram at their lag
+    (Matheron's estimator on the log levels, computed here from the history's points), not the
+    lag-1 one; a session made after every run of the history against one made before all of
+    them is 8 runs apart, which 8 runs cannot show (not borrowed, said)."""
+    import re
+
+    from benchlang.app.history import open_history
+    from benchlang.history.series import read_series
+
+    argv = ["diff", "h2/s.sqlite", "h5/s.sqlite", "--history", "h.sqlite", "--json"]
+    status, out, err = cli_in_process(argv, cwd=sessions)
+    assert status in (0, 1), err
+    rows = {r["label"]: r["interval"] for r in json.loads(out)["metrics"][0]["rows"]}
+    with open_history(str(sessions / "h.sqlite")) as h:
+        series = {s.configuration: s for s in read_series(h)}
+    for label, interval in rows.items():
+        assert "(8 runs on " in interval["method"], interval["method"]
+        lag = int(re.search(r", lag (\d+)\)", interval["method"])[1])
+        dates = series[label].dates
+        assert lag == sum(dates[2] < d <= dates[5] for d in dates) >= 2
+        y = np.log(series[label].values)
+        gamma = np.sum((y[lag:] - y[:-lag]) ** 2) / (2 * (y.size - lag))
+        assert interval["se"] == pytest.approx(math.sqrt(2 * gamma), rel=1e-9)
+    late = make_session(sessions / "late", "s", 1.0, 81)
+    argv = ["diff", "a0/s.sqlite", str(late), "--history", "h.sqlite", "--json"]
+    status, out, err = cli_in_process(argv, cwd=sessions)
+    doc = json.loads(out)
+    assert status == 0 and doc["spread"] == "within session only", err
+    far = [w for w in doc["warnings"] if "are 8 runs apart in it" in w]
+    assert len(far) == 2 and all("fewer than 2 pairs that far apart" in w for w in far)

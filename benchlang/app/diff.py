@@ -13,7 +13,7 @@ from benchlang.app.stores import load_store
 from benchlang.errors import UserError
 from benchlang.report.data import ExperimentData
 from benchlang.report.diff import StoreDiff, diff, diff_sessions, labels_of
-from benchlang.stats.sessions import MIN_HISTORY_RUNS, MIN_SESSIONS, segment_spread
+from benchlang.stats.sessions import MIN_HISTORY_RUNS, MIN_SESSIONS, lag_spread
 
 
 def diff_stores(
@@ -82,7 +82,10 @@ def diff_across_sessions(
         if min(len(base), len(new)) >= MIN_SESSIONS:
             notes.append(f"--history {history} not used: the sessions' own spread decides")
         else:
-            borrowed, notes = _borrowed(history, [d for _, d in everyone], common, len(base))
+            from benchlang.app.history import store_date
+
+            dates = [store_date(Path(n), d.plan.plan_hash) for n, d in everyone]
+            borrowed, notes = _borrowed(history, [d for _, d in everyone], dates, common, len(base))
     result = diff_sessions(
         sides[0],
         sides[1],
@@ -107,18 +110,36 @@ def _trials(data: ExperimentData, metric: str, label: str) -> int:
     return int(np.isfinite(values).sum())
 
 
-def _borrowed(
-    history: str, datas: Sequence[ExperimentData], labels: Sequence[str], sides: int
-) -> tuple[dict[tuple[str, str], tuple[float, float, str]], list[str]]:
-    """The spread between sessions of each (metric, configuration) the history holds on the
-    stores' machine classes (``stats.sessions.segment_spread`` of the points since its last
-    change point, at least ``MIN_HISTORY_RUNS``), and what could not be borrowed and why.
+def _lag(series_dates: Sequence[str], dates: Sequence[str], sides: int) -> tuple[int, int]:
+    """How many of the history's runs lie between the compared sessions (the most over the
+    pairs of a base and a new store, at least 1: the variogram's lag), and how many runs are
+    before the earliest of them."""
+    ordered = np.asarray(series_dates, dtype=str)
+    at = np.searchsorted(ordered, np.asarray(dates, dtype=str), side="right")
+    lag = int(np.max(np.abs(at[sides:, None] - at[None, :sides])))
+    return max(1, lag), int(at.min())
 
-    ``datas[:sides]`` are the base stores. Every machine class's series is kept: with several
-    classes the spread is pooled over them (df-weighted) when both sides ran on the same
-    classes; sides on different classes are not borrowed for (a difference between classes
-    is in no run-to-run spread). A series whose points were made of another number of
-    trials than the stores' is not borrowed from (its spread is that design's)."""
+
+def _borrowed(
+    history: str,
+    datas: Sequence[ExperimentData],
+    dates: Sequence[str],
+    labels: Sequence[str],
+    sides: int,
+) -> tuple[dict[tuple[str, str], tuple[float, float, str]], list[str]]:
+    """The spread between the compared sessions of each (metric, configuration) the history
+    holds on the stores' machine classes, and what could not be borrowed and why.
+
+    The stores' dates (``dates``, as ``history add`` records them) place them among the
+    history's runs: the spread is the semivariogram at their lag L, the runs of the history
+    between them (``stats.sessions.lag_spread``): L = 1 for sessions next to each other,
+    more when one is old, so a drifting level is in it. When every store is after the
+    series' last change point, only the runs since it are used (a code change is a step,
+    not a spread); else the whole series. ``datas[:sides]`` are the base stores. Every
+    machine class's series is kept: with several classes the spread is pooled over them
+    (df-weighted) when both sides ran on the same classes; sides on different classes are not
+    borrowed for (a difference between classes is in no run-to-run spread). A series whose
+    points were made of another number of trials than the stores' is not borrowed from."""
     from benchlang.app.history import history_target, open_history
     from benchlang.history.points import host_class
     from benchlang.history.series import read_series
@@ -140,20 +161,23 @@ def _borrowed(
     finally:
         h.close()
     notes: list[str] = []
-    kept: dict[tuple[str, str], dict[str, tuple[float, float, int]]] = {}
+    kept: dict[tuple[str, str], dict[str, tuple[float, float, str]]] = {}
     wanted = set(labels)
     for s in series:
         if s.configuration not in wanted or s.metric not in datas[0].metrics:
             continue
         found = changes(s)
-        start = found.changes[-1].index if found.changes else 0
+        last = found.changes[-1].index if found.changes else 0
+        lag, first = _lag(s.dates, dates, sides)
+        start = last if last and first > last else 0
         values = s.values[start:]
-        n = int(np.isfinite(values).sum())
+        values = values[np.isfinite(values)]
+        n = int(values.size)
+        part = f"{n} runs since its last change point" if start else f"{n} runs"
         where = f"{s.metric} {s.configuration} on {s.host_class}"
         if n < MIN_HISTORY_RUNS:
-            since = f" since its change point at run {start + 1}" if start else ""
             notes.append(
-                f"history {history}: {where} has {n} runs{since}; a spread is borrowed from "
+                f"history {history}: {where} has {part}; a spread is borrowed from "
                 f"{MIN_HISTORY_RUNS} or more"
             )
             continue
@@ -165,9 +189,18 @@ def _borrowed(
                 f"stores' of {', '.join(map(str, stores))}: another design's spread, not borrowed"
             )
             continue
-        sd, df = segment_spread(values)
-        if sd > 0:
-            kept.setdefault((s.metric, s.configuration), {})[s.host_class] = (sd, df, n)
+        sd, df = lag_spread(values, lag)
+        if not sd > 0:
+            notes.append(
+                f"history {history}: {where}: the sessions compared are {lag} runs apart in "
+                f"it, and its {part} hold fewer than 2 pairs that far apart"
+            )
+            continue
+        kept.setdefault((s.metric, s.configuration), {})[s.host_class] = (
+            sd,
+            df,
+            f"{part} on {s.host_class}, lag {lag}",
+        )
     out = {}
     for key, per_class in kept.items():
         if set(per_class) != set(classes):
@@ -176,7 +209,7 @@ def _borrowed(
             continue
         df = sum(d for _, d, _ in per_class.values())
         sd = math.sqrt(sum(d * v * v for v, d, _ in per_class.values()) / df)
-        runs = "; ".join(f"{n} runs on {c}" for c, (_, _, n) in sorted(per_class.items()))
+        runs = "; ".join(w for _, _, w in (per_class[c] for c in sorted(per_class)))
         pooled = ", pooled over the classes" if len(per_class) > 1 else ""
-        out[key] = (sd, df, f"history {history} since its last change point ({runs}{pooled})")
+        out[key] = (sd, df, f"history {history} ({runs}{pooled})")
     return out, notes

@@ -88,6 +88,11 @@ def _normal_date(text: str) -> str:
     return when.astimezone(dt.UTC).isoformat(timespec="seconds")
 
 
+def store_date(path: Path, plan_hash: str) -> str:
+    """The date ``history add`` records for a store's run (ISO 8601, UTC)."""
+    return _iso(_store_end(path, plan_hash))
+
+
 def _store_end(path: Path, plan_hash: str) -> float:
     """When the run ended: its last trial's end, else the store file's modification time."""
     from benchlang.run.store import Store

@@ -99,7 +99,7 @@ def _spread(d: StoreDiff) -> str:
     if d.spread in (BETWEEN, "mixed"):
         source = next(
             r.interval.method for m in d.metrics for r in m.rows if r.spread == BETWEEN
-        ).split(" (the mean over")[0]
+        ).split(" (semivariogram at")[0]
         where = "" if d.spread == BETWEEN else ", within session only for the rows it lacks"
         return f"spread: between sessions, borrowed from {source}{where}; {family}"
     return (

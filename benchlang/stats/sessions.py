@@ -143,27 +143,31 @@ MIN_HISTORY_RUNS = 5
 """Fewest runs of a history's series to borrow its run-to-run spread from (df about 3)."""
 
 
-def segment_spread(levels: np.ndarray) -> tuple[float, float]:
-    """The spread between two sessions anywhere in a history's segment (its points since the
-    last change of level) and its degrees of freedom: the SD of the log levels about their
-    mean, s² = Σ(y − ȳ)² / (n − 1), df = n − 1.
+def lag_spread(levels: np.ndarray, lag: int) -> tuple[float, float]:
+    """The spread of the difference between two sessions ``lag`` runs apart in a history, as an
+    SD per session, and its degrees of freedom: the classical semivariogram estimator
+    γ(L) = Σ_i (y_{i+L} − y_i)² / (2 (n − L)) on the log levels (Matheron, *Traité de
+    géostatistique appliquée*, 1962; Cressie, *Statistics for Spatial Data*, Wiley 1993, §2.4,
+    (2.4.2)), so that Var(y_B − y_A) = 2 γ(L), what ``borrowed_spread``'s se = sd · √2 uses.
 
-    s² is half the mean squared difference over every pair of the segment's points,
-    s² = Σ_{i<j} (y_i − y_j)² / (n (n − 1)) (the U-statistic of kernel (x − y)² / 2:
-    Hoeffding, Ann. Math. Stat. 19(3), 1948, §4), so it is the semivariogram averaged over
-    every lag in the segment (Matheron, Econ. Geol. 58, 1963; Cressie, *Statistics for
-    Spatial Data*, Wiley 1993, §2.2): for two sessions at any two places in the segment's span
-    E[(y_B − y_A)²] / 2 is what it estimates, drift within the span included. The mean square
-    successive difference (von Neumann, Kent, Bellinson & Hart, Ann. Math. Stat. 12(2), 1941),
-    used before, is the semivariogram at lag 1 only: under a drifting level it misses the
-    spread between distant sessions (docs/statistics.md, the drift table). df = n − 1 holds
-    for independent levels; a drift makes the points dependent and the df optimistic."""
+    At lag 1 it is the mean square successive difference (von Neumann, Kent, Bellinson & Hart,
+    Ann. Math. Stat. 12(2), 1941), used before for every pair: under a drifting level that is
+    the spread between neighbouring sessions and misses the one between distant sessions,
+    which the variogram at their lag holds (docs/statistics.md, the drift table). The pairs at
+    lag L form L interleaved chains; each chain of c points contributes Satterthwaite's
+    2(c − 1)² / (3c − 4) degrees of freedom of its successive differences (ibid.; independent
+    levels), summed over the chains. nan when fewer than 2 pairs lie ``lag`` apart."""
     y = np.log(np.asarray(levels, dtype=float).ravel())
     y = y[np.isfinite(y)]
-    n = y.size
-    if n < 2:
+    n, lag = y.size, max(1, int(lag))
+    if n - lag < 2:
         return math.nan, math.nan
-    return float(y.std(ddof=1)), float(n - 1)
+    d = y[lag:] - y[:-lag]
+    gamma = float(np.sum(d * d) / (2.0 * d.size))
+    chains = np.bincount(np.arange(n) % lag, minlength=lag)
+    chains = chains[chains >= 2].astype(float)
+    df = float(np.sum(2.0 * (chains - 1.0) ** 2 / (3.0 * chains - 4.0)))
+    return math.sqrt(gamma), df
 
 
 def borrowed_spread(
@@ -177,7 +181,7 @@ def borrowed_spread(
     source: str,
 ) -> SessionInterval:
     """The ratio B/A of one configuration from few sessions with the run-to-run SD ``sd`` of a
-    history of this machine class (``segment_spread``): se = sd · sqrt(1/G_A + 1/G_B), Student's
+    history of this machine class (``lag_spread``): se = sd · sqrt(1/G_A + 1/G_B), Student's
     t with the history's df, Bonferroni over ``rows``. ``source`` names the history."""
     a = np.asarray(kpis_a, dtype=float).ravel()
     b = np.asarray(kpis_b, dtype=float).ravel()
@@ -213,6 +217,6 @@ def borrowed_spread(
         confidence,
         rows,
         BETWEEN,
-        f"the spread of {source} about its level (the mean over its pairs of sessions: "
-        "Hoeffding 1948), Student's t, Bonferroni",
+        f"the spread of {source} (semivariogram at the sessions' lag: Matheron 1962, "
+        "Cressie 1993 §2.4), Student's t, Bonferroni",
     )
