@@ -130,6 +130,10 @@ def test_model_distribution_has_the_fitted_models_mean_and_se():
         assert check.simulated.std(ddof=1) == pytest.approx(check.model_se, rel=0.03)
         again = model_check(y, design, comps, codes, "host", seed=3)
         assert np.array_equal(again.simulated, check.simulated)  # seeded
+        # every trial simulated (Eq. 3-4 in full) gives the same spread as the levels' sums
+        full = simulate_outcomes(design, comps, 4000, np.random.default_rng(4), check.estimate)
+        spread = np.std(full[:, treated].mean(axis=1) - full[:, ~treated].mean(axis=1), ddof=1)
+        assert spread == pytest.approx(check.simulated.std(ddof=1), rel=0.06)
 
 
 def test_bootstrap_model_from_an_ab_store(tmp_path, capsys):

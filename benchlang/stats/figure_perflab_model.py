@@ -18,7 +18,7 @@ import numpy as np
 
 from benchlang.stats.ab.bootstrap import cluster_sums, replicate_differences
 from benchlang.stats.ab.designs import VarianceComponents
-from benchlang.stats.ab.simulate import ABDesign, simulate_outcomes
+from benchlang.stats.ab.simulate import ABDesign
 from benchlang.stats.figure_data import NAN, FigureData
 from benchlang.stats.figure_stopping import kde
 
@@ -28,7 +28,7 @@ SIMULATIONS = 10_000
 REPLICATES = 10_000
 """Bootstrap replicates of the store's estimate."""
 WORK = 4_000_000
-"""Simulated values (experiments x trials) held at once: the simulations run in chunks."""
+"""Random effects (experiments x levels) drawn at once: the simulations run in chunks."""
 GRID = 200
 
 
@@ -47,16 +47,26 @@ class ModelCheck:
     """Replicates that left a version without weight (every one of its clusters drawn 0)."""
 
 
+def _weights(design: ABDesign) -> np.ndarray:
+    """Each trial's weight in the difference of version means: 1/n_1 (treatment), -1/n_0."""
+    v = np.asarray(design.version)
+    return np.where(v == 1, 1.0 / max(1, int((v == 1).sum())), -1.0 / max(1, int((v == 0).sum())))
+
+
+def _level_weights(design: ABDesign) -> dict[str, np.ndarray]:
+    """Per random term of Eq. 3-4, the sum of the trial weights of each of its levels."""
+    w = _weights(design)
+    return {name: np.bincount(codes, weights=w) for name, codes in design.factors().items()}
+
+
 def model_se(design: ABDesign, components: VarianceComponents) -> float:
     """The exact SD of the difference of version means under Eq. 3-4 on this design: with
     weights w_i = 1/n_1 (treatment) or -1/n_0 (control), Var = σ²_ε Σ w_i² + Σ_terms σ²_term
     Σ_levels (Σ_{i in level} w_i)² (each random term's level shared by its trials)."""
-    v = np.asarray(design.version)
-    w = np.where(v == 1, 1.0 / max(1, int((v == 1).sum())), -1.0 / max(1, int((v == 0).sum())))
+    w = _weights(design)
     var = components.residual * float(np.sum(w * w))
-    for name, codes in design.factors().items():
-        per_level = np.bincount(codes, weights=w)
-        var += getattr(components, name) * float(np.sum(per_level * per_level))
+    for name, c in _level_weights(design).items():
+        var += getattr(components, name) * float(np.sum(c * c))
     return float(np.sqrt(var))
 
 
@@ -71,9 +81,13 @@ def model_check(
     simulations: int = SIMULATIONS,
 ) -> ModelCheck:
     """The store's difference of means (treatment − control), its clustered reweighting
-    bootstrap replicates (Poisson weights per cluster, §5.1-5.2) and ``simulations``
-    experiments simulated from the fitted model with that difference as the effect (§6),
-    seeded and vectorised (chunks of at most ``WORK`` values)."""
+    bootstrap replicates (Poisson weights per cluster, §5.1-5.2) and the estimates of
+    ``simulations`` experiments simulated from the fitted model with that difference as the
+    effect (§6), seeded and vectorised. Each simulated experiment draws every random effect of
+    Eq. 3-4 afresh (a request's, a host's, a batch's, per level); its estimate, a weighted sum
+    of its outcomes, is formed from each level's effect times the level's summed weight, and
+    the residuals' weighted sum is drawn as the normal it is exactly (σ²_ε Σ w_i²): the same
+    distribution as simulating every trial, at a cost of levels, not trials, per experiment."""
     y = np.asarray(y, dtype=float)
     version = np.asarray(design.version, dtype=np.int64)
     codes = np.unique(np.asarray(codes), return_inverse=True)[1].ravel()
@@ -82,13 +96,15 @@ def model_check(
     estimate = float(sums[1].sum() / counts[1].sum() - sums[0].sum() / counts[0].sum())
     drawn = replicate_differences(sums, counts, replicates, "poisson", rng)
     reps = drawn[np.isfinite(drawn)]
-    treated, control = version == 1, version == 0
-    chunk = max(1, WORK // max(1, y.size))
-    simulated = np.empty(simulations)
-    for start in range(0, simulations, chunk):
-        stop = min(simulations, start + chunk)
-        Y = simulate_outcomes(design, components, stop - start, rng, estimate)
-        simulated[start:stop] = Y[:, treated].mean(axis=1) - Y[:, control].mean(axis=1)
+    simulated = np.full(simulations, estimate)
+    for name, c in _level_weights(design).items():
+        sd = float(np.sqrt(getattr(components, name)))
+        for start in range(0, simulations, max(1, WORK // c.size)):
+            stop = min(simulations, start + max(1, WORK // c.size))
+            simulated[start:stop] += sd * (rng.standard_normal((stop - start, c.size)) @ c)
+    w = _weights(design)
+    residual = float(np.sqrt(components.residual * np.sum(w * w)))
+    simulated += residual * rng.standard_normal(simulations)
     return ModelCheck(
         estimate,
         reps,
