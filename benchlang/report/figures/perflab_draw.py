@@ -266,7 +266,7 @@ def draw_aa_ladder(fig: Any, data: FigureData, palette: Palette, paper: bool) ->
     ax.axhline(null, color="black", lw=0.8)
     ax.set_xlabel(data.meta.get("x_label", "simulated A/A experiment, ranked by estimate"))
     ax.set_ylabel(data.meta.get("y_label") or _label(data, "difference"))
-    ax.legend(loc="upper left", fontsize="x-small")
+    legend_above(fig, ax.get_legend_handles_labels()[0], paper)  # over the data it hid ranks
 
 
 def draw_aa_empirical(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
