@@ -286,6 +286,18 @@ class Variability:
 
 
 @attrs.frozen
+class Population:
+    """``factor NAME in [...] population { percentile P confidence C }``: the factor's levels
+    are a sample of a population of inputs (traces, prefixes, datasets) to generalise over
+    (TriScale, Jacob et al. JSys 2021, §5.3). ``percentile``/``confidence`` None: each
+    metric's KPI settings, applied to the inputs' KPIs."""
+
+    factor: str
+    percentile: float | None = None
+    confidence: float | None = None
+
+
+@attrs.frozen
 class Layout:
     """An A/B layout (Bakshy & Frachtenberg, WWW 2015, §4, Table 2): ``hosts`` H in all,
     ``requests`` R per version, each repeated ``repetitions`` T times in its host batch, with
@@ -409,6 +421,8 @@ class Experiment:
     machine: Machine | None = None
     """The ``machine`` block, the ``hosts`` block's own ``machine { ... }`` merged over it key by
     key (lang.check.machine): one block for every host of the spec's one ``hosts`` block."""
+    population: Population | None = None
+    """The factor whose levels are a sample of inputs (TriScale §5.3), if one is declared."""
 
     @property
     def needs_inventory(self) -> bool:

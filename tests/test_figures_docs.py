@@ -37,6 +37,7 @@ from tests.figure_stores import (
     write_load,
 )
 from tests.test_figures_papers_last import fig4
+from tests.test_population_factor import POPULATION, population_value
 from tests.test_runtime_factor import FIG4
 
 PAGE = ROOT / "docs" / "figures.md"
@@ -90,12 +91,14 @@ EXAMPLES = {
     "stopping": (SPECS / "stopping.bench", stopping),
     "two-kpis": (TWO_KPIS, two_kpis),
     "runtime-factor": (FIG4, fig4),
+    "population": (POPULATION, population_value),
 }
 SOURCE = {
     "kpi-scatter": "two-kpis",
     "convergence": "latency-series",
     "series-kpis": "quickstart",
     "runtimes": "runtime-factor",
+    "population-kpis": "population",
     "variability": "quickstart",
     "cdf": "quickstart",
     "cdf-overlay": "quickstart",

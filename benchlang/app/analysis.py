@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from benchlang.report.equal_hosts import HostAgreement
     from benchlang.report.headline import MetricHeadline
     from benchlang.report.order_analysis import OrderReport
+    from benchlang.report.population import PopulationAnalysis
     from benchlang.report.record import Record
     from benchlang.report.warmup import WarmupAdvice
 
@@ -41,6 +42,8 @@ class StoreAnalysis:
     """What ``run`` and ``analyze`` end with (``report.headline``)."""
     sessions: list[SessionShareRow] = attrs.field(factory=list)
     """With several stores (a campaign): each configuration's between-session share."""
+    population: PopulationAnalysis | None = None
+    """With a population factor: the KPIs generalised over its inputs (TriScale §5.3)."""
 
 
 def analyze_store(
@@ -94,8 +97,13 @@ def analyze_store(
         from benchlang.report.equal_hosts import host_agreement
 
         equal_hosts = host_agreement(data)
+    population = None
+    if experiment.population is not None and kpis:
+        from benchlang.report.population import population_analysis
+
+        population = population_analysis(data, kpis)
     return StoreAnalysis(
-        data, kpis, comparisons, warmup, equal_hosts, headlines, session_shares(data)
+        data, kpis, comparisons, warmup, equal_hosts, headlines, session_shares(data), population
     )
 
 
@@ -108,6 +116,17 @@ def kpis_and_headline(
 
     kpis = analyze(data, per_series_independence)
     return kpis, headline(data, kpis) if kpis else []
+
+
+def population_of(data: ExperimentData) -> PopulationAnalysis | None:
+    """The KPIs generalised over the spec's population factor (TriScale §5.3), or None."""
+    if data.experiment.population is None or not data.experiment.kpis:
+        return None
+    from benchlang.report.analysis import analyze
+    from benchlang.report.population import population_analysis
+
+    kpis = analyze(data)
+    return population_analysis(data, kpis) if kpis else None
 
 
 def no_values(data: ExperimentData) -> str:

@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
             found.equal_hosts,
             runtimes,
             found.sessions,
+            found.population,
         )
         return 0
     experiment = found.data.experiment
@@ -150,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
         from benchlang.report.headline import render_headline
 
         render_headline(found.headlines)
+    if found.population is not None:
+        from benchlang.report.analysis_text import render_population
+
+        render_population(found.population, {m.name: m.unit for m in experiment.metrics})
     if found.sessions:
         from benchlang.report.sessions_text import render_session_shares
 
@@ -166,6 +171,7 @@ def _print_json(
     equal_hosts: list = (),
     runtimes: list = (),
     sessions: list = (),
+    population: object = None,
 ) -> None:
     body = {
         "kpis": [r.to_dict() for r in kpis],
@@ -175,6 +181,7 @@ def _print_json(
         **({"equal_hosts": [e.to_dict() for e in equal_hosts]} if equal_hosts else {}),
         **({"runtimes": [r.to_dict() for r in runtimes]} if runtimes else {}),
         **({"sessions": [r.to_dict() for r in sessions]} if sessions else {}),
+        **({"population": population.to_dict()} if population is not None else {}),
     }
     print(dumps(document("analyze", 1, body)))
 

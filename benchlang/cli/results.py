@@ -83,7 +83,19 @@ def run(args: argparse.Namespace) -> int:
         write_export(data, form, sys.stdout)
     else:
         render_results(data)
+        _render_population(data)
     return 0
+
+
+def _render_population(data) -> None:
+    """The KPIs over the population factor's inputs, when the spec declares one."""
+    from benchlang.app.analysis import population_of
+
+    population = population_of(data)
+    if population is not None:
+        from benchlang.report.analysis_text import render_population
+
+        render_population(population, {m.name: m.unit for m in data.experiment.metrics})
 
 
 def _campaign(args: argparse.Namespace) -> int:

@@ -109,6 +109,10 @@ class Factor:
     """``factor NAME from PROVIDER "KEY"``: a word (the provider) and a string (the key);
     the levels come from the host inventory (a hardware factor)."""
     key: Value | None = None
+    population: Span | None = None
+    population_settings: Settings | None = None
+    """``population { percentile P confidence C }``: the levels are a sample of inputs to
+    generalise over (TriScale §5.3)."""
 
 
 @attrs.frozen

@@ -235,8 +235,15 @@ class ToAst(Transformer):
     def factor(self, meta, children):
         coverage = next((c for c in children[2:] if isinstance(c, ast.Value)), None)
         hidden = next((c for c in children[2:] if isinstance(c, tuple)), (None, None))
+        population = next((c for c in children[2:] if isinstance(c, list)), [None, None])
         return ast.Factor(
-            str(children[0]), span_of(children[0]), _as_value(children[1]), coverage, *hidden
+            str(children[0]),
+            span_of(children[0]),
+            _as_value(children[1]),
+            coverage,
+            *hidden,
+            population=population[0],
+            population_settings=population[1],
         )
 
     def factor_builtin(self, meta, children):
@@ -244,6 +251,9 @@ class ToAst(Transformer):
 
     def hidden_option(self, meta, children):
         return span_of(children[0]), (children[1] if len(children) > 1 else None)
+
+    def population_option(self, meta, children):
+        return [span_of(children[0]), (children[1] if len(children) > 1 else None)]
 
     def benchmark(self, meta, children):
         items = []

@@ -102,6 +102,12 @@ KEYWORDS: dict[str, KeywordDoc] = {
         "a hidden factor varied on purpose (env padding, ASLR, link order, cache dropping, reboot) so that its effect is randomised, not confounded",
         source=DATAMILL,
     ),
+    "population": K(
+        "the factor's levels are a sample of a population of inputs (traces, datasets): each "
+        "input's KPI, then a KPI over the inputs' KPIs { percentile P confidence C }",
+        default="each metric's kpi settings",
+        source=TRISCALE + " §5.3",
+    ),
     "coverage": K(
         "the share of a factor's levels to run, chosen by the seed",
         unit="%",

@@ -293,6 +293,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
     from benchlang.report.hosts import host_lines, host_warnings
     from benchlang.report.machine import record_json as machine_json
     from benchlang.report.machine import record_lines as machine_lines
+    from benchlang.report.population_record import record_lines as population_lines
     from benchlang.stats.registry import methods_used
 
     return Record(
@@ -308,6 +309,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         tuple(_record_independence(results)),
         tuple(machine_lines(exp, data.host_states, data.forced, data.hosts)),
         machine_json(exp, data.host_states, data.forced),
+        tuple(population_lines(data)),
     )
 
 

@@ -182,3 +182,25 @@ def independence_lines(results: list[ConfigurationAnalysis]) -> list[str]:
             head = "" if verdict.passed else "DESCRIPTIVE ONLY: "
             lines.append(f"{metric}: {head}{verdict.summary()}")
     return lines
+
+
+def render_population(
+    population: Any, units: dict[str, str | None], out: TextIO | None = None
+) -> None:
+    """The KPIs generalised over a population factor's inputs (report.population): one
+    line per metric and cell, then the other factors' levels compared over the inputs."""
+    import sys
+
+    out = out or sys.stdout
+    if not population.results:
+        return
+    first = population.results[0]
+    print(
+        f"\nKPIs over the population of {first.factor} (TriScale §5.3; each input's KPI: "
+        f"{first.per_input}):",
+        file=out,
+    )
+    for r in population.results:
+        print(f"  {r.line(units.get(r.metric))}", file=out)
+    for c in population.contrasts:
+        print(f"  {c.line(units.get(c.metric))}", file=out)

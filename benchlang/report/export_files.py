@@ -69,7 +69,12 @@ def write_export(
         return
     if form != "json":
         raise ValueError(f"unknown export format {form!r}")
-    headlines = None
+    headlines, extra = None, None
     if data.experiment.kpis:
-        headlines = headline(data, analyze(data) if analysis is None else analysis)
-    write_results_json(data, out, headlines=headlines)
+        analysis = analyze(data) if analysis is None else analysis
+        headlines = headline(data, analysis)
+        if data.experiment.population is not None and analysis:
+            from benchlang.report.population import population_analysis
+
+            extra = {"population": population_analysis(data, analysis).to_dict()}
+    write_results_json(data, out, headlines=headlines, extra=extra)

@@ -110,11 +110,15 @@ def results_json(data: ExperimentData, failures=None, headlines=None) -> str:
     return out.getvalue()
 
 
-def write_results_json(data: ExperimentData, out: TextIO, failures=None, headlines=None) -> None:
+def write_results_json(
+    data: ExperimentData, out: TextIO, failures=None, headlines=None, extra: dict | None = None
+) -> None:
     """``json.dumps(results_document(...), indent=2)`` and a newline, written to ``out`` with
-    the trials streamed (``trial_json``): a million trials without a million dicts."""
+    the trials streamed (``trial_json``): a million trials without a million dicts; ``extra``
+    adds top-level fields (the population KPIs)."""
     columns = trial_columns(data)
-    text = json.dumps(_deep_clean(_document(data, headlines, columns)), indent=2, allow_nan=False)
+    doc = {**_document(data, headlines, columns), **(extra or {})}
+    text = json.dumps(_deep_clean(doc), indent=2, allow_nan=False)
     head, *tail = text.split(json.dumps(_TRIALS))
     if len(tail) != 1:  # the placeholder also appears in a user's text: the slow way
         out.write(dumps(results_document(data, failures, headlines)) + "\n")

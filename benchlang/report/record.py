@@ -249,9 +249,12 @@ class Record:
     """The machine block, each host's measured state and what was forced past
     (report.machine.record_lines); ``machine_json`` is the same as data."""
     machine_json: dict | None = None
+    populations: tuple[str, ...] = ()
+    """The population factor and the number of inputs sampled (report.population)."""
 
     def to_json(self) -> dict:
         return {
+            **({"populations": list(self.populations)} if self.populations else {}),
             "hosts": list(self.hosts),
             "statistics_methods": list(self.methods),
             "comparisons": list(self.comparisons),
@@ -301,6 +304,7 @@ class Record:
             *([f"methods: {md(methods_in_words(self.methods))}"] if self.methods else []),
             *(f"comparison: {md(c)}" for c in self.comparisons),
             *(md(line) for line in self.independence),
+            *(md(line) for line in self.populations),
         ]
 
     def grid(self) -> tuple[list[str], list[list[str]]]:
@@ -349,6 +353,8 @@ class Record:
             note = (note + " " if note else "") + " ".join(f"{c}." for c in self.comparisons)
         if self.machine:
             note = (note + " " if note else "") + " ".join(f"{m}." for m in self.machine)
+        if self.populations:
+            note = (note + " " if note else "") + " ".join(f"{m}." for m in self.populations)
         if note:
             caption += " " + _tex(note)
         return "\n".join(

@@ -43,6 +43,7 @@ from benchlang.lang.check.hosts import (
 from benchlang.lang.check.inventory import check_host_factors, check_host_where
 from benchlang.lang.check.machine import check_machine
 from benchlang.lang.check.metrics import check_kpis, check_metrics, check_variabilities
+from benchlang.lang.check.population import check_population
 from benchlang.lang.check.stop import check_stop
 
 
@@ -114,6 +115,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
     }
     metrics = check_metrics(ctx, of(ast.Metric), measures, units)
     kpis = check_kpis(ctx, of(ast.Block, "kpi"), metrics)
+    population = check_population(ctx, of(ast.Factor), declared, kpis)
     variabilities = check_variabilities(ctx, of(ast.Block, "variability"), metrics)
     stop_node = ctx.single(of(ast.Stop), "'stop'")
     stop = check_stop(ctx, stop_node, metrics, kpis)
@@ -251,4 +253,5 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         hardware=tuple(hardware),
         host_where=tuple(host_where),
         machine=machine,
+        population=population,
     )

@@ -47,6 +47,7 @@ NAMES = {
     ),
     "datamill": ("series-boxes", "levels", "level-means"),
     "stopping": ("stopping-ks", "stopping-density", "stopping-synthetic"),
+    "population": ("population-kpis",),
 }
 """Each paper's module and its figures' names in the report's order, so exporting one figure
 imports its own module only (tests/test_figures.py checks these against each ``FIGURES``)."""
