@@ -13,6 +13,7 @@ import math
 import warnings
 from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -55,7 +56,9 @@ class Table:
         """Every cell of the column is a number or missing, and at least one is a number."""
         cells = [r[index] if index < len(r) else "" for r in self.rows]
         numbers = [parse_number(c) for c in cells]
-        return all(v is not None for v in numbers) and any(not math.isnan(v) for v in numbers)
+        return all(v is not None for v in numbers) and any(
+            v is not None and not math.isnan(v) for v in numbers
+        )
 
     def numeric_names(self) -> list[str]:
         """Names of the numeric columns, in file order."""
@@ -191,7 +194,7 @@ def _read_columns_fast(
     path: Path, names: list[str], numeric: Collection[str], text: Collection[str]
 ) -> dict[str, np.ndarray]:
     """numpy's parser on a plain file (ValueError for anything it cannot take as it is)."""
-    options = {
+    options: dict[str, Any] = {
         "delimiter": ",",
         "skiprows": 1,
         "comments": None,

@@ -9,6 +9,7 @@ levels, so anything past :data:`MAX_DEPTH` is refused before it is looked at.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 MAX_DEPTH = 64
@@ -25,6 +26,7 @@ def depth(value: Any, bound: int = MAX_DEPTH) -> int:
     stack = [(value, 1)]
     while stack:
         item, level = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

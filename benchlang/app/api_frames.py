@@ -250,7 +250,11 @@ def compare_html(results: list[ComparisonResult], planned: bool, note: str = "")
     for r in results:
         o = r.outcome
         finite = o is not None and math.isfinite(o.ci_low) and math.isfinite(o.ci_high)
-        interval = f"[{o.ci_low:.4g}, {o.ci_high:.4g}] ({o.confidence:g}%)" if finite else "-"
+        interval = (
+            f"[{o.ci_low:.4g}, {o.ci_high:.4g}] ({o.confidence:g}%)"
+            if o is not None and finite
+            else "-"
+        )
         rows.append(
             [
                 r.comparison.metric,

@@ -103,10 +103,11 @@ def _timestamps(store: Any, plan_hash: str) -> tuple[np.ndarray, np.ndarray]:
         "FROM (SELECT started, ended FROM trials WHERE plan_hash = ? ORDER BY trial)",
         (plan_hash,),
     ).fetchone()
-    return tuple(
+    starts, ends = (
         np.fromstring(text, dtype=np.float64, sep=",") if text else np.empty(0)
         for text in (started, ended)
     )
+    return starts, ends
 
 
 def write_parquet(frame: pandas.DataFrame, path: str | Path) -> Path:

@@ -113,7 +113,7 @@ def _below(mount, root, path):
     return os.path.normpath(os.path.join(mount, relative))
 
 
-_LAYOUT = []
+_LAYOUT: list[Hierarchies] = []
 _COUNT = itertools.count(1)
 
 

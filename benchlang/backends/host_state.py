@@ -231,8 +231,11 @@ def parse_probe(host: str, text: str) -> HostState:
         smt = "on" if control == "on" else "off"
     aslr_level = number("aslr")
     load = None
-    if one("loadavg"):
-        load = tuple(float(x) for x in one("loadavg").split()[:3])
+    loadavg = one("loadavg")
+    if loadavg:
+        averages = [float(x) for x in loadavg.split()[:3]]
+        if len(averages) == 3:
+            load = (averages[0], averages[1], averages[2])
     throttles = [int(x) for x in seen.get("throttle", []) if x.isdigit()]
     processes = []
     for line in seen.get("process", []):
@@ -342,7 +345,9 @@ def write_script(writes: list[Write]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def apply_writes(session: HostSession, writes: list[Write]) -> list[tuple[str, ...]]:
+async def apply_writes(
+    session: HostSession, writes: list[Write]
+) -> list[tuple[str, str, str, str]]:
     """Run the writes on the host: (status, path, old value, error) per file written."""
     done = await session.execute(Command(write_script(writes), timeout=30.0))
     out = []

@@ -164,11 +164,11 @@ def layout_schedule(
         raise ValueError(
             f"the {kind} layout needs {needed} distinct requests, but only {pool} are given"
         )
-    pool = np.argsort(draws(seed, "layout:pool", np.arange(pool)), kind="stable")[:needed]
+    chosen = np.argsort(draws(seed, "layout:pool", np.arange(pool)), kind="stable")[:needed]
     slot = np.arange(requests) % k
     runs: list[tuple[int, int, int, np.ndarray]] = []  # (host, batch, version, requests)
     for v in (0, 1):
-        reqs = pool[v * requests : (v + 1) * requests] if two_pools else pool
+        reqs = chosen[v * requests : (v + 1) * requests] if two_pools else chosen
         for j in range(k):
             mine = reqs[slot == j]
             if kind in ("unbalanced", "request_balanced"):

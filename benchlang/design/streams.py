@@ -29,7 +29,7 @@ def stream_key(seed: int, name: str) -> np.uint64:
     return np.uint64(int.from_bytes(digest[:8], "little"))
 
 
-def draws(seed: int, name: str, *counters: np.ndarray) -> np.ndarray:
+def draws(seed: int, name: str, *counters: np.ndarray | int) -> np.ndarray:
     """uint64 draws indexed by broadcast integer counters, e.g. (round, configuration)."""
     with np.errstate(over="ignore"):
         z = np.full(np.broadcast_shapes(*(np.shape(c) for c in counters)), stream_key(seed, name))

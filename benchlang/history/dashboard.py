@@ -14,7 +14,7 @@ from benchlang.history.acks import Ack, acknowledged
 from benchlang.history.text import possible_line
 from benchlang.history.verdicts import Change, SeriesChanges
 from benchlang.report.html.page import document, esc, figure, section, table, warning
-from benchlang.report.html.svg import MUTED, Chart, dots, path, text
+from benchlang.report.html.svg import MUTED, Chart, Frame, dots, path, text
 
 POINT, INTERVAL, WORSE, BETTER = "#0b62c4", "#0b62c4", "#c62828", "#2e7d32"
 
@@ -43,12 +43,12 @@ def _plot(found: SeriesChanges) -> str:
     lo, hi = s.lower, s.upper
     bars = np.isfinite(lo) & np.isfinite(hi)
 
-    def intervals(f) -> str:
+    def intervals(f: Frame) -> str:
         xs, ys0, ys1 = f.x(x[bars]), f.y(lo[bars]), f.y(hi[bars])
         d = "".join(f"M{a:.1f} {b:.1f}V{c:.1f}" for a, b, c in zip(xs, ys0, ys1, strict=True))
         return path(d, INTERVAL, stroke_opacity=0.45, stroke_width=1.5)
 
-    def points(f) -> str:
+    def points(f: Frame) -> str:
         marks = [path(dots(f.x(x), f.y(s.values), 2.6), fill=POINT)]
         for i in range(len(s)):  # hover: the commit and the value
             if math.isfinite(s.values[i]):
@@ -67,7 +67,7 @@ def _plot(found: SeriesChanges) -> str:
         colour = {"regression": WORSE, "improvement": BETTER}.get(c.kind, MUTED)
         label = _size(c)
 
-        def marker(f, c=c, colour=colour, label=label) -> str:
+        def marker(f: Frame, c: Change = c, colour: str = colour, label: str = label) -> str:
             at = float(f.x(c.index - 0.5))
             return path(
                 f"M{at:.1f} {f.top:.1f}V{f.bottom:.1f}", colour, stroke_dasharray="5 3"

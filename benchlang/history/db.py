@@ -263,7 +263,9 @@ class History:
         with self._reaching(), self._db.pipeline():
             yield
 
-    def query(self, sql: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[tuple]:
+    def query(
+        self, sql: str, params: Sequence[Any] = (), *, binary: bool = False
+    ) -> list[tuple[Any, ...]]:
         """The rows; ``binary``: PostgreSQL sends them in binary format (bytea as its bytes,
         not twice as many hex digits)."""
         fmt = {"binary": True} if self.postgres and binary else {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -170,7 +171,7 @@ def _insert(
     return True
 
 
-def runs(h: History) -> list[dict]:
+def runs(h: History) -> list[dict[str, Any]]:
     """Every run, oldest first, with its point count."""
     rows = h.query(
         "SELECT r.run_key, r.commit_sha, r.branch, r.date, r.source, r.plan_hash, r.tags, "
@@ -196,14 +197,14 @@ def read_series(h: History, key: tuple[str, str, str] | None = None) -> list[Ser
         "ORDER BY p.metric, p.configuration, p.host_class, r.date, r.seq",
         key or (),
     )
-    groups: dict[tuple, list[tuple]] = {}
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     for row in rows:
         groups.setdefault(row[:3], []).append(row)
     out = []
     for (metric, configuration, klass), g in groups.items():
         last = g[-1]
 
-        def col(i: int, g: list[tuple] = g) -> np.ndarray:
+        def col(i: int, g: list[tuple[Any, ...]] = g) -> np.ndarray:
             return np.array([np.nan if r[i] is None else float(r[i]) for r in g])
 
         out.append(

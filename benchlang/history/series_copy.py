@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class _Texts:
         return got
 
 
-class Column(Sequence):
+class Column(Sequence[Any]):
     """One text column of a series' copy (``which``: 0 commits, 1 dates, 2 run keys, 3
     independence), split row by row on demand; equal to any sequence with the same items.
     Commits read "" back as None (a run without one)."""
@@ -52,9 +53,9 @@ class Column(Sequence):
     def __init__(self, texts: _Texts, which: int) -> None:
         self._texts = texts
         self._which = which
-        self._rows: dict[int, tuple] = {}
+        self._rows: dict[int, tuple[Any, ...]] = {}
 
-    def _row(self, r: int) -> tuple:
+    def _row(self, r: int) -> tuple[Any, ...]:
         got = self._rows.get(r)
         if got is None:
             items = self._texts.row(r)[self._which].split(_SEP)
@@ -65,7 +66,13 @@ class Column(Sequence):
     def __len__(self) -> int:
         return int(self._texts.starts[-1])
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Any, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
             return tuple(self)[i]
         n = len(self)
@@ -76,7 +83,7 @@ class Column(Sequence):
         r = int(np.searchsorted(starts, i, side="right")) - 1
         return self._row(r)[i - int(starts[r])]
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         for r in range(len(self._texts.blobs)):
             yield from self._row(r)
 

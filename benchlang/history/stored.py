@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -106,8 +107,8 @@ def _found(series: Series, text: str) -> SeriesChanges:
     )
 
 
-def _grouped(rows: Sequence[tuple]) -> dict[tuple, list[tuple]]:
-    out: dict[tuple, list[tuple]] = {}
+def _grouped(rows: Sequence[tuple[Any, ...]]) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
+    out: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     for row in rows:
         out.setdefault(tuple(row[:3]), []).append(row[3:])
     return out
@@ -119,7 +120,7 @@ def _copies_kept(h: History) -> bool:
     return STAMP in h.meta or h.has_table("series_copies")
 
 
-def _current_copies(h: History) -> dict[tuple, list[series_copy.Row]] | None:
+def _current_copies(h: History) -> dict[tuple[Any, ...], list[series_copy.Row]] | None:
     """Every series' copy when the copies include every run but the one being added (its
     points written, its copies not yet); None otherwise or when no copy exists yet."""
     if not _copies_kept(h):
@@ -132,7 +133,7 @@ def _current_copies(h: History) -> dict[tuple, list[series_copy.Row]] | None:
     return {k: [_row(r) for r in g] for k, g in _grouped(rows).items()} or None
 
 
-def _row(r: Sequence) -> series_copy.Row:
+def _row(r: Sequence[Any]) -> series_copy.Row:
     return (int(r[0]), r[1], bytes(r[2]), bytes(r[3]))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from benchlang.history.acks import Ack
 from benchlang.history.gate import Regression, SeriesCheck
@@ -28,7 +29,7 @@ def _short(commit: str | None) -> str:
     return commit[:10] if commit else "-"
 
 
-def list_text(listing: dict) -> str:
+def list_text(listing: dict[str, Any]) -> str:
     runs, series = listing["runs"], listing["series"]
     lines = [f"history {listing['history']}: {len(runs)} run(s), {len(series)} series"]
     if series:

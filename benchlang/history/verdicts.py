@@ -9,13 +9,16 @@ DerSimonian & Laird 1986; docs/statistics.md "Change points over a history").
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 
 from benchlang.history.series import Series
 from benchlang.jsonout import undefined
+
+if TYPE_CHECKING:
+    from benchlang.stats.changepoints import ChangePoint
 
 
 @attrs.frozen
@@ -129,7 +132,7 @@ def changes(series: Series, *, alpha: float = 0.05, confidence: float = 95.0) ->
         confidence=confidence,
     )
 
-    def located(cp, kind: str | None) -> Change:
+    def located(cp: ChangePoint, kind: str | None) -> Change:
         i, before = int(kept[cp.index]), int(kept[cp.index - 1]) if cp.index > 0 else None
         return Change(
             i,

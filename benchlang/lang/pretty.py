@@ -251,7 +251,7 @@ def render(doc: Doc, width: int = WIDTH) -> str:
     def flush() -> None:
         column = max((ln.indent + len(ln.code) for ln in run), default=0) + COMMENT_GAP
         for ln in run:
-            out.append(" " * ln.indent + ln.code.ljust(column - ln.indent) + ln.comment)
+            out.append(" " * ln.indent + ln.code.ljust(column - ln.indent) + (ln.comment or ""))
         run.clear()
 
     for ln in lines:

@@ -17,7 +17,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 MAX_MESSAGE = 64 << 20
 """Largest message body read (64 MiB); a larger one is discarded unread and answered with an
@@ -108,7 +108,7 @@ class Framer:
                 raise ClosedConnection("the stream ended inside a message")
             size -= len(chunk)
 
-    def refuse(self, why: str) -> None:
+    def refuse(self, why: str) -> NoReturn:
         self.replies.append(
             error_message(PARSE_ERROR, f"{why}; benchlang's language server closes the connection")
         )
@@ -132,7 +132,7 @@ def parse_body(body: bytes, structure: Callable[[dict[str, Any]], Any]) -> Any:
             id = plain.get("id") if isinstance(plain, dict) else None
         except (ValueError, RecursionError):
             id = None
-        code = getattr(err, "code", None) or getattr(err, "CODE", INVALID_REQUEST)
+        code = getattr(err, "code", None) or getattr(err, "CODE", None) or INVALID_REQUEST
         return error_message(code, "the message's parameters are not valid", id)
     if isinstance(message, (dict, list, str, int, float, bool)) or message is None:
         return error_message(INVALID_REQUEST, "the message is not a JSON-RPC 2.0 message")

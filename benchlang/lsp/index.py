@@ -158,16 +158,16 @@ class Index:
                 continue
             head = code[statement]
             if i == statement + 1 and head.kind == "word":
-                kind = DECLARING.get(head.text)
+                declares = DECLARING.get(head.text)
                 inside = stack[-1][0] if stack else ""
                 if head.text == "measure" and inside == "benchmark":
-                    kind = "measure"
+                    declares = "measure"
                 if head.text == "experiment":
-                    kind = "experiment"
-                if kind:
-                    parent = _parent(declared, kind)
+                    declares = "experiment"
+                if declares:
+                    parent = _parent(declared, declares)
                     name = Name(
-                        kind, tok.text, tok.start, tok.end, -1, parent, self._detail(code, i)
+                        declares, tok.text, tok.start, tok.end, -1, parent, self._detail(code, i)
                     )
                     self.declarations.append(name)
                     declared.append(name)

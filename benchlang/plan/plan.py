@@ -183,6 +183,7 @@ class Plan:
         out = self._json_body(configurations)
         if self.layout is not None:
             out["layout"] = dict(self.layout)
+            assert self.round_batch is not None and self.trial_phase is not None  # with a layout
             out["rounds"]["batch"] = self.round_batch.tolist()
             out["trials"]["phase"] = [PHASES[k] for k in self.trial_phase.tolist()]
         elif self.trial_phase is not None:

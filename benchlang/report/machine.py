@@ -152,7 +152,7 @@ def methods_sentence(
         elif len(seen) == 1:
             measured.append(f"{name} was {seen.pop()}")
         else:
-            measured.append(f"{name} differed between hosts ({', '.join(sorted(seen))})")
+            measured.append(f"{name} differed between hosts ({', '.join(sorted(map(str, seen)))})")
     text = head + ("; " if head and measured else "") + ", ".join(measured)
     if forced:
         text += (" (" if text else "") + "; ".join(forced) + (")" if text else "")

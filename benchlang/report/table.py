@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Literal, TextIO
 
 
 def format_number(value: object, digits: int = 4) -> str:
@@ -180,7 +180,8 @@ def render_table(
         # while the labels take at most half the width; the other columns fold instead
         whole = max((len(row[0]) for row in cells if row), default=0) <= width // 2
         for i, (h, a) in enumerate(zip(headers, align, strict=True)):
-            table.add_column(Text(h), overflow="fold", justify=a, no_wrap=i == 0 and whole)
+            justify: Literal["left", "right"] = "right" if a == "right" else "left"
+            table.add_column(Text(h), overflow="fold", justify=justify, no_wrap=i == 0 and whole)
         for row in cells:
             table.add_row(*(Text(c) for c in row))
         Console(file=stream, highlight=False, width=width).print(table)

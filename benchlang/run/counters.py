@@ -34,7 +34,7 @@ _SCALE = {"msec": 1.0, "ns": 1.0}  # task-clock in ms as perf prints it; duratio
 
 def events_of(measures: Sequence[Measure]) -> list[str]:
     """perf's names of the events to count, in declared order, with duration_time last."""
-    return list(dict.fromkeys([*(COUNTERS[m.builtin][0] for m in measures), DURATION]))
+    return list(dict.fromkeys([*(COUNTERS[m.builtin or ""][0] for m in measures), DURATION]))
 
 
 def perf_command(text: str, measures: Sequence[Measure]) -> str:
@@ -91,7 +91,7 @@ def read_counters(
     values = dict(rusage)
     missing: dict[str, str] = {}
     for m in measures:
-        event = COUNTERS[m.builtin][0]
+        event = COUNTERS[m.builtin or ""][0]
         count = counts.get(event)
         if count is None:
             missing[m.name] = f"perf stat printed no count for {event}"

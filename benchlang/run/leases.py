@@ -200,7 +200,7 @@ class LeaseKeeper:
             return None
         if "extend" in capabilities_of(self.backend):
             async with self._extending:
-                lease = self.lease
+                lease = self.lease or lease  # another host task may have extended it
                 until = now + needed + more
                 if lease.expires is None or lease.expires < until:
                     try:

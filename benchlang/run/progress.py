@@ -96,7 +96,8 @@ class Progress:
 
     def _draw(self, now: float) -> None:
         self._next_line = now + DRAW_INTERVAL
-        self._bar.update(self._task, completed=self.done, failed=self.failed)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, failed=self.failed)
 
     def _draw_later(self) -> None:
         """Draw the counts an update left out once ``DRAW_INTERVAL`` passed, when the event

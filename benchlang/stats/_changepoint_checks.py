@@ -11,6 +11,7 @@ runs would confirm it, not a change point at a commit.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -104,7 +105,7 @@ class PossibleChange:
         size = f"x{self.ratio:.3f}" if math.isfinite(self.ratio) else "level moved"
         return f"a possible change in the last {runs} ({size}), {self.to_confirm} more to confirm"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         fields = attrs.asdict(self)
         fields["message"] = self.describe()
         return undefined(fields, {"*": "the level before it is not positive"})

@@ -18,6 +18,13 @@ import math
 import attrs
 import numpy as np
 
+Index = int | slice
+"""A point of the series, or (in a scan) a run of them."""
+Values = float | np.ndarray
+"""A value for one split, or (in a scan) one per split."""
+Parts = tuple[Values, Values | None, Values | None]
+"""``Sums._parts``: a side's variance terms A, B and P."""
+
 MAD_NORMAL = 0.6744897501960817  # median |Z| of a standard normal Z
 HUBER_C = 3.0  # residuals beyond 3 sd weigh less (Huber 1964)
 
@@ -194,7 +201,8 @@ def huber_var(y: np.ndarray, var: np.ndarray, m: int) -> np.ndarray:
     left, right = _sides(y, min(2 * max(m, 5) - 1, n))
     step = ~(np.abs(right - left) <= HUBER_C * sd)  # nan (an end) counts as a step
     u = np.where(step, np.minimum(u, near / sd), u)
-    return var * np.maximum(1.0, u / HUBER_C)
+    inflated: np.ndarray = var * np.maximum(1.0, u / HUBER_C)
+    return inflated
 
 
 def _sides(y: np.ndarray, h: int) -> tuple[np.ndarray, np.ndarray]:
@@ -257,8 +265,9 @@ class Sums:
         self.cy = np.concatenate(([0.0], np.cumsum(self.w * y)))
         self.cq = np.concatenate(([0.0], np.cumsum(self.w * self.w)))
         self.ci = self.cw if info is None else np.concatenate(([0.0], np.cumsum(info)))
-        some = capped is not None and bool(capped.any())
-        self.cc = np.concatenate(([0.0], np.cumsum(capped))) if some else None
+        self.cc: np.ndarray | None = None
+        if capped is not None and bool(capped.any()):
+            self.cc = np.concatenate(([0.0], np.cumsum(capped)))
         self.dispersion = Dispersion()
         self._scans: dict[tuple[int, int, int], tuple[np.ndarray, ...]] = {}
         self._mus: dict[tuple[int, int, int], np.ndarray] = {}
@@ -269,7 +278,7 @@ class Sums:
         other.dispersion = dispersion
         return other
 
-    def _parts(self, a, b, weight=None):
+    def _parts(self, a: Index, b: Index, weight: Values | None = None) -> Parts:
         """[a, b)'s weighted mean's variance terms: A = 1 / I (I its information), B = C / I^2
         (C its down-weighted points' psi^2 / var), P = W / I^2 (W its weights, ``weight``
         when the caller has them); B and P are None without down-weighted points (then I = W
@@ -285,16 +294,16 @@ class Sums:
         square = inverse * inverse
         return inverse, (self.cc[b] - self.cc[a]) * square, weight * square
 
-    def _var(self, a_part, b_part, p_part):
+    def _var(self, a_part: Values, b_part: Values | None, p_part: Values | None) -> Values:
         """max(phi A + B, pooled P) (:meth:`mean`), phi A without down-weighted points."""
         d = self.dispersion
-        if b_part is None:
+        if b_part is None or p_part is None:  # both None together (:meth:`_parts`)
             return d.phi * a_part
         own = d.phi * a_part
         own += b_part
         return np.maximum(own, d.pooled * p_part, out=own if isinstance(own, np.ndarray) else None)
 
-    def _z(self, shift, left, right):
+    def _z(self, shift: Values, left: Parts, right: Parts) -> Values:
         """shift / sqrt(Var_left + Var_right), the same operations for one split and a scan."""
         return shift / np.sqrt(self._var(*left) + self._var(*right))
 
@@ -329,7 +338,7 @@ class Sums:
             kept = self._scans[(a, b, m)] = (t, yr / wr - yl / wl, wl, wr)
         t, shift, wl, wr = kept
         at = slice(a + m, b - m + 1)
-        return t, self._z(shift, self._parts(a, at, wl), self._parts(at, b, wr))
+        return t, np.asarray(self._z(shift, self._parts(a, at, wl), self._parts(at, b, wr)))
 
     def locate(self, a: int, b: int, m: int) -> int:
         """The split of [a, b) that the weighted least-squares fit of two levels puts the
@@ -393,7 +402,9 @@ class Sums:
         return self.max_p(a, b, m, x) < alpha
 
 
-def normal_equivalent(z, wl, wr, ql, qr, dispersion: Dispersion):
+def normal_equivalent(
+    z: Values, wl: Values, wr: Values, ql: Values, qr: Values, dispersion: Dispersion
+) -> Values:
     """x: z taken as Student's t with the kurtosis of z matched (a Pearson type VII fit by
     moments; Johnson, Kotz & Balakrishnan, Continuous Univariate Distributions 2, 1995, ch.
     28) and mapped to the normal by Wallace's approximation (Ann. Math. Stat. 30, 1959, Eq.
@@ -404,7 +415,7 @@ def normal_equivalent(z, wl, wr, ql, qr, dispersion: Dispersion):
     kurtosis 6 / (nu - 4). So a short segment's mean of heavy-tailed points is not taken for
     normal."""
     k, df = dispersion.kurtosis, dispersion.df
-    excess = 6.0 / (df - 4.0) if df > 5.0 else 6.0
+    excess: Values = 6.0 / (df - 4.0) if df > 5.0 else 6.0
     if k > 0:
         spread = 1.0 / wl + 1.0 / wr
         excess = excess + k * (ql / wl**4 + qr / wr**4) / spread**2

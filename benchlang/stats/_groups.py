@@ -41,4 +41,5 @@ def group_medians(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
     sorted_v, counts, starts = sorted_groups(values, codes, n_groups)
     low = order_statistic(sorted_v, starts, counts, (counts + 1) // 2)
     high = order_statistic(sorted_v, starts, counts, counts // 2 + 1)
-    return (low + high) / 2.0
+    medians: np.ndarray = (low + high) / 2.0
+    return medians

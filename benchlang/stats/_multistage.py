@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def _dense_codes(x: np.ndarray) -> np.ndarray:
         if high - low <= 4 * x.size + 1024:
             present = np.bincount(x - low, minlength=high - low + 1) > 0
             code = np.cumsum(present, dtype=np.int64) - 1
-            return code.astype(np.int32 if code[-1] < 2**31 else np.int64)[x - low]
+            return np.asarray(code.astype(np.int32 if code[-1] < 2**31 else np.int64)[x - low])
     return np.unique(x, return_inverse=True)[1].ravel()
 
 
@@ -102,7 +103,7 @@ class _Block:
     the int32 counts (rows, L); ``tallied``, also their sums under a ``Tally`` of the leaves,
     counted while drawing where C can (``_kernels.draw_tally``)."""
 
-    def __init__(self, rows: int, stream: np.random.SeedSequence, stages: list) -> None:
+    def __init__(self, rows: int, stream: np.random.SeedSequence, stages: list[Any]) -> None:
         self.rows, self.stream, self.stages = rows, stream, stages
 
     def __call__(self) -> np.ndarray:

@@ -17,6 +17,6 @@ def median_filter_mirror(y: np.ndarray, size: int) -> np.ndarray:
     if size % 2 == 0 or half >= y.size:
         from scipy.ndimage import median_filter
 
-        return median_filter(y, size=size, mode="mirror")
+        return np.asarray(median_filter(y, size=size, mode="mirror"))
     padded = np.pad(y, half, mode="reflect")
-    return np.median(np.lib.stride_tricks.sliding_window_view(padded, size), axis=1)
+    return np.asarray(np.median(np.lib.stride_tricks.sliding_window_view(padded, size), axis=1))

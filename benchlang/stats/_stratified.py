@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def arrange(strata: np.ndarray, blocks: np.ndarray, time: np.ndarray) -> np.ndarray:
@@ -41,7 +42,7 @@ def ranks_within(v: np.ndarray, strata: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def labels(labels, n: int) -> np.ndarray:
+def labels(labels: ArrayLike, n: int) -> np.ndarray:
     """``labels`` as non-negative integers: as they are when they already are (and not too
     sparse for ``bincount``), else their index among the distinct labels."""
     a = np.asarray(labels).ravel()
@@ -75,14 +76,22 @@ def _two_sided_mc(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
     """Phipson & Smyth's p = (b + 1)/(B + 1), b = #{|permuted| >= |observed|} per row."""
     tol = 1e-9 * np.maximum(1.0, np.abs(observed))[:, None]
     b = (np.abs(permuted) >= np.abs(observed)[:, None] - tol).sum(axis=1)
-    return (b + 1.0) / (permuted.shape[1] + 1.0)
+    p: np.ndarray = (b + 1.0) / (permuted.shape[1] + 1.0)
+    return p
 
 
 def _normal_p(z: np.ndarray) -> np.ndarray:
     return np.array([math.erfc(abs(float(x)) / math.sqrt(2.0)) for x in np.ravel(z)])
 
 
-def trend(u: np.ndarray, strata: np.ndarray, time: np.ndarray, k: int, permutations: int, rng):
+def trend(
+    u: np.ndarray,
+    strata: np.ndarray,
+    time: np.ndarray,
+    k: int,
+    permutations: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Stratified rank-trend statistic of scores ``u`` (R x N, centred in strata) against
     ``time``: z and two-sided p per row, and the number of strata with two or more values."""
     counts = np.bincount(strata, minlength=k).astype(float)
@@ -103,7 +112,9 @@ def trend(u: np.ndarray, strata: np.ndarray, time: np.ndarray, k: int, permutati
     return z, np.where(var > 0, p, 1.0), int(usable.sum())
 
 
-def serial(u: np.ndarray, blocks: np.ndarray, k: int, permutations: int, rng):
+def serial(
+    u: np.ndarray, blocks: np.ndarray, k: int, permutations: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Pooled lag-1 serial covariance of ``u`` (R x N) demeaned within contiguous ``blocks``,
     against its permutation distribution within blocks. Exact permutation moments of
     S = sum_i d_i d_(i+1) over a block's n scores d (sum d = 0, P_r = sum d^r):

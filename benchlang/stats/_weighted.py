@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from benchlang.stats._kernels import Tally, native, window_crossings
 
@@ -25,7 +27,9 @@ _WINDOWED_FROM = 4096  # values per group below which the direct form is as fast
 _THREADED_FROM = 4  # blocks below which starting worker threads costs more than it saves
 
 
-def _bounds(total: np.ndarray, percentile: float, dtype=None) -> tuple[np.ndarray, ...]:
+def _bounds(
+    total: np.ndarray, percentile: float, dtype: DTypeLike | None = None
+) -> tuple[np.ndarray, ...]:
     """(p·W, its tolerance, the bound a cumulative weight must stay below to lie before the
     crossing, the bound it may reach and still lie before the value exceeding p·W): a relative
     tolerance of 1e-9; for integer weights (``dtype``) the bounds are integers, as below x is
@@ -49,7 +53,9 @@ def _crossing(
     return lo, hi
 
 
-def _midpoint(sorted_values: np.ndarray, lo, hi, total: np.ndarray) -> np.ndarray:
+def _midpoint(
+    sorted_values: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: np.ndarray
+) -> np.ndarray:
     last = sorted_values.size - 1
     middle = 0.5 * (sorted_values[np.minimum(lo, last)] + sorted_values[np.minimum(hi, last)])
     return np.where(total > 0, middle, np.nan)
@@ -79,8 +85,8 @@ def _direct(
     lo_all = np.empty(w.shape[0], dtype=np.int64)
     hi_all = np.empty(w.shape[0], dtype=np.int64)
     step = max(1, BLOCK_WEIGHTS // n)
-    for start in range(0, w.shape[0], step):
-        rows = slice(start, start + step)
+    for first in range(0, w.shape[0], step):
+        rows = slice(first, first + step)
         cum = np.cumsum(w[rows][:, cols], axis=1, dtype=w.dtype)
         total = cum[:, -1].astype(float)
         lo_all[rows], hi_all[rows] = _crossing(cum, total, percentile)
@@ -150,7 +156,16 @@ def replicate_percentiles(
         return _replicate_percentiles(groups, blocks, percentile, pool.map)
 
 
-def _replicate_percentiles(groups, blocks, percentile: float, mapper) -> np.ndarray:
+Groups = Sequence[tuple[np.ndarray, np.ndarray]]
+"""Each group's values and their columns in the weights."""
+
+Mapper = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
+"""``map`` or a thread pool's."""
+
+
+def _replicate_percentiles(
+    groups: Groups, blocks: Sequence[Callable[[], np.ndarray]], percentile: float, mapper: Mapper
+) -> np.ndarray:
     first = blocks[0]()
     windows = _Windows(groups, first[:PILOT_ROWS], percentile, mapper)
     out = [windows.pilot]
@@ -160,7 +175,7 @@ def _replicate_percentiles(groups, blocks, percentile: float, mapper) -> np.ndar
     return np.concatenate(out)
 
 
-def _drawn(make: Callable, tally: Tally | None) -> tuple[np.ndarray, np.ndarray | None]:
+def _drawn(make: Callable[..., Any], tally: Tally | None) -> tuple[np.ndarray, np.ndarray | None]:
     """A block's weights, and their tally sums when the block can count them as it draws."""
     tallied = getattr(make, "tallied", None)
     return tallied(tally) if tallied is not None and tally is not None else (make(), None)
@@ -178,7 +193,9 @@ class _Windows:
     """Where each large group's replicates cross p·W (from a pilot block), the weight below
     each window and each group's total as one matrix product, and the windowed crossing."""
 
-    def __init__(self, groups, pilot: np.ndarray, percentile: float, mapper=map) -> None:
+    def __init__(
+        self, groups: Groups, pilot: np.ndarray, percentile: float, mapper: Mapper = map
+    ) -> None:
         self.groups, self.percentile = groups, percentile
         width = pilot.shape[1]
         self.large = [j for j, (v, _) in enumerate(groups) if v.size >= _WINDOWED_FROM]
@@ -217,7 +234,10 @@ class _Windows:
                 out[:, j] = _direct(values, block, cols, self.percentile)[0]
         if not self.large:
             return out
-        sums = (self.tally.sums(block) if sums is None else sums)[:, self.column]
+        if sums is None:
+            assert self.tally is not None  # there are large groups
+            sums = self.tally.sums(block)
+        sums = sums[:, self.column]
         below, total = sums[:, 0::2], sums[:, 1::2]
         target, tol, low, high = _bounds(total.astype(float), self.percentile, np.int64)
         lo, hi = window_crossings(

@@ -27,7 +27,8 @@ def _segments(n: int, starts: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarra
 def window_mean(x: np.ndarray, starts: np.ndarray, w: int) -> np.ndarray:
     """Means from one cumulative sum, centred on x[0] so large offsets lose no precision."""
     c = np.concatenate([[0.0], np.cumsum(x - x[0])])
-    return x[0] + (c[starts + w] - c[starts]) / w
+    means: np.ndarray = x[0] + (c[starts + w] - c[starts]) / w
+    return means
 
 
 def window_extreme(x: np.ndarray, starts: np.ndarray, w: int, kind: str) -> np.ndarray:
@@ -37,7 +38,8 @@ def window_extreme(x: np.ndarray, starts: np.ndarray, w: int, kind: str) -> np.n
     idx = np.arange(seg.size)
     inside = (idx[None, :] >= si[:, None]) & (idx[None, :] < ei[:, None])
     fill = np.inf if kind == "min" else -np.inf
-    return ufunc.reduce(np.where(inside, seg[None, :], fill), axis=1)
+    extremes: np.ndarray = ufunc.reduce(np.where(inside, seg[None, :], fill), axis=1)
+    return extremes
 
 
 def window_order_stats(x: np.ndarray, starts: np.ndarray, w: int, ks: np.ndarray) -> np.ndarray:
@@ -68,10 +70,10 @@ def window_order_stats(x: np.ndarray, starts: np.ndarray, w: int, ks: np.ndarray
 def window_percentile(x: np.ndarray, starts: np.ndarray, w: int, q: float) -> np.ndarray:
     """numpy's default ("linear", Hyndman-Fan type 7) percentile of every window."""
     if starts.size * w <= DIRECT_LIMIT:
-        return np.percentile(sliding_window_view(x, w)[starts], q, axis=1)
+        return np.asarray(np.percentile(sliding_window_view(x, w)[starts], q, axis=1))
     h = (w - 1) * q / 100.0
     lo = math.floor(h)
     hi = min(lo + 1, w - 1)
     a, b = window_order_stats(x, starts, w, np.array([lo, hi]))
     t = h - lo
-    return np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
+    return np.asarray(np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t))

@@ -68,7 +68,7 @@ class Anova:
     def assumptions_hold(self) -> bool:
         return self.residuals_normal_p is None or self.residuals_normal_p > 0.05
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         fit = "undefined: no residual degrees of freedom"
         return {
             "formula": self.formula,
@@ -274,7 +274,7 @@ class HostAnova:
     problem: str | None = None
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "host": self.host,
             "anova": None if self.anova is None else self.anova.to_dict(),
@@ -289,7 +289,7 @@ class AnovaByHost:
 
     tables: tuple[HostAnova, ...]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"tables": [t.to_dict() for t in self.tables]}
 
 

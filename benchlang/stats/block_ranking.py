@@ -69,11 +69,11 @@ def rank_blocks(
     if better not in ("lower", "higher"):
         raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
     v = np.asarray(values, dtype=float).ravel()
-    c = np.asarray(config).ravel().astype(np.int64, copy=False)
+    codes = np.asarray(config).ravel().astype(np.int64, copy=False)
     cl = np.asarray(clusters).reshape(v.size, -1)
-    k = int(c.max()) + 1 if c.size else 0
+    k = int(codes.max()) + 1 if codes.size else 0
     keep = np.isfinite(v) & (v > 0)
-    members = [np.flatnonzero(c == j) for j in range(k)]
+    members = [np.flatnonzero(codes == j) for j in range(k)]
     stats = np.array([unit_percentile(np.sort(np.log(v[m[keep[m]]])), percentile) for m in members])
     order = best_first(stats, better)
     best = order[0] if order else 0
@@ -86,7 +86,7 @@ def rank_blocks(
     each = 100.0 - (100.0 - confidence) / m
     lo = np.full((k, k), np.nan)
     hi = np.full((k, k), np.nan)
-    ratio = {}
+    ratio: dict[tuple[int, int], float] = {}
     units: dict[int, tuple[int, str]] = {}
     for x, c in enumerate(ranked):
         for i in ranked[x + 1 :]:

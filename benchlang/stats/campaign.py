@@ -23,6 +23,7 @@ Sources:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -50,7 +51,7 @@ class SessionShare:
             return math.nan
         return 1.0 + (self.per_session - 1.0) * self.icc
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = attrs.asdict(self)
         out["design_effect"] = self.design_effect
         return {

@@ -6,6 +6,7 @@ Source: Jacob et al., JSys 1(1) 2021, §5.4 (one-sided bounds of Eq. 1-2 for eac
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import attrs
 import numpy as np
@@ -31,7 +32,7 @@ class CDFBand:
     confidence: float
     n: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "percentiles": self.percentiles.tolist(),
             "lower": [None if v != v else v for v in self.lower.tolist()],

@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
 import attrs
 import numpy as np
@@ -60,6 +62,7 @@ from benchlang.stats._changepoint_checks import (
 )
 from benchlang.stats._changepoint_scan import (
     Dispersion,
+    Noise,
     Sums,
     huber_capped,
     huber_info,
@@ -95,7 +98,7 @@ class ChangePoint:
     p_value: float
     statistic: float = math.nan
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Strict JSON: an undefined ratio (a level of 0 or below) is null with the reason."""
         fields = {
             "index": self.index,
@@ -140,7 +143,7 @@ class ChangePoints:
     possible: PossibleChange | None = None
     serial: float = math.nan
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         fields = {
             "method": self.method,
             "alpha": self.alpha,
@@ -191,8 +194,14 @@ def detect_changes(
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     if min_size < 2:
         raise ValueError(f"min_size must be at least 2, got {min_size!r}")
-    empty = dict(method=METHOD, alpha=alpha, n=int(y.size), confidence=confidence)
-    empty["min_size"] = min_size
+    result = partial(
+        ChangePoints,
+        method=METHOD,
+        alpha=alpha,
+        n=int(y.size),
+        confidence=confidence,
+        min_size=min_size,
+    )
     if y.size < 2 * min_size or not np.all(np.isfinite(y)):
         why = (
             f"too few points for a change point ({y.size} < {2 * min_size}: two segments of "
@@ -200,7 +209,7 @@ def detect_changes(
             if np.all(np.isfinite(y))
             else "the series has undefined values; drop them first"
         )
-        return ChangePoints(points=(), note=why, **empty)
+        return result(points=(), note=why)
     log = bool(np.all(y > 0))
     if log:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -212,9 +221,8 @@ def detect_changes(
     level_alpha = alpha / 2.0 if weighted else alpha
     found = _segments(z, sd, min_size, level_alpha, log)
     if found is None:
-        return ChangePoints(
+        return result(
             points=(), note="the series is constant", scale="log" if log else "linear",
-            **empty,
         )  # fmt: skip
     sums, cuts, model, serial, possible, added = found
     points = tuple(
@@ -228,7 +236,7 @@ def detect_changes(
     notes += serial_notes(serial, z.size, bool(points))
     notes += [] if possible is None else [possible.describe()]
     phi = sums.dispersion.phi / long_run_factor(serial, z.size, len(cuts) + 1)
-    return ChangePoints(
+    return result(
         points=points,
         scale="log" if log else "linear",
         noise_cv=math.sqrt(model.tau2 * phi) if log else math.nan,
@@ -237,11 +245,17 @@ def detect_changes(
         spread=_spread(sd, min_size, alpha / 2.0, confidence) if weighted else (),
         possible=possible,
         serial=serial,
-        **empty,
     )
 
 
-def _segments(z: np.ndarray, sd: np.ndarray, m: int, alpha: float, log: bool | None = None):
+Segments = tuple[Sums, list[int], Noise, float, PossibleChange | None, tuple[float, float] | None]
+"""``_segments``' sums, cuts, noise model, lag-1 autocorrelation, possible last change and
+the (z, p) of an added change point."""
+
+
+def _segments(
+    z: np.ndarray, sd: np.ndarray, m: int, alpha: float, log: bool | None = None
+) -> Segments | None:
     """The change points of ``z``, the sums they were judged with, the noise model, the lag-1
     autocorrelation of the residuals, a possible change in the last runs and the (z, p) of a
     change point :func:`recent` added (with ``log`` the scale, else no check of the last runs);
@@ -322,7 +336,8 @@ def _spread(sd: np.ndarray, m: int, alpha: float, confidence: float) -> tuple[Ch
     if known.size < 2 * m:
         return ()
     x = np.log(sd[known])
-    found = _segments(ndtri((rankdata(x) - 0.5) / x.size), np.full(x.size, np.nan), m, alpha)
+    scores = np.asarray(ndtri((rankdata(x) - 0.5) / x.size))
+    found = _segments(scores, np.full(x.size, np.nan), m, alpha)
     if found is None or not found[1]:
         return ()
     ranks, cuts = found[:2]

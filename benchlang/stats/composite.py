@@ -36,6 +36,7 @@ to 3.2 SEs above). In the split layout (a host runs one version) G counts every 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -142,7 +143,7 @@ class CompositeResult:
         off = off[np.isfinite(off)]
         return float(off.mean()) if off.size else float("nan")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         from benchlang.jsonout import undefined
 
         flat = {

@@ -123,7 +123,8 @@ class Method:
         target: Any = importlib.import_module(module)
         for part in attr.split("."):
             target = getattr(target, part)
-        return target
+        implementation: Callable[..., Any] = target
+        return implementation
 
 
 @attrs.frozen

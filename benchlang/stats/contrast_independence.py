@@ -42,6 +42,8 @@ the log scale): a missing configuration would move the round's mean.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -118,7 +120,7 @@ def _scores(d: np.ndarray) -> np.ndarray:
     """Each configuration's contrasts as centred rank scores (k x R), ranks scaled by 1/(R+1)."""
     from benchlang.stats._special import rankdata
 
-    return rankdata(d.T, axis=1) / (d.shape[0] + 1.0) - 0.5
+    return np.asarray(rankdata(d.T, axis=1) / (d.shape[0] + 1.0) - 0.5)
 
 
 def _block_centred(x: np.ndarray, block: np.ndarray, nb: int) -> np.ndarray:
@@ -126,7 +128,7 @@ def _block_centred(x: np.ndarray, block: np.ndarray, nb: int) -> np.ndarray:
     counts = np.bincount(block, minlength=nb).astype(float)
     flat = x.reshape(-1, x.shape[-1])
     means = np.stack([np.bincount(block, weights=row, minlength=nb) for row in flat]) / counts
-    return x - means.reshape(*x.shape[:-1], nb)[..., block]
+    return np.asarray(x - means.reshape(*x.shape[:-1], nb)[..., block])
 
 
 def contrast_tests(
@@ -216,7 +218,7 @@ class ContrastIndependence:
             rounds += f", {self.left_out} incomplete rounds left out"
         return f"{parts} ({rounds}; {self.family()})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric,
             "family": self.family(),

@@ -22,6 +22,7 @@ tested: that is said, and its hosts' medians are descriptive only.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import attrs
 import numpy as np
@@ -86,18 +87,17 @@ def equal_hosts(
 ) -> EqualHosts:
     """Per configuration with values on two or more hosts: do its hosts agree? ``values``,
     ``host`` (codes) and ``configuration`` (codes) align, one entry per successful trial."""
-    values = np.asarray(values, dtype=float)
-    host = np.asarray(host)
-    configuration = np.asarray(configuration)
-    keep = np.isfinite(values)
-    values, host, configuration = values[keep], host[keep], configuration[keep]
-    rows: list[dict] = []
-    for c in np.unique(configuration):
-        mine = configuration == c
-        hosts, codes, counts = np.unique(host[mine], return_inverse=True, return_counts=True)
+    every = np.asarray(values, dtype=float)
+    keep = np.isfinite(every)
+    v = every[keep]
+    host_codes, config_codes = np.asarray(host)[keep], np.asarray(configuration)[keep]
+    rows: list[dict[str, Any]] = []
+    for c in np.unique(config_codes):
+        mine = config_codes == c
+        hosts, codes, counts = np.unique(host_codes[mine], return_inverse=True, return_counts=True)
         if hosts.size < 2:
             continue
-        groups = [values[mine][codes == i] for i in range(hosts.size)]
+        groups = [v[mine][codes == i] for i in range(hosts.size)]
         medians = np.array([np.median(g) for g in groups])
         low = medians.min()
         rows.append(

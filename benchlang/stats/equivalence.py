@@ -14,6 +14,7 @@ Margins are symmetric on the log scale: a ratio within ``[1 / (1 + m), 1 + m]`` 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 
@@ -38,7 +39,7 @@ class Equivalence:
     better: str
     verdict: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready; the bounds of a ratio without an interval are null, with why."""
         return undefined(attrs.asdict(self), {"*": "the ratio has no interval (descriptive only)"})
 

@@ -15,6 +15,8 @@ the intervals printed beside them (docs/statistics.md, "One family per run").
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -40,7 +42,7 @@ class FamilyAdjustment:
     def m(self) -> int:
         return len(self.p_values)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "correction": self.correction,
             "alpha": self.alpha,

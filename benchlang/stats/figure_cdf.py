@@ -9,6 +9,7 @@ figures from the same step lines and bands.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -77,7 +78,7 @@ def cdf(
 ) -> FigureData:
     """Fig. 7 (each configuration's empirical CDF and its band) or Fig. 10 (``overlay``: the
     bands of all configurations on shared axes), from ``cdf_parts``."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     left: list[str] = []
     merged = False
     for part in parts:

@@ -6,6 +6,7 @@ and the tolerance band of the convergence test (§4.1, ``stats.metric``); docs/f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -30,7 +31,7 @@ def convergence(
     The slope and band are drawn in the data's units: the test scales values by the series'
     range and window centres to [-1, 1] (``stats.metric.convergence_test``), undone here.
     """
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     left: list[str] = []
     views: dict[str, list[float]] = {}
     tested = False
@@ -205,11 +206,11 @@ def convergence_lines(x: np.ndarray, result: Metric) -> ConvergenceLines | None:
     )
 
 
-def convergence_rows(x: np.ndarray, result: Metric) -> list[tuple]:
+def convergence_rows(x: np.ndarray, result: Metric) -> list[tuple[Any, ...]]:
     """``(part, x, y, low, high)`` of one raw series: samples, windows, slope, band."""
     finite = x[np.isfinite(x)]
     keep = spaced(finite.size)
-    rows: list[tuple] = [("sample", float(i), float(finite[i]), NAN, NAN) for i in keep]
+    rows: list[tuple[Any, ...]] = [("sample", float(i), float(finite[i]), NAN, NAN) for i in keep]
     lines = convergence_lines(x, result)
     if lines is None:
         return rows

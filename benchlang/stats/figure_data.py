@@ -12,7 +12,7 @@ descriptive-only result), and the drawing says it too.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -40,6 +40,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _tuples(rows: Iterable[Iterable[Any]]) -> tuple[tuple[Any, ...], ...]:
+    return tuple(map(tuple, rows))
+
+
+def _grouped(notes: Sequence[str]) -> tuple[str, ...]:
+    return grouped(notes)  # defined below, with the other helpers
+
+
 @attrs.frozen
 class FigureData:
     """The rows one figure draws, with the caption that states what they are.
@@ -52,8 +60,8 @@ class FigureData:
     paper: str
     caption: str
     columns: tuple[str, ...]
-    rows: tuple[tuple, ...] = attrs.field(converter=lambda rows: tuple(map(tuple, rows)))
-    notes: tuple[str, ...] = attrs.field(default=(), converter=lambda notes: grouped(notes))
+    rows: tuple[tuple[Any, ...], ...] = attrs.field(converter=_tuples)
+    notes: tuple[str, ...] = attrs.field(default=(), converter=_grouped)
     meta: Mapping[str, Any] = attrs.field(factory=dict)
 
     def column(self, name: str, part: str | None = None) -> np.ndarray:
@@ -92,7 +100,9 @@ def ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, np.arange(1, x.size + 1) / max(1, x.size)
 
 
-def labelled(labels: Sequence[str], parts: Sequence[Sequence[tuple]]) -> list[tuple]:
+def labelled(
+    labels: Sequence[str], parts: Sequence[Sequence[tuple[Any, ...]]]
+) -> list[tuple[Any, ...]]:
     """Prefix each configuration's rows with its label (long-format rows of many groups)."""
     return [(label, *row) for label, rows in zip(labels, parts, strict=True) for row in rows]
 

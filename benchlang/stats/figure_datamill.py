@@ -13,6 +13,7 @@ means' intervals are ``stats.summaries.summarize``'s: Student t over cluster mea
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def _quantile(v: np.ndarray, start: np.ndarray, n: np.ndarray, q: float) -> np.n
     a, b = v[lo], v[np.minimum(lo + 1, start + n - 1)]
     diff = b - a
     out = a + diff * t
-    return np.where(t >= 0.5, b - diff * (1 - t), out)
+    return np.asarray(np.where(t >= 0.5, b - diff * (1 - t), out))
 
 
 def boxes(groups: Sequence[np.ndarray]) -> list[tuple[list[tuple[str, float]], int]]:
@@ -105,8 +106,10 @@ def boxes(groups: Sequence[np.ndarray]) -> list[tuple[list[tuple[str, float]], i
     return out
 
 
-def _boxes(keys: Sequence[tuple], groups: Sequence[np.ndarray]) -> tuple[list[tuple], list[str]]:
-    rows: list[tuple] = []
+def _boxes(
+    keys: Sequence[tuple[Any, ...]], groups: Sequence[np.ndarray]
+) -> tuple[list[tuple[Any, ...]], list[str]]:
+    rows: list[tuple[Any, ...]] = []
     notes: list[str] = []
     for key, (stats, hidden) in zip(keys, boxes(groups), strict=True):
         rows += [(*key, stat, value) for stat, value in stats]
@@ -203,7 +206,7 @@ def level_means(
     why (descriptive only)."""
     from benchlang.stats.summaries import summarize  # imports stats.ab: not for the boxes
 
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     said: dict[str, list[str]] = {}
     for (line, level), values, cl in zip(keys, groups, clusters, strict=True):
         s = summarize(values, cl, confidence=confidence)

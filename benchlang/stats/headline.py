@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -81,7 +82,7 @@ class Comparison:
     def clear(self) -> bool:
         return bool(self.lower > 1.0) if math.isfinite(self.lower) else False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "better": self.better,
             "worse": self.worse,
@@ -134,7 +135,7 @@ class Ranking:
             family=attrs.evolve(self.family, bounds=()),
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "scheme": self.scheme,
             "statistics": [s if math.isfinite(s) else None for s in self.statistics],
@@ -379,7 +380,7 @@ def rank(
 
 
 def _unit_statistics(
-    groups: list, orders: list[np.ndarray], top: np.ndarray, count: int, percentile: float
+    groups: list[Any], orders: list[np.ndarray], top: np.ndarray, count: int, percentile: float
 ) -> np.ndarray:
     """Each configuration's statistic within each top-level unit, (units, k); nan where a
     configuration has no value in a unit."""
@@ -456,11 +457,11 @@ def _bootstrap_families(
         lo[i, c], hi[i, c] = -hi[c, i], -lo[c, i]
         return lo, hi, d
     crit = 1.0
-    for c in range(k):
-        others = np.flatnonzero(np.arange(k) != c)
-        low, high, d = balanced_max(boot[:, others] - boot[:, [c]], confidence)
+    for row in range(k):
+        others = np.flatnonzero(np.arange(k) != row)
+        low, high, d = balanced_max(boot[:, others] - boot[:, [row]], confidence)
         d = d if family == "mcb" else 1.0
-        lo[c, others] = estimate[c, others] + low * grow * d
-        hi[c, others] = estimate[c, others] + high * grow * d
+        lo[row, others] = estimate[row, others] + low * grow * d
+        hi[row, others] = estimate[row, others] + high * grow * d
         crit = max(crit, d)
     return lo, hi, crit

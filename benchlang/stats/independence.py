@@ -25,6 +25,7 @@ The batch form tests many series at once (rows), so simulations stay vectorised.
 from __future__ import annotations
 
 import math
+from typing import Any, TypedDict
 
 import attrs
 import numpy as np
@@ -53,7 +54,7 @@ def _acf_rows(x: np.ndarray, nlags: int) -> np.ndarray:
     d = x - x.mean(axis=1, keepdims=True)
     denom = np.einsum("ij,ij->i", d, d)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = (
+        out: np.ndarray = (
             np.stack(
                 [np.einsum("ij,ij->i", d[:, k:], d[:, :-k]) for k in range(1, nlags + 1)], axis=1
             )
@@ -62,7 +63,19 @@ def _acf_rows(x: np.ndarray, nlags: int) -> np.ndarray:
     return out
 
 
-def independence_batch(x: np.ndarray, confidence: float = 95.0) -> dict[str, np.ndarray]:
+class IndependenceBatch(TypedDict):
+    """``independence_batch``'s arrays (length R; ``acf`` R x ``lags``)."""
+
+    passed: np.ndarray
+    stationary: np.ndarray
+    uncorrelated: np.ndarray
+    trend_p: np.ndarray
+    ljung_box_p: np.ndarray
+    acf: np.ndarray
+    lags: int
+
+
+def independence_batch(x: np.ndarray, confidence: float = 95.0) -> IndependenceBatch:
     """Vectorised test of every row of ``x`` (R x N, no NaN); see the module docstring.
 
     Returns arrays of length R: passed, stationary, uncorrelated, trend_p, ljung_box_p and
@@ -131,7 +144,7 @@ class Independence:
     confidence: float
     reason: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready; the p-values of a test that could not be made are null, with why."""
         return undefined(
             {

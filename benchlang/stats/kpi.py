@@ -72,13 +72,13 @@ class KPI:
         """A bound was computed (enough values, and the method did not refuse)."""
         return self.refusal is None and math.isfinite(self.value)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready; a bound not computed is null, with the reason."""
         few = f"too few values for this bound ({self.n} < {self.min_n} needed)"
         why = self.refusal or (few if self.n < self.min_n else "not defined for these values")
         return undefined(self._fields(), {"*": why})
 
-    def _fields(self) -> dict:
+    def _fields(self) -> dict[str, Any]:
         both = {"lower": self.lower, "upper": self.upper, "ranks": self.ranks}
         return {
             **(both if self.two_sided else {}),

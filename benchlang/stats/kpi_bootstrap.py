@@ -91,7 +91,7 @@ def row_quantiles(sorted_rows: np.ndarray, levels: np.ndarray) -> np.ndarray:
     frac = position - low
     rows = np.arange(sorted_rows.shape[0])
     lo, hi = sorted_rows[rows, low], sorted_rows[rows, high]
-    return lo + frac * (hi - lo)
+    return np.asarray(lo + frac * (hi - lo))
 
 
 def bandwidth(sorted_rows: np.ndarray) -> np.ndarray:
@@ -103,7 +103,7 @@ def bandwidth(sorted_rows: np.ndarray) -> np.ndarray:
     s = sorted_rows.std(axis=1, ddof=1) if n > 1 else np.zeros(sorted_rows.shape[0])
     q1, q3 = np.quantile(sorted_rows, [0.25, 0.75], axis=1)
     spread = np.where(q3 > q1, np.minimum(s, (q3 - q1) / 1.349), s)
-    return 0.9 * spread * n ** (-0.2)
+    return np.asarray(0.9 * spread * n ** (-0.2))
 
 
 def smoothed_replicates(

@@ -34,6 +34,7 @@ follows the p-value.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -85,7 +86,7 @@ class KSBaseline:
             return None
         return False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             **attrs.asdict(self),
             "differ": self.differ,

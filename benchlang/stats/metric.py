@@ -7,6 +7,7 @@ Source: Jacob et al., JSys 1(1) 2021, §4.1 (metrics and convergence, Fig. 4) an
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -39,7 +40,7 @@ class Metric:
     tolerance: float | None
     window_values: np.ndarray = attrs.field(eq=False, repr=False)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value,
             "converged": self.converged,
@@ -96,7 +97,7 @@ def _reduce(x: np.ndarray, measure: str | float) -> float:
         return float(np.min(x))
     if measure == "max":
         return float(np.max(x))
-    return float(np.percentile(x, measure))
+    return float(np.percentile(x, float(measure)))
 
 
 def window_starts(n: int) -> tuple[np.ndarray, int]:

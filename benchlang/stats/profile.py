@@ -10,6 +10,7 @@ peaks by scipy.signal.find_peaks.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -43,7 +44,7 @@ class Profile:
     missing: int
     independence: Independence
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "n": self.n,
             "missing": self.missing,

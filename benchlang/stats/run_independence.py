@@ -38,6 +38,7 @@ at most ``RUN_ALPHA`` (benchmarks/sim_independence_family.py; docs/statistics.md
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -79,7 +80,7 @@ class IndependenceTest:
         what = "stratified rank trend" if "trend" in self.name else "lag-1 rank serial correlation"
         return f"{self.name}: {what} p = {self.p:.2g} ({self.note})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "metric": self.metric,
@@ -145,7 +146,7 @@ class RunIndependence:
         )
         return f"independence ({self.family()}): passed ({parts})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "family": self.family(),
             "alpha": self.alpha,
@@ -211,7 +212,7 @@ def independence_tests(
     time: np.ndarray,
     *,
     seed: int = 0,
-) -> dict[str, np.ndarray | int | str]:
+) -> dict[str, Any]:
     """The two run-level tests of each row of ``values`` (R x N, no NaN; rows share the
     design), vectorised: ``trend_p``, ``trend_z`` (strata: the configurations, or
     configuration x series with a span), ``serial_p``, ``serial_z`` (blocks: configuration x

@@ -62,7 +62,7 @@ def align_sessions(values: ArrayLike, configuration: ArrayLike, session: ArrayLi
     cell_med = group_medians(scale, cell, n_conf * n_sess)
     conf_med = group_medians(scale, conf, n_conf)
     aligned = scale - cell_med[cell] + conf_med[conf]
-    return np.where(ratio, np.exp(aligned), aligned)
+    return np.asarray(np.where(ratio, np.exp(aligned), aligned))
 
 
 def session_rounds(round_id: ArrayLike, session: ArrayLike | None) -> np.ndarray:
@@ -76,7 +76,7 @@ def session_rounds(round_id: ArrayLike, session: ArrayLike | None) -> np.ndarray
     return sess * span + (rnd - int(rnd.min(initial=0)))
 
 
-def _strata(stratum: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+def _strata(stratum: ArrayLike, n: int) -> tuple[np.ndarray, int]:
     _, codes = group_codes(np.asarray(stratum).ravel())
     if codes.shape != (n,):
         raise ValueError("stratum must have one entry per trial")

@@ -36,6 +36,7 @@ Bonferroni over the m comparisons of the family).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -59,7 +60,7 @@ class Family:
     df: float | None = None
     bounds: tuple[tuple[float, float], ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         def num(x: float) -> float | None:
             return float(x) if math.isfinite(x) else None
 

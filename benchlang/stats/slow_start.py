@@ -22,6 +22,8 @@ run on i.i.d. values and its power: docs/statistics.md, "Slow first trials".
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
@@ -49,7 +51,7 @@ class SlowStart:
     def flagged(self) -> bool:
         return self.leading > 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "leading": self.leading,
             "first": self.first,

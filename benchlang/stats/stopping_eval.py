@@ -9,17 +9,20 @@ the full stream stays at or below the threshold.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import attrs
 import numpy as np
+
+if TYPE_CHECKING:
+    from benchlang.stats.stopping import Decision
 
 MIN_STREAM = 1000
 _BLOCK = 256
 
 
 class Rule(Protocol):
-    def step(self, samples: np.ndarray, state: object = None) -> tuple[object, object]: ...
+    def step(self, samples: np.ndarray, state: Any = None) -> tuple[Decision, Any]: ...
 
 
 @attrs.frozen

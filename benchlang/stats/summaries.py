@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
+from typing import Any
 
 import attrs
 import numpy as np
@@ -63,7 +65,7 @@ class Summary:
     reason: str | None = None
     note: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready: a number not defined is null, with its reason in ``null_reasons``."""
         interval = undefined(
             {
@@ -120,7 +122,7 @@ def summarize(
     sd = float(v.std(ddof=1)) if n > 1 else math.nan
     q1, q3 = np.percentile(v, [25, 75])
     cv = sd / abs(mean) if mean != 0 and math.isfinite(sd) else math.nan
-    common = {"n": n, "mean": mean, "sd": sd, "iqr": float(q3 - q1), "cv": cv}
+    summary = partial(Summary, n=n, mean=mean, sd=sd, iqr=float(q3 - q1), cv=cv)
     nested = nested_units(cl) if cl.shape[1] else []
     counts = [int(u.max()) + 1 for u in nested]
     chosen = next((k for k, g in enumerate(counts) if g >= MIN_CLUSTERS), None)
@@ -130,8 +132,7 @@ def summarize(
         else:
             found = ", ".join(f"{name} {g}" for g, name in zip(counts, names, strict=False))
             reason = f"fewer than {MIN_CLUSTERS} units at every clustering level ({found})"
-        return Summary(
-            **common,
+        return summary(
             lower=math.nan,
             upper=math.nan,
             confidence=confidence,
@@ -160,8 +161,7 @@ def summarize(
     if chosen > 0 and counts[0] == 1:
         notes.append(f"one {names[0]}: the interval holds for this {names[0]}, not for others")
     note = "; ".join(notes) or None
-    return Summary(
-        **common,
+    return summary(
         lower=centre - half,
         upper=centre + half,
         confidence=confidence,

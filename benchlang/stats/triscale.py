@@ -31,7 +31,7 @@ class SeriesKPI:
     trials: int
     not_converged: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "series": self.series,
             "trials": self.trials,
@@ -69,7 +69,7 @@ class MetricAnalysis:
         tested = [s for s in self.series if s.kpi.independence.n >= 4]
         return sum(not s.kpi.independent for s in tested), len(tested)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         flagged, tested = self.per_series_flags()
         return {
             "series": [s.to_dict() for s in self.series],

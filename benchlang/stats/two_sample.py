@@ -13,6 +13,7 @@ percentile of log values, so the ratio is the exponential of a difference
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -40,7 +41,7 @@ class RatioInterval:
     descriptive_only: bool
     reasons: tuple[str, ...]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready; a bound (or ratio) not computed is null, with the reasons."""
         why = "; ".join(self.reasons) or "descriptive only"
         return undefined(attrs.asdict(self), {"*": why})

@@ -10,6 +10,7 @@ level 2C - 1 is stated.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -57,13 +58,13 @@ class Variability:
     def enough(self) -> bool:
         return self.rank_lower is not None and self.rank_upper is not None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready; with too few series the bounds are null, with why."""
         few = f"too few series for the variability score ({self.n} < {self.min_n} needed)"
         zero = "relative to a KPI median of zero" if self.enough else few
         return undefined(self._fields(), {"*": few, "relative": zero})
 
-    def _fields(self) -> dict:
+    def _fields(self) -> dict[str, Any]:
         return {
             "lower": self.lower,
             "upper": self.upper,

@@ -22,11 +22,12 @@ POWER_ACTIONS = ("reboot", "power_cycle", "reimage")
 def check_reset(ctx: Context, stmt: ast.Statement | None) -> model.Reset | None:
     if stmt is None:
         return None
+    command = None if stmt.value is None else stmt.value.value
     if stmt.flag == "reconnect":
-        return model.Reset(stmt.value.value, reconnect=True)
+        return model.Reset(command, reconnect=True)
     if stmt.flag in POWER_ACTIONS:
         return model.Reset(None, reboot=True, power=stmt.flag)
-    return model.Reset(stmt.value.value)
+    return model.Reset(command)
 
 
 def check_reset_capability(ctx: Context, reset: model.Reset, span: Span, kind: str) -> None:

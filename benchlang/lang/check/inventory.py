@@ -23,28 +23,31 @@ def check_host_factors(ctx: Context, factors: list[ast.Factor]) -> list[model.Ho
     out = []
     points = {ep.name: ep for ep in entry_points_of("benchlang.factors")}
     for f in factors:
-        name = f.provider.value
+        provider, key = f.provider, f.key
+        if provider is None or key is None:  # a factor with levels (check.factors)
+            continue
+        name = provider.value
         point = points.get(name)
         if point is None:
             hint = did_you_mean(name, points) or (
                 f"installed factor providers: {', '.join(points) or 'none'} (see 'benchlang plugins')"
             )
-            ctx.error(f"no factor provider named '{name}' is installed", f.provider.span, hint)
+            ctx.error(f"no factor provider named '{name}' is installed", provider.span, hint)
             ctx.broken_factors.add(f.name)
             continue
         try:
-            problem = point.load()().check_key(f.key.value)
+            problem = point.load()().check_key(key.value)
         except Exception as err:  # a broken plugin is reported, not raised
             problem = f"the factor provider '{name}' failed to load: {err}"
         if problem is not None:
-            ctx.error(f"factor '{f.name}': {problem}", f.key.span)
+            ctx.error(f"factor '{f.name}': {problem}", key.span)
             ctx.broken_factors.add(f.name)
             continue
         coverage = 100.0 if f.coverage is None else f.coverage.value
-        if not 0.0 <= coverage <= 100.0:
+        if f.coverage is not None and not 0.0 <= coverage <= 100.0:
             ctx.error(f"coverage {coverage:g}% is outside [0%, 100%]", f.coverage.span)
             continue
-        out.append(model.HostFactor(f.name, name, f.key.value, coverage))
+        out.append(model.HostFactor(f.name, name, key.value, coverage))
     return out
 
 

@@ -17,7 +17,7 @@ counted; a file without any samples is refused.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,7 +37,7 @@ from benchlang.run.importers.blocks import Block, block_trials
 HINT = "run asv with --record-samples and give results/<machine>/<hash>-<env>.json"
 
 
-def _column(row: list[Any], columns: list[str], name: str) -> Any:
+def _column(row: Sequence[Any], columns: list[str], name: str) -> Any:
     i = columns.index(name) if name in columns else len(row)
     return row[i] if i < len(row) else None
 

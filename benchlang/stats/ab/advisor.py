@@ -22,6 +22,7 @@ R is kept a multiple of the hosts per version so every host gets the same number
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -114,6 +115,7 @@ def _best_for_layout(
                 )
                 A = (v1 - v2) * 2 * k
                 B = v1 - A / k
+                assert target_se is not None  # advise takes exactly one of the two
                 room = target_se**2 - B
                 if room <= 0:
                     continue
@@ -191,7 +193,7 @@ def advise_from_pilot(
     cost: CostModel,
     *,
     method: str = "auto",
-    **kwargs: object,
+    **kwargs: Any,
 ) -> tuple[MixedEffectsResult, Advice]:
     """Fit the pilot's components (moments on balanced pilots, else REML), then :func:`advise`."""
     fit = fit_mixed(y, design, method=method)

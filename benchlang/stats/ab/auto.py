@@ -30,6 +30,7 @@ The whole rule (choice and check together) was simulated in benchmarks/sim_clust
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -135,7 +136,7 @@ class ClusterChoice:
     check: RequestCheck | None = None
     fix: HostFix | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "layout": self.layout,
             "hosts": self.hosts,

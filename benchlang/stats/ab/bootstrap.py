@@ -17,6 +17,7 @@ trials (a loop over blocks of clusters bounds memory when there are very many cl
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -91,7 +92,7 @@ class ABBootstrapResult:
             return False
         return not (self.ci_low <= 0.0 <= self.ci_high)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The fields with the derived ``significant`` (for the JSON of a comparison)."""
         return {**attrs.asdict(self, recurse=False), "significant": self.significant}
 

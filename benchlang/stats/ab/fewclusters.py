@@ -81,7 +81,9 @@ def cluster_t_pairs(
         cell = np.log(means) if scale == "ratio" else means
     m = len(pairs)
     alpha = 1.0 - confidence / 100.0
-    out = {key: np.full((Y.shape[0], m), np.nan) for key in ("estimate", "se", "ci_low")}
+    out: dict[str, np.ndarray] = {
+        key: np.full((Y.shape[0], m), np.nan) for key in ("estimate", "se", "ci_low")
+    }
     out["ci_high"] = np.full((Y.shape[0], m), np.nan)
     out["p_value"] = np.full((Y.shape[0], m), np.nan)
     df = np.full(m, np.nan)

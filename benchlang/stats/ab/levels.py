@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -74,7 +75,7 @@ class PairComparison:
     _null: float = 1.0
     df: float = math.nan
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         def num(x: float) -> float | None:
             return None if isinstance(x, float) and math.isnan(x) else x
 
@@ -126,7 +127,7 @@ class LevelComparison:
     def descriptive_only(self) -> bool:
         return self.refused is not None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "levels": list(self.names),
             "means": list(self.means),

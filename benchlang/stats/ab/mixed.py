@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -66,7 +66,7 @@ class Identifiability:
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
     na, nb = a.max() + 1, b.max() + 1
-    return na == nb and np.unique(a * nb + b).size == na
+    return bool(na == nb and np.unique(a * nb + b).size == na)
 
 
 def identifiability(design: ABDesign) -> Identifiability:
@@ -180,7 +180,7 @@ def _indicator(codes: np.ndarray) -> scipy.sparse.csr_array:
     return sp.csr_array((np.ones(n), (np.arange(n), codes)), shape=(n, int(codes.max()) + 1))
 
 
-def reml_model(y: np.ndarray, design: ABDesign):
+def reml_model(y: np.ndarray, design: ABDesign) -> tuple[Any, Identifiability]:
     """The statsmodels MixedLM of Eq. 3–4: one group, one variance component per estimable group."""
     from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
@@ -197,7 +197,7 @@ def reml_model(y: np.ndarray, design: ABDesign):
     return MixedLM(y, X, np.zeros(design.size), exog_vc=VCSpec(names, colnames, mats)), ident
 
 
-def reml_start(y: np.ndarray, design: ABDesign, model, ident: Identifiability):
+def reml_start(y: np.ndarray, design: ABDesign, model: Any, ident: Identifiability) -> Any:
     """Start values for REML: the method-of-moments components (Henderson's method 1, exact
     and closed-form; clipped to a small positive fraction of the residual so that every
     component starts inside the parameter space), relative to the residual variance as
@@ -283,11 +283,12 @@ def _moment_system(
     n = design.size
     for i, g in enumerate(reps):
         for j, k in enumerate(reps):
-            if g is None and k is None:
-                K[i, j] = n - 2.0
-            elif g is None:
-                nk = by_version(k)
-                K[i, j] = n - ((nk**2).sum(axis=1) / Nv).sum()
+            if g is None:
+                if k is None:
+                    K[i, j] = n - 2.0
+                else:
+                    nk = by_version(k)
+                    K[i, j] = n - ((nk**2).sum(axis=1) / Nv).sum()
             elif k is None:
                 ng = by_version(g)
                 K[i, j] = ng.shape[1] - ((ng**2 / Nv[:, None]).sum(axis=0) / ng.sum(axis=0)).sum()
@@ -364,7 +365,12 @@ def _merged_factors(
 
 
 def fit_mixed(
-    y: np.ndarray, design: ABDesign, method: str = "auto", **kwargs: object
+    y: np.ndarray,
+    design: ABDesign,
+    method: str = "auto",
+    *,
+    se_replicates: int = 200,
+    seed: int = 0,
 ) -> MixedEffectsResult:
     """``method``: ``reml``, ``moments``, or ``auto`` (moments on balanced designs, else REML)."""
     if method == "auto":
@@ -372,7 +378,7 @@ def fit_mixed(
     if method == "reml":
         return fit_mixed_reml(y, design)
     if method == "moments":
-        return fit_mixed_moments(y, design, **kwargs)
+        return fit_mixed_moments(y, design, se_replicates=se_replicates, seed=seed)
     raise ValueError("method must be 'reml', 'moments' or 'auto'")
 
 

@@ -69,7 +69,7 @@ def simulate_outcomes(
         sd = np.sqrt(getattr(components, name))
         if sd > 0:
             y += (rng.standard_normal((experiments, int(codes.max()) + 1)) * sd)[:, codes]
-    return y + effect * design.version
+    return np.asarray(y + effect * design.version)
 
 
 @attrs.frozen

@@ -70,7 +70,8 @@ class WarmupSuggestion:
     @property
     def dependent_lags(self) -> np.ndarray:
         """Lags whose autocorrelation after the position effects lies beyond its bound."""
-        return self.lags[np.abs(self.acf_after - self.acf_null_after) > self.acf_bound]
+        beyond = np.abs(self.acf_after - self.acf_null_after) > self.acf_bound
+        return np.asarray(self.lags[beyond])
 
 
 def _dense(*cols: np.ndarray) -> np.ndarray:

@@ -42,7 +42,8 @@ def cluster_codes_for(name: str, trials: ComparisonSample) -> np.ndarray:
     if name == "host_block":
         return host_blocks(trials.request, trials.host)
     if name in ("host", "series", "round", "request"):
-        return getattr(trials, name)
+        codes: np.ndarray = getattr(trials, name)
+        return codes
     raise ValueError(f"unknown cluster {name!r}")
 
 
@@ -140,20 +141,22 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
     floor = int(settings.get("min_clusters", MIN_CLUSTERS))
     setting = settings.get("cluster", "auto")
     choice = None
+    codes: np.ndarray | None
     if sample.layout and k == 2 and setting in ("auto", None):
         choice = _layout_choice(sample, settings, floor)
         name = choice.scheme
-        codes = None if name is None else _scheme_codes(choice, sample)
         if name is None:
             return _descriptive(sample, choice)
+        codes = _scheme_codes(name, sample)
         notes = [f"cluster auto chose {name}: {choice.why}"]
         if choice.assumption:
-            notes.append(f"CONDITIONAL: {choice.assumption}; {choice.check.words()}")
+            check = "" if choice.check is None else f"; {choice.check.words()}"
+            notes.append(f"CONDITIONAL: {choice.assumption}{check}")
         if choice.fix is not None:
             notes.append("without the assumption: " + choice.fix.words())
     else:
         name, codes, notes = choose_cluster(setting, sample, k, sample.layout, floor)
-    if name is None:
+    if name is None or codes is None:  # None together (choose_cluster)
         return ComparisonOutcome(
             "bootstrap",
             math.nan,
@@ -234,11 +237,11 @@ def bootstrap(sample: ComparisonSample, settings: Mapping[str, Any]) -> Comparis
     return _evolve(out, details={**details, "bootstrap": result})
 
 
-def _scheme_codes(choice: ClusterChoice, sample: ComparisonSample) -> np.ndarray:
+def _scheme_codes(scheme: str, sample: ComparisonSample) -> np.ndarray:
     return (
         host_blocks(sample.request, sample.host)
-        if choice.scheme == "host_block"
-        else (cluster_codes_for(choice.scheme, sample))
+        if scheme == "host_block"
+        else (cluster_codes_for(scheme, sample))
     )
 
 
