@@ -157,6 +157,17 @@ def test_too_few_inputs_warns_in_check_and_is_refused_with_the_minimum(store, tm
     err = capsys.readouterr().err
     assert "warning: the population KPI of t needs at least 11 inputs; factor 'trace' has 6" in err
     assert "hint: add 5 more level(s) to factor 'trace'" in err
+    covered = tmp_path / "covered.bench"
+    covered.write_text(
+        few.read_text(encoding="utf-8").replace(
+            '"t6"] population', '"t6"] coverage 50% population'
+        ),
+        encoding="utf-8",
+    )
+    assert main(["check", str(covered)]) == 0
+    err = capsys.readouterr().err
+    assert "needs at least 11 inputs; factor 'trace' has 6 (3 kept by its coverage)" in err
+    assert "hint: keep at least 11 levels: raise the coverage of factor 'trace'" in err
     assert main(["analyze", str(path), str(few)]) == 0
     out = capsys.readouterr().out
     refusal = (

@@ -11,6 +11,7 @@ reach that bound's minimum (``min_samples``, TriScale §4.5 Eq. 4): fewer is a w
 from __future__ import annotations
 
 from benchlang import model
+from benchlang.design.counting import covered_count
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
@@ -67,14 +68,21 @@ def check_population(
             EXAMPLE,
         )
         return None
+    sampled = covered_count(len(factor.levels), factor.coverage)
+    kept = "" if sampled == len(factor.levels) else f" ({sampled} kept by its coverage)"
     for k in kpis:
         needed = population_min_inputs(population, k)
-        if len(factor.levels) < needed:
+        if sampled < needed:
             ctx.warn(
                 f"the population KPI of {k.metric} needs at least {needed} inputs; "
-                f"factor '{f.name}' has {len(factor.levels)}",
+                f"factor '{f.name}' has {len(factor.levels)}{kept}",
                 f.population,
-                f"add {needed - len(factor.levels)} more level(s) to factor '{f.name}', "
-                "or lower the population's percentile or confidence",
+                (
+                    f"keep at least {needed} levels: raise the coverage of factor '{f.name}' or "
+                    "add levels"
+                    if kept
+                    else f"add {needed - sampled} more level(s) to factor '{f.name}'"
+                )
+                + ", or lower the population's percentile or confidence",
             )
     return population
