@@ -106,8 +106,8 @@ def load_data(
 ) -> ExperimentData:
     """The measured trials of a plan (every trial with ``all_phases``), analysed with the
     stored spec, or with ``experiment`` (a spec whose changes do not shape the trials).
-    Without ``every_measure`` only the measures the metrics read are loaded (an analysis
-    needs no others; exports list them all)."""
+    Without ``every_measure`` only the measures the metrics read are loaded, and no stamps
+    (an analysis needs neither; exports list them all)."""
     plan = store.plan(plan_hash)
     experiment = experiment or experiment_of(plan)
     table = store.trial_table(
@@ -131,7 +131,7 @@ def load_data(
         tuple(filter(None, (s.summary() for s in store.leases(plan.plan_hash)))),
         host_states,
         forced,
-        stored_stamps(store, plan.plan_hash),
+        stored_stamps(store, plan.plan_hash) if every_measure else None,
     )
 
 

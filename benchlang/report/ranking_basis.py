@@ -84,18 +84,42 @@ def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
         return False
     _, host_code = host_codes(table.host[mask])
     configuration = table.configuration[mask]
-    order = np.lexsort((configuration, table.round[mask], table.series[mask], host_code))
-    round_key = np.stack([host_code, table.series[mask], table.round[mask]])[:, order]
-    same_round = np.all(round_key[:, 1:] == round_key[:, :-1], axis=0)
-    configuration = configuration[order]
-    return not bool(np.any(same_round & (configuration[1:] != configuration[:-1])))
+    rounds = _joint_key((host_code, table.series[mask], table.round[mask]))
+    key = _joint_key((rounds, configuration))
+    if key is None or rounds is None:
+        order = np.lexsort((configuration, table.round[mask], table.series[mask], host_code))
+        round_key = np.stack([host_code, table.series[mask], table.round[mask]])[:, order]
+        same_round = np.all(round_key[:, 1:] == round_key[:, :-1], axis=0)
+        configuration = configuration[order]
+        return not bool(np.any(same_round & (configuration[1:] != configuration[:-1])))
+    key.sort()
+    width = int(configuration.max()) + 1
+    same_round = key[1:] // width == key[:-1] // width
+    return not bool(np.any(same_round & (key[1:] != key[:-1])))
+
+
+def _joint_key(columns: tuple[np.ndarray | None, ...]) -> np.ndarray | None:
+    """One int64 per trial ordering as the non-negative integer ``columns`` do in ``lexsort``
+    (the first the most significant): a single sort instead of one per column; None when a
+    column is negative or the product of their ranges leaves int64."""
+    if any(c is None for c in columns):
+        return None
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    span = 1
+    for column in columns:
+        low, high = (int(column.min()), int(column.max())) if column.size else (0, 0)
+        span *= high + 1
+        if low < 0 or span >= 2**62:
+            return None
+        key = key * (high + 1) + column
+    return key
 
 
 def assumption(table: TrialTable, mask: np.ndarray, blocks: bool) -> str:
     """The assumption the ranking's interval makes, in words."""
     if blocks:
         return BLOCKS
-    hosts = np.unique(table.host[mask]).size
+    hosts = host_codes(table.host[mask])[0].size
     orders = sorted(set(table.order_kind[mask].tolist()))
     order = " and ".join(orders) if orders else "fixed"
     out = (
@@ -198,11 +222,14 @@ def independence_check(results: list) -> tuple[bool | None, str]:
             False,
             f"the run-level independence check failed ({failed or 'no test could be made'})",
         )
-    failed = [
+    dependent = [
         r.configuration for r in results if any("independen" in x for x in r.analysis.reasons)
     ]
-    if failed:
-        return False, f"the independence check failed for {', '.join(failed)} (its reasons above)"
+    if dependent:
+        return (
+            False,
+            f"the independence check failed for {', '.join(dependent)} (its reasons above)",
+        )
     return True, "the independence check of every configuration's trials in time order passed"
 
 
@@ -242,7 +269,9 @@ def slow_starts(
     hosts, host = host_codes(table.host[ok])
     config = table.configuration[ok]
     # each (host, configuration) in turn, its trials in the order they ran
-    order = np.lexsort((table.position[ok], table.round[ok], table.series[ok], config, host))
+    columns = (host, config, table.series[ok], table.round[ok], table.position[ok])
+    key = _joint_key(columns)
+    order = np.lexsort(columns[::-1]) if key is None else np.argsort(key, kind="stable")
     key = host[order] * (int(config.max(initial=0)) + 1) + config[order]
     starts = np.flatnonzero(np.diff(key, prepend=-1))
     notes = []

@@ -1,0 +1,138 @@
+"""`benchlang analyze` of stores of 10,000 / 100,000 / 1,000,000 trials against its floor
+(issue 53, items 2 and 5): plain sqlite3 + numpy reading the same rows (each trial's
+configuration and value) and computing each configuration's median and percentiles.
+
+The stores are made as a user makes them: `benchlang import` of a generated per-trial CSV
+(10 configurations in rounds of 10, random order, seeded log-normal values; OrderSage's
+columns). The floor and `analyze` (and, with ``--before DIR``, `analyze` of another checkout:
+the code before) run interleaved, in turns whose order rotates, ``--repeat`` turns (5-9 for
+the docs); printed: medians of CPU seconds (user + system, the children's rusage) and of wall
+seconds, the peak RSS, and the median of the per-turn CPU ratios to the floor. Goal: <= 3x the
+floor's CPU, <= 400 MB.
+
+    python benchmarks/bench_analyze_scale.py [--sizes 10000,100000,1000000] [--repeat 5]
+        [--keep DIR] [--before DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+FLOOR = """
+import sqlite3, sys, numpy as np
+db = sqlite3.connect(sys.argv[1])
+c = np.fromiter((r[0] for r in db.execute(
+    "SELECT configuration FROM trials WHERE status = 'ok' ORDER BY trial")), np.int64)
+v = np.fromiter((r[0] for r in db.execute(
+    "SELECT m.value FROM measures m JOIN trials t USING (plan_hash, trial) "
+    "WHERE t.status = 'ok' AND m.name = 'value' ORDER BY m.trial")), float)
+order = np.argsort(c, kind="stable")
+groups = np.split(v[order], np.flatnonzero(np.diff(c[order])) + 1)
+print([np.percentile(g, [5, 25, 50, 75, 95]).tolist() for g in groups][:1])
+"""
+
+
+def make_csv(path: Path, rows: int) -> None:
+    """A per-trial CSV: 10 configurations in rounds of 10 in random order, seeded values."""
+    rng = np.random.default_rng(53)
+    config = np.argsort(rng.random((rows // 10 + 1, 10)), axis=1).ravel()[:rows]
+    values = rng.lognormal(-3, 0.1, rows)
+    with path.open("w") as f:
+        f.write("test,order,run_seq,position,value\n")
+        f.writelines(
+            f"t{c},random,{i // 10},{i % 10},{v:.6g}\n"
+            for i, (c, v) in enumerate(zip(config.tolist(), values.tolist(), strict=True))
+        )
+
+
+def make_store(root: Path, rows: int) -> Path:
+    """The store `benchlang import` writes from the CSV of ``rows`` trials (reused if kept)."""
+    store = root / f"import-{rows}.sqlite"
+    if not store.exists():
+        csv = root / f"trials-{rows}.csv"
+        make_csv(csv, rows)
+        cmd = [sys.executable, "-m", "benchlang", "import", str(csv), "--store", str(store)]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        csv.unlink()
+    return store
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, peak RSS in KiB) of a command, by ``os.wait4``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
+    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss
+
+
+def prepare(checkout: str, env: dict[str, str]) -> None:
+    """What an installed benchlang has before its first command: its modules' bytecode (pip
+    compiles it on install; with PYTHONDONTWRITEBYTECODE=1 a checkout compiles every module at
+    every start) and the bootstrap's compiled kernels (built once per machine and version)."""
+    compile_all = [sys.executable, "-m", "compileall", "-q", str(Path(checkout) / "benchlang")]
+    subprocess.run(compile_all, check=True, stdout=subprocess.DEVNULL)
+    kernels = "from benchlang.stats._kernels import native; native()"
+    subprocess.run([sys.executable, "-c", kernels], check=True, env=env)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--repeat", type=int, default=5, help="turns (medians over them)")
+    parser.add_argument("--keep", help="directory to keep the stores in (made if missing)")
+    parser.add_argument("--before", help="another checkout: its `analyze` runs in the turns too")
+    args = parser.parse_args()
+    root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-analyze-"))
+    root.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parent.parent)
+    after_env = {**env, "PYTHONPATH": here}
+    before_env = {**env, "PYTHONPATH": str(Path(args.before).resolve())} if args.before else None
+    prepare(here, after_env)
+    if args.before:
+        prepare(args.before, before_env or env)
+    print(f"{'rows':>9} {'case':28} {'CPU s':>7} {'wall s':>7} {'peak MiB':>9} {'x floor':>8}")
+    for rows in (int(x) for x in args.sizes.split(",")):
+        store = make_store(root, rows)
+        analyze = [sys.executable, "-m", "benchlang", "analyze", "--store", str(store)]
+        cases = {"floor: sqlite3 + numpy": ([sys.executable, "-c", FLOOR, str(store)], env)}
+        if before_env:
+            cases["analyze (before)"] = (analyze, before_env)
+        cases["analyze"] = (analyze, after_env)
+        for argv, case_env in cases.values():  # a warm-up turn: bytecode, page cache
+            run(argv, case_env)
+        runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in cases}
+        names = list(cases)
+        for turn in range(args.repeat):
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                runs[name].append(run(*cases[name]))
+        floor_cpu = np.array([r[0] for r in runs[names[0]]])
+        for name in names:
+            cpu = np.array([r[0] for r in runs[name]])
+            wall = np.median([r[1] for r in runs[name]])
+            peak = max(r[2] for r in runs[name]) / 1024
+            ratio = float(np.median(cpu / floor_cpu))
+            verdict = ""
+            if name.startswith("analyze"):
+                ok = ratio <= 3 and peak <= 400
+                verdict = "  ok" if ok else "  misses 3x / 400 MB"
+            print(f"{rows:9d} {name:28} {np.median(cpu):7.2f} {wall:7.2f} {peak:9.0f} "
+                  f"{ratio:8.2f}{verdict}", flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
