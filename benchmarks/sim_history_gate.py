@@ -144,8 +144,9 @@ def closing(history: int, level: float, warm: int, after: int, spread: float, se
     rng = np.random.default_rng([seed, 2, history])
     steps = np.r_[np.ones(warm), np.full(REGRESSED, 1.25), np.full(after, level)]
     values = steps * np.exp(rng.normal(0.0, spread, steps.size))
-    first, last = None, False
-    for k in range(warm + 1, values.size + 1):
+    first, last, k = None, False, warm
+    while k < values.size:
+        k = k + 1 if first is None else values.size  # once closed, only the last check is read
         found = changes(_series(values[:k]))
         regs = [r for r in regressions(found, [], 0.02, 0.05) if abs(r.change.index - warm) <= 2]
         last = any(r.state == "closed" for r in regs)
