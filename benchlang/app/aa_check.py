@@ -139,7 +139,7 @@ def aa_check(stores: Sequence[str | Path]) -> AACheck:
             notes.append(f"{test}: {left} of {len(mine)} runs not counted: {why}")
         if counted:
             alpha = counted[0].alpha
-            tests.append((test, len(counted), sum(r.false_positive for r in counted), alpha))
+            tests.append((test, len(counted), sum(bool(r.false_positive) for r in counted), alpha))
     if not tests:
         raise UserError("no compare gave an interval in these stores", hint="; ".join(notes))
     return AACheck(tuple(runs), aa_empirical(tests, notes))

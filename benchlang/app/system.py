@@ -68,7 +68,7 @@ def read_states(experiment: model.Experiment | None = None, spec: str | None = N
     backend = _hosts_backend(experiment, spec)
     if not isinstance(backend, FixedHosts):
         raise UserError(
-            f"hosts {experiment.hosts.kind} are allocated at run time: there is no host to read yet",
+            f"hosts {backend.kind} are allocated at run time: there is no host to read yet",
             "run 'benchlang system show' on an allocated node, or let 'run' read it",
         )
     return asyncio.run(_probe_all(backend))
@@ -159,7 +159,7 @@ def tune(
     saving what was replaced; or restore it with ``reset``. (lines, all done)."""
     backend = _hosts_backend(experiment, spec)
     if not isinstance(backend, FixedHosts):
-        raise UserError(f"hosts {experiment.hosts.kind} are allocated at run time: nothing to tune")
+        raise UserError(f"hosts {backend.kind} are allocated at run time: nothing to tune")
     return asyncio.run(_tune(backend, experiment, reset))
 
 

@@ -34,11 +34,12 @@ class SshSettings(Protocol):
     identity: tuple[str, ...]
     accept_new: bool
     known_hosts: Any
-    known_hosts_path: str
     python: str
     workdir: str
     declared: Any
-    suppress: Any
+
+    @property
+    def known_hosts_path(self) -> str: ...
 
 
 class SshSession:

@@ -183,7 +183,7 @@ def select_hosts(
         reason = f"{len(eligible)} of {len(hosts)} hosts pass 'hosts where'"
         if copies > 1:
             reason += f"; redundancy {copies}: the first {copies} ({', '.join(picked)})"
-        groups = (picked,) if copies > 1 else None
+        groups: tuple[tuple[str, ...], ...] | None = (picked,) if copies > 1 else None
         return Selection(
             picked, levels, {}, excluded, _with_excluded(reason, excluded), facts, groups
         )

@@ -140,7 +140,7 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
     generic = [
         r
         for r in results
-        if getattr(r, "outcome", None) is not None and not _LEGACY.intersection(r.outcome.details)
+        if (o := getattr(r, "outcome", None)) is not None and not _LEGACY.intersection(o.details)
     ]
     if generic:
         _render_generic(generic, out)
@@ -268,6 +268,8 @@ def _render_generic(results: list[ComparisonResult], out: TextIO) -> None:
     rows = []
     for r in results:
         o = r.outcome
+        if o is None:  # the caller passes results with an outcome
+            continue
         scale = {"ratio": "/", "difference": "-", "shift": "shift"}.get(o.scale, o.scale)
         verdict = o.verdict or (
             "yes" if o.significant else "no" if o.significant is not None else "-"

@@ -120,13 +120,13 @@ def composite_of(
     if cluster == "host":
         codes = host
     elif cluster == "host_block":
-        others = [
+        blocks = [
             (b, tuple(sorted((k, repr(v)) for k, v in lv.items() if k != by)))
             for b, lv in zip(
                 t.benchmark[keep], np.asarray(t.levels, dtype=object)[keep], strict=True
             )
         ]
-        codes = host_blocks(_codes(others), host)
+        codes = host_blocks(_codes(blocks), host)
     elif cluster == "series":
         codes = np.asarray(t.series[keep], dtype=np.int64)
     else:

@@ -437,7 +437,7 @@ def _bounds_note(h: MetricHeadline) -> list[str]:
     kpi = {c.label: c.kpi for c in h.configurations if c.kpi is not None and math.isfinite(c.kpi)}
     for g in h.groups:
         ranked = [g.labels[j] for j in g.ranking.order if g.labels[j] in kpi]
-        by_bound = sorted(ranked, key=kpi.get, reverse=h.better != "lower")
+        by_bound = sorted(ranked, key=lambda c: kpi[c], reverse=h.better != "lower")
         if h.bound != "both" and ranked != by_bound:
             return _wrap(
                 f"  The {h.bound} bounds above order the configurations unlike the ranking "

@@ -205,6 +205,8 @@ def _statistics(inputs: ReportInputs, cite: list[str]) -> list[str]:
     out = []
     for k in exp.kpis:
         m = exp.metric(k.metric)
+        if m is None:  # the checker refuses a KPI of an undeclared metric
+            continue
         side = "upper" if k.bound == "upper" else "lower"
         what = f"a one-sided {k.confidence:g}% {side} confidence bound on"
         if k.bound == "both":

@@ -5,7 +5,7 @@ that series are skipped. Rules are the pure ones of benchlang.stats.stopping."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from benchlang import model
 from benchlang.run.store import TrialRecord
 from benchlang.run.trial_metric import evaluate, series_metric
 from benchlang.stats.registry import statistics_methods
-from benchlang.stats.stopping import AdaptiveState, Decision
+from benchlang.stats.stopping import Action, AdaptiveState, Decision
 
 
 def build_rule(stop: model.Stop) -> Any:
@@ -34,7 +34,11 @@ class StoppingController:
         self.experiment = experiment
         stop = experiment.stop
         self.rule = build_rule(stop) if stop is not None else None
-        self.metric = experiment.metric(stop.settings["metric"]) if self.rule is not None else None
+        self.metric = (
+            experiment.metric(stop.settings["metric"])
+            if stop is not None and self.rule is not None
+            else None
+        )
         self.samples: dict[tuple[int, int], list[float]] = {}
         self.states: dict[tuple[int, int], AdaptiveState | None] = {}
         self.stopped: dict[tuple[int, int], Decision] = {}
@@ -86,7 +90,10 @@ class StoppingController:
 
 
 def decision_from_row(action: str, rule: str, detected_class: str | None, reason: str) -> Decision:
-    return Decision(action=action, reason=reason, detected_class=detected_class, rule=rule)
+    """A decision as the store keeps it (written from a ``Decision``, so its action is one)."""
+    return Decision(
+        action=cast(Action, action), reason=reason, detected_class=detected_class, rule=rule
+    )
 
 
 def describe(decision: Decision) -> dict[str, Any]:

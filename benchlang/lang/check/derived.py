@@ -9,6 +9,8 @@ and ``-`` need equal units, ``*`` and ``/`` compose them (``B/s``).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from benchlang import model
 from benchlang.lang import ast
 from benchlang.lang.check.context import Context
@@ -45,9 +47,9 @@ def check_expression(
     if node.op == "number":
         return model.Expression("number", value=node.value), ANY
     parts = [check_expression(ctx, a, metric, measures, units) for a in node.args]
-    if any(p[0] is None for p in parts):
+    args = tuple(p[0] for p in parts if p[0] is not None)
+    if len(args) < len(parts):
         return None, None
-    args = tuple(p[0] for p in parts)
     if node.op == "neg":
         return model.Expression("neg", args), parts[0][1]
     if node.op == ":":
@@ -69,7 +71,7 @@ def check_expression(
     return model.Expression(node.op, args), unit
 
 
-def _combine(op: str, left: str | None, right: str | None) -> str | bool | None:
+def _combine(op: str, left: str | None, right: str | None) -> str | Literal[False] | None:
     if op in "+-":
         if left == ANY or right == ANY:
             return right if left == ANY else left

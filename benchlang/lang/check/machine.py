@@ -180,7 +180,9 @@ def _check_capabilities(
     have = _capabilities(backend)
     for key, capability in CAPABILITY.items():
         if key in values and capability not in have:
-            able = sorted(k for k, b in ctx.backends.items() if capability in _capabilities(b))
+            able = sorted(
+                k for k, b in (ctx.backends or {}).items() if capability in _capabilities(b)
+            )
             ctx.error(
                 f"hosts {hosts.kind} cannot apply '{key}': the backend lacks the "
                 f"'{capability}' capability",
@@ -244,5 +246,5 @@ def _declared_cores(ctx: Context, hosts: model.Hosts) -> dict[str, int]:
     for host, values in document.items() if isinstance(document, dict) else ():
         cores = values.get("cores") if isinstance(values, dict) else None
         if str(cores).isdigit():
-            out[str(host)] = int(cores)
+            out[str(host)] = int(str(cores))
     return out

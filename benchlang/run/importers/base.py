@@ -151,8 +151,8 @@ class ImportedMetric:
     better: str = "lower"
 
 
-def _as_array(dtype: type) -> Any:
-    return lambda values: np.asarray(values, dtype=dtype)
+def _as_int_array(values: Any) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
 
 
 def _as_text_array(values: Any) -> np.ndarray:
@@ -182,11 +182,11 @@ class ImportedTrials:
     labels: np.ndarray = attrs.field(converter=_as_text_array)
     measures: Mapping[str, np.ndarray]
     metrics: tuple[ImportedMetric, ...]
-    rounds: np.ndarray = attrs.field(converter=_as_array(np.int64))
-    positions: np.ndarray = attrs.field(converter=_as_array(np.int64))
-    series: np.ndarray = attrs.field(converter=_as_array(np.int64))
+    rounds: np.ndarray = attrs.field(converter=_as_int_array)
+    positions: np.ndarray = attrs.field(converter=_as_int_array)
+    series: np.ndarray = attrs.field(converter=_as_int_array)
     orders: np.ndarray = attrs.field(converter=_as_text_array)
-    exit_statuses: np.ndarray = attrs.field(converter=_as_array(np.int64))
+    exit_statuses: np.ndarray = attrs.field(converter=_as_int_array)
     host: str = "imported"
     facts: Mapping[str, str] = attrs.field(factory=dict)
     notes: tuple[str, ...] = ()
