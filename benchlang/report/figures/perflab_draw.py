@@ -224,9 +224,17 @@ def draw_bootstrap_model(fig: Any, data: FigureData, palette: Palette, paper: bo
     factor, _u = _scale(data)
     ax = fig.subplots()
     boot = np.array([r["x"] for r in data.where(part="bootstrap")]) / factor
+    view = [v / factor for v in data.meta["x_view"]]
     ax.hist(
-        boot, bins=40, density=True, color=OKABE_ITO[4], alpha=0.5, label="bootstrap replicates"
+        boot,
+        bins=40,
+        range=view,
+        density=True,
+        color=OKABE_ITO[4],
+        alpha=0.5,
+        label="bootstrap replicates",
     )
+    ax.set_xlim(*view)
     for part, ls, c, label in (
         ("bootstrap density", "--", OKABE_ITO[4], "bootstrap density"),
         ("model density", "-", "black", "estimates simulated from the fitted model"),
