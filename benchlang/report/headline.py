@@ -24,6 +24,7 @@ from benchlang.report.ranking_basis import (
     checked,
     ran_in_blocks,
     slow_starts,
+    trial_host_codes,
 )
 from benchlang.report.table import format_quantity, metric_scale, scale_for
 from benchlang.stats._orderstat import lower_rank, upper_rank
@@ -168,8 +169,7 @@ def rankings(data: ExperimentData) -> dict[int, tuple[RankingGroup, ...]]:
     if exp.design.layout is not None or not exp.kpis:
         return {}
     table = data.table
-    hosts = {h: i for i, h in enumerate(sorted(set(table.host.tolist())))}
-    host = np.fromiter(map(hosts.__getitem__, table.host.tolist()), np.int64, len(table))
+    host = trial_host_codes(table.host)[1]
     clusters = np.stack([table.sessions, host, table.series, table.round], axis=1)
     return {i: _metric_rankings(data, k, clusters) for i, k in enumerate(exp.kpis)}
 

@@ -73,6 +73,21 @@ def host_codes(hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return names, np.searchsorted(names, hosts)
 
 
+_SHARED: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+
+def trial_host_codes(hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`host_codes` of a table's whole ``host`` column, computed once per column: the
+    rankings, their bases and the slow-start notes of one analysis all read them."""
+    if not (_SHARED and _SHARED[0][0] is hosts):
+        _SHARED[:] = [(hosts, *host_codes(hosts))]
+    return _SHARED[0][1], _SHARED[0][2]
+
+
+def _distinct(codes: np.ndarray) -> int:
+    return int(np.count_nonzero(np.bincount(codes))) if codes.size else 0
+
+
 def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
     """Whether no round holds two of the selected trials' configurations: each configuration
     then ran in blocks of its own (hyperfine, pyperf), and nothing pairs it with another.
@@ -82,11 +97,11 @@ def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
     configurations answer no."""
     if not mask.any():
         return False
-    _, host_code = host_codes(table.host[mask])
+    host_code = trial_host_codes(table.host)[1][mask]
     configuration = table.configuration[mask]
     rounds = _joint_key((host_code, table.series[mask], table.round[mask]))
-    key = _joint_key((rounds, configuration))
-    if key is None or rounds is None:
+    key = None if rounds is None else _joint_key((rounds, configuration))
+    if key is None:
         order = np.lexsort((configuration, table.round[mask], table.series[mask], host_code))
         round_key = np.stack([host_code, table.series[mask], table.round[mask]])[:, order]
         same_round = np.all(round_key[:, 1:] == round_key[:, :-1], axis=0)
@@ -98,12 +113,10 @@ def ran_in_blocks(table: TrialTable, mask: np.ndarray) -> bool:
     return not bool(np.any(same_round & (key[1:] != key[:-1])))
 
 
-def _joint_key(columns: tuple[np.ndarray | None, ...]) -> np.ndarray | None:
+def _joint_key(columns: tuple[np.ndarray, ...]) -> np.ndarray | None:
     """One int64 per trial ordering as the non-negative integer ``columns`` do in ``lexsort``
     (the first the most significant): a single sort instead of one per column; None when a
     column is negative or the product of their ranges leaves int64."""
-    if any(c is None for c in columns):
-        return None
     key = np.zeros(columns[0].size, dtype=np.int64)
     span = 1
     for column in columns:
@@ -119,7 +132,7 @@ def assumption(table: TrialTable, mask: np.ndarray, blocks: bool) -> str:
     """The assumption the ranking's interval makes, in words."""
     if blocks:
         return BLOCKS
-    hosts = host_codes(table.host[mask])[0].size
+    hosts = _distinct(trial_host_codes(table.host)[1][mask])
     orders = sorted(set(table.order_kind[mask].tolist()))
     order = " and ".join(orders) if orders else "fixed"
     out = (
@@ -266,7 +279,8 @@ def slow_starts(
         with np.errstate(divide="ignore"):
             values = 1.0 / values
     ok = np.flatnonzero(table.ok & np.isfinite(values) & (values > 0))
-    hosts, host = host_codes(table.host[ok])
+    host = trial_host_codes(table.host)[1][ok]
+    several = _distinct(host) > 1
     config = table.configuration[ok]
     # each (host, configuration) in turn, its trials in the order they ran
     columns = (host, config, table.series[ok], table.round[ok], table.position[ok])
@@ -280,6 +294,6 @@ def slow_starts(
         if check is not None and check.flagged:
             if better == "higher":
                 check = attrs.evolve(check, first=1 / check.first, median=1 / check.median)
-            where = str(table.host[mine[0]]) if hosts.size > 1 else None
+            where = str(table.host[mine[0]]) if several else None
             notes.append(SlowStartNote(str(table.label[mine[0]]), check, where))
     return tuple(notes)

@@ -67,16 +67,19 @@ def _direct(
     cols: np.ndarray,
     percentile: float,
     per_leaf: np.ndarray | None = None,
+    total: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(percentiles, lo, hi) of every row of ``w``, a cumulative sum over every value (with
     C and int32 weights: each group's total from a matrix product, then one walk of
     ``_kernels.window_crossings`` over the whole group that stops at the crossing; ``per_leaf``
-    is how many values each column holds, when the caller has it already)."""
+    is how many values each column holds, ``total`` each row's total weight, when the caller
+    has them already)."""
     n = sorted_values.size
     if n and w.dtype == np.int32 and native() is not None:
-        if per_leaf is None:
-            per_leaf = np.bincount(cols, minlength=w.shape[1])
-        total = w.astype(np.float64) @ per_leaf.astype(np.float64)
+        if total is None:
+            if per_leaf is None:
+                per_leaf = np.bincount(cols, minlength=w.shape[1])
+            total = w.astype(np.float64) @ per_leaf.astype(np.float64)
         _, _, low, high = _bounds(total, percentile, np.int64)
         start, width, below = np.zeros(1, np.int64), np.full(1, n), np.zeros((w.shape[0], 1))
         lo, hi = window_crossings(w, cols, start, width, below, low[:, None], high[:, None])
@@ -199,6 +202,11 @@ class _Windows:
         self.groups, self.percentile = groups, percentile
         width = pilot.shape[1]
         self.large = [j for j, (v, _) in enumerate(groups) if v.size >= _WINDOWED_FROM]
+        # each small group's values per column: their totals as one product a block (integer
+        # weights, so exact in any order)
+        small = [cols for j, (_, cols) in enumerate(groups) if j not in self.large]
+        counts = [np.bincount(cols, minlength=width) for cols in small]
+        self.small_leaf = np.stack(counts, axis=1).astype(np.float64) if small else None
         self.bounds = []
         self.pilot = np.empty((pilot.shape[0], len(groups)))
         rows = np.zeros((2 * len(self.large), width))
@@ -229,9 +237,14 @@ class _Windows:
         """Each group's percentile under every row of ``block``; ``sums``, when given, are
         the rows' ``self.tally`` sums, counted while they were drawn."""
         out = np.empty((block.shape[0], len(self.groups)))
-        for j, (values, cols) in enumerate(self.groups):
-            if j not in self.large:
-                out[:, j] = _direct(values, block, cols, self.percentile)[0]
+        small = [j for j in range(len(self.groups)) if j not in self.large]
+        totals = None
+        if self.small_leaf is not None and block.dtype == np.int32 and native() is not None:
+            totals = block.astype(np.float64) @ self.small_leaf
+        for i, j in enumerate(small):
+            values, cols = self.groups[j]
+            total = None if totals is None else totals[:, i]
+            out[:, j] = _direct(values, block, cols, self.percentile, total=total)[0]
         if not self.large:
             return out
         if sums is None:
