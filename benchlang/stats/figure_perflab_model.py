@@ -12,6 +12,7 @@ case for clustering by host).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import numpy as np
@@ -120,7 +121,9 @@ def _sd(x: np.ndarray) -> float:
     return float(np.std(x, ddof=1)) if x.size > 1 else float("nan")
 
 
-def bootstrap_model(check: ModelCheck, meta: Mapping, notes: tuple[str, ...] = ()) -> FigureData:
+def bootstrap_model(
+    check: ModelCheck, meta: Mapping[str, Any], notes: tuple[str, ...] = ()
+) -> FigureData:
     """Fig. 6: rows ``(part, x, density)``: each bootstrap replicate and each simulated
     estimate (``x``, density empty), and both distributions' Gaussian kernel densities on one
     grid (Silverman's bandwidth); ``meta`` holds their means and SDs and the model's exact SE."""
@@ -128,7 +131,7 @@ def bootstrap_model(check: ModelCheck, meta: Mapping, notes: tuple[str, ...] = (
     both = np.concatenate([boot, sim])
     lo, hi = np.percentile(both, [0.1, 99.9])
     grid = np.linspace(lo, hi, GRID)
-    rows: list[tuple] = [("bootstrap", float(v), NAN) for v in boot]
+    rows: list[tuple[str, float, float]] = [("bootstrap", float(v), NAN) for v in boot]
     rows += [("model", float(v), NAN) for v in sim]
     for part, x in (("bootstrap density", boot), ("model density", sim)):
         rows += [(part, float(g), float(d)) for g, d in zip(grid, kde(x, grid), strict=True)]
