@@ -7,9 +7,9 @@ the per-trial JSON document (``results --json``, the same as ``--format json`` s
 460 MB document with the headline), for the record.
 
 The store is made quickly and for real: the plan of a spec (10 configurations x 1,000 runs x
-100 series) compiled by benchlang, the trials inserted with executemany in the store's schema
-(status, a time and a user_time measure per trial, seeded log-normal values), then folded
-into the store's measure blocks as a run does it every few thousand measures.
+100 series) compiled by benchlang, the trials written as an import writes them
+(``Store.record_trial_columns``: status, a time and a user_time measure per trial, seeded
+log-normal values, with their blocks).
 
     python benchmarks/bench_store_scale.py [--trials 1000000] [--keep DIR] [--repeat 3]
         [--import-only | --no-import] [--loaded]
@@ -34,7 +34,6 @@ import os
 import re
 import shlex
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -64,6 +63,7 @@ EXPECT = {"benchlang results": "median", "benchlang analyze": "p50 upper"}
 
 def make_store(root: Path, trials: int) -> Path:
     from benchlang.app.plan import build_plan
+    from benchlang.run.bulk_trials import TrialColumns
     from benchlang.run.store import Store
 
     series = 100
@@ -83,24 +83,18 @@ def make_store(root: Path, trials: int) -> Path:
     labels = [c.label for c in plan.configurations]
     levels = [json.dumps(dict(c.levels), sort_keys=True) for c in plan.configurations]
     series_of = plan.trial_series
-    db = sqlite3.connect(store)
-    now = time.time()
-    rows = (
-        (plan.hash, t, int(series_of[t]), int(plan.trial_round[t]), int(plan.trial_position[t]),
-         "local", int(config[t]), labels[config[t]], "b", levels[config[t]], "random", "ok",
-         None, 0, 0, now, now, 1, b"", b"", "measured")
-        for t in range(n)
+    columns = TrialColumns(
+        trial=np.arange(n), series=np.asarray(series_of[:n], dtype=np.int64),
+        round=np.asarray(plan.trial_round[:n], dtype=np.int64),
+        position=np.asarray(plan.trial_position[:n], dtype=np.int64),
+        configuration=np.asarray(config, dtype=np.int64), order_kind=np.full(n, "random", object),
+        status=np.full(n, "ok", object), reason=np.full(n, None, object),
+        exit_status=np.zeros(n, dtype=np.int64), measures={"time": wall, "user_time": user},
+        host="local", benchmark="b", labels=tuple(labels), levels=tuple(levels),
+        started=time.time(), ended=time.time(),
     )  # fmt: skip
-    db.executemany("INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-    db.executemany(
-        "INSERT INTO measures VALUES (?,?,?,?)",
-        ((plan.hash, t, name, float(v)) for name, col in (("time", wall), ("user_time", user))
-         for t, v in enumerate(col.tolist())),
-    )  # fmt: skip
-    db.commit()
-    db.close()
-    with Store(store, write=True) as s:  # rows inserted around the store: fold them as it would
-        s.fold_blocks()
+    with Store(store, write=True) as s:
+        s.record_trial_columns(plan.hash, columns)
     return store
 
 
@@ -117,12 +111,16 @@ print([float(np.median(v[c == k])) for k in range(int(c.max()) + 1)][:1])
 
 
 def block_floor(store: Path) -> tuple[float, int]:
-    """Plain sqlite3 + numpy on the store's columnar blocks (schema 5): the same medians, the
-    floor of any reader of that layout (seconds, peak KiB)."""
+    """Plain sqlite3 + numpy on the store's columnar blocks (schema 6: each column in its
+    narrowest type, a byte of width per column first): the same medians, the floor of any
+    reader of that layout (seconds, peak KiB)."""
     code = f"""
 import sqlite3, numpy as np
+def column(b, i):
+    w = list(b[:5]); n = (len(b) - 5) // sum(w)
+    return np.frombuffer(b, f"<i{{w[i]}}", count=n, offset=5 + sum(w[:i]) * n)
 db = sqlite3.connect({str(store)!r})
-c = np.concatenate([np.frombuffer(b, "<i8").reshape(5, -1)[4] for (b,) in
+c = np.concatenate([column(b, 4) for (b,) in
     db.execute("SELECT numbers FROM trial_blocks ORDER BY first_row")])
 v = np.concatenate([np.frombuffer(b, "<f8") for (b,) in
     db.execute("SELECT \\"values\\" FROM measure_blocks WHERE name='time' ORDER BY first_row")])
@@ -131,7 +129,9 @@ print([float(np.median(v[c == k])) for k in range(int(c.max()) + 1)][:1])
     return timed([sys.executable, "-c", code])
 
 
-def timed(argv: list[str], expect: str | None = None) -> tuple[float, int]:
+def timed(
+    argv: list[str], expect: str | None = None, env: dict[str, str] | None = None
+) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB, GNU time) of a command; with ``expect``, a text its
     output must contain (a command that analysed nothing is no measurement)."""
     gnu = shutil.which("time") or "/usr/bin/time"
@@ -140,7 +140,7 @@ def timed(argv: list[str], expect: str | None = None) -> tuple[float, int]:
         [gnu, "-f", "%M", *argv],
         capture_output=True,
         text=True,
-        env={**os.environ, "COLUMNS": "120"},
+        env={**(os.environ if env is None else env), "COLUMNS": "120"},
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
@@ -353,7 +353,7 @@ def main() -> int:
     prepare()
     cases = {
         "floor: sqlite3 + numpy medians": None,
-        "floor on the blocks (schema 5)": "blocks",
+        "floor on the blocks (schema 6)": "blocks",
         "benchlang results": [sys.executable, "-m", "benchlang", "results", str(store)],
         "benchlang analyze": [sys.executable, "-m", "benchlang", "analyze", "--store", str(store)],
         "results --format json (per trial)": ["sh", "-c", f"exec {shlex.quote(sys.executable)} -m benchlang results {shlex.quote(str(store))} --format json > {shlex.quote(str(root / 'trials.json'))}"],

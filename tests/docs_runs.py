@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from benchlang.testing.synthetic import synthetic_store
-from tests.test_store_columnar import drop_blocks
+from tests.store_versions import downgrade
 
 
 def _cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
@@ -64,19 +64,16 @@ experiment q {
 
 
 def old_store(cwd: Path) -> None:
-    """q.sqlite for docs/store.md's upgrade: a real run of q.bench (10 trials), its last three
-    trials taken out and the store taken back to schema 1 (no ``trials.phase``, no leases, no
-    blocks), as tests/test_store_safety.py and tests/test_store_columnar.py do."""
+    """q.sqlite for docs/store.md's migration: a real run of q.bench (10 trials), its last
+    three trials taken out and the store rewritten in schema 1 (no ``trials.phase``, no
+    leases, no blocks), as tests/test_store_migrate.py does."""
     (cwd / "q.bench").write_text(Q_SPEC)
     _cli(cwd, "run", "q.bench", "--store", "q.sqlite", "-q")
     with sqlite3.connect(cwd / "q.sqlite") as db:
-        drop_blocks(db)
-        db.execute("DROP TABLE leases")
         db.execute("DELETE FROM measures WHERE trial >= 7")
         db.execute("DELETE FROM trials WHERE trial >= 7")
-        db.execute("ALTER TABLE trials DROP COLUMN phase")
-        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
+    downgrade(cwd / "q.sqlite", 1)
 
 
 SLOW2 = """benchlang 1

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlang.app.store_migrate import migrate_store
 from benchlang.run.store import SCHEMA_VERSION, Store, TrialRecord
+from tests.store_versions import downgrade
 
 SPEC = """benchlang 1
 experiment warm {{
@@ -170,16 +172,13 @@ def _record(trial: int) -> TrialRecord:
     )
 
 
-def test_a_schema_1_store_is_upgraded_in_place_and_keeps_its_trials(tmp_path):
+def test_a_migrated_schema_1_store_keeps_its_trials(tmp_path):
     path = tmp_path / "old.sqlite"
     with Store(path, create=True) as store:
         store.add_plan("sha256:p", "exp", "sha256:s", 1, "{}")
         store.record_trial("sha256:p", _record(1))
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE trials DROP COLUMN phase")
-    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    db.commit()
-    db.close()
+    downgrade(path, 1)
+    migrate_store(path)
     with Store(path, write=True) as store:
         store.record_trial("sha256:p", _record(0))
         table = store.trial_table("sha256:p")

@@ -61,7 +61,7 @@ def test_bulk_import_reads_as_its_rows(tmp_path, monkeypatch):
     db = sqlite3.connect(store)
     assert db.execute("SELECT count(*) FROM trial_blocks").fetchone()[0] == 3
     triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert {"trials_inserted_below", "measures_inserted_below"} <= triggers
+    assert {"trial_rows_inserted_below", "measure_rows_inserted_below"} <= triggers
     db.close()
     refolded(store)
     rows = table_of(store)

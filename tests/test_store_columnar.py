@@ -9,17 +9,9 @@ import sqlite3
 import attrs
 import numpy as np
 
+from benchlang.app.store_migrate import migrate_store
 from benchlang.run.store import Store, TrialRecord
-
-
-def drop_blocks(db: sqlite3.Connection) -> None:
-    """Take a store's trial and measure blocks and their triggers out, as schema 3 had none
-    (docs/store.md's upgrade session starts from such a store too: tests/docs_runs.py)."""
-    for table in ("measures", "trials"):
-        db.execute(f"DROP TABLE {table[:-1]}_blocks")
-        db.execute(f"DELETE FROM meta WHERE key = '{table}_folded'")
-        for trigger in ("updated", "deleted", "inserted_below"):
-            db.execute(f"DROP TRIGGER {table}_{trigger}")
+from tests.store_versions import downgrade
 
 
 def _record(trial: int, rng: np.random.Generator) -> TrialRecord:
@@ -115,10 +107,10 @@ def test_only_the_measures_asked_for_are_read(tmp_path):
 
 
 def test_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, monkeypatch):
-    """Schema 5's trial and measure blocks give the rows' trial table: folded during a run (a
-    fold every few trials), with an unfolded tail, a trial and a value written again after
-    they were folded, rows another program deleted (the triggers drop the blocks), and a
-    schema-3 store upgraded."""
+    """The trial and measure blocks give the rows' trial table: folded during a run (a fold
+    every few trials), with an unfolded tail, a trial and a value written again after they
+    were folded (through the schema-5 views), rows another program deleted (the triggers drop
+    the blocks), and a schema-3 store migrated."""
     from benchlang.run import measure_blocks
 
     monkeypatch.setattr(measure_blocks, "FOLD_ROWS", 7)
@@ -131,13 +123,9 @@ def test_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, mon
             rows = store._measure_rows("sha256:p", table.trial)
             _assert_same(table, by_rows, rows)
             assert rows.keys() == _sql_measures(path, table.trial).keys()
-            blocks = (
-                store.db.execute(
-                    "SELECT (SELECT count(*) FROM measure_blocks) + (SELECT count(*) FROM trial_blocks)"
-                ).fetchone()[0]
-                if store._schema >= 5
-                else 0
-            )
+            blocks = store.db.execute(
+                "SELECT (SELECT count(*) FROM measure_blocks) + (SELECT count(*) FROM trial_blocks)"
+            ).fetchone()[0]
             assert (blocks > 0) == expect_blocks
 
     with Store(path, create=True) as store:
@@ -169,10 +157,13 @@ def test_blocks_equal_the_rows_through_folds_rewrites_and_upgrades(tmp_path, mon
         db.execute("DELETE FROM measures WHERE trial = 2")
         db.execute("DELETE FROM trials WHERE trial = 3")
     same(expect_blocks=False)
-    with sqlite3.connect(path) as db:  # back to schema 3: no blocks, no triggers
-        drop_blocks(db)
-        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    same(expect_blocks=False)
+    with Store(path) as store:
+        before = store.trial_table("sha256:p")
+    downgrade(path, 3)  # back to schema 3 (no blocks), then migrated: blocks again
+    migrate_store(path)
+    same(expect_blocks=True)
+    with Store(path) as store:
+        _assert_same(store.trial_table("sha256:p"), before, before.measures)
     monkeypatch.setattr(measure_blocks, "FOLD_ROWS", 7)
     with Store(path, write=True) as store:
         store.record_trial("sha256:p", _record(60, rng))

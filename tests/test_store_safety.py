@@ -17,8 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchlang.app.store_migrate import migrate_store
 from benchlang.errors import UserError
 from benchlang.run.store import SCHEMA_VERSION, StopRecord, Store, StoreBusy, TrialRecord
+from tests.store_versions import downgrade
 
 SPEC = """benchlang 1
 experiment small {
@@ -147,24 +149,27 @@ def test_a_reader_cannot_write(tmp_path):
     assert trials(path) == []
 
 
-def test_a_schema_1_store_is_read_as_is_and_upgraded_only_by_a_writer(tmp_path):
+def test_a_schema_1_store_is_refused_unchanged_until_migrated(tmp_path):
     path = tmp_path / "old.sqlite"
     with Store(path, create=True) as store:
         store.add_plan("sha256:p", "exp", "sha256:s", 1, "{}")
         store.record_trial("sha256:p", record(1))
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE trials DROP COLUMN phase")
-    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    db.commit()
-    db.close()
+    downgrade(path, 1)
     before = path.read_bytes()
-    with Store(path) as store:
-        table = store.trial_table("sha256:p")
-    assert table.phase.tolist() == ["measured"]
-    assert path.read_bytes() == before, "a reader upgraded the store"
+    for opening in ({}, {"write": True}):
+        with pytest.raises(UserError, match="run `benchlang store migrate"):
+            Store(path, **opening)
+    assert path.read_bytes() == before, "a refused open changed the store"
+    migrate_store(path)
     with Store(path, write=True) as store:
         store.record_trial("sha256:p", record(0))
-    version = sqlite3.connect(path).execute("SELECT value FROM meta").fetchone()[0]
+        table = store.trial_table("sha256:p")
+    assert table.trial.tolist() == [0, 1] and table.phase.tolist() == ["measured"] * 2
+    version = (
+        sqlite3.connect(path)
+        .execute("SELECT value FROM meta WHERE key = 'schema_version'")
+        .fetchone()[0]
+    )
     assert int(version) == SCHEMA_VERSION
 
 

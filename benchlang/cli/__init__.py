@@ -33,7 +33,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Design and statistics": (
         "size", "advise", "simulate-aa", "aa-check", "profile", "stopping-eval",
     ),
-    "Tools": ("import", "plugins", "hosts", "system", "lsp"),
+    "Tools": ("import", "store", "plugins", "hosts", "system", "lsp"),
 }  # fmt: skip
 """How ``benchlang --help`` groups the commands: what a newcomer does first, first. Every
 command of ``COMMANDS`` is in exactly one group (tests/test_cli_commands.py)."""
@@ -97,6 +97,7 @@ COMMANDS: dict[str, Command] = {
         "benchlang.cli.bisect", "find the commit that made a spec slower (git bisect run)"
     ),
     "lsp": Command("benchlang.cli.lsp", "the language server for editors, over stdio"),
+    "store": Command("benchlang.cli.store", "migrate a store of an earlier schema"),
 }
 
 

@@ -16,6 +16,7 @@ import attrs
 import numpy as np
 
 from benchlang.run import measure_blocks, trial_blocks
+from benchlang.run import row_keys as keys
 
 BULK_TRIALS = 1 << 16
 """Trials written in one transaction (and one block) by ``Store.record_trial_columns``."""
@@ -88,7 +89,7 @@ def _insert_checks_suspended(db: sqlite3.Connection) -> Iterator[None]:
     transaction, so no reader ever sees the store without them (a rollback restores them)."""
     found = db.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
-        ("trials_inserted_below", "measures_inserted_below"),
+        ("trial_rows_inserted_below", "measure_rows_inserted_below"),
     ).fetchall()
     for name, _ in found:
         db.execute(f"DROP TRIGGER {name}")
@@ -117,23 +118,20 @@ def write(
     if n > measure_blocks.MAX_BLOCK:
         raise ValueError(f"{n} trials in one write (at most {measure_blocks.MAX_BLOCK})")
     fold(db)
+    plan = keys.plan_id(db, plan_hash)
+    if plan is None:
+        raise sqlite3.IntegrityError(f"no plan {plan_hash} in the store")
     with _insert_checks_suspended(db):
-        first = _rowids(db, "trials") + 1
-        configuration = trials.configuration.tolist()
+        first = _rowids(db, "trial_rows") + 1
         db.executemany(
-            "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             zip(
-                repeat(plan_hash),
+                repeat(plan),
                 trials.trial.tolist(),
                 trials.series.tolist(),
                 trials.round.tolist(),
                 trials.position.tolist(),
-                repeat(trials.host),
-                configuration,
-                [trials.labels[c] for c in configuration],
-                repeat(trials.benchmark),
-                [trials.levels[c] for c in configuration],
-                trials.order_kind.tolist(),
+                _kinds(db, plan, trials).tolist(),
                 trials.status.tolist(),
                 trials.reason.tolist(),
                 trials.exit_status.tolist(),
@@ -143,24 +141,28 @@ def write(
                 repeat(1),
                 repeat(b""),
                 repeat(b""),
-                repeat(trials.phase),
             ),
         )
-        last = _rowids(db, "trials")
+        last = _rowids(db, "trial_rows")
         measure_rows: dict[str, tuple[int, int, np.ndarray, np.ndarray]] = {}
         for name, values in trials.measures.items():
             has = np.isfinite(values)
-            start = _rowids(db, "measures") + 1
+            start = _rowids(db, "measure_rows") + 1
             db.executemany(
-                "INSERT INTO measures VALUES (?,?,?,?)",
+                "INSERT INTO measure_rows VALUES (?,?,?,?)",
                 zip(
-                    repeat(plan_hash),
+                    repeat(plan),
                     trials.trial[has].tolist(),
-                    repeat(name),
+                    repeat(keys.name_id(db, name)),
                     values[has].tolist(),
                 ),
             )
-            measure_rows[name] = (start, _rowids(db, "measures"), trials.trial[has], values[has])
+            measure_rows[name] = (
+                start,
+                _rowids(db, "measure_rows"),
+                trials.trial[has],
+                values[has],
+            )
     dense = last - first + 1 == n and all(
         end - start + 1 == t.size for start, end, t, _ in measure_rows.values()
     )
@@ -175,6 +177,33 @@ def write(
     db.execute("UPDATE meta SET value = ? WHERE key = 'trials_folded'", (str(last),))
     if measures_last is not None:
         db.execute("UPDATE meta SET value = ? WHERE key = 'measures_folded'", (str(measures_last),))
+
+
+def _kinds(db: sqlite3.Connection, plan: int, trials: TrialColumns) -> np.ndarray:
+    """Each trial's ``kinds`` id: one per distinct (configuration, order) of the part."""
+    pairs = np.stack([trials.configuration.astype(np.int64), first_seen(trials.order_kind)[1]])
+    distinct, inverse = np.unique(pairs, axis=1, return_inverse=True)
+    orders = first_seen(trials.order_kind)[0]
+    ids = np.array(
+        [
+            keys.kind_id(
+                db,
+                plan,
+                (
+                    c,
+                    trials.labels[c],
+                    trials.benchmark,
+                    trials.levels[c],
+                    trials.host,
+                    orders[o],
+                    trials.phase,
+                ),
+            )
+            for c, o in distinct.T.tolist()
+        ],
+        dtype=np.int64,
+    )
+    return ids[inverse.ravel()]
 
 
 def _insert_trial_block(

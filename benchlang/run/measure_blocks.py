@@ -1,14 +1,15 @@
 """The store's columnar copy of the ``measures`` rows: per plan and measure, blocks of trial
-numbers (int64) and values (float64) as little-endian BLOBs (docs/store.md, schema 4).
+numbers (int64, stored in the narrowest integer type that holds them) and values (float64) as
+little-endian BLOBs (docs/store.md, schemas 4 and 6).
 
-``measures`` stays the record (one row per trial and measure, written in the trial's own
-transaction); the blocks are a copy for reading a million values at once, where Python's
+``measure_rows`` (``measures`` before schema 6) stays the record (one row per trial and
+measure, written in the trial's own transaction); the blocks are a copy for reading a million values at once, where Python's
 sqlite3 builds a tuple per row (about 1 µs each) and SQLite's text form of a REAL does not
 round-trip. A writer folds the rows above the *watermark* (``meta.measures_folded``, a
-``measures`` rowid) into new blocks inside the transaction of the trial that brought the
+``measure_rows`` rowid) into new blocks inside the transaction of the trial that brought the
 unfolded rows to ``FOLD_ROWS``, and all of them when it opens the store; a reader takes the
 blocks plus the rows above the watermark, in one read transaction. Triggers drop every block
-and reset the watermark when any program updates or deletes a ``measures`` row, or inserts
+and reset the watermark when any program updates or deletes a ``measure_rows`` row, or inserts
 one below the watermark, so a block never outlives the rows it copies.
 """
 
@@ -59,7 +60,7 @@ BLOCKS_SCHEMA = [
     PRIMARY KEY (plan_hash, name, first_row)
 )""",
     "INSERT OR IGNORE INTO meta(key, value) VALUES ('measures_folded', '0')",
-    *invalidation_triggers("measures", "measure_blocks", "measures_folded"),
+    *invalidation_triggers("measure_rows", "measure_blocks", "measures_folded"),
 ]
 
 
@@ -67,6 +68,41 @@ def watermark(db: sqlite3.Connection, key: str = "measures_folded") -> int:
     """The last rowid copied into blocks (of ``measures``, or the table ``key`` names)."""
     row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return int(row[0]) if row else 0
+
+
+def narrow(numbers: np.ndarray) -> np.ndarray:
+    """Integers in the narrowest little-endian type that holds them (1, 2, 4 or 8 bytes):
+    schema 6's blocks store trial numbers and codes so, their width told by their length."""
+    low, high = (int(numbers.min()), int(numbers.max())) if numbers.size else (0, 0)
+    for dtype in ("<i1", "<i2", "<i4"):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return numbers.astype(dtype)
+    return numbers.astype("<i8")
+
+
+def is_run(numbers: np.ndarray) -> bool:
+    """Whether ``numbers`` are consecutive (more than 8 of them): a block then stores only the
+    first, as 8 bytes (fewer bytes than numbers tells a run from a narrowed column)."""
+    return numbers.size > 8 and bool(
+        numbers[-1] - numbers[0] == numbers.size - 1 and (np.diff(numbers) == 1).all()
+    )
+
+
+def pack_trials(numbers: np.ndarray) -> bytes:
+    """Trial numbers as a block stores them: a run's first number, or ``narrow``'s bytes."""
+    if is_run(numbers):
+        return np.int64(numbers[0]).astype("<i8").tobytes()
+    return narrow(numbers).tobytes()
+
+
+def widen(data: bytes, n: int) -> np.ndarray:
+    """``n`` integers ``pack_trials`` stored in ``data``, as int64."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(data) < n:
+        return np.arange(n, dtype=np.int64) + int(np.frombuffer(data, dtype="<i8")[0])
+    return np.frombuffer(data, dtype=f"<i{len(data) // n}").astype(np.int64)
 
 
 def insert_block(
@@ -87,7 +123,7 @@ def insert_block(
             name,
             first_row,
             last_row,
-            np.asarray(trials, dtype="<i8").tobytes(),
+            pack_trials(np.asarray(trials, dtype=np.int64)),
             np.asarray(values, dtype="<f8").tobytes(),
         ),
     )
@@ -101,14 +137,17 @@ def fold(db: sqlite3.Connection) -> int:
     last = start
     while True:
         rows = db.execute(
-            "SELECT rowid, plan_hash, name, trial, value FROM measures WHERE rowid > ? "
-            "ORDER BY rowid LIMIT ?",
+            "SELECT m.rowid, p.plan_hash, n.name, m.trial, m.value FROM measure_rows m "
+            "LEFT JOIN plans p ON p.id = m.plan LEFT JOIN measure_names n ON n.id = m.name "
+            "WHERE m.rowid > ? ORDER BY m.rowid LIMIT ?",
             (last, MAX_BLOCK),
         ).fetchall()
         if not rows:
             break
         groups: dict[tuple[str, str], list[tuple[int, int, float]]] = {}
         for rowid, plan_hash, name, trial, value in rows:
+            if plan_hash is None or name is None:
+                raise sqlite3.IntegrityError(f"measure row {rowid} names no plan or measure")
             groups.setdefault((plan_hash, name), []).append(
                 (rowid, trial, np.nan if value is None else value)
             )
@@ -142,12 +181,15 @@ def read_columns(
         (plan_hash, *names),
     ):
         parts.setdefault(name, []).append(
-            (np.frombuffer(trials, dtype="<i8"), np.frombuffer(values, dtype="<f8"))
+            (widen(trials, len(values) // 8), np.frombuffer(values, dtype="<f8"))
         )
     tail: dict[str, list[tuple[int, float]]] = {}
+    chosen = "" if wanted is None else f" AND n.name IN ({', '.join('?' * len(wanted))})"
     for t, name, value in db.execute(
-        f"SELECT trial, name, value FROM measures WHERE rowid > ? AND +plan_hash = ?{chosen} "
-        "ORDER BY rowid",
+        "SELECT m.trial, n.name, m.value FROM measure_rows m "
+        "JOIN measure_names n ON n.id = m.name "
+        "WHERE m.rowid > ? AND +m.plan = (SELECT id FROM plans WHERE plan_hash = ?)"
+        f"{chosen} ORDER BY m.rowid",
         (above, plan_hash, *names),
     ):
         tail.setdefault(name, []).append((t, np.nan if value is None else value))

@@ -1,8 +1,10 @@
-"""The store's columnar copy of the ``trials`` rows a reader needs for a trial table (docs/
-store.md, schema 5): per plan, blocks of the integer columns (int64) and of codes (int32) into
-a small dictionary of the text columns, like ``measure_blocks`` for the measures.
+"""The store's columnar copy of the trial rows a reader needs for a trial table (docs/
+store.md, schemas 5 and 6): per plan, blocks of the integer columns and of codes into a small
+dictionary of the text columns, like ``measure_blocks`` for the measures; each column in the
+narrowest integer type that holds it, or as its first number when consecutive (schema 6: the
+count and a byte per column before the data say which).
 
-``trials`` stays the record. A writer folds the rows above ``meta.trials_folded`` with the
+``trial_rows`` stays the record. A writer folds the rows above ``meta.trials_folded`` with the
 measures (``Store._fold_blocks``); a reader decodes the blocks, adds the rows above the
 watermark and keeps, for a trial written twice, the later row. The same triggers as the
 measures' drop the blocks when any program changes or deletes a trial row.
@@ -17,14 +19,23 @@ from collections.abc import Iterable, Sequence
 import attrs
 import numpy as np
 
-from benchlang.run.measure_blocks import MAX_BLOCK, invalidation_triggers, watermark
+from benchlang.run.measure_blocks import (
+    MAX_BLOCK,
+    invalidation_triggers,
+    is_run,
+    narrow,
+    watermark,
+)
 
 NUMBERS = ("trial", "series", "round", "position", "configuration")
 CODED = ("host", "order_kind", "status", "phase", "configuration")
 """Text columns kept as codes; "configuration" codes a (configuration, label, benchmark,
 levels) tuple."""
 
-_COLUMNS = "trial, series, round, position, configuration, host, order_kind, status, phase, label, benchmark, levels"
+_COLUMNS = (
+    "t.trial, t.series, t.round, t.position, k.configuration, k.host, k.order_kind, t.status, "
+    "k.phase, k.label, k.benchmark, k.levels"
+)
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS trial_blocks (
@@ -37,7 +48,7 @@ SCHEMA = [
     PRIMARY KEY (plan_hash, first_row)
 )""",
     "INSERT OR IGNORE INTO meta(key, value) VALUES ('trials_folded', '0')",
-    *invalidation_triggers("trials", "trial_blocks", "trials_folded"),
+    *invalidation_triggers("trial_rows", "trial_blocks", "trials_folded"),
 ]
 
 
@@ -74,11 +85,39 @@ def insert_block(
             plan_hash,
             first_row,
             last_row,
-            part.numbers.astype("<i8").tobytes(),
-            part.codes.astype("<i4").tobytes(),
+            _pack(part.numbers),
+            _pack(part.codes),
             json.dumps(part.dictionary),
         ),
     )
+
+
+def _pack(columns: np.ndarray) -> bytes:
+    """Rows of integers as one BLOB: the count (8 bytes), a byte per row giving its width (0: a
+    run of consecutive integers, stored as its first), then each row narrowed."""
+    rows = [np.asarray(row, dtype=np.int64) for row in columns]
+    packed = [np.asarray(row[:1], dtype="<i8") if is_run(row) else narrow(row) for row in rows]
+    widths = bytes(0 if is_run(row) else p.itemsize for row, p in zip(rows, packed, strict=True))
+    count = np.int64(rows[0].size if rows else 0).astype("<i8").tobytes()
+    return count + widths + b"".join(p.tobytes() for p in packed)
+
+
+def _unpack(data: bytes, rows: int) -> np.ndarray:
+    """``_pack``'s rows as a (rows, n) int64 array."""
+    n = int(np.frombuffer(data, dtype="<i8", count=1)[0])
+    widths = list(data[8 : 8 + rows])
+    out = np.empty((rows, n), dtype=np.int64)
+    at = 8 + rows
+    for i, width in enumerate(widths):
+        if width == 0:
+            out[i] = np.arange(n, dtype=np.int64) + int(
+                np.frombuffer(data, dtype="<i8", count=1, offset=at)[0]
+            )
+            at += 8
+        else:
+            out[i] = np.frombuffer(data, dtype=f"<i{width}", count=n, offset=at)
+            at += width * n
+    return out
 
 
 def fold(db: sqlite3.Connection) -> None:
@@ -88,14 +127,17 @@ def fold(db: sqlite3.Connection) -> None:
     last = start = watermark(db, "trials_folded")
     while True:
         rows = db.execute(
-            f"SELECT rowid, plan_hash, {_COLUMNS} FROM trials "
-            "WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            f"SELECT t.rowid, p.plan_hash, {_COLUMNS} FROM trial_rows t "
+            "LEFT JOIN plans p ON p.id = t.plan LEFT JOIN kinds k ON k.id = t.kind "
+            "WHERE t.rowid > ? ORDER BY t.rowid LIMIT ?",
             (last, MAX_BLOCK),
         ).fetchall()
         if not rows:
             break
         plans: dict[str, list] = {}
         for row in rows:
+            if row[1] is None or row[6] is None:
+                raise sqlite3.IntegrityError(f"trial row {row[0]} names no plan or kind")
             plans.setdefault(row[1], []).append(row)
         for plan_hash, mine in plans.items():
             insert_block(db, plan_hash, mine[0][0], mine[-1][0], encode([row[2:] for row in mine]))
@@ -114,16 +156,17 @@ def read_parts(db: sqlite3.Connection, plan_hash: str) -> list[Part]:
         "ORDER BY first_row",
         (plan_hash,),
     ):
-        n = len(numbers) // 40
         parts.append(
             Part(
-                np.frombuffer(numbers, dtype="<i8").reshape(5, n),
-                np.frombuffer(codes, dtype="<i4").reshape(5, n),
+                _unpack(numbers, 5),
+                _unpack(codes, 5).astype(np.int32),
                 tuple(json.loads(dictionary)),
             )
         )
     tail = db.execute(
-        f"SELECT {_COLUMNS} FROM trials WHERE rowid > ? AND +plan_hash = ? ORDER BY rowid",
+        f"SELECT {_COLUMNS} FROM trial_rows t JOIN kinds k ON k.id = t.kind "
+        "WHERE t.rowid > ? AND +t.plan = (SELECT id FROM plans WHERE plan_hash = ?) "
+        "ORDER BY t.rowid",
         (above, plan_hash),
     ).fetchall()
     if tail:

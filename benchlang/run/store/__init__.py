@@ -6,8 +6,9 @@ killed at any instant; an operating-system crash may roll back the last few comm
 and ``--resume`` then runs exactly those trials again. Schema: docs/store.md.
 
 The package's rooms: ``schema`` (tables and version), ``records`` (what goes in and comes
-out), ``locks`` (one writer), ``core`` (opening, upgrading, closing), ``writing`` and
-``reading`` (the methods ``Store`` mixes in).
+out), ``locks`` (one writer), ``core`` (opening, checking the schema, closing), ``writing``
+and ``reading`` (the methods ``Store`` mixes in), ``migrate`` (an earlier schema's store copied
+into the current one and compared).
 """
 
 from benchlang.run.store.core import Store

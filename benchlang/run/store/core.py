@@ -1,5 +1,5 @@
-"""The store object: opening a file read-only or as its one writer, checking and upgrading
-its schema, closing it (docs/store.md)."""
+"""The store object: opening a file read-only or as its one writer, checking its schema (an
+earlier one is refused with the command that migrates it), closing it (docs/store.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 from benchlang.errors import UserError
 from benchlang.run import measure_blocks, trial_blocks
 from benchlang.run.leases import LEASES_SCHEMA, LeaseRows
+from benchlang.run.row_keys import Keys
 from benchlang.run.store.locks import StoreWriteError, WriterLock, describe_os
 from benchlang.run.store.reading import StoreReading
-from benchlang.run.store.schema import SCHEMA, SCHEMA_VERSION
+from benchlang.run.store.schema import SCHEMA, SCHEMA_VERSION, VIEWS
 from benchlang.run.store.writing import StoreWriting
 
 WAL_CHECKPOINT_PAGES = 8192
@@ -32,9 +33,10 @@ class Store(StoreReading, StoreWriting, LeaseRows):
 
     ``Store(path)`` opens an existing store **read-only** (``mode=ro``; ``immutable=1`` on
     read-only media): it never changes the file, creates no table, switches no journal mode
-    and upgrades nothing. ``Store(path, create=True)`` opens it for writing, creating it (mode
+    and changes nothing. ``Store(path, create=True)`` opens it for writing, creating it (mode
     0600) when missing; ``write=True`` opens an existing store for writing. A writer holds an
-    exclusive lock on ``<path>.lock`` until it is closed: one writer per store.
+    exclusive lock on ``<path>.lock`` until it is closed: one writer per store. A store of an
+    earlier schema is refused either way: ``benchlang store migrate`` rewrites it.
     """
 
     def __init__(self, path: str | Path, *, create: bool = False, write: bool = False) -> None:
@@ -44,6 +46,7 @@ class Store(StoreReading, StoreWriting, LeaseRows):
         self.db: sqlite3.Connection | None = None
         self._schema = SCHEMA_VERSION
         self._unfolded = 0
+        self._keys = Keys()
         if self.path.is_dir():
             raise UserError(f"{self.path} is not a benchlang store: it is a directory")
         if not create and not self.path.exists():
@@ -102,7 +105,12 @@ class Store(StoreReading, StoreWriting, LeaseRows):
             version = int(row[0])
         except ValueError:
             raise self._not_a_store(f"unreadable schema version {row[0]!r}") from None
-        if version not in (1, 2, 3, 4, SCHEMA_VERSION):
+        if 1 <= version < SCHEMA_VERSION:
+            raise UserError(
+                f"{self.path} has store schema {version} (this benchlang reads schema "
+                f"{SCHEMA_VERSION}): run `benchlang store migrate {self.path}`"
+            )
+        if version != SCHEMA_VERSION:
             raise UserError(
                 f"{self.path} has store schema {version}; this benchlang reads schema {SCHEMA_VERSION}"
             )
@@ -162,7 +170,7 @@ class Store(StoreReading, StoreWriting, LeaseRows):
             raise self._write_error(err) from None
         if version is None:
             with self._transaction() as db:
-                for statement in [*SCHEMA.split(";"), LEASES_SCHEMA]:
+                for statement in [*SCHEMA.split(";"), LEASES_SCHEMA, *VIEWS]:
                     if statement.strip():
                         db.execute(statement)
                 db.execute(
@@ -171,39 +179,8 @@ class Store(StoreReading, StoreWriting, LeaseRows):
                 )
                 for statement in [*measure_blocks.BLOCKS_SCHEMA, *trial_blocks.SCHEMA]:
                     db.execute(statement)
-        elif version < SCHEMA_VERSION:
-            self._upgrade(version)
-        self._index_exceptions()
         self._schema = SCHEMA_VERSION
         self._unfolded = self._count_unfolded()
-
-    def _index_exceptions(self) -> None:
-        """Partial indexes of the few failed trials and trials with a reason, so that reading
-        them does not scan a million rows (stores made before them get them on first write)."""
-        try:
-            with self._transaction() as db:
-                for statement in SCHEMA.split(";"):
-                    if "CREATE INDEX" in statement:
-                        db.execute(statement)
-        except sqlite3.Error as err:
-            raise self._write_error(err) from None
-
-    def _upgrade(self, version: int) -> None:
-        """In place, in one transaction: schema 1 had no trial phase (every trial was
-        measured), schemas 1 and 2 no leases (runs before backend protocol 2 allocated
-        nothing), schemas 1 to 3 no measure blocks and 1 to 4 no trial blocks (filled by the
-        first fold that follows)."""
-        with self._transaction() as db:
-            if version == 1:
-                db.execute(
-                    "ALTER TABLE trials ADD COLUMN phase TEXT NOT NULL DEFAULT 'measured' CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
-                )
-            db.execute(LEASES_SCHEMA)
-            for statement in [*measure_blocks.BLOCKS_SCHEMA, *trial_blocks.SCHEMA]:
-                db.execute(statement)
-            db.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-            )
 
     def __enter__(self) -> Store:
         return self

@@ -13,6 +13,7 @@ import numpy as np
 
 from benchlang.errors import UserError
 from benchlang.run import measure_blocks, trial_blocks
+from benchlang.run import row_keys as keys
 from benchlang.run.store.records import StoredPlan, TrialTable
 
 
@@ -51,18 +52,25 @@ class StoreReading:
             f"plans here: {', '.join(p.plan_hash[:19] for p in plans)}; if the spec or its seed changed since the run, omit SPEC (latest plan) or pass --plan",
         )
 
+    def _plan_id(self, plan_hash: str) -> int:
+        """The plan's integer key (schema 6); -1, which no row carries, for an unknown plan."""
+        found = keys.plan_id(self.db, plan_hash)
+        return -1 if found is None else found
+
     def finished_trials(self, plan_hash: str) -> set[int]:
         return {
             row[0]
-            for row in self.db.execute("SELECT trial FROM trials WHERE plan_hash = ?", (plan_hash,))
+            for row in self.db.execute(
+                "SELECT trial FROM trial_rows WHERE plan = ?", (self._plan_id(plan_hash),)
+            )
         }
 
     def count_failed(self, plan_hash: str) -> int:
         """How many trials of the plan failed (every phase)."""
         return int(
             self.db.execute(
-                "SELECT count(*) FROM trials WHERE plan_hash = ? AND status = 'failed'",
-                (plan_hash,),
+                "SELECT count(*) FROM trial_rows WHERE plan = ? AND status = 'failed'",
+                (self._plan_id(plan_hash),),
             ).fetchone()[0]
         )
 
@@ -104,62 +112,8 @@ class StoreReading:
             return self._trial_table(plan_hash, measures)
 
     def _trial_table(self, plan_hash: str, measures: Collection[str] | None) -> TrialTable:
-        """The columns of ``trial_table``.
-
-        Columnar, in two scans of the plan's rows: the distinct configurations (label,
-        benchmark, levels) with the few-valued text columns (host, order, status, phase), then
-        every integer column and those columns' codes as one ``group_concat`` string each,
-        parsed by numpy; measures from their float64 blocks (``measure_blocks``; row by row
-        in stores before schema 4); reasons through a partial index.
-        """
-        if self._schema >= 5:
-            return self._trial_table_from_blocks(plan_hash, measures)
-        coded = ("host", "order_kind", "status", "phase" if self._schema >= 2 else "'measured'")
-        combos = self.db.execute(
-            "SELECT DISTINCT configuration, label, benchmark, levels, "
-            f"{', '.join(coded)} FROM trials WHERE plan_hash = ?",
-            (plan_hash,),
-        ).fetchall()
-        configs = sorted({row[:4] for row in combos})
-        if not configs or len({c[0] for c in configs}) != len(configs):
-            return self._trial_table_by_rows(plan_hash, measures)
-        distinct = [sorted({row[4 + i] for row in combos}) for i in range(len(coded))]
-        cases, params = [], []
-        for column, values in zip(coded, distinct, strict=True):
-            cases.append(
-                f"CASE {column}" + "".join(f" WHEN ? THEN {i}" for i in range(len(values))) + " END"
-            )
-            params += values
-        numbers = ("trial", "series", "round", "position", "configuration", *cases)
-        inner = ", ".join(f"{expr} AS c{i}" for i, expr in enumerate(numbers))
-        outer = ", ".join(f"group_concat(c{i})" for i in range(len(numbers)))
-        texts = self.db.execute(
-            f"SELECT {outer} FROM (SELECT {inner} FROM trials WHERE plan_hash = ? ORDER BY trial)",
-            (*params, plan_hash),
-        ).fetchone()
-        trial, series, round_, position, configuration, *codes = (
-            np.fromstring(text, dtype=np.int64, sep=",") for text in texts
-        )
-        if any(column.size != trial.size for column in (series, *codes)):
-            return self._trial_table_by_rows(plan_hash, measures)
-        host, order_kind, status, phase = (
-            np.asarray(values, dtype=object)[code]
-            for values, code in zip(distinct, codes, strict=True)
-        )
-        which = np.searchsorted(np.array([c[0] for c in configs], dtype=np.int64), configuration)
-        return self._decoded(
-            plan_hash,
-            measures,
-            (trial, series, round_, position, configuration),
-            (host, order_kind, status, phase),
-            (configs, which),
-        )
-
-    def _trial_table_from_blocks(
-        self, plan_hash: str, measures: Collection[str] | None
-    ) -> TrialTable:
-        """``trial_table`` from the trial and measure blocks (schema 5) and the rows no block
-        holds yet."""
+        """``trial_table`` from the trial and measure blocks and the rows no block holds yet;
+        reasons through a partial index."""
         numbers, codes, dictionary = trial_blocks.merge(trial_blocks.read_parts(self.db, plan_hash))
         texts = tuple(np.asarray(dictionary[c], dtype=object)[codes[c]] for c in range(4))
         return self._decoded(plan_hash, measures, numbers, texts, (dictionary[4], codes[4]))
@@ -200,8 +154,8 @@ class StoreReading:
     def _reasons(self, plan_hash: str, trial: np.ndarray) -> np.ndarray:
         reason = np.full(trial.size, None, dtype=object)
         for t, text in self.db.execute(
-            "SELECT trial, reason FROM trials WHERE plan_hash = ? AND reason IS NOT NULL",
-            (plan_hash,),
+            "SELECT trial, reason FROM trial_rows WHERE plan = ? AND reason IS NOT NULL",
+            (self._plan_id(plan_hash),),
         ):
             reason[np.searchsorted(trial, t)] = text
         return reason
@@ -210,17 +164,14 @@ class StoreReading:
         self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
     ) -> dict[str, np.ndarray]:
         """Each measure (or each ``wanted`` one) as a float column aligned with ``trial`` (nan
-        where a trial has none): from the measure blocks, or in stores before schema 4 in one
-        scan of the rows. Values travel as floats, never as text (SQLite's text form of a
-        REAL does not round-trip), so that they stay exact."""
-        if self._schema >= 4:
-            return measure_blocks.read_columns(self.db, plan_hash, trial, wanted)
-        return self._measure_rows(plan_hash, trial, wanted)
+        where a trial has none), from the measure blocks. Values travel as floats, never as
+        text (SQLite's text form of a REAL does not round-trip), so that they stay exact."""
+        return measure_blocks.read_columns(self.db, plan_hash, trial, wanted)
 
     def _measure_rows(
         self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
     ) -> dict[str, np.ndarray]:
-        """``_measure_columns`` from the ``measures`` rows alone (the reference form)."""
+        """``_measure_columns`` from the ``measures`` view's rows alone (the reference form)."""
         if wanted is None:
             names = sorted(
                 r[0]
@@ -251,12 +202,12 @@ class StoreReading:
     def _trial_table_by_rows(
         self, plan_hash: str, measures: Collection[str] | None = None
     ) -> TrialTable:
-        """The same table read a row at a time: for empty plans, and for stores where a
-        configuration index names several labels (not written by benchlang's executor)."""
+        """The same table read a row at a time through the ``trials`` view (the reference
+        form of the columnar read)."""
         rows = self.db.execute(
-            "SELECT trial, series, round, position, host, configuration, label, benchmark, levels, order_kind, status, reason, "
-            + ("phase" if self._schema >= 2 else "'measured'")
-            + " FROM trials WHERE plan_hash = ? ORDER BY trial",
+            "SELECT trial, series, round, position, host, configuration, label, benchmark, "
+            "levels, order_kind, status, reason, phase FROM trials WHERE plan_hash = ? "
+            "ORDER BY trial",
             (plan_hash,),
         ).fetchall()
         columns = list(zip(*rows, strict=True)) if rows else [()] * 13
@@ -289,6 +240,8 @@ class StoreReading:
         self, plan_hash: str
     ) -> Iterator[tuple[int, str, str, int | None, bytes, bytes]]:
         yield from self.db.execute(
-            "SELECT trial, label, reason, exit_status, stdout_tail, stderr_tail FROM trials WHERE plan_hash = ? AND status = 'failed' ORDER BY trial",
-            (plan_hash,),
+            "SELECT t.trial, k.label, t.reason, t.exit_status, t.stdout_tail, t.stderr_tail "
+            "FROM trial_rows t JOIN kinds k ON k.id = t.kind "
+            "WHERE t.plan = ? AND t.status = 'failed' ORDER BY t.trial",
+            (self._plan_id(plan_hash),),
         )

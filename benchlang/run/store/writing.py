@@ -17,6 +17,7 @@ import numpy as np
 from benchlang.errors import UserError
 from benchlang.run import bulk_trials, measure_blocks, trial_blocks
 from benchlang.run.bulk_trials import TrialColumns
+from benchlang.run.row_keys import Keys
 from benchlang.run.store.locks import StoreWriteError, describe_sqlite
 from benchlang.run.store.records import StopRecord, TrialRecord, tail
 
@@ -91,6 +92,7 @@ class StoreWriting:
     db: sqlite3.Connection | None
     _schema: int
     _unfolded: int
+    _keys: Keys
 
     def _count_unfolded(self) -> int:
         """About how many measures or trials rows no block holds yet (rowids are dense: rows
@@ -100,7 +102,10 @@ class StoreWriting:
             *(
                 int(self.db.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0])
                 - measure_blocks.watermark(self.db, key)
-                for table, key in (("measures", "measures_folded"), ("trials", "trials_folded"))
+                for table, key in (
+                    ("measure_rows", "measures_folded"),
+                    ("trial_rows", "trials_folded"),
+                )
             ),
         )
 
@@ -123,6 +128,7 @@ class StoreWriting:
         )
 
     def _rollback(self) -> None:
+        self._keys.forget()
         if self.db is not None and self.db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
@@ -181,20 +187,26 @@ class StoreWriting:
         any) and, for a round's last trial, the round's row (``round_values``), in a single
         committed transaction: one commit per trial, none more for its round."""
         with self._transaction() as db:
+            keys = self._keys
+            plan = keys.plan(db, plan_hash)
+            kind = (
+                record.configuration,
+                record.label,
+                record.benchmark,
+                json.dumps(dict(record.levels), sort_keys=True),
+                record.host,
+                record.order_kind,
+                record.phase,
+            )
             db.execute(
-                "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    plan_hash,
+                    plan,
                     record.trial,
                     record.series,
                     record.round,
                     record.position,
-                    record.host,
-                    record.configuration,
-                    record.label,
-                    record.benchmark,
-                    json.dumps(dict(record.levels), sort_keys=True),
-                    record.order_kind,
+                    keys.kind(db, plan, kind),
                     record.status,
                     record.reason,
                     record.exit_status,
@@ -204,13 +216,15 @@ class StoreWriting:
                     record.attempts,
                     tail(record.stdout_tail),
                     tail(record.stderr_tail),
-                    record.phase,
                 ),
             )
             if record.measures:
                 db.executemany(
-                    "INSERT INTO measures VALUES (?,?,?,?)",
-                    [(plan_hash, record.trial, k, float(v)) for k, v in record.measures.items()],
+                    "INSERT INTO measure_rows VALUES (?,?,?,?)",
+                    [
+                        (plan, record.trial, keys.name(db, k), float(v))
+                        for k, v in record.measures.items()
+                    ],
                 )
                 self._unfolded += len(record.measures)
             if record.series_values:

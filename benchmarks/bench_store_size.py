@@ -1,0 +1,103 @@
+"""The store's size and `benchlang import`'s time and memory at 10k, 100k and 1M rows, beside
+the floor: the same per-trial CSV read with Python's ``csv`` and written with plain
+``sqlite3.executemany`` into one table of its five columns, without an index (issue 53:
+store bytes within 3x that table). The CSV is bench_store_scale.py's (OrderSage's columns:
+test, order, run_seq, position, value; 10 configurations in rounds of 10, seeded log-normal
+values).
+
+    python benchmarks/bench_store_size.py [--rows 10000 100000 1000000] [--repeat 3]
+        [--pythonpath DIR] [--keep DIR]
+
+``--pythonpath`` runs `benchlang import` from another checkout (e.g. one of the commit before
+schema 6, ``git archive``d into DIR) for the before/after table. Each case runs ``--repeat``
+times (the median wall time is printed, with the peak RSS of the worst run); the floor and
+benchlang alternate run by run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_store_scale import make_import_files, prepare, timed
+
+FLOOR = """
+import csv, sqlite3, sys
+db = sqlite3.connect(sys.argv[2])
+db.execute('CREATE TABLE trials (test TEXT, "order" TEXT, run_seq INTEGER, position INTEGER, value REAL)')
+with open(sys.argv[1], newline="") as f, db:
+    rows = csv.reader(f)
+    next(rows)
+    db.executemany("INSERT INTO trials VALUES (?,?,?,?,?)", rows)
+db.close()
+"""
+
+
+def _clean(root: Path) -> None:
+    for leftover in root.glob("out.sqlite*"):
+        leftover.unlink()
+
+
+def _case(argv: list[str], target: Path, env: dict[str, str]) -> tuple[float, int, int]:
+    """(wall seconds, peak KiB, store bytes) of one command writing ``target``."""
+    _clean(target.parent)
+    seconds, kib = timed([*argv, str(target)], env=env)
+    size = sum(p.stat().st_size for p in target.parent.glob(target.name + "*"))
+    _clean(target.parent)
+    return seconds, kib, size
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pythonpath", help="run benchlang from this checkout")
+    parser.add_argument("--keep", help="directory for the CSV files (made if missing)")
+    args = parser.parse_args()
+    env = dict(os.environ)
+    if args.pythonpath:
+        env["PYTHONPATH"] = args.pythonpath
+    prepare()
+    print(
+        f"{'rows':>9} {'case':28} {'median s':>8} {'peak MiB':>9} {'store MB':>9} "
+        f"{'x time':>7} {'x bytes':>8}"
+    )
+    for rows in args.rows:
+        root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-size-")) / str(rows)
+        root.mkdir(parents=True, exist_ok=True)
+        csv_path, _ = make_import_files(root, rows)
+        target = root / "out.sqlite"
+        cases = {
+            "floor: csv + executemany": [sys.executable, "-c", FLOOR, str(csv_path)],
+            "benchlang import": [
+                sys.executable, "-m", "benchlang", "import", str(csv_path), "--store",
+            ],
+        }  # fmt: skip
+        runs: dict[str, list[tuple[float, int, int]]] = {name: [] for name in cases}
+        for _ in range(args.repeat):
+            for name, argv in cases.items():
+                runs[name].append(_case(argv, target, env))
+        base_s = base_b = None
+        for name, done in runs.items():
+            seconds = float(np.median([r[0] for r in done]))
+            kib = max(r[1] for r in done)
+            size = max(r[2] for r in done)
+            base_s, base_b = base_s or seconds, base_b or size
+            print(
+                f"{rows:>9} {name:28} {seconds:8.2f} {kib / 1024:9.0f} {size / 1e6:9.1f} "
+                f"{seconds / base_s:7.2f} {size / base_b:8.2f}"
+            )
+        if not args.keep:
+            shutil.rmtree(root.parent)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
