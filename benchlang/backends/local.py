@@ -133,7 +133,7 @@ class LocalSession(Spawned):
         if self._launcher.path is not None:
             self._pool = LauncherPool(self._launcher.path, self._scratch, self._cgroup)
         self._count = 0
-        self._previous: tuple[str, str] | None = None
+        self._previous = None
         self._base_block = environment_block(self._base_env)
 
     # -- the per-trial path ------------------------------------------------------------------

@@ -17,8 +17,8 @@ import attrs
 
 from benchlang.backends.base import Execution
 from benchlang.backends.cgroups import TrialLimits
-from benchlang.backends.launcher import kill_group
-from benchlang.backends.resident import ResidentLauncher, high_fd, tail
+from benchlang.backends.launcher import Launcher, TrialCgroup, kill_group
+from benchlang.backends.resident import Output, ResidentLauncher, high_fd, tail
 
 OUTPUT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
@@ -48,7 +48,29 @@ def setarch(aslr: bool | None, argv: Sequence[str]) -> Sequence[str]:
 
 
 class Spawned:
-    """The launcher-less path of ``LocalSession`` (a mixin; its attributes are the session's)."""
+    """The launcher-less path of ``LocalSession`` (a mixin; its attributes are the session's,
+    declared here with their types)."""
+
+    _previous: tuple[str, str] | None
+    _count: int
+    _scratch: str
+    _cgroup: TrialCgroup | None
+    _null: int
+    _launcher: Launcher
+
+    def _execution(
+        self,
+        trial: Trial,
+        exit_status: int,
+        timed_out: bool,
+        rusage: dict[str, float],
+        unavailable: dict[str, str],
+        left: int,
+        output: Output,
+        failure: str | None = None,
+        cpu_killed: bool = False,
+    ) -> Execution:
+        raise NotImplementedError  # LocalSession's
 
     def _files(self) -> tuple[int, int, str, str]:
         """The trial's own stdout and stderr files; the previous trial's are deleted."""
@@ -90,9 +112,9 @@ class Spawned:
             (os.POSIX_SPAWN_DUP2, err, 2),
         ]
         if limits is None:
-            return os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
+            return os.posix_spawnp(argv[0], list(argv), env, file_actions=actions, setpgroup=0)
         with limits.pinned():
-            return os.posix_spawnp(argv[0], argv, env, file_actions=actions, setpgroup=0)
+            return os.posix_spawnp(argv[0], list(argv), env, file_actions=actions, setpgroup=0)
 
     def _finish(
         self, trial: Trial, status: int, usage: Any, timed_out: bool, cpu_killed: bool = False
