@@ -115,6 +115,24 @@ def test_a_far_sample_does_not_flatten_a_runtime_panel(tmp_path, capsys):
     _pdf(out)
 
 
+def test_a_far_trial_does_not_flatten_perflabs_requests_and_timeline(tmp_path, capsys):
+    from tests.test_figures_docs import ab_layout  # it imports fig4 from here
+
+    def far(plan, t):
+        return {"cpu": ab_layout(plan, t)["cpu"] * (100.0 if t == 40 else 1.0)}
+
+    store, plan = make_store(tmp_path, "far", SPECS / "ab-layout.bench", far)
+    slow = far(plan, 40)["cpu"]
+    for name in ("requests", "timeline"):
+        body = figure_json(capsys, store, name)
+        low, high = body["meta"]["y_view"]
+        assert high < slow and low < ab_layout(plan, 0)["cpu"] < high
+        assert any("1 trial far outside the rest" in n for n in body["notes"]), name
+    code, _o, err = run_cli(capsys, "figure", store, "timeline", "-o", tmp_path / "t.pdf")
+    assert code == 0, err
+    _pdf(tmp_path / "t.pdf")
+
+
 def test_model_distribution_has_the_fitted_models_mean_and_se():
     """The pure function on a layout of known components: the 10,000 simulated estimates have
     the model's mean (the effect) and its exact SE, which equals the paper's analytic SE of

@@ -24,6 +24,32 @@ TIMELINE_POINTS = 2000
 SCHEME_WORDS = {"host": "host-clustered", "host_block": "host-block-clustered"}
 
 
+def far_view(y: np.ndarray, unit: str, factor: float) -> tuple[dict[str, object], list[str]]:
+    """When a few trials lie far out, the y range that keeps the rest readable (``meta``'s
+    ``y_view``, in the metric's own unit) and a note naming them; else nothing. Far: beyond
+    Tukey's far-out fences Q1 − 3 IQR and Q3 + 3 IQR (Exploratory Data Analysis, 1977, §2.4),
+    and at most 1% of the trials (at least one), so a slow mode of many trials is drawn, not
+    cut."""
+    y = np.asarray(y, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 4:
+        return {}, []
+    q1, q3 = np.percentile(y, [25, 75])
+    reach = 3.0 * (q3 - q1)
+    far = (y < q1 - reach) | (y > q3 + reach)
+    if reach <= 0 or not far.any() or far.sum() > max(1, 0.01 * y.size):
+        return {}, []
+    rest = y[~far]
+    margin = 0.05 * float(rest.max() - rest.min()) or abs(float(rest.max())) * 0.05 or 1.0
+    values = ", ".join(f"{v / factor:.4g}" for v in np.sort(y[far])[:5])
+    k = int(far.sum())
+    note = (
+        f"{k} trial{'s' * (k > 1)} far outside the rest ({values}{' ...' * (k > 5)} {unit}) "
+        "beyond the drawn range, so the others are not flattened"
+    )
+    return {"y_view": [float(rest.min() - margin), float(rest.max() + margin)]}, [note]
+
+
 def requests(
     y: np.ndarray,
     version: np.ndarray,
@@ -52,14 +78,15 @@ def requests(
         "requests beside the spread within one is what the request term of the model "
         f"(Eq. 3-4) describes. After {PAPER} Fig. 1."
     )
+    view, notes = far_view(y, _unit(meta), float(meta.get("factor") or 1.0))
     return FigureData(
         "requests",
         f"{PAPER} Fig. 1",
         caption,
         ("request", "version", "trials", "min", "q1", "median", "q3", "max", "mean"),
         rows,
-        (),
-        {**meta, "versions": list(versions)},
+        tuple(notes),
+        {**meta, "versions": list(versions), **view},
     )
 
 
@@ -116,6 +143,7 @@ def timeline(
             for i in keep
         ]
     factor = float(meta.get("factor") or 1.0)
+    view, notes = far_view(y, _unit(meta), factor)
     words = (
         f"; fitted standard deviations in {_unit(meta)} (method of "
         "moments, §3): "
@@ -135,8 +163,8 @@ def timeline(
         caption,
         ("batch", "host", "version", "position", "value", "batch_offset"),
         rows,
-        tuple(thinned),
-        {**meta, "versions": list(versions), "components": dict(components or {})},
+        (*thinned, *notes),
+        {**meta, "versions": list(versions), "components": dict(components or {}), **view},
     )
 
 

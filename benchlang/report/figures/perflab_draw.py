@@ -71,10 +71,33 @@ def draw_requests(fig: Any, data: FigureData, palette: Palette, paper: bool) -> 
     step = max(1, len(names) // (12 if paper else 30))
     ax.set_xticks(range(0, len(names), step), names[::step], rotation=60, ha="right")
     ax.set_xlabel("request (ordered by median)")
+    _cut(ax, data)
     ax.set_ylabel(_label(data, data.meta["metric"]))
     from matplotlib.patches import Patch
 
     legend_above(fig, [Patch(color=own.colour(n), alpha=0.6, label=n) for n in versions], paper)
+
+
+def _cut(
+    ax: Any,
+    data: FigureData,
+    x: np.ndarray | None = None,
+    y: np.ndarray | None = None,
+    colour: str = "black",
+) -> None:
+    """The panel cut to ``meta["y_view"]`` when a few trials lie far out (the notes name
+    them); with ``x`` and ``y``, those trials marked as triangles on the edge they lie past."""
+    view = data.meta.get("y_view")
+    if not view:
+        return
+    from benchlang.report.figures.triscale_draw import _far_marks
+
+    factor, _u = _scale(data)
+    low, high = view[0] / factor, view[1] / factor
+    if x is None or y is None:
+        ax.set_ylim(low, high)
+    else:
+        _far_marks(ax, x, y, low, high, colour)
 
 
 def draw_timeline(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -92,6 +115,7 @@ def draw_timeline(fig: Any, data: FigureData, palette: Palette, paper: bool) -> 
         y = np.array([r["value"] for r in mine]) / factor
         ax.plot(x, y, ls="none", marker="os"[versions.index(vname)], ms=3, color=c)
         ax.axhline(y.mean(), color="black", ls="--", lw=0.8)
+        _cut(ax, data, np.asarray(x, dtype=float), y, c)
         panel_title(
             ax,
             f"batch {b}: {host}, {vname}; offset {mine[0]['batch_offset'] / factor:+.3g}",
