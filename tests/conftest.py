@@ -46,7 +46,9 @@ def cli(
 
 def _text_stream(data: bytes = b"") -> io.TextIOWrapper:
     """A text stream with a ``buffer`` (commands that write bytes use ``sys.stdout.buffer``)."""
-    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
+    return io.TextIOWrapper(
+        io.BytesIO(data), encoding="utf-8", errors="replace", newline=None, write_through=True
+    )
 
 
 def cli_here(
@@ -55,15 +57,20 @@ def cli_here(
     input: bytes | None = None,
     timeout: float = 120.0,
     env: dict[str, str] | None = None,
+    environ: dict[str, str] | None = None,
+    merged: bool = False,
 ) -> tuple[int, str, str]:
     """``benchlang.cli.main(ARGS)`` in this process, as ``cli`` runs it in another: its own cwd
-    and environment (``COLUMNS=200``, plus ``env``), stdin from ``input``, stdout and stderr
-    captured, Python warnings printed to the captured stderr as an interpreter would, and
-    ``SystemExit`` (argparse's usage errors, ``--help``) as the status. ``timeout`` is accepted
-    for the signature ``cli`` has; the test's own timeout bounds the call."""
+    and environment (``COLUMNS=200``, plus ``env``; or exactly ``environ``), stdin from
+    ``input``, stdout and stderr captured (``merged``: into one stream, in the order they were
+    written, as a terminal shows them; stderr is then ""), Python warnings printed to the
+    captured stderr as an interpreter would, and ``SystemExit`` (argparse's usage errors,
+    ``--help``) as the status. ``timeout`` is accepted for the signature ``cli`` has; the
+    test's own timeout bounds the call."""
     from benchlang.cli import main
 
-    out, err = _text_stream(), _text_stream()
+    out = _text_stream()
+    err = out if merged else _text_stream()
 
     def show(message, category, filename, lineno, file=None, line=None):
         err.write(warnings.formatwarning(message, category, filename, lineno, line))
@@ -71,8 +78,11 @@ def cli_here(
     with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = show
+        if environ is not None:
+            for key in set(os.environ) - set(environ):
+                patch.delenv(key)
         patch.setenv("COLUMNS", "200")
-        for key, value in (env or {}).items():
+        for key, value in {**(env or {}), **(environ or {})}.items():
             patch.setenv(key, value)
         if cwd is not None:
             patch.chdir(cwd)
@@ -91,7 +101,7 @@ def cli_here(
     return (
         int(status or 0),
         out.buffer.getvalue().decode(errors="replace"),
-        err.buffer.getvalue().decode(errors="replace"),
+        "" if merged else err.buffer.getvalue().decode(errors="replace"),
     )
 
 
