@@ -8,7 +8,6 @@ import re
 import sys
 
 from benchlang.app.analysis import analyze_csv, analyze_store, order_of
-from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
 from benchlang.cli.common import load_experiment, print_spec_profile
 from benchlang.cli.options import stores_and_spec
@@ -102,12 +101,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.store:
         raise UserError("give the store of a run (or --data FILE.csv)", "benchlang analyze STORE")
     stores, args.spec = stores_and_spec(args.paths, args.store, "analyze")
-    if len(stores) == 1:
+    if len(stores) == 1 and args.spec:
+        from benchlang.app.plan import analysis_target  # the plan compiler: only with a spec
+
         target = analysis_target(stores[0], args.spec, args.plan)
         if target.note:
             print(f"note: {target.note}", file=sys.stderr)
         plan_hash, experiment = target.plan_hash, target.experiment
-    else:  # a campaign: each store's own plan (its seed may differ), the spec's analysis
+    else:  # a campaign: each store's own plan (its seed may differ), the spec's analysis;
+        # one store without a spec: --plan or its latest plan, its stored spec
         plan_hash = args.plan
         experiment = load_experiment(args.spec) if args.spec else None
     found = analyze_store(stores, plan_hash, experiment, args.per_series_independence)
