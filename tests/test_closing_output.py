@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli_here
 from tests.docs_sessions import blocks, environment
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -51,14 +52,10 @@ def in_terminal(argv: list[str], cwd: Path, columns: int = 100) -> tuple[int, st
 
 
 def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchlang", *args],
-        cwd=cwd,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """A command in this process (``cli_here``), in a user's shell's environment; only what a
+    terminal shows (``in_terminal``) needs a process of its own."""
+    code, out, err = cli_here(args, cwd=cwd, environ=environment())
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 @pytest.fixture(scope="module")
