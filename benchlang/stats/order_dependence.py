@@ -8,7 +8,7 @@ Systems" (EPFL Press 2010), §2.2.1, Theorem 2.1 (order-statistic CI of the medi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 import attrs
@@ -41,20 +41,42 @@ def median_ci_ranks(n: ArrayLike, level: float) -> tuple[np.ndarray, np.ndarray,
     (n small: 2^(1-n) > 1 - level) the ranks fall back to (1, n) and the returned achieved
     level says so. Vectorised over ``n``; returns ``(j, k, achieved_level)``.
     """
-    from scipy import stats
-
+    cdf, ppf = _binomial_half()
     n = np.asarray(n, dtype=np.int64)
     if np.any(n < 1):
         raise ValueError("median_ci_ranks needs n >= 1 samples")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level!r}")
     tail = (1.0 - level) / 2.0
-    t = stats.binom.ppf(tail, n, 0.5).astype(np.int64)
-    t = np.where(stats.binom.cdf(t, n, 0.5) <= tail * (1 + _REL_TOL), t, t - 1)
+    t = ppf(tail, n).astype(np.int64)
+    t = np.where(cdf(t, n) <= tail * (1 + _REL_TOL), t, t - 1)
     j = np.clip(t + 1, 1, (n + 1) // 2)
     k = n + 1 - j
-    achieved = np.where(k > j, 1.0 - 2.0 * stats.binom.cdf(j - 1, n, 0.5), 0.0)
+    achieved = np.where(k > j, 1.0 - 2.0 * cdf(j - 1, n), 0.0)
     return j, k, achieved
+
+
+def _binomial_half() -> tuple[Callable[..., np.ndarray], Callable[..., np.ndarray]]:
+    """The Binomial(n, 1/2) CDF and quantile function: the compiled kernels behind
+    ``scipy.stats.binom`` (the same numbers, its support handled as it does: 0 below 0, 1
+    from n on) without importing ``scipy.stats``, a second of start-up of which half parses
+    docstrings; ``scipy.stats.binom`` itself where a scipy lacks them."""
+    try:
+        from scipy.special._ufuncs import _binom_cdf, _binom_ppf
+    except ImportError:  # pragma: no cover - an older or newer scipy
+        from scipy.stats import binom
+
+        return (lambda k, n: binom.cdf(k, n, 0.5)), (lambda q, n: binom.ppf(q, n, 0.5))
+
+    def cdf(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+        k = np.floor(np.asarray(k, dtype=float))
+        inside = _binom_cdf(np.clip(k, 0, n), n, 0.5)
+        return np.where(k < 0, 0.0, np.where(k >= n, 1.0, inside))
+
+    def ppf(q: float, n: np.ndarray) -> np.ndarray:
+        return np.asarray(_binom_ppf(q, n, 0.5), dtype=float)
+
+    return cdf, ppf
 
 
 def eta_squared_h(h: float, n: int, k: int) -> tuple[float, bool]:
