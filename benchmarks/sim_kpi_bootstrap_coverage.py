@@ -27,10 +27,9 @@ import math
 import time
 
 import numpy as np
-from scipy.special import ndtri
+from scipy.special import bdtr, ndtri
 
 from benchlang.stats._kpi_bootstrap_table import CONFIDENCES, SIZES
-from benchlang.stats._orderstat import binom_cdf
 from benchlang.stats.kpi_bootstrap import (
     bootstrap_bounds,
     jackknife_percentiles,
@@ -51,7 +50,7 @@ INTERVALS = ("percentile", "bca")
 def replicates_of_rank(rng, ordered: np.ndarray, k: int, b: int) -> np.ndarray:
     """``b`` bootstrap replicates of x_(k) for each row of ``ordered`` (m x n, sorted)."""
     m, n = ordered.shape
-    cdf = 1.0 - binom_cdf(k - 1, n, np.arange(1, n + 1) / n)
+    cdf = 1.0 - bdtr(k - 1, n, np.arange(1, n + 1) / n)
     j = np.minimum(np.searchsorted(cdf, rng.random((m, b)), side="left"), n - 1)
     return np.take_along_axis(ordered, j, axis=1)
 
