@@ -6,10 +6,11 @@ trial. The page then has its stopping, profile and failed-trials sections."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+
+from tests.conftest import cli_here
 
 SPEC = """benchlang 1
 experiment reported {
@@ -28,13 +29,9 @@ experiment reported {
 
 
 def _benchlang(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchlang", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
+    """The CLI in this process (``cli_here``): what is tested is the page, not a process."""
+    code, out, err = cli_here(args, cwd=cwd)
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def test_run_report_then_report_command(tmp_path: Path) -> None:
