@@ -8,14 +8,13 @@ Experiments, 8th ed., §5.3) rather than against the code under test."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from benchlang.jsonout import loads
+from tests.conftest import cli_here
 
 VALUE = """import os, random, sys
 tool, level = sys.argv[1], int(sys.argv[2])
@@ -72,15 +71,10 @@ experiment forms {
 
 
 def _cli(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchlang", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout + done.stderr
+    """The CLI in this process (``cli_here``); the trials it runs are processes."""
+    code, out, err = cli_here(args, cwd=cwd)
+    assert code == 0, err
+    return out + err
 
 
 @pytest.fixture(scope="module")
