@@ -4,14 +4,15 @@ configuration and value) and computing each configuration's median and percentil
 
 The stores are made as a user makes them: `benchlang import` of a generated per-trial CSV
 (10 configurations in rounds of 10, random order, seeded log-normal values; OrderSage's
-columns). The floor and `analyze` (and, with ``--before DIR``, `analyze` of another checkout:
-the code before) run interleaved, in turns whose order rotates, ``--repeat`` turns (5-9 for
-the docs); printed: medians of CPU seconds (user + system, the children's rusage) and of wall
+columns; ``mixed``: every other round in the fixed order, OrderSage's design, for which
+analyze adds the order report). The floor and `analyze` (and, with ``--before DIR``,
+`analyze` of another checkout: the code before) run interleaved, in turns whose order
+rotates, ``--repeat`` turns (5-9 for the docs); printed: medians of CPU seconds (user + system, the children's rusage) and of wall
 seconds, the peak RSS, and the median of the per-turn CPU ratios to the floor. Goal: <= 3x the
 floor's CPU, <= 400 MB.
 
     python benchmarks/bench_analyze_scale.py [--sizes 10000,100000,1000000] [--repeat 5]
-        [--keep DIR] [--before DIR]
+        [--orders random,mixed] [--keep DIR] [--before DIR]
 """
 
 from __future__ import annotations
@@ -40,25 +41,31 @@ print([np.percentile(g, [5, 25, 50, 75, 95]).tolist() for g in groups][:1])
 """
 
 
-def make_csv(path: Path, rows: int) -> None:
-    """A per-trial CSV: 10 configurations in rounds of 10 in random order, seeded values."""
+def make_csv(path: Path, rows: int, orders: str) -> None:
+    """A per-trial CSV: 10 configurations in rounds of 10 in random order (``orders``
+    "random"), or every other round in the fixed order (``mixed``: OrderSage's design, so
+    analyze adds the order report), seeded values."""
     rng = np.random.default_rng(53)
-    config = np.argsort(rng.random((rows // 10 + 1, 10)), axis=1).ravel()[:rows]
+    rounds = np.argsort(rng.random((rows // 10 + 1, 10)), axis=1)
+    fixed = np.arange(rounds.shape[0]) % 2 == 0 if orders == "mixed" else np.zeros(0, bool)
+    rounds[np.flatnonzero(fixed)] = np.arange(10)
+    config = rounds.ravel()[:rows]
+    kind = np.where(np.repeat(fixed, 10)[:rows], "fixed", "random") if fixed.size else None
     values = rng.lognormal(-3, 0.1, rows)
     with path.open("w") as f:
         f.write("test,order,run_seq,position,value\n")
         f.writelines(
-            f"t{c},random,{i // 10},{i % 10},{v:.6g}\n"
+            f"t{c},{'random' if kind is None else kind[i]},{i // 10},{i % 10},{v:.6g}\n"
             for i, (c, v) in enumerate(zip(config.tolist(), values.tolist(), strict=True))
         )
 
 
-def make_store(root: Path, rows: int) -> Path:
+def make_store(root: Path, rows: int, orders: str) -> Path:
     """The store `benchlang import` writes from the CSV of ``rows`` trials (reused if kept)."""
-    store = root / f"import-{rows}.sqlite"
+    store = root / f"import-{orders}-{rows}.sqlite"
     if not store.exists():
-        csv = root / f"trials-{rows}.csv"
-        make_csv(csv, rows)
+        csv = root / f"trials-{orders}-{rows}.csv"
+        make_csv(csv, rows, orders)
         cmd = [sys.executable, "-m", "benchlang", "import", str(csv), "--store", str(store)]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         csv.unlink()
@@ -66,9 +73,13 @@ def make_store(root: Path, rows: int) -> Path:
 
 
 def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """(CPU seconds, wall seconds, peak RSS in KiB) of a command, by ``os.wait4``."""
+    """(CPU seconds, wall seconds, peak RSS in KiB) of a command, by ``os.wait4``; run from
+    the root directory, so that ``-m benchlang`` finds the checkout of ``PYTHONPATH``, not
+    one in the working directory."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, env=env, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode() if proc.stderr else ""
@@ -94,6 +105,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="turns (medians over them)")
     parser.add_argument("--keep", help="directory to keep the stores in (made if missing)")
     parser.add_argument("--before", help="another checkout: its `analyze` runs in the turns too")
+    parser.add_argument(
+        "--orders", default="random,mixed", help="the stores' round orders: random, mixed"
+    )
     args = parser.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-analyze-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -104,9 +118,12 @@ def main() -> int:
     prepare(here, after_env)
     if args.before:
         prepare(args.before, before_env or env)
-    print(f"{'rows':>9} {'case':28} {'CPU s':>7} {'wall s':>7} {'peak MiB':>9} {'x floor':>8}")
-    for rows in (int(x) for x in args.sizes.split(",")):
-        store = make_store(root, rows)
+    print(
+        f"{'rows':>9} {'orders':7} {'case':22} {'CPU s':>7} {'wall s':>7} {'peak MiB':>9} {'x floor':>8}"
+    )
+    sizes = [int(x) for x in args.sizes.split(",")]
+    for rows, orders in ((r, o) for r in sizes for o in args.orders.split(",")):
+        store = make_store(root, rows, orders)
         analyze = [sys.executable, "-m", "benchlang", "analyze", "--store", str(store)]
         cases = {"floor: sqlite3 + numpy": ([sys.executable, "-c", FLOOR, str(store)], env)}
         if before_env:
@@ -129,7 +146,7 @@ def main() -> int:
             if name.startswith("analyze"):
                 ok = ratio <= 3 and peak <= 400
                 verdict = "  ok" if ok else "  misses 3x / 400 MB"
-            print(f"{rows:9d} {name:28} {np.median(cpu):7.2f} {wall:7.2f} {peak:9.0f} "
+            print(f"{rows:9d} {orders:7} {name:22} {np.median(cpu):7.2f} {wall:7.2f} {peak:9.0f} "
                   f"{ratio:8.2f}{verdict}", flush=True)  # fmt: skip
     return 0
 
