@@ -9,11 +9,20 @@ importers) it consults.
 from __future__ import annotations
 
 import functools
-from importlib.metadata import EntryPoint, EntryPoints, entry_points
+from collections.abc import Iterable
+from importlib.metadata import EntryPoint, entry_points
+from typing import Protocol
+
+
+class _Installed(Protocol):
+    """What ``entry_points()`` returns: SelectableGroups up to Python 3.11, EntryPoints since
+    3.12; both select a group."""
+
+    def select(self, *, group: str) -> Iterable[EntryPoint]: ...
 
 
 @functools.cache
-def _installed() -> EntryPoints:
+def _installed() -> _Installed:
     return entry_points()
 
 

@@ -155,13 +155,14 @@ class LocalSession(Spawned):
         if isinstance(limits, str):
             return _not_limited(limits, started)
         t0 = time.perf_counter()
-        if self._launcher.path is not None:
+        pool = self._pool  # made exactly when the launcher was built
+        if pool is not None:
             aslr = "0" if command.aslr is None else "A" if command.aslr else "R"
             field = limits.launcher_field() if limits is not None else ""
             try:
                 environment = self._environment(command.env)
                 message = encode_request(argv, environment, cwd, command.timeout, aslr, field)
-                resident = self._pool.hand_over(message)
+                resident = pool.hand_over(message)
             except (OSError, ValueError) as exc:
                 if limits is not None:
                     limits.remove()
@@ -182,33 +183,32 @@ class LocalSession(Spawned):
     def _reported(self, trial: Trial, report: bytes) -> Execution:
         """The Execution from the launcher's report; a launcher that ended without one fails
         the trial with the reason (and is replaced at the next trial)."""
-        resident = trial.launcher
-        assert resident is not None
+        resident, pool = trial.launcher, self._pool
+        assert resident is not None and pool is not None
         fields = parse_report(report)
-        failure = None
-        output = NO_OUTPUT
         if fields is None:
             files = resident.running()[1]
-            why = self._pool.retire(resident)
-            output = self._pool.output(resident.pid, files)
-            failure = f"the trial's launcher ended ({why}) before it reported the trial"
-        elif fields[0] == "files":
-            self._pool.idle(resident)
+            why = pool.retire(resident)
+            output = pool.output(resident.pid, files)
+            return self._unreported(
+                trial, output, f"the trial's launcher ended ({why}) before it reported the trial"
+            )
+        if fields[0] == "files":
+            pool.idle(resident)
             why = os.strerror(int(fields[1]))
-            failure = f"cannot create the trial's output files in {self._scratch}: {why}"
-        if failure is not None:
-            reasons = dict.fromkeys(_RUSAGE_NAMES, failure)
-            rusage = {"wall_time": time.perf_counter() - trial.t0}
-            if trial.limits is not None:
-                trial.limits.remove()
-            return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
+            return self._unreported(
+                trial,
+                NO_OUTPUT,
+                f"cannot create the trial's output files in {self._scratch}: {why}",
+            )
         if fields[10] == "1":  # cancelled: by us, or by a signal that also ends the launcher
-            self._pool.retire(resident, cancelled=True)
+            pool.retire(resident, cancelled=True)
         else:
-            self._pool.idle(resident)
+            pool.idle(resident)
         code, rusage = int(fields[0]), report_measures(fields)
+        failure: str | None = None
         try:
-            output = self._pool.output(resident.pid, *map(int, fields[12:15]))
+            output = pool.output(resident.pid, *map(int, fields[12:15]))
         except FileNotFoundError as err:
             failure = f"the trial's output file {err.filename} was deleted while it ran"
             output = NO_OUTPUT
@@ -217,6 +217,14 @@ class LocalSession(Spawned):
         return self._execution(
             trial, code, timed_out, rusage, {}, left, output, failure, cpu_killed
         )
+
+    def _unreported(self, trial: Trial, output: Output, failure: str) -> Execution:
+        """A trial failed before its launcher reported it: every measure unavailable."""
+        reasons = dict.fromkeys(_RUSAGE_NAMES, failure)
+        rusage = {"wall_time": time.perf_counter() - trial.t0}
+        if trial.limits is not None:
+            trial.limits.remove()
+        return self._execution(trial, -9, False, rusage, reasons, 0, output, failure)
 
     def _execution(
         self,
@@ -233,6 +241,7 @@ class LocalSession(Spawned):
         elapsed = time.perf_counter() - trial.t0
         stdout, out_size, out_path, stderr, err_size, err_path = output
         if trial.limits is not None:
+            assert trial.request is not None  # the limits were made from it (trial_limits)
             measured, missing, limited = concluded(
                 trial.limits, trial.request, exit_status, cpu_killed
             )
@@ -262,6 +271,7 @@ class LocalSession(Spawned):
         """Kill a trial from here: the fallback's timeout, or a cancelled execute."""
         if trial.launcher is not None:
             # The launcher kills and reaps the trial when told; killed itself if it does not.
+            assert self._pool is not None  # a trial has a launcher only from the pool
             self._pool.retire(trial.launcher, cancelled=bool(trial.launcher.cancel()))
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -290,9 +300,8 @@ class LocalSession(Spawned):
         report, ended = b"", "exited"
         try:
             if trial.launcher is not None:
-                report = trial.launcher.report_within(DIRECT_WAIT) if self._alone() else None
-                if report is None:
-                    report = await trial.launcher.report()
+                direct = trial.launcher.report_within(DIRECT_WAIT) if self._alone() else None
+                report = direct if direct is not None else await trial.launcher.report()
             else:
                 ended = await wait_exit(trial.pid, command.timeout, trial.limits)
         except BaseException:
@@ -390,7 +399,7 @@ class LocalBackend(FixedHosts):
     ) -> None:
         self.spec_dir = spec_dir
         self.slots = slots
-        self.declared = dict(declared or {})
+        self.declared: Mapping[str, Mapping[str, str]] = dict(declared or {})
         """Facts given in ``facts from file``, per host, over the ones read here."""
 
     @classmethod

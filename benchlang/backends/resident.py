@@ -324,9 +324,10 @@ class LauncherPool:
         with self._starting:
             cgroup = self.cgroup
             if cgroup is not None and any(r.cgroup is cgroup for r in self._residents):
-                cgroup = TrialCgroup.create()
-                if isinstance(cgroup, str):
-                    raise OSError(f"a second launcher needs a cgroup of its own: {cgroup}")
+                created = TrialCgroup.create()
+                if isinstance(created, str):
+                    raise OSError(f"a second launcher needs a cgroup of its own: {created}")
+                cgroup = created
             resident = ResidentLauncher(self.path, self._null, self._scratch_fd, cgroup)
             self._residents.add(resident)
         return resident
