@@ -1,6 +1,7 @@
 """End to end: A/B layout designs (Bakshy & Frachtenberg, WWW 2015, the method behind
-Facebook's Perflab) run on local worker slots, through `python -m benchlang` subprocesses (check,
-plan, run, analyze, results) with the real local backend and store.
+Facebook's Perflab) run on local worker slots, through the CLI in process (check, plan, run,
+analyze, results; ``cli_in_process``) with the real local backend and store; the run killed
+with SIGKILL is a process of its own, since the kill is what is tested.
 
 - a fully balanced layout detects a known 5% slowdown and an A/A layout (identical versions) is
   not flagged; the mixed-effects fit on the same store agrees;
@@ -93,21 +94,19 @@ def layout_spec(treatment: str, confidence: int, seed: int) -> str:
     )
 
 
-def run_layout(workdir: Path, run_cli, spec_text: str) -> dict:
-    """Check, plan, run and analyse a spec in its own directory (real subprocesses)."""
+def run_layout(workdir: Path, cli, spec_text: str) -> dict:
+    """Check, plan, run and analyse a spec in its own directory (the CLI in process)."""
     workdir.mkdir()
     (workdir / "ab.bench").write_text(spec_text)
     (workdir / "value.awk").write_text(VALUE_AWK)
-    status, out, err = run_cli(["check", "ab.bench"], cwd=workdir)
+    status, out, err = cli(["check", "ab.bench"], cwd=workdir)
     assert status == 0 and "warning" not in out + err, out + err
-    status, plan_json, err = run_cli(["plan", "ab.bench", "--json"], cwd=workdir)
+    status, plan_json, err = cli(["plan", "ab.bench", "--json"], cwd=workdir)
     assert status == 0, err
-    status, out, err = run_cli(
-        ["run", "ab.bench", "--store", "ab.sqlite"], cwd=workdir, timeout=600
-    )
+    status, out, err = cli(["run", "ab.bench", "--store", "ab.sqlite"], cwd=workdir, timeout=600)
     assert status == 0, out + err
     assert "Traceback" not in out + err
-    status, analysis, err = run_cli(
+    status, analysis, err = cli(
         ["analyze", "ab.bench", "--store", "ab.sqlite", "--json"], cwd=workdir
     )
     assert status == 0, err
@@ -123,7 +122,7 @@ def run_layout(workdir: Path, run_cli, spec_text: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def ab_runs(tmp_path_factory, run_cli) -> dict[str, dict]:
+def ab_runs(tmp_path_factory, cli_in_process) -> dict[str, dict]:
     """An A/B run (treatment 1.05x) and an A/A run (identical versions), with seeded values.
 
     Clusters: request (R = 20 clusters; the H = 4 slots would be far too few clusters for a
@@ -132,8 +131,8 @@ def ab_runs(tmp_path_factory, run_cli) -> dict[str, dict]:
     """
     base = tmp_path_factory.mktemp("ab_layout")
     return {
-        "ab": run_layout(base / "ab", run_cli, layout_spec("1.05", 95, seed=2015)),
-        "aa": run_layout(base / "aa", run_cli, layout_spec("1.00", 99, seed=2016)),
+        "ab": run_layout(base / "ab", cli_in_process, layout_spec("1.05", 95, seed=2015)),
+        "aa": run_layout(base / "aa", cli_in_process, layout_spec("1.00", 99, seed=2016)),
     }
 
 
@@ -200,7 +199,7 @@ def test_a_a_layout_is_not_flagged(ab_runs):
 
 
 @pytest.mark.slow
-def test_warmup_and_cooldown_are_stored_and_left_out(ab_runs, run_cli):
+def test_warmup_and_cooldown_are_stored_and_left_out(ab_runs, cli_in_process):
     got = ab_runs["ab"]
     db = sqlite3.connect(got["store"])
     try:
@@ -227,7 +226,7 @@ def test_warmup_and_cooldown_are_stored_and_left_out(ab_runs, run_cli):
         )
         assert phase == expected, (trial, round_, position)
 
-    results = cli_json(run_cli, ["results", got["store"], "--json"])["configurations"]
+    results = cli_json(cli_in_process, ["results", got["store"], "--json"])["configurations"]
     by_version = {row["configuration"]["levels"]["version"]: row for row in results}
     assert set(by_version) == {"control", "treatment"}
     for row in by_version.values():
@@ -236,8 +235,8 @@ def test_warmup_and_cooldown_are_stored_and_left_out(ab_runs, run_cli):
     assert f"{BATCHES * (W + C)} warm-up/cool-down trials ran and are left out" in got["stdout"]
 
 
-def cli_json(run_cli, args: list) -> object:
-    status, out, err = run_cli(args)
+def cli_json(cli, args: list) -> object:
+    status, out, err = cli(args)
     assert status == 0, err
     return json.loads(out)
 
@@ -324,14 +323,15 @@ def started(path: Path) -> list[int]:
 
 
 @pytest.mark.slow
-def test_resume_after_sigkill_mid_batch(tmp_path, run_cli):
+def test_resume_after_sigkill_mid_batch(tmp_path, cli_in_process):
     """Both slots are stopped at a gated trial in the middle of their second batch, then the
     run is SIGKILLed: the store holds exactly the trials before the gates. `--resume` then
     runs each missing trial once, with the phase, round, position and host of the plan, and
-    resets the two interrupted batches (a new service instance) before continuing them."""
+    resets the two interrupted batches (a new service instance) before continuing them. The
+    killed run is a subprocess by necessity (SIGKILL); the plan and the resumed runs are not."""
     spec = SMALL.format(command=GATED, requests=4, repetitions=2, warmup=1, cooldown=1)
     (tmp_path / "small.bench").write_text(spec)
-    status, plan_json, err = run_cli(["plan", "small.bench", "--json"], cwd=tmp_path)
+    status, plan_json, err = cli_in_process(["plan", "small.bench", "--json"], cwd=tmp_path)
     assert status == 0, err
     plan = json.loads(plan_json)
     total = len(plan["trials"]["phase"])
@@ -363,9 +363,9 @@ def test_resume_after_sigkill_mid_batch(tmp_path, run_cli):
     before_kill = reset_lines(tmp_path / "resets.log")
     assert len({(v, h) for v, h, _ in before_kill}) == len(before_kill) == 4  # one per batch
 
-    status, _out, err = run_cli(["run", "small.bench", "--store", store, "-q"], cwd=tmp_path)
+    status, _out, err = cli_in_process(["run", "small.bench", "--store", store, "-q"], cwd=tmp_path)
     assert status == 2 and "--resume" in err
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["run", "small.bench", "--store", store, "-q", "--resume"], cwd=tmp_path
     )
     assert status == 0, out + err
@@ -411,10 +411,10 @@ def test_resume_after_sigkill_mid_batch(tmp_path, run_cli):
     ]
     assert sorted((v, h) for v, h, _ in resets[4:]) == sorted(interrupted), resets
 
-    results = cli_json(run_cli, ["results", store, "--json"])["configurations"]
+    results = cli_json(cli_in_process, ["results", store, "--json"])["configurations"]
     assert [(row["n"], row["failures"]) for row in results] == [(8, 0), (8, 0)]
 
-    status, _out, err = run_cli(
+    status, _out, err = cli_in_process(
         ["run", "small.bench", "--store", store, "-q", "--resume"], cwd=tmp_path
     )
     assert status == 0, err
@@ -438,7 +438,7 @@ echo "$1 $2"
 """
 
 
-def test_worker_slots_run_at_the_same_time(tmp_path, run_cli):
+def test_worker_slots_run_at_the_same_time(tmp_path, cli_in_process):
     """12 trials on two slots, paired by a barrier: the k-th trial of a slot only ends after
     the k-th trial of the other slot has started. If the slots ran one after the other, every
     trial would fail after 30 s. The store's start and end times show each pair overlapping
@@ -452,7 +452,7 @@ def test_worker_slots_run_at_the_same_time(tmp_path, run_cli):
         cooldown=0,
     )
     (tmp_path / "small.bench").write_text(spec)
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["run", "small.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path, timeout=300
     )
     assert status == 0, out + err
