@@ -165,7 +165,9 @@ def _next_second() -> None:
     time.sleep(1.0 - time.time() % 1.0 + 0.01)
 
 
-def drifting(root: Path, rng: np.random.Generator, pairs: int, histories: int) -> list[tuple]:
+def drifting(
+    root: Path, rng: np.random.Generator, pairs: int, histories: int, slow: float = 1.0
+) -> list[tuple]:
     """A/A pairs, one session a side, with ``--history`` of a drifting machine (``--part d``).
 
     The machine's log level at place t of the history (0..HISTORY_RUNS - 1) is DRIFT · t
@@ -188,7 +190,9 @@ def drifting(root: Path, rng: np.random.Generator, pairs: int, histories: int) -
                     _next_second()
                     level = float(np.exp(line[t] + rng.normal(0.0, DRIFT_SESSION)))
                     salt = int(rng.integers(1, 1 << 20))
-                    stores[i, side] = make_session(root, f"d{h}-{i}-{side}", level, salt)
+                    stores[i, side] = make_session(
+                        root, f"d{h}-{i}-{side}", level, salt, slow if side else 1.0
+                    )
         for i in range(count):
             res.append(tally(diff([stores[i, 0]], [stores[i, 1]], history=history)))
     return res
@@ -198,6 +202,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pairs", type=int, default=200)
     p.add_argument("--histories", type=int, default=10, help="--part d: drifting histories")
+    p.add_argument("--slow", type=float, default=1.0, help="--part d: tool=slow x this on B")
     p.add_argument("--sets", type=int, default=5)
     p.add_argument("--seed", type=int, default=48)
     p.add_argument("--part", choices=("1", "3", "5", "h", "d", "all"), default="all",
@@ -229,8 +234,9 @@ def main() -> None:
                 rows.append((f"{what}, --history of 10 sessions", 1, total, res))
         if args.part in ("d", "all"):
             rng = np.random.default_rng([args.seed, 20])
-            res = drifting(root, rng, args.pairs, args.histories)
-            what = f"A/A, --history of 10 sessions drifting {DRIFT:.0%} a session"
+            res = drifting(root, rng, args.pairs, args.histories, args.slow)
+            change = "A/A" if args.slow == 1.0 else f"{args.slow - 1:+.0%} tool=slow"
+            what = f"{change}, --history of 10 sessions drifting {DRIFT:.0%} a session"
             rows.append((what, 1, args.pairs, res))
         for n in (3, 5):
             if args.part not in (str(n), "all"):

@@ -281,3 +281,22 @@ def test_the_spread_borrowed_is_the_history_s_at_the_sessions_lag(sessions, cli_
     assert status == 0 and doc["spread"] == "within session only", err
     far = [w for w in doc["warnings"] if "are 8 runs apart in it" in w]
     assert len(far) == 2 and all("fewer than 2 pairs that far apart" in w for w in far)
+
+
+def test_lag_spread_is_the_mssd_at_lag_1_and_holds_a_drift_at_longer_lags():
+    """At lag 1 the semivariogram is von Neumann's MSSD with its Satterthwaite df; on a
+    drifting line the spread at lag 5 holds the drift over five runs, which lag 1 misses."""
+    from benchlang.stats.sessions import lag_spread
+
+    rng = np.random.default_rng(3)
+    y = rng.normal(0.0, 0.02, 12)
+    sd, df = lag_spread(np.exp(y), 1)
+    assert sd**2 == pytest.approx(np.sum(np.diff(y) ** 2) / (2 * 11))
+    assert df == pytest.approx(2 * 11**2 / (3 * 12 - 4))
+    line = np.exp(0.02 * np.arange(12) + y)
+    near, far = lag_spread(line, 1)[0], lag_spread(line, 5)[0]
+    assert far**2 == pytest.approx(np.mean((np.log(line[5:]) - np.log(line[:-5])) ** 2) / 2)
+    assert far > 2 * near
+    # chains of 12 points 5 apart: two of 3 points, three of 2
+    assert lag_spread(line, 5)[1] == pytest.approx(2 * (2 * 2**2 / 5) + 3 * (2 * 1**2 / 2))
+    assert all(math.isnan(v) for v in lag_spread(line, 11))
