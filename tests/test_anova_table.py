@@ -199,18 +199,12 @@ experiment dm {
 
 
 def _cli(cwd, *args: str, code: int = 0) -> str:
-    import subprocess
-    import sys
+    """The CLI in this process (``cli_here``); the trials it runs are processes."""
+    from tests.conftest import cli_here
 
-    done = subprocess.run(
-        [sys.executable, "-m", "benchlang", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == code, done.stderr
-    return done.stdout + done.stderr
+    status, out, err = cli_here(args, cwd=cwd)
+    assert status == code, err
+    return out + err
 
 
 def test_datamill_tables_by_host_and_reduced_through_the_cli(tmp_path):
