@@ -283,3 +283,38 @@ def test_population_kpi_matches_the_order_statistic_by_hand():
     )
     paired = paired_over_inputs(kpis[:5], kpis[:5] - 1.0, 95)
     assert paired.refusal is not None and paired.min_n == 6
+
+
+def test_the_contrasts_over_inputs_hold_jointly(tmp_path, capsys):
+    """Three tools over nine traces: two contrasts against tool a, read as one claim, so
+    each is at 97.5% (Bonferroni over the list); with 9 pairs that is ranks (1, 9), where
+    95% alone would be (2, 8)."""
+    traces = {f"u{i}": float(i) for i in range(1, 10)}
+    listed = ", ".join(f'"{t}"' for t in traces)
+    spec = (
+        POPULATION.replace('["a", "b"]', '["a", "b", "c"]')
+        .replace(TRACES, listed)
+        .replace(
+            ", ".join(f"{t}={b}" for t, b in BASES.items()),
+            ", ".join(f"{t}={b}" for t, b in traces.items()),
+        )
+    )
+    path = tmp_path / "three.sqlite"
+    (tmp_path / "three.bench").write_text(spec, encoding="utf-8")
+    assert main(["run", str(tmp_path / "three.bench"), "--store", str(path), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(path), "--json"]) == 0
+    doc = strict(capsys.readouterr().out)
+    kpis = {r["levels"]["tool"]: r["input_kpis"] for r in doc["population"]["kpis"]}
+    contrasts = doc["population"]["contrasts"]
+    assert [(c["a"], c["b"]) for c in contrasts] == [("b", "a"), ("c", "a")]
+    for c in contrasts:
+        assert c["family"] == {"contrasts": 2, "joint_confidence": 95.0}
+        assert c["confidence"] == pytest.approx(97.5)
+        assert c["ranks"] == [1, 9]
+        d = sorted(x - y for x, y in zip(kpis[c["a"]], kpis["a"], strict=True))
+        assert (c["lower"], c["upper"]) == (d[0], d[8])
+        assert c["achieved_confidence"] == pytest.approx(100 * (1 - 2 / 512))
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "interval at 95% jointly over 2 contrasts" in out

@@ -85,6 +85,8 @@ class PopulationContrast:
     b: Any
     cell: str
     result: PairedOverInputs
+    family: int = 1
+    joint_confidence: float = math.nan
 
     def line(self, unit: str | None = None) -> str:
         """``time, tool=b - tool=a, paired by trace: median difference ...``."""
@@ -97,8 +99,13 @@ class PopulationContrast:
         if r.refusal:
             return head + f"refused: {r.refusal}"
         u = f" {unit}" if unit else ""
+        held = (
+            f"{r.confidence:g}% interval"
+            if self.family == 1
+            else f"interval at {self.joint_confidence:g}% jointly over {self.family} contrasts"
+        )
         return head + (
-            f"median difference {r.median:.4g}{u}, {r.confidence:g}% interval "
+            f"median difference {r.median:.4g}{u}, {held} "
             f"[{r.lower:.4g}, {r.upper:.4g}] over {r.n} inputs"
         )
 
@@ -111,6 +118,7 @@ class PopulationContrast:
             "b": self.b,
             "cell": self.cell,
             **self.result.to_dict(),
+            "family": {"contrasts": self.family, "joint_confidence": self.joint_confidence},
         }
 
 
@@ -152,7 +160,7 @@ def population_analysis(
     configs = data.configurations()
     several = len({b for _, _, b, _ in configs}) > 1
     by_label = {(r.metric, r.configuration): r for r in results}
-    out, contrasts = [], []
+    out, compared = [], []
     for k in exp.kpis:
         p, c = population_settings(pop, k)
         cells: dict[tuple, list[tuple[Any, float]]] = {}
@@ -180,15 +188,31 @@ def population_analysis(
                     names[key][1],
                 )
             )
-        contrasts += _contrasts(k.metric, pop.factor, cells, k.confidence, several)
-    return PopulationAnalysis(tuple(out), tuple(contrasts))
+        compared += _contrast_pairs(k.metric, pop.factor, cells, k.confidence, several)
+    return PopulationAnalysis(tuple(out), tuple(_joint(compared)))
 
 
-def _contrasts(
-    metric: str, factor: str, cells: dict[tuple, list], confidence: float, several: bool
-) -> list[PopulationContrast]:
-    """Each other factor's levels against its first, the rest fixed, paired by input."""
+def _joint(pairs: list[tuple]) -> list[PopulationContrast]:
+    """The contrasts as one family: a reader takes the list of intervals as one claim, so
+    each is at 1 - (1 - C)/k (Bonferroni over the k contrasts listed, every metric's; Dunn
+    1961), which also raises the inputs each needs; a family of one is as before."""
+    k = len(pairs)
     out = []
+    for metric, factor, name, level, first, cell, a, b, confidence in pairs:
+        each = 100.0 - (100.0 - float(confidence)) / k
+        result = paired_over_inputs(a, b, each)
+        out.append(
+            PopulationContrast(metric, factor, name, level, first, cell, result, k, confidence)
+        )
+    return out
+
+
+def _contrast_pairs(
+    metric: str, factor: str, cells: dict[tuple, list], confidence: float, several: bool
+) -> list[tuple]:
+    """Each other factor's levels against its first, the rest fixed, paired by input: the
+    two levels' KPIs on their shared inputs."""
+    out: list[tuple] = []
     keys = list(cells)
     for bench, rest in keys:
         levels = dict(rest)
@@ -204,9 +228,18 @@ def _contrasts(
             a = dict(cells[(bench, rest)])
             b = dict(cells[(bench, tuple(base.items()))])
             shared = [i for i in a if i in b]
-            result = paired_over_inputs(
-                np.array([a[i] for i in shared]), np.array([b[i] for i in shared]), confidence
-            )
             cell = _cell(bench, levels, {name}, several)
-            out.append(PopulationContrast(metric, factor, name, levels[name], first, cell, result))
+            out.append(
+                (
+                    metric,
+                    factor,
+                    name,
+                    levels[name],
+                    first,
+                    cell,
+                    np.array([a[i] for i in shared]),
+                    np.array([b[i] for i in shared]),
+                    confidence,
+                )
+            )
     return out
