@@ -6,9 +6,11 @@ test, order, run_seq, position, value; 10 configurations in rounds of 10, seeded
 values).
 
     python benchmarks/bench_store_size.py [--rows 10000 100000 1000000] [--repeat 3]
-        [--pythonpath DIR] [--keep DIR]
+        [--run-trials 3000] [--pythonpath DIR] [--keep DIR]
 
-``--pythonpath`` runs `benchlang import` from another checkout (e.g. one of the commit before
+First a run's store: ``--run-trials`` trials written one transaction each as ``benchlang run``
+writes them, the seven built-in measures a trial (bytes a trial, a commit's time).
+``--pythonpath`` runs `benchlang import` (and the run case) from another checkout (e.g. one of the commit before
 schema 6, ``git archive``d into DIR) for the before/after table. Each case runs ``--repeat``
 times (the median wall time is printed, with the peak RSS of the worst run); the floor and
 benchlang alternate run by run.
@@ -54,16 +56,62 @@ def _case(argv: list[str], target: Path, env: dict[str, str]) -> tuple[float, in
     return seconds, kib, size
 
 
+RUN = """
+import pathlib, statistics, sys, tempfile, time
+from benchlang.run.store import Store, TrialRecord
+BUILT_INS = ("wall_time", "user_time", "sys_time", "cpu_time", "max_rss", "minor_faults",
+             "major_faults")
+n = int(sys.argv[1])
+path = pathlib.Path(tempfile.mkdtemp()) / "run.sqlite"
+plan = "sha256:" + "0" * 64
+took = []
+with Store(path, create=True) as store:
+    store.add_plan(plan, "e", "sha256:s", 1, "{}")
+    for t in range(n):
+        record = TrialRecord(
+            trial=t, series=0, round=t // 2, position=t % 2, host="local", configuration=t % 2,
+            label=f"b[k={t % 2}]", benchmark="b", levels={"k": t % 2}, order_kind="random",
+            status="ok", reason=None, exit_status=0, timed_out=False, started=time.time(),
+            ended=time.time(), attempts=1, stdout_tail=b"", stderr_tail=b"",
+            measures={name: 0.001 * t + i for i, name in enumerate(BUILT_INS)}, series_values={})
+        start = time.perf_counter()
+        store.record_trial(plan, record)
+        took.append(time.perf_counter() - start)
+print(f"{path.stat().st_size / n:.0f} {statistics.median(took) * 1e3:.3f} {statistics.mean(took) * 1e3:.3f}")
+"""
+"""A run's trials written one transaction each (``Store.record_trial``), the seven built-in
+measures a trial: bytes a trial and the commit's median and mean milliseconds."""
+
+
+def run_trials(n: int, env: dict[str, str]) -> None:
+    """A run's store: bytes a trial and the time of a trial's commit."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(n)], env=env, capture_output=True, text=True, check=True
+    )
+    size, median, mean = done.stdout.split()
+    print(
+        f"run of {n} trials, 7 measures each (record_trial): {size} bytes a trial, "
+        f"commit median {median} ms, mean {mean} ms"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pythonpath", help="run benchlang from this checkout")
     parser.add_argument("--keep", help="directory for the CSV files (made if missing)")
+    parser.add_argument(
+        "--run-trials", type=int, default=3000, help="trials of the run case (0: none)"
+    )
     args = parser.parse_args()
     env = dict(os.environ)
     if args.pythonpath:
         env["PYTHONPATH"] = args.pythonpath
+    if args.run_trials:
+        run_trials(args.run_trials, env)
     prepare()
     print(
         f"{'rows':>9} {'case':28} {'median s':>8} {'peak MiB':>9} {'store MB':>9} "
