@@ -59,7 +59,7 @@ def test_the_estimates_are_unbiased_over_simulated_campaigns():
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory, run_cli_many):
+def campaign(tmp_path_factory, cli_in_process):
     here = tmp_path_factory.mktemp("campaign")
     (here / "c.bench").write_text(SPEC.format(other=110))
     (here / "other").mkdir()
@@ -72,14 +72,15 @@ def campaign(tmp_path_factory, run_cli_many):
     cwds = [here / f"s{i}" for i in range(4)]
     calls.append(["run", here / "other" / "c.bench", "--store", here / "o.sqlite", "-q"])
     cwds.append(here / "other")
-    for status, _, err in run_cli_many(calls, cwds):
+    for call, cwd in zip(calls, cwds, strict=True):
+        status, _, err = cli_in_process(call, cwd=cwd)
         assert status == 0, err
     return here
 
 
-def test_sessions_are_the_top_clusters_and_their_share_is_shown(campaign, run_cli):
+def test_sessions_are_the_top_clusters_and_their_share_is_shown(campaign, cli_in_process):
     stores = [campaign / f"s{i}.sqlite" for i in range(4)]
-    status, out, err = run_cli(["analyze", *stores, "--json"], cwd=campaign)
+    status, out, err = cli_in_process(["analyze", *stores, "--json"], cwd=campaign)
     assert status == 0, err
     document = json.loads(out, parse_constant=pytest.fail)
     shares = document["sessions"]
@@ -90,15 +91,15 @@ def test_sessions_are_the_top_clusters_and_their_share_is_shown(campaign, run_cl
     (comparison,) = ranking["comparisons"]
     assert comparison["ratio"] == pytest.approx(1.1, rel=0.02) and comparison["clear"]
     assert ranking["family"]["df"] == 3  # the cluster-level t over 4 sessions
-    status, text, _ = run_cli(["analyze", *stores], cwd=campaign)
+    status, text, _ = cli_in_process(["analyze", *stores], cwd=campaign)
     assert status == 0 and "between sessions (4 stores, one session each)" in text
-    one = json.loads(run_cli(["analyze", stores[0], "--json"], cwd=campaign)[1])
+    one = json.loads(cli_in_process(["analyze", stores[0], "--json"], cwd=campaign)[1])
     assert "sessions" not in one
     assert one["headline"][0]["rankings"][0]["levels"][0] != "session"
 
 
-def test_stores_of_other_configurations_are_refused(campaign, run_cli):
-    status, out, err = run_cli(
+def test_stores_of_other_configurations_are_refused(campaign, cli_in_process):
+    status, out, err = cli_in_process(
         ["analyze", campaign / "s0.sqlite", campaign / "o.sqlite"], cwd=campaign
     )
     assert status == 2 and not out and "differ in their configurations" in err

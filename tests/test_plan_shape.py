@@ -30,7 +30,7 @@ experiment shape {
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory) -> Path:
-    from tests.conftest import cli
+    from tests.conftest import cli_here as cli
 
     root = tmp_path_factory.mktemp("shape")
     (root / "v1.bench").write_text(SPEC)
@@ -44,24 +44,24 @@ def _variant(root: Path, name: str, old: str, new: str) -> str:
     return name
 
 
-def test_an_analysis_only_change_is_analysed_on_the_stored_trials(stored, run_cli):
+def test_an_analysis_only_change_is_analysed_on_the_stored_trials(stored, cli_in_process):
     spec = _variant(stored, "v2.bench", "confidence 75% }", "confidence 70% }  # looser")
-    status, out, err = run_cli(["record", spec, "--store", "s.sqlite"], cwd=stored)
+    status, out, err = cli_in_process(["record", spec, "--store", "s.sqlite"], cwd=stored)
     assert status == 0, err
     assert "differs from the stored run's spec only in what does not shape its trials" in err
     assert "| Variability confidence | 70% | 70% |" in out
-    status, out, err = run_cli(["run", spec, "--store", "s.sqlite", "--resume"], cwd=stored)
+    status, out, err = cli_in_process(["run", spec, "--store", "s.sqlite", "--resume"], cwd=stored)
     assert status == 0, out + err
     assert "running 0 of 50 trials" in out + err and "continuing plan" in err
     plans = sqlite3.connect(stored / "s.sqlite").execute("SELECT count(*) FROM plans").fetchone()
     assert plans == (1,), "no second plan was stored"
 
 
-def test_a_change_that_shapes_the_trials_is_a_new_plan(stored, run_cli):
+def test_a_change_that_shapes_the_trials_is_a_new_plan(stored, cli_in_process):
     spec = _variant(stored, "v3.bench", "runs 5 series 5", "runs 6 series 5")
-    status, _, err = run_cli(["analyze", spec, "--store", "s.sqlite"], cwd=stored)
+    status, _, err = cli_in_process(["analyze", spec, "--store", "s.sqlite"], cwd=stored)
     assert status == 2 and "holds no plan" in err
-    status, _, err = run_cli(["run", spec, "--store", "s.sqlite", "--resume"], cwd=stored)
+    status, _, err = cli_in_process(["run", spec, "--store", "s.sqlite", "--resume"], cwd=stored)
     assert status == 2 and "a change to its analysis does not" in err
 
 

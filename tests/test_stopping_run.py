@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import cli_here
 
 SPEC = """benchlang 1
 experiment stopping {
@@ -23,9 +24,9 @@ experiment stopping {
 
 
 def _benchlang(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchlang", *args], capture_output=True, text=True, timeout=300
-    )
+    """The CLI in this process (``cli_here``); the trials it runs are processes."""
+    code, out, err = cli_here(args)
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def test_constant_configuration_stops_early_and_resume_runs_nothing(tmp_path: Path) -> None:
