@@ -11,7 +11,7 @@ import attrs
 import numpy as np
 
 from benchlang.report.figures import FigureKind, Inputs, NotApplicable
-from benchlang.report.figures.render import Palette, legend_above
+from benchlang.report.figures.render import Palette, labels_fitted, legend_above
 from benchlang.stats import figure_ordersage as fo
 from benchlang.stats.figure_data import FigureData
 from benchlang.stats.order_dependence import format_percent
@@ -101,14 +101,24 @@ def draw_pvalues(fig: Any, data: FigureData, palette: Palette, paper: bool) -> N
         lw=0.4,
     )
     line = -np.log10(data.meta["threshold"])
-    left.axvline(line, color="black", ls="--", lw=1, label=f"α/m = {data.meta['threshold']:.3g}")
+    alpha = left.axvline(
+        line, color="black", ls="--", lw=1, label=f"α/m = {data.meta['threshold']:.3g}"
+    )
     left.set_xlabel("−log10 p (Kruskal–Wallis)")
     left.set_yticks(y, names)
-    left.legend(loc="lower right", fontsize="x-small")
     right.barh(
         y, [r["eta_squared"] for r in rows], color=colours, hatch=hatch, edgecolor="black", lw=0.4
     )
     right.set_xlabel("η² (effect size of the order)")
+    legend_above(fig, [alpha, _significant()], paper)
+    labels_fitted(fig)
+
+
+def _significant() -> Any:
+    """The legend's key of a hatched bar."""
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor="white", edgecolor="black", hatch="//", label="order significant")
 
 
 def draw_delta(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -125,21 +135,22 @@ def draw_delta(fig: Any, data: FigureData, palette: Palette, paper: bool) -> Non
         lw=0.4,
     )
     ax.axvline(0, color="black", lw=0.8)
-    ax.margins(x=0.18)
-    ax.bar_label(
-        bars, [format_percent(r["delta_percent"]) for r in rows], fontsize="x-small", padding=2
-    )
+    ax.margins(x=0.05)
+    beside = ax.get_yaxis_transform()
+    for bar, r in zip(bars, rows, strict=True):
+        ax.text(  # a column right of the panel: never over a bar, the zero line or a name
+            1.02,
+            bar.get_y() + bar.get_height() / 2,
+            format_percent(r["delta_percent"]),
+            transform=beside,
+            ha="left",
+            va="center",
+            fontsize="x-small",
+        )
     ax.set_yticks(y, [r["configuration"] for r in rows])
     ax.set_xlabel("Δ% = (mean fixed − mean random) / mean fixed × 100")
-    from matplotlib.patches import Patch
-
-    ax.legend(
-        handles=[
-            Patch(facecolor="white", edgecolor="black", hatch="//", label="order significant")
-        ],
-        loc="best",
-        fontsize="x-small",
-    )
+    legend_above(fig, [_significant()], paper)
+    labels_fitted(fig)
 
 
 def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
@@ -213,9 +224,11 @@ def draw_cases(fig: Any, data: FigureData, palette: Palette, paper: bool) -> Non
         hatch=["//", "", ".."][: len(rows)],
     )
     ax.bar_label(bars, fontsize="small")
-    ax.set_xticks(x, [r["meaning"].replace(": ", ":\n") for r in rows])
+    ax.margins(y=0.12)  # the tallest bar's count under the panel's top, not on it
+    ax.set_xticks(x, [r["meaning"] for r in rows])
     ax.set_ylabel("configurations")
     ax.yaxis.get_major_locator().set_params(integer=True)
+    labels_fitted(fig, ticks=[ax])
 
 
 FIGURES = (

@@ -370,3 +370,31 @@ def inline_svg(svg: bytes, prefix: str) -> str:
     text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
     text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", text)
     return re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', text)
+
+
+def wrapped_to(text: Any, width: float) -> None:
+    """Wrap a drawn text (an axis label, a tick label) until it is at most ``width`` display
+    units wide, at spaces; a single word wider than that stays whole."""
+    words = " ".join(text.get_text().split())
+    wide = text.get_window_extent().width
+    chars = max(len(line) for line in text.get_text().splitlines() or [""])
+    while wide > width and chars > 6:
+        chars = max(6, min(chars - 1, int(chars * width / wide)))
+        text.set_text(textwrap.fill(words, chars, break_long_words=False))
+        wide = text.get_window_extent().width
+
+
+def labels_fitted(fig: Any, ticks: Sequence[Any] = ()) -> None:
+    """Lay the figure out once, then wrap each panel's x label to the panel's width (two
+    panels' labels never run into each other, none is cut at the figure's edge), and the x tick
+    labels of ``ticks`` (axes) to their share of it (category names under bars); the figure's
+    own drawing lays it out again with the wrapped texts."""
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        width = ax.get_window_extent().width
+        wrapped_to(ax.xaxis.label, width)
+        if ax in ticks:
+            labels = ax.get_xticklabels()
+            for t in labels:
+                wrapped_to(t, 0.92 * width / max(1, len(labels)))
+            ax.set_xticks(ax.get_xticks(), [t.get_text() for t in labels])
