@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 import textwrap
 
 import attrs
@@ -18,7 +20,6 @@ from benchlang.cli import main
 from benchlang.errors import UserError
 from benchlang.run.store import SCHEMA_VERSION, StopRecord, Store, StoreBusy, TrialRecord
 from benchlang.run.store import migrate as migration
-from benchlang.run.store.core import Store as _Store
 from benchlang.run.store.locks import WriterLock
 from tests.store_versions import downgrade
 
@@ -58,7 +59,7 @@ def _fill(path, phases: bool = True) -> None:
 
 
 def _tables(path) -> dict:
-    with _Store(path) as store:
+    with Store(path) as store:
         return {plan: store.trial_table(plan) for plan in ("sha256:p", "sha256:q")}
 
 
@@ -211,3 +212,41 @@ def test_a_copy_that_differs_is_refused_and_the_store_left_as_it_was(tmp_path, m
         migrate_store(path)
     assert path.read_bytes() == original
     assert {p.name for p in tmp_path.iterdir()} - {"s.sqlite-wal", "s.sqlite-shm"} == {"s.sqlite"}
+
+
+def test_trials_a_killed_writer_left_in_the_log_are_migrated(tmp_path):
+    """A schema-5 writer killed after a commit leaves the trial in the write-ahead log only:
+    the migration folds the log into the file first, so the copy and the kept original both
+    have it."""
+    path = tmp_path / "s.sqlite"
+    _fill(path)
+    downgrade(path, 5)
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sqlite3, sys\n"
+            "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "db.execute('PRAGMA journal_mode=WAL'); db.execute('PRAGMA wal_autocheckpoint=0')\n"
+            "db.execute('BEGIN')\n"
+            'db.execute("INSERT INTO trials SELECT plan_hash, 99, series, round, position, host, '
+            "configuration, label, benchmark, levels, order_kind, status, reason, exit_status, "
+            "timed_out, started, ended, attempts, stdout_tail, stderr_tail, phase FROM trials "
+            "WHERE plan_hash = 'sha256:p' AND trial = 1\")\n"
+            "db.execute(\"INSERT INTO measures VALUES ('sha256:p', 99, 'wall_time', 0.125)\")\n"
+            "db.execute('COMMIT')\n"
+            "os._exit(0)\n",
+            str(path),
+        ],
+        check=True,
+    )
+    assert killed.returncode == 0
+    assert (tmp_path / "s.sqlite-wal").stat().st_size > 0, "the trial is not in the log"
+    migrate_store(path)
+    with Store(path) as store:
+        table = store.trial_table("sha256:p")
+        assert 99 in table.trial.tolist()
+        assert table.measures["wall_time"][table.trial.tolist().index(99)] == 0.125
+    backup = sqlite3.connect(f"file:{tmp_path / 's.sqlite.v5.bak'}?mode=ro&immutable=1", uri=True)
+    assert backup.execute("SELECT count(*) FROM trials WHERE trial = 99").fetchone()[0] == 1
+    backup.close()
