@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+from collections.abc import Callable
 
 from lark import Token, Tree
 from lark.exceptions import LarkError
@@ -71,7 +72,7 @@ def format_text(text: str, path: str = "<spec>") -> str:
         parse(source)  # raises SpecError with every syntax error, as check reports them
         if tree is None:
             raise SpecError(source, [Diagnostic("the spec cannot be parsed", Span(1, 1))])
-    braces = [t.start_pos for t in tokens if t.type == "LBRACE"]
+    braces = [_offsets(t)[0] for t in tokens if t.type == "LBRACE"]
     ends = _statement_ends(tree, braces)
     formatted = render(_Layout(text, tokens, ends).top())
     if _signature(_lex(formatted)) != _signature(tokens):
@@ -129,9 +130,15 @@ def _depth(tokens: list[Token]) -> int:
     return deepest
 
 
+def _offsets(token: Token) -> tuple[int, int]:
+    """Where ``token`` starts and ends: the lexer sets both (lark types them optional)."""
+    assert token.start_pos is not None and token.end_pos is not None
+    return token.start_pos, token.end_pos
+
+
 def _span(node: Tree | Token) -> tuple[int, int]:
     if isinstance(node, Token):
-        return node.start_pos, node.end_pos
+        return _offsets(node)
     return node.meta.start_pos, node.meta.end_pos
 
 
@@ -206,7 +213,8 @@ class _Layout:
                 items.append((kind, self.comment(i), blank))
                 i += 1
             else:
-                end = self.ends.get(token.start_pos, token.end_pos)
+                start, stop = _offsets(token)
+                end = self.ends.get(start, stop)
                 doc, i = self.statement(i, end, depth)
                 items.append(("statement", doc, blank))
         return items, i
@@ -217,6 +225,7 @@ class _Layout:
         first = True
         for kind, doc, blank in items:
             if kind == "trailing":
+                assert isinstance(doc, str)  # a comment's text (body)
                 parts += [Comment(doc), HARD]
                 continue
             if kind == "own":
@@ -228,9 +237,9 @@ class _Layout:
 
     def statement(self, i: int, end: int, depth: int) -> tuple[Doc, int]:
         """The tokens of one statement (up to offset ``end``) with its blocks and lists."""
-        return self.run(i, lambda j: self.tokens[j].start_pos < end, depth)
+        return self.run(i, lambda j: _offsets(self.tokens[j])[0] < end, depth)
 
-    def run(self, i: int, inside, depth: int) -> tuple[Doc, int]:
+    def run(self, i: int, inside: Callable[[int], bool], depth: int) -> tuple[list[Doc], int]:
         """Tokens from ``i`` while ``inside(index)``: spaced words, nested brackets, and
         comments that break the line (the rest continues one level deeper)."""
         parts: list[Doc] = []
@@ -275,7 +284,7 @@ class _Layout:
         """A list: packed when it holds no comment, else one item per line."""
         tokens = self.tokens
         i += 1
-        items: list[tuple[list[str], Doc, list[str]]] = []  # leading comments, item, trailing
+        items: list[tuple[list[str], list[Doc], list[str]]] = []  # leading comments, item, trailing
         opening: list[str] = []
         leading: list[str] = []
 

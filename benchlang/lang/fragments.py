@@ -140,7 +140,8 @@ def parse_pieces(text: str) -> ast.Experiment | list[Diagnostic] | None:
     else:
         if tail is None and before is not None and not _enters_list(before, "RBRACE"):
             tail = pieces[-1][1]
-    broken = [(_piece(piece), line) for piece, line, _ in placed if _piece(piece).items is None]
+    parsed = [(_piece(piece), line) for piece, line, _ in placed]  # every one parsed (above)
+    broken = [(p, line) for p, line in parsed if p is not None and p.items is None]
     diagnostics = [_moved(d, line - _FIRST_LINE) for p, line in broken for d in p.diagnostics]
     recoveries = sum(p.recoveries for p, _ in broken)
     if len(diagnostics) >= MAX_SYNTAX_ERRORS or recoveries > MAX_RECOVERIES:
@@ -306,9 +307,10 @@ def _moved(node: Any, delta: int) -> Any:
         return Span(node.line + delta, node.column, end, node.end_column)
     if isinstance(node, tuple):
         return tuple(_moved(child, delta) for child in node)
-    if attrs.has(type(node)):
+    cls: type = type(node)
+    if attrs.has(cls):
         changes = {}
-        for name in _field_names(type(node)):
+        for name in _field_names(cls):
             value = getattr(node, name)
             moved = _moved(value, delta)
             if moved is not value:

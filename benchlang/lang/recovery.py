@@ -6,6 +6,7 @@ server), with the same messages, spans and hints."""
 from __future__ import annotations
 
 import difflib
+from typing import TYPE_CHECKING
 
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -13,6 +14,9 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from benchlang.lang.diagnostics import Diagnostic, Source, Span
 from benchlang.lang.grammar import keyword_of_terminal
 from benchlang.lang.to_ast import span_of, string_value
+
+if TYPE_CHECKING:
+    from lark.parsers.lalr_interactive_parser import InteractiveParser
 
 _DESCRIPTIONS = {
     "NAME": "a name",
@@ -136,9 +140,9 @@ def _repair(error: UnexpectedToken) -> None:
     def fits(state) -> bool:
         return bad.type in state.accepts()
 
-    frontier = [(parser_state, ())]
+    frontier: list[tuple[InteractiveParser, tuple[Token, ...]]] = [(parser_state, ())]
     for _depth in range(2):
-        next_frontier = []
+        next_frontier: list[tuple[InteractiveParser, tuple[Token, ...]]] = []
         for state, path in frontier:
             choices = sorted(state.accepts() - {"$END"}, key=lambda t: (t not in _CLOSERS, t))[:12]
             for terminal in choices:
@@ -173,7 +177,7 @@ class Recovery:
     def __init__(self, source: Source) -> None:
         self.source = source
         self.diagnostics: list[Diagnostic] = []
-        self.seen_lines: set[int] = set()
+        self.seen_lines: set[int | None] = set()
         self.recoveries = 0
 
     def __call__(self, error: UnexpectedInput) -> bool:

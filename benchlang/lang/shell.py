@@ -172,9 +172,13 @@ class _Frame:
     unknown: bool = False  # 'case' inside $( ): parentheses no longer tell where it ends
 
 
-def _split(template: str) -> tuple[list[object], bool]:
+_Item = str | tuple[str, int, int, bool]
+"""A template's character, or a placeholder as (name, offset, width, code)."""
+
+
+def _split(template: str) -> tuple[list[_Item], bool]:
     """Characters and (name, offset, width, code) tuples; flag an unbalanced brace."""
-    items: list[object] = []
+    items: list[_Item] = []
     i, n = 0, len(template)
     while i < n:
         c = template[i]
@@ -218,7 +222,7 @@ def parse_template(template: str) -> Template:
     def top() -> _Frame:
         return stack[-1]
 
-    def peek(k: int) -> object:
+    def peek(k: int) -> _Item | None:
         return items[i + k] if i + k < len(items) else None
 
     def end_word(frame: _Frame) -> None:
@@ -302,13 +306,13 @@ def parse_template(template: str) -> Template:
         elif kind in ("single", "ansi"):
             if c == "'":
                 stack.pop()
-            elif c == "\\" and kind == "ansi" and isinstance(peek(1), str):
-                literals[-1].append(peek(1))
+            elif c == "\\" and kind == "ansi" and isinstance(escaped := peek(1), str):
+                literals[-1].append(escaped)
                 i += 2
                 continue
         elif kind == "double":
-            if c == "\\" and isinstance(peek(1), str):
-                literals[-1].append(peek(1))
+            if c == "\\" and isinstance(escaped := peek(1), str):
+                literals[-1].append(escaped)
                 i += 2
                 continue
             if c == '"':
@@ -346,7 +350,7 @@ def parse_template(template: str) -> Template:
     )
 
 
-def _open_dollar(items: list[object], i: int, stack: list[_Frame], literal: list[str]) -> int:
+def _open_dollar(items: list[_Item], i: int, stack: list[_Frame], literal: list[str]) -> int:
     """Enter ``$(``, ``$((`` or ``${`` at items[i] == '$'; return the index after it."""
     nxt = items[i + 1]
     if nxt == "{":
@@ -368,7 +372,7 @@ def _placeholder(
     width: int,
     code: bool,
     stack: list[_Frame],
-    items: list[object],
+    items: list[_Item],
     i: int,
     heredoc_seen: bool,
 ) -> Placeholder:

@@ -17,7 +17,11 @@ _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "
 
 def span_of(node: Token | Tree) -> Span:
     if isinstance(node, Token):
-        return Span(node.line, node.column, node.end_line, node.end_column)
+        line, column, end_line, end_column = node.line, node.column, node.end_line, node.end_column
+        # the parser's lexer sets every position (lark types them optional)
+        assert line is not None and column is not None
+        assert end_line is not None and end_column is not None
+        return Span(line, column, end_line, end_column)
     meta = node.meta
     return Span(meta.line, meta.column, meta.end_line, meta.end_column)
 
@@ -67,8 +71,8 @@ def _literal(token: Token) -> ast.Value:
     if kind == "DURATION":
         return ast.Value("duration", parse_duration(text), span)
     if kind == "QUANTITY":
-        number = text.rstrip("KMGTBiHzk")
-        return ast.Value("quantity", (float(number), text[len(number) :]), span)
+        digits = text.rstrip("KMGTBiHzk")
+        return ast.Value("quantity", (float(digits), text[len(digits) :]), span)
     return ast.Value("word", text, span)
 
 

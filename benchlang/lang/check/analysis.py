@@ -65,6 +65,7 @@ def check_analysis(
     for item in items:
         if item.keyword != "anova":
             continue
+        assert item.name is not None and item.path is not None  # to_ast's anova sets both
         if item.name not in metric_names:
             ctx.error(
                 f"anova on undeclared metric '{item.name}'",
@@ -95,10 +96,11 @@ def check_analysis(
 def _anova_shape(ctx: Context, item: ast.AnalysisItem) -> dict[str, Any] | None:
     """``order`` (``(A + B + C)^2``: interactions up to that order, DataMill's reduced
     tables) and ``by`` (``by host``: one table per host, DataMill Table 4); None when wrong."""
-    found = {x.key: x for x in (item.settings.items if item.settings else ())}
+    found = {x.key: _given(x) for x in (item.settings.items if item.settings else ())}
     shape: dict[str, Any] = {"order": None, "by": None}
+    assert item.path is not None  # to_ast's anova: the formula's operators
     if "order" in found:
-        order = found["order"].value.value
+        order = found["order"].value
         if set(item.path.value) != {"+"}:
             ctx.error(
                 "an interaction order applies to a sum of factors",
@@ -115,7 +117,7 @@ def _anova_shape(ctx: Context, item: ast.AnalysisItem) -> dict[str, Any] | None:
             return None
         shape["order"] = order
     if "by" in found:
-        by = found["by"].value.value
+        by = found["by"].value
         if by != "host":
             ctx.error(
                 f"anova ... by {by}: only 'by host' (one table per host) is known",
@@ -133,9 +135,16 @@ def _anova_shape(ctx: Context, item: ast.AnalysisItem) -> dict[str, Any] | None:
     return shape
 
 
+def _given(setting: ast.Setting) -> ast.Value:
+    """The value of a setting that to_ast always builds with one (anova's order and by)."""
+    assert setting.value is not None
+    return setting.value
+
+
 def check_profiles(ctx: Context, items: list[ast.AnalysisItem]) -> tuple[dict[str, Any], ...]:
     out = []
     for item in items:
+        assert item.path is not None  # profile NAME from file STRING
         checked = s.check_settings(
             item.settings,
             {"period": s.duration, "column": s.string},
@@ -214,6 +223,7 @@ def named_order_analyses(ctx: Context, items: list[ast.AnalysisItem]) -> list[as
     for item in items:
         if item.name == FAMILY:
             continue  # check_family
+        assert item.name is not None  # to_ast's analysis method: NAME settings
         method = find_method(ctx, item.name, item.span, "order", "factorial")
         if method is None:
             continue

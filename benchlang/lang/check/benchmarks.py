@@ -81,6 +81,7 @@ def check_templates(
                 "the trial runs on a host with that level; read the fact on the host itself if the command needs it",
             )
         elif name not in ctx.broken_factors:
+            hint: str | None
             if name in (model.VERSION_FACTOR, model.REQUEST_FACTOR):
                 hint = f"{{{name}}} comes from an A/B design: design {{ versions {{ ... }} layout KIND {{ hosts H }} requests [...] }}"
             else:
@@ -250,6 +251,7 @@ def check_warmup(ctx: Context, statement: ast.Statement | None) -> int | None:
     """``warmup N`` in a benchmark, or None when it has none (the design's applies)."""
     if statement is None:
         return None
+    assert statement.value is not None  # warmup N
     try:
         return warmup_count(statement.value)
     except s.Invalid as err:
@@ -283,7 +285,8 @@ def check_unused_factors(
 ) -> None:
     used = {name for b in benchmarks for name in (*b.factors, *b.hidden)}
     spans = {f.name: f.span for f in nodes}
-    for f in [*factors, *(h for h in hidden if h.substituted)]:
+    named: list[model.Factor | model.Hidden] = [*factors, *(h for h in hidden if h.substituted)]
+    for f in named:
         if f.name not in used:
             ctx.warn(
                 f"factor '{f.name}' is not used by any benchmark",
@@ -311,12 +314,15 @@ def check_measures(ctx: Context, measures: list[ast.Measure], bench: str) -> lis
                 continue
             out.append(model.Measure(m.name, source="builtin", builtin=m.builtin))
             continue
+        assert m.stream is not None  # measure NAME from STREAM EXTRACTOR
         argument = m.argument.value if m.argument is not None else None
         if m.extractor == "regex":
             import re
 
+            assert m.argument is not None  # regex STRING
+
             try:
-                compiled = re.compile(argument)
+                compiled = re.compile(m.argument.value)
             except re.error as err:
                 ctx.error(f"invalid regular expression: {err}", m.argument.span)
                 continue
@@ -327,8 +333,9 @@ def check_measures(ctx: Context, measures: list[ast.Measure], bench: str) -> lis
                     "the group (or the whole match) is the number",
                 )
                 continue
-        if m.extractor == "column" and m.argument.kind == "int" and argument < 1:
-            ctx.error("columns are numbered from 1", m.argument.span)
+        column = m.argument if m.extractor == "column" else None
+        if column is not None and column.kind == "int" and column.value < 1:
+            ctx.error("columns are numbered from 1", column.span)
             continue
         if m.extractor == "lines" and not m.series:
             ctx.error(

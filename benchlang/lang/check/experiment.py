@@ -111,7 +111,7 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
         or {**model.COUNTERS, **model.SIMULATED}[m.builtin][1]
         for b in benchmarks
         for m in b.measures
-        if m.source == "builtin"
+        if m.source == "builtin" and m.builtin is not None
     }
     metrics = check_metrics(ctx, of(ast.Metric), measures, units)
     kpis = check_kpis(ctx, of(ast.Block, "kpi"), metrics)
@@ -199,12 +199,13 @@ def check_experiment(ctx: Context, tree: ast.Experiment) -> model.Experiment | N
             where=why,
         )
     if ab is not None:
-        check_ab_restrictions(ctx, ab, items, reset, kpis, variabilities, order_dependence)
+        check_ab_restrictions(ctx, ab, list(items), reset, kpis, variabilities, order_dependence)
 
     reset_stmt = next(
         (i for i in items if isinstance(i, ast.Statement) and i.keyword == "reset"), None
     )
     if reset is not None and (reset.reboot or reset.reconnect) and ctx.backends is not None:
+        assert reset_stmt is not None  # check_reset made the reset from it
         check_reset_capability(ctx, reset, reset_stmt.span, hosts.kind)
     check_hidden_support(ctx, hidden, hosts, of(ast.Factor), ab is not None)
     machine = check_machine(

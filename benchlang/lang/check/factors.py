@@ -58,6 +58,7 @@ def runtime_levels(
     """``factor runtime in [30s, 60s]``: the same protocol at several runtimes in one spec
     (TriScale, Jacob et al. JSys 2021, §4.6 and Fig. 4); each level a positive duration,
     kept in seconds, which ``{runtime}`` expands to as the design's runtime does."""
+    assert f.levels is not None  # check_factors asks for factors with levels only
     if f.hidden is not None or f.provider is not None or f.levels.kind != "list":
         ctx.error("factor runtime takes a list of durations: factor runtime in [30s, 60s]", f.span)
         return None
@@ -76,6 +77,7 @@ def runtime_levels(
 
 def factor_levels(ctx: Context, f: ast.Factor) -> tuple[Any, ...] | None:
     value = f.levels
+    assert value is not None  # check_factors asks for factors with levels only
     if value.kind == "range":
         start, stop, step = value.value
         step = 1 if step is None else step

@@ -96,6 +96,7 @@ def check_hosts(ctx: Context, hosts: ast.Hosts | None) -> model.Hosts:
         elif item.block is not None:
             ctx.error(f"'{item.key}' in hosts {hosts.kind} takes a value, not a block", item.span)
         else:
+            assert item.value is not None  # KEY VALUE: the setting's last shape
             values[item.key] = s.literal(item.value)
     if kinds is None:
         return model.Hosts(hosts.kind, values)

@@ -12,7 +12,7 @@ from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
 from benchlang.lang.check.derived import check_expression, shown_unit
 from benchlang.lang.check.methods import check_method_settings, find_method
-from benchlang.lang.diagnostics import did_you_mean
+from benchlang.lang.diagnostics import Span, did_you_mean
 
 _CONVERGENCE_SCHEMA = {"confidence": s.percent, "tolerance": s.percent}
 
@@ -32,7 +32,7 @@ def check_metrics(
             return [i for i in m.items if i.keyword == kw]
 
         if m.expression is not None:
-            derived = check_derived(ctx, m, measures, builtin_units)
+            derived = check_derived(ctx, m, m.expression, measures, builtin_units)
             if derived is not None:
                 out.append(derived)
             continue
@@ -95,7 +95,11 @@ def check_metrics(
 
 
 def check_derived(
-    ctx: Context, m: ast.Metric, measures: dict[str, bool], builtin_units: dict[str, str]
+    ctx: Context,
+    m: ast.Metric,
+    node: ast.Arith,
+    measures: dict[str, bool],
+    builtin_units: dict[str, str],
 ) -> model.Metric | None:
     """``metric NAME = EXPRESSION [{ unit ... better ... }]``: one value per trial."""
     for item in m.items:
@@ -108,8 +112,8 @@ def check_derived(
         ctx.error(
             f"a convergence test does not apply to derived metric '{m.name}'", m.convergence_span
         )
-    units = {**builtin_units, **model.BUILTIN_MEASURES}
-    expression, unit = check_expression(ctx, m.expression, m.name, measures, units)
+    units: dict[str, str | None] = {**builtin_units, **model.BUILTIN_MEASURES}
+    expression, unit = check_expression(ctx, node, m.name, measures, units)
     if expression is None:
         return None
     unit_stmt = ctx.single(
@@ -131,6 +135,7 @@ def check_trim(ctx: Context, stmt: ast.Statement | None) -> model.Trim | None:
     if stmt is None:
         return None
     v = stmt.value
+    assert v is not None  # the grammar's trim always has its value
     if v.kind == "percent":
         if not 0.0 <= v.value < 100.0:
             ctx.error(f"trim {v.value:g}% must lie in [0%, 100%)", v.span)
@@ -146,6 +151,7 @@ def metric_of_block(
 ) -> model.Metric | None:
     metric = next((m for m in metrics if m.name == block.name), None)
     if metric is None:
+        assert block.name is not None  # the grammar names the metric of a kpi and a variability
         names = [m.name for m in metrics]
         hint = did_you_mean(block.name, names) or f"declare it first: metric {block.name} {{ ... }}"
         ctx.error(f"{block.keyword} on undeclared metric '{block.name}'", block.span, hint)
@@ -159,7 +165,8 @@ _KPI_ARGUMENTS = ("percentile", "confidence", "bound", "exclude")
 def check_kpis(
     ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
 ) -> list[model.Kpi]:
-    out, seen = [], {}
+    out: list[model.Kpi] = []
+    seen: dict[str | None, Span] = {}
     for block in blocks:
         if block.name in seen:
             ctx.error(
@@ -173,7 +180,7 @@ def check_kpis(
         kpi = _check_kpi(ctx, block, metrics)
         if kpi is not None:
             out.append(kpi)
-        elif len(ctx.diagnostics) > errors:
+        elif len(ctx.diagnostics) > errors and block.name is not None:
             ctx.broken_kpis.add(block.name)
     return out
 
@@ -242,7 +249,8 @@ def _one_sided_only(ctx: Context, block: ast.Block, method: Any) -> ast.Settings
 def check_variabilities(
     ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
 ) -> list[model.Variability]:
-    out, seen = [], {}
+    out: list[model.Variability] = []
+    seen: dict[str | None, Span] = {}
     for block in blocks:
         if block.name in seen:
             ctx.error(

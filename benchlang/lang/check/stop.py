@@ -23,9 +23,11 @@ def check_stop(
         return None
     metric_names = [m.name for m in metrics]
     if stop.kind == "after":
+        assert stop.count is not None  # stop after N
         return _after(ctx, stop.count.value, stop.count.span)
     if stop.kind == "when":
         width = stop.width
+        assert width is not None and stop.metric is not None  # stop when kpi M width < W
         amount = ("percent", width.value) if width.kind == "percent" else width.value
         max_n = stop.max_count.value if stop.max_count is not None else 400
         max_span = stop.max_count.span if stop.max_count else stop.span
@@ -33,6 +35,7 @@ def check_stop(
             ctx, stop.metric, stop.span, amount, width.span, max_n, max_span, metric_names, kpis
         )
     name = stop.kind if stop.kind == "adaptive" else stop.name
+    assert name is not None  # stop NAME { ... }
     method = find_method(ctx, name, stop.span, "stopping")
     if method is None:
         return None
