@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchlang.jsonout import loads
+from tests.conftest import cli_here
 
 SPEC = """benchlang 1
 experiment suite {
@@ -79,13 +80,12 @@ def repo(tmp_path: Path) -> tuple[Path, list[str]]:
     return root, shas
 
 
-def compare(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchlang", "compare", "bench.bench", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-    )
+def compare(*args: str, cwd: Path, spec: str = "bench.bench") -> subprocess.CompletedProcess:
+    """``benchlang compare SPEC ARGS`` in this process (``cli_here``); its trials, builds and
+    git worktrees are processes."""
+    argv = ["compare", spec, *args]
+    code, out, err = cli_here(argv, cwd=cwd)
+    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def left_as_it_was(root: Path, head: str) -> None:
@@ -165,7 +165,8 @@ def test_the_two_forms_do_not_mix(repo):
 
 def test_ctrl_c_leaves_the_repository_as_it_was(repo):
     """SIGINT to the whole process group (a terminal's Ctrl-C) once trials are running: exit
-    130, the worktrees removed, the checkout as it was."""
+    130, the worktrees removed, the checkout as it was. A process by necessity: the signal
+    goes to its process group."""
     import signal
     import time
 
@@ -191,19 +192,12 @@ def test_a_benchmark_measured_at_neither_revision_exits_2(repo):
     root, shas = repo
     (root / "broken.bench").write_text(SPEC.replace("sh steady.sh", "sh no-such-script.sh"))
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "benchlang", "compare", "broken.bench", "--base", shas[1]],
-            cwd=root, capture_output=True, text=True,
-        )  # fmt: skip
+        done = compare("--base", shas[1], cwd=root, spec="broken.bench")
     finally:
         (root / "broken.bench").unlink()
     assert done.returncode == 1, done.stderr  # w is worse: that is said first
     assert "v              time              n/a  not measured" in done.stdout
-    done = subprocess.run(
-        [sys.executable, "-m", "benchlang", "compare", "bench.bench", "--base", shas[1],
-         "--head", shas[1], "--build", "rm steady.sh"],
-        cwd=root, capture_output=True, text=True,
-    )  # fmt: skip
+    done = compare("--base", shas[1], "--head", shas[1], "--build", "rm steady.sh", cwd=root)
     assert done.returncode == 2 and "not measured at both revisions" in done.stderr
     assert "v time" in done.stderr
     left_as_it_was(root, shas[2])

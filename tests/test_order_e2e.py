@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import cli_here
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
 
@@ -52,23 +52,12 @@ def _order(tmp_path: Path, name: str, alpha: float = 0.05) -> list[dict]:
     spec.write_text(_synthetic(name))
     (tmp_path / "job.sh").write_text(JOB_SH)
     store = tmp_path / f"{name}.sqlite"
-    run = subprocess.run(
-        [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "Order dependence: fixed vs random order" in run.stdout
-    out = subprocess.run(
-        [sys.executable, "-m", "benchlang", "order", str(store), "--json", "--alpha", str(alpha)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)["configurations"]
+    code, out, err = cli_here(["run", spec, "--store", store, "--quiet"], cwd=tmp_path)
+    assert code == 0, err
+    assert "Order dependence: fixed vs random order" in out
+    code, out, err = cli_here(["order", store, "--json", "--alpha", alpha])
+    assert code == 0, err
+    return json.loads(out)["configurations"]
 
 
 @pytest.mark.slow

@@ -3,8 +3,6 @@ against independent computations, the descriptive case, and ``results`` through 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +10,7 @@ import pytest
 
 from benchlang.jsonout import loads
 from benchlang.stats.summaries import summarize
+from tests.conftest import cli_here
 
 
 def test_equal_clusters_give_student_t_on_the_cluster_means():
@@ -107,17 +106,11 @@ def test_results_prints_and_exports_the_summaries_per_configuration_and_host(tmp
     (tmp_path / "multi.bench").write_text(SPEC)
 
     def cli(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "benchlang", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        code, out, err = cli_here(args, cwd=tmp_path)
         others = "benchlang: removed"  # a note on another (killed) run's cgroups: docs/machine.md
-        stderr = [x for x in done.stderr.splitlines() if not x.startswith(others)]
-        assert done.returncode == 0 and not stderr, done.stderr
-        return done.stdout
+        stderr = [x for x in err.splitlines() if not x.startswith(others)]
+        assert code == 0 and not stderr, err
+        return out
 
     cli("run", "multi.bench", "--store", "s.sqlite", "-q", "-i")
     document = loads(cli("results", "s.sqlite", "--json"))
