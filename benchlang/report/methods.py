@@ -240,6 +240,7 @@ def _statistics(inputs: ReportInputs, cite: list[str]) -> list[str]:
             "(stationarity and autocorrelation, TriScale §4.5)."
         )
         cite += (["thompson1936"] if k.method == "thompson" else []) + ["jacob2021triscale"]
+    out += _population(inputs, cite)
     if exp.order_dependence is not None:
         cite.append("duplyakin2023ordering")
         out.append(
@@ -267,6 +268,36 @@ def _statistics(inputs: ReportInputs, cite: list[str]) -> list[str]:
             f"({conf:g}% intervals) [bakshy2015perflab]."
         )
     return out
+
+
+def _population(inputs: ReportInputs, cite: list[str]) -> list[str]:
+    """The KPIs generalised over a population factor's sampled inputs (TriScale §5.3), as the
+    record's line says (``report.population_record``)."""
+    from benchlang.report.population_record import sampled_inputs
+    from benchlang.stats.population import population_settings
+
+    exp = inputs.data.experiment
+    pop = exp.population
+    if pop is None or not exp.kpis:
+        return []
+    sampled, declared = sampled_inputs(inputs.data)
+    each = []
+    for k in exp.kpis:
+        p, c = population_settings(pop, k)
+        what = (
+            f"the two-sided {c:g}% confidence interval of"
+            if k.bound == "both"
+            else f"a one-sided {c:g}% {k.bound} confidence bound on"
+        )
+        each.append(f"for {k.metric}, {what} the {p:g}th percentile of the inputs' KPIs")
+    cite += ["jacob2021triscale", "thompson1936"]
+    return [
+        f"KPIs were generalised over {_plural(sampled, 'sampled input')} of the factor "
+        f"{pop.factor}"
+        + (f" (of {declared} declared)" if declared != sampled else "")
+        + f" (TriScale §5.3): {'; '.join(each)}, from order statistics "
+        "[jacob2021triscale; thompson1936]."
+    ]
 
 
 def _failed(inputs: ReportInputs) -> list[str]:

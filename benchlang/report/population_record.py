@@ -14,13 +14,21 @@ def record_lines(data: ExperimentData) -> list[str]:
     pop = exp.population
     if pop is None:
         return []
-    sampled = {str(lv[pop.factor]) for *_, lv in data.configurations() if pop.factor in lv}
-    declared = len(exp.factor(pop.factor).levels)
+    sampled, declared = sampled_inputs(data)
     settings = sorted({population_settings(pop, k) for k in exp.kpis})
     over = ", ".join(f"p{p:g} at {c:g}%" for p, c in settings)
     return [
-        f"population: factor {pop.factor}, {len(sampled)} inputs sampled"
-        + (f" (of {declared} declared)" if declared != len(sampled) else "")
+        f"population: factor {pop.factor}, {sampled} inputs sampled"
+        + (f" (of {declared} declared)" if declared != sampled else "")
         + (f"; KPIs generalised over the inputs' KPIs as {over}" if over else "")
         + " (TriScale §5.3)"
     ]
+
+
+def sampled_inputs(data: ExperimentData) -> tuple[int, int]:
+    """The population factor's inputs sampled (levels with trials) and declared."""
+    pop = data.experiment.population
+    if pop is None:
+        return 0, 0
+    sampled = {str(lv[pop.factor]) for *_, lv in data.configurations() if pop.factor in lv}
+    return len(sampled), len(data.experiment.factor(pop.factor).levels)

@@ -11,6 +11,7 @@ from benchlang.report.html.inputs import FailedTrial, ProfileView, ReportInputs
 SECTIONS = (
     "summary",
     "sessions",
+    "population",
     "figures",
     "details",
     "timescales",
@@ -31,6 +32,7 @@ def render_report(inputs: ReportInputs, figures: bool = True) -> str:
     from benchlang.report.html.conditions import profile_section, stopping_section
     from benchlang.report.html.page import document
     from benchlang.report.html.paper_figures import figures_section
+    from benchlang.report.html.population import population_section
     from benchlang.report.html.sessions import sessions_section
     from benchlang.report.html.summary import (
         details_section,
@@ -43,6 +45,7 @@ def render_report(inputs: ReportInputs, figures: bool = True) -> str:
     builders = {
         "summary": (summary_section, "Summary"),
         "sessions": (sessions_section, "Between sessions"),
+        "population": (population_section, "Population (TriScale §5.3)"),
         "details": (details_section, "Details"),
         "timescales": (timescales_section, "Timescales (TriScale)"),
         "order": (order_section, "Order analysis"),
