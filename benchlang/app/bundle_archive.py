@@ -108,6 +108,13 @@ class _Bounded:
     def tell(self) -> int:
         return self.raw.tell()
 
+    def write(self, data: bytes) -> int:
+        """Never called: the bundle is opened to be read (tarfile's file type asks for it)."""
+        raise OSError(f"{self.bundle}: opened to be read")
+
+    def close(self) -> None:
+        """Nothing to close: the gzip stream under it is closed by its own ``with``."""
+
 
 def _headers(tar: tarfile.TarFile, bundle: Path, limits: Limits) -> list[tarfile.TarInfo]:
     """Every member header, refusing as soon as a limit is passed (before its data is read)."""

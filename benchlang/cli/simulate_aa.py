@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchlang.app.ab import pilot_components, spec_layout
 from benchlang.cli import add_command
@@ -82,10 +82,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-DEFAULT_DESIGN = {"layout": "fully_balanced", "hosts": 16, "requests": 512, "repetitions": 1}
+DEFAULT_DESIGN: dict[str, Any] = {
+    "layout": "fully_balanced",
+    "hosts": 16,
+    "requests": 512,
+    "repetitions": 1,
+}
 
 
-def _design(args: argparse.Namespace) -> dict[str, object]:
+def _design(args: argparse.Namespace) -> dict[str, Any]:
     """The layout and H, R, T: from the spec's design, else the options (or their defaults)."""
     given = {k: getattr(args, k) for k in DEFAULT_DESIGN if getattr(args, k) is not None}
     if args.spec is None:
@@ -183,7 +188,8 @@ def to_json(result: AAResult) -> dict[str, object]:
 def report(result: AAResult) -> None:
     from benchlang.stats.binomial_rate import clopper_pearson
 
-    rows, notes = [], {}
+    rows: list[list[Any]] = []
+    notes: dict[str, list[str]] = {}
     for s in result.schemes:
         name = SCHEME_NAMES[s.cluster]
         if s.degenerate or s.below_floor or s.tested < result.experiments:

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         return 0 if done else 1
     states = system.read_states(experiment, args.spec)
     if args.action == "check":
+        assert experiment is not None  # check's SPEC is required (add_parser)
         unmet = system.unmet_requirements(states, experiment)
         for line in unmet:
             print(line)

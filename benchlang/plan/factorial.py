@@ -67,7 +67,9 @@ def compile_factorial_plan(
     orders = round_orders(n_rounds, n_configs, kinds, seed)
     round_host = (np.arange(n_rounds, dtype=np.int32) % max(1, len(hosts))).astype(np.int32)
 
-    series_start, round_start = spread_over_span(design.span, round_series, seed)
+    span = design.span
+    assert not isinstance(span, str)  # "auto" is resolved before planning (app.plan)
+    series_start, round_start = spread_over_span(span, round_series, seed)
     round_replicate = None
     if design.replicate > 1:
         round_replicate = (within // (per_series // spread // design.replicate)).astype(np.int32)
@@ -87,7 +89,7 @@ def compile_factorial_plan(
         else None
     )
 
-    derived = (
+    derived: tuple[Derived, ...] = (
         Derived(
             "configurations",
             len(configs),
@@ -123,15 +125,15 @@ def compile_factorial_plan(
                 hidden_reason(experiment.hidden),
             ),
         )
-    if design.span:
+    if span:
         derived += (
             Derived(
                 "span",
-                design.span,
+                span,
                 (f"{design.span_reason}; " if design.span_reason else "")
-                + f"each series over {_duration(design.span)}, its {per_series} rounds at seeded "
+                + f"each series over {_duration(span)}, its {per_series} rounds at seeded "
                 f"random times across it (TriScale §4.6); {n_series} series one after the other: "
-                f"{_duration(design.span * n_series)} in all",
+                f"{_duration(span * n_series)} in all",
             ),
         )
     return Plan(

@@ -245,6 +245,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
     metrics = []
     for r in results:
         m = exp.metric(r.metric)
+        assert m is not None  # analyze answers the declared metrics
         measure = (
             f"percentile {m.aggregate:g}" if isinstance(m.aggregate, float) else str(m.aggregate)
         )
@@ -260,7 +261,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
         else:
             kpi_value = finite_or_none(kpi_values[0]) if kpi_values else None
             summary = None
-        var_ok = var is not None and var.enough
+        shown = var if var is not None and var.enough else None
         metrics.append(
             MetricRecord(
                 name=r.metric,
@@ -277,12 +278,16 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 runtime=exp.design.runtime or runtimes.get(r.configuration),
                 span=_planned_span(data),
                 kpi_value=kpi_value,
-                variability_score=finite_or_none(var.score) if var_ok else None,
+                variability_score=finite_or_none(shown.score) if shown is not None else None,
                 unit=m.unit,
                 configuration=r.configuration,
                 kpi_summary=summary,
-                variability_lower=finite_or_none(var.lower) if var_ok and several else None,
-                variability_upper=finite_or_none(var.upper) if var_ok and several else None,
+                variability_lower=finite_or_none(shown.lower)
+                if shown is not None and several
+                else None,
+                variability_upper=finite_or_none(shown.upper)
+                if shown is not None and several
+                else None,
                 kpi_method=kpi_method_text(r.kpi),
                 display_unit=metric_scale(data.metrics[r.metric].values[data.table.ok], m.unit)[0],
                 **two_sided_record([s.kpi for s in r.analysis.series]),
@@ -336,7 +341,7 @@ def _record_independence(results: list[ConfigurationAnalysis]) -> list[str]:
 def _planned_span(data: ExperimentData) -> float | None:
     """The span the plan used: the spec's, or for ``span auto`` the one the plan resolved."""
     span = data.experiment.design.span
-    if span != "auto":
+    if not isinstance(span, str):  # the only text is "auto"
         return span
     derived = json.loads(data.plan.plan_json).get("derived", [])
     return next((float(d["value"]) for d in derived if d["name"] == "span"), None)

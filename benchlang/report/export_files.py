@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import TextIO
+from typing import TextIO, cast
 
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze
@@ -31,7 +31,7 @@ def write_export_file(
     that fails midway leaves the file that was there."""
     try:
         with replacing(path, "w", encoding="utf-8") as out:
-            write_export(data, form, out, analysis)
+            write_export(data, form, cast(TextIO, out), analysis)  # opened as text: "w"
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror or err}") from None
 
@@ -76,5 +76,7 @@ def write_export(
         if data.experiment.population is not None and analysis:
             from benchlang.report.population import population_analysis
 
-            extra = {"population": population_analysis(data, analysis).to_dict()}
+            found = population_analysis(data, analysis)
+            if found is not None:  # a population factor: always found
+                extra = {"population": found.to_dict()}
     write_results_json(data, out, headlines=headlines, extra=extra)

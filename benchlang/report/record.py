@@ -273,7 +273,7 @@ class Record:
         headers = ["Parameter"] + [
             m.configuration if one_metric and m.configuration else m.label() for m in self.metrics
         ]
-        names = PARAMETERS
+        names: tuple[str, ...] = PARAMETERS
         columns = [m.rows() for m in self.metrics]
         if any(m.summary is not None for m in self.metrics):
             names += SUMMARY_ROWS

@@ -161,6 +161,7 @@ def read_simulated(
     values = {k: float(v) for k, v in rusage.items()}
     failed = None
     for m in measures:
+        assert m.builtin is not None  # a simulated measure (Benchmark.simulated)
         value = simulated.value(m.builtin)
         if value is None:
             said = "; ".join(simulated.log[-3:]) or "no cachegrind output"

@@ -29,7 +29,8 @@ def population_figure(
     unit: str,
 ) -> FigureData:
     """Each cell's inputs' KPIs sorted, and its population KPI (a refused one in the notes)."""
-    rows, notes = [], []
+    rows: list[tuple[str, str, str, str, float, float, float, float]] = []
+    notes: list[str] = []
     for cell, labels, names, kpis, k in zip(
         cells, configurations, inputs, input_kpis, results, strict=True
     ):

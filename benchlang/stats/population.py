@@ -20,7 +20,7 @@ only the ones sampled.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import attrs
 import numpy as np
@@ -92,6 +92,15 @@ def population_settings(population: model.Population, kpi: model.Kpi) -> tuple[f
     )
 
 
+class _Sizes(TypedDict):
+    """The fields every ``PopulationKPI`` answer shares, given or refused."""
+
+    n: int
+    min_n: int
+    percentile: float
+    confidence: float
+
+
 def population_kpi(
     input_kpis: np.ndarray, percentile: float, confidence: float, bound: str = "upper"
 ) -> PopulationKPI:
@@ -106,7 +115,7 @@ def population_kpi(
     n = int(finite.size)
     need = min_samples(p, c, bound)
     nan = math.nan
-    base = dict(n=n, min_n=need, percentile=float(percentile), confidence=float(confidence))
+    base = _Sizes(n=n, min_n=need, percentile=float(percentile), confidence=float(confidence))
     if bound == "both":
         lo, hi, achieved = two_sided_ranks(n, p, c) if n else (None, None, nan)
         if lo is not None and hi is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -48,8 +49,7 @@ def synthetic_store(
             r = int(plan.trial_round[t])
             got = value(plan, t)
             failed = isinstance(got, str)
-            measures = {} if failed else {k: v for k, v in got.items() if np.ndim(v) == 0}
-            series = {} if failed else {k: v for k, v in got.items() if np.ndim(v) == 1}
+            measures, series = ({}, {}) if isinstance(got, str) else _measures(got)
             s.record_trial(
                 plan.hash,
                 TrialRecord(
@@ -64,20 +64,29 @@ def synthetic_store(
                     levels=dict(config.levels),
                     order_kind=ORDER_KINDS[int(plan.round_order[r])],
                     status="failed" if failed else "ok",
-                    reason=got if failed else None,
+                    reason=got if isinstance(got, str) else None,
                     exit_status=1 if failed else 0,
                     timed_out=False,
                     started=clock + t,
                     ended=clock + t + 0.5,
                     attempts=1,
                     stdout_tail=b"",
-                    stderr_tail=got.encode() if failed else b"",
+                    stderr_tail=got.encode() if isinstance(got, str) else b"",
                     measures=measures,
                     series_values=series,
                     phase=plan.phase(t),
                 ),
             )
     return plan
+
+
+def _measures(
+    got: Mapping[str, float | np.ndarray],
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """A trial's single values (0-d) and raw series (1-d), as ``Value`` gives them."""
+    measures = {k: cast(float, v) for k, v in got.items() if np.ndim(v) == 0}
+    series = {k: cast(np.ndarray, v) for k, v in got.items() if np.ndim(v) == 1}
+    return measures, series
 
 
 def lognormal(plan: Plan, t: int, scale: float = 0.03) -> float:

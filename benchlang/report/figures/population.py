@@ -29,7 +29,7 @@ def population_data(inputs: Inputs, metric: str | None) -> FigureData:
     names = list(dict.fromkeys(r.metric for r in found.results))
     name = metric or (names[0] if names else None)
     results = [r for r in found.results if r.metric == name]
-    if not results:
+    if not results or name is None:  # None only when no result names a metric
         raise NotApplicable(
             f"population-kpis: no KPI of {name!r}", hint="metrics with a KPI: " + ", ".join(names)
         )
