@@ -159,6 +159,7 @@ def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
     w, h = fig.get_size_inches()
     fig.set_size_inches(max(w, 0.5 * len(names)) if not paper else w, h + 0.6)
     ax = fig.subplots()
+    short = paper and len(names) > 8  # "case 2" wider than a column: the number alone
     for i, name in enumerate(names):
         c = palette.colour(name)
         for r in (r for r in rows if r["configuration"] == name):
@@ -178,7 +179,7 @@ def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
         top = max(r["high"] for r in rows if r["configuration"] == name)
         case = next(r["case"] for r in rows if r["configuration"] == name)
         ax.annotate(
-            f"case {case}",
+            str(case) if short else f"case {case}",
             (i, top),
             textcoords="offset points",
             xytext=(0, 3),
@@ -207,6 +208,7 @@ def draw_ci(fig: Any, data: FigureData, palette: Palette, paper: bool) -> None:
                 ls="none",
                 label="random order (open)",
             ),
+            *([Line2D([], [], ls="none", label="1, 2, 3: CI-overlap case")] if short else []),
         ],
         paper,
     )
