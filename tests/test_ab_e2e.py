@@ -1,6 +1,7 @@
 """End to end: a local A/B experiment detects a known 5% slowdown and does not flag an A/A
 comparison (Bakshy & Frachtenberg's reweighting bootstrap), through `benchlang run` and
-`benchlang analyze` as real subprocesses, with the real local backend and store.
+`benchlang analyze` in process (its trials are processes), with the real local backend and
+store.
 
 The measured value is synthetic and seeded (docs/testing.md): each trial runs a small awk
 program that prints a lognormal value derived from the trial's seed (``BENCHLANG_SEED``, fixed by
@@ -51,18 +52,18 @@ experiment ab {{
 """
 
 
-def _run(workdir: Path, run_cli, effect: float, confidence: int, seed: int) -> dict:
+def _run(workdir: Path, cli_in_process, effect: float, confidence: int, seed: int) -> dict:
     workdir.mkdir()
     (workdir / "value.awk").write_text(VALUE_AWK)
     (workdir / "ab.bench").write_text(
         SPEC.format(seed=seed, effect=effect, runs=6, confidence=confidence)
     )
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["run", "ab.bench", "--store", "ab.sqlite", "--quiet"], cwd=workdir, timeout=600
     )
     assert status == 0, out + err
     assert "Traceback" not in err
-    status, analysis, err = run_cli(
+    status, analysis, err = cli_in_process(
         ["analyze", "ab.bench", "--store", "ab.sqlite", "--json"], cwd=workdir
     )
     assert status == 0, err
@@ -75,8 +76,8 @@ def _relative(b: dict) -> tuple[float, float, float]:
 
 
 @pytest.mark.slow
-def test_known_five_percent_slowdown_is_detected(tmp_path: Path, run_cli) -> None:
-    got = _run(tmp_path / "ab", run_cli, 1.05, confidence=95, seed=11)
+def test_known_five_percent_slowdown_is_detected(tmp_path: Path, cli_in_process) -> None:
+    got = _run(tmp_path / "ab", cli_in_process, 1.05, confidence=95, seed=11)
     c = got["comparison"]
     b = c["bootstrap"]
     assert c["problem"] is None and c["trials"] == 2 * 12 * 6
@@ -91,8 +92,8 @@ def test_known_five_percent_slowdown_is_detected(tmp_path: Path, run_cli) -> Non
 
 
 @pytest.mark.slow
-def test_a_a_is_not_flagged(tmp_path: Path, run_cli) -> None:
-    got = _run(tmp_path / "aa", run_cli, 1.0, confidence=99, seed=11)
+def test_a_a_is_not_flagged(tmp_path: Path, cli_in_process) -> None:
+    got = _run(tmp_path / "aa", cli_in_process, 1.0, confidence=99, seed=11)
     b = got["comparison"]["bootstrap"]
     assert b["confidence"] == pytest.approx(99.0)
     effect, low, high = _relative(b)

@@ -49,9 +49,11 @@ def pilot(tmp_path: Path, warm: tuple[float, ...]) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("warm", [(0.5, 0.2), (0.4, 0.3, 0.2), ()])
-def test_advise_finds_a_known_warmup(tmp_path, run_cli, warm):
+def test_advise_finds_a_known_warmup(tmp_path, cli_in_process, warm):
     spec, store = pilot(tmp_path, warm)
-    status, out, err = run_cli(["advise", spec, "--pilot", store, "--budget", "2000", "--json"])
+    status, out, err = cli_in_process(
+        ["advise", spec, "--pilot", store, "--budget", "2000", "--json"]
+    )
     assert status == 0, err
     (advice,) = json.loads(out)["warmup"]
     assert advice["metric"] == "t" and advice["batches"] == 8
@@ -66,7 +68,7 @@ def test_advise_finds_a_known_warmup(tmp_path, run_cli, warm):
         assert lags[0]["autocorrelation"] - lags[0]["expected"] > lags[0]["bound"]
         after = lags[0]["after_positions"] - lags[0]["expected_after_positions"]
         assert abs(after) < lags[0]["bound"] and not lags[0]["beyond"]
-    status, text, err = run_cli(["advise", spec, "--pilot", store, "--budget", "2000"])
+    status, text, err = cli_in_process(["advise", spec, "--pilot", store, "--budget", "2000"])
     assert status == 0, err
     assert "position effect against the middle of the host batch" in text
     assert "autocorrelation of the per-request residuals in execution order" in text

@@ -117,7 +117,7 @@ def test_evaluate_is_elementwise_and_gives_no_value_where_not_finite():
     assert np.isnan(values[3]), "a missing measure is no value"
 
 
-def test_a_run_computes_each_trials_value_from_its_own_measures(tmp_path, run_cli):
+def test_a_run_computes_each_trials_value_from_its_own_measures(tmp_path, cli_in_process):
     spec = tmp_path / "d.bench"
     spec.write_text(
         """benchlang 1
@@ -134,9 +134,11 @@ experiment d {
 }
 """
     )
-    status, _out, err = run_cli(["run", spec, "--store", tmp_path / "d.sqlite"], cwd=tmp_path)
+    status, _out, err = cli_in_process(
+        ["run", spec, "--store", tmp_path / "d.sqlite"], cwd=tmp_path
+    )
     assert status == 0, err
-    status, _out, err = run_cli(["results", tmp_path / "d.sqlite", "--csv"], cwd=tmp_path)
+    status, _out, err = cli_in_process(["results", tmp_path / "d.sqlite", "--csv"], cwd=tmp_path)
     assert status == 0, err
     db = sqlite3.connect(tmp_path / "d.sqlite")
     rows = db.execute(

@@ -26,9 +26,9 @@ SPEC = textwrap.dedent(
 )
 
 
-def test_run_exports_match_results_formats(tmp_path, run_cli, run_cli_many):
+def test_run_exports_match_results_formats(tmp_path, cli_in_process):
     (tmp_path / "labels.bench").write_text(SPEC)
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         [
             "run",
             "labels.bench",
@@ -46,10 +46,10 @@ def test_run_exports_match_results_formats(tmp_path, run_cli, run_cli_many):
     )
     assert status == 0, err
     assert "wrote json to r.json" in out and "v by size (tool=alpha): median (s)" in out
-    later = run_cli_many(
-        [["results", "l.sqlite", "--format", form] for form in ("json", "csv", "markdown")],
-        cwd=tmp_path,
-    )
+    later = [
+        cli_in_process(["results", "l.sqlite", "--format", form], cwd=tmp_path)
+        for form in ("json", "csv", "markdown")
+    ]
     for (code, text, error), name in zip(later, ("r.json", "r.csv", "r.md"), strict=True):
         assert code == 0, error
         assert text == (tmp_path / name).read_text(), name

@@ -230,8 +230,8 @@ def test_the_command(run_cli_many, tmp_path):
     assert f"{messy}: formatted" in done[2] and str(tidy) not in done[2]
 
 
-def test_standard_input(run_cli):
-    status, out, _ = run_cli(["fmt", "-"], input=b"benchlang 1\nexperiment x { seed 7 }\n")
+def test_standard_input(cli_in_process):
+    status, out, _ = cli_in_process(["fmt", "-"], input=b"benchlang 1\nexperiment x { seed 7 }\n")
     assert status == 0 and out == "benchlang 1\nexperiment x {\n  seed 7\n}\n"
 
 

@@ -79,11 +79,11 @@ def test_each_diagnostic_has_its_position_and_hint(tmp_path):
         assert found["capability"][3].startswith("backends that can:")
 
 
-def test_a_cpu_beyond_a_declared_host_s_cores(tmp_path, run_cli):
+def test_a_cpu_beyond_a_declared_host_s_cores(tmp_path, cli_in_process):
     (tmp_path / "facts.json").write_text(json.dumps({"a": {"cores": "4"}, "b": {"cores": "8"}}))
     body = f'hosts ssh {{ nodes ["a", "b"] facts from file "facts.json" }}\nmachine {{ cpus [2, 6] }}\n{BENCH}'
     (tmp_path / "s.bench").write_text(spec_text(body))
-    status, _, err = run_cli(["check", "s.bench"], cwd=tmp_path)
+    status, _, err = cli_in_process(["check", "s.bench"], cwd=tmp_path)
     assert status == 2
     (line, column, message, hint) = next(d for d in diagnostics(err) if "CPU" in d[2])
     assert (line, column, message) == (5, 20, "CPU 6 does not exist on host a")

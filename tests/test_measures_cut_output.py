@@ -48,9 +48,11 @@ def _rows(path):
         db.close()
 
 
-def test_values_before_the_kept_tail_are_read_from_the_whole_output(tmp_path, run_cli):
+def test_values_before_the_kept_tail_are_read_from_the_whole_output(tmp_path, cli_in_process):
     _write(tmp_path)
-    status, _out, err = run_cli(["run", "cut.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path)
+    status, _out, err = cli_in_process(
+        ["run", "cut.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path
+    )
     trials, values = _rows(tmp_path / "s.sqlite")
     assert status == 0, err
     assert trials["first"] == ("ok", None) and values["v"] == 42.0
@@ -58,6 +60,7 @@ def test_values_before_the_kept_tail_are_read_from_the_whole_output(tmp_path, ru
 
 
 def test_a_built_in_the_backend_cannot_take_fails_with_its_reason(tmp_path, run_cli, monkeypatch):
+    """A process of its own: the compiler is looked for once per process (BENCHLANG_CC)."""
     monkeypatch.setenv("BENCHLANG_CC", "/no/such/cc")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     _write(tmp_path)

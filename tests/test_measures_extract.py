@@ -79,11 +79,11 @@ def test_unparseable_measures_raise_measure_error(measure, text, reason):
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory, run_cli):
+def measured(tmp_path_factory, cli_in_process):
     workdir = tmp_path_factory.mktemp("measures")
     spec = workdir / "measures.bench"
     shutil.copy(SPEC, spec)
-    status, out, err = run_cli(
+    status, out, err = cli_in_process(
         ["run", spec, "--store", workdir / "m.sqlite", "--quiet"], cwd=workdir
     )
     assert status == 0, err

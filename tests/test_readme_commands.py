@@ -81,7 +81,7 @@ def test_help_groups_every_command_once_and_the_readme_names_each(capsys):
         assert f"(docs/{page.name}" in readme, f"README links no docs/{page.name}"
 
 
-def test_a_store_is_positional_where_a_run_is_read(tmp_path, run_cli):
+def test_a_store_is_positional_where_a_run_is_read(tmp_path, cli_in_process):
     """`analyze` and `record` take STORE [SPEC] in either order, as `report` and `results` do,
     with `--store` kept; a missing file or two stores are refused in one line, exit 2."""
     spec = tmp_path / "s.bench"
@@ -91,16 +91,16 @@ def test_a_store_is_positional_where_a_run_is_read(tmp_path, run_cli):
         '  metric t { measure mean unit "s" }\n  kpi t { percentile 50 confidence 75% }\n  design { runs 3 }\n}\n'
     )
     store = tmp_path / "s.sqlite"
-    status, _, err = run_cli(["run", spec, "--store", store, "-q"], cwd=tmp_path)
+    status, _, err = cli_in_process(["run", spec, "--store", store, "-q"], cwd=tmp_path)
     assert status == 0, err
     outs = []
     for args in (["analyze", store, "--json"], ["analyze", spec, store, "--json"],
                  ["analyze", spec, "--store", store, "--json"]):  # fmt: skip
-        status, out, err = run_cli(args, cwd=tmp_path)
+        status, out, err = cli_in_process(args, cwd=tmp_path)
         assert status == 0, err
         outs.append(out)
     assert outs[0] == outs[1] == outs[2]
-    status, out, _ = run_cli(["record", store, "--format", "json"], cwd=tmp_path)
+    status, out, _ = cli_in_process(["record", store, "--format", "json"], cwd=tmp_path)
     assert status == 0 and '"kind": "benchlang.record"' in out
     for args, says in (
         (["analyze", tmp_path / "none.sqlite"], "none.sqlite: no such file"),
@@ -108,7 +108,7 @@ def test_a_store_is_positional_where_a_run_is_read(tmp_path, run_cli):
         (["record", store, store], "reads one store and at most one spec"),
         (["record", spec], "s.bench is not an SQLite store"),
     ):
-        status, out, err = run_cli(args, cwd=tmp_path)
+        status, out, err = cli_in_process(args, cwd=tmp_path)
         assert status == 2 and says in err and "Traceback" not in err, err
 
 

@@ -24,11 +24,11 @@ experiment answer {
 """
 
 
-def test_default_short_verbose_whole_quiet_no_progress(tmp_path, run_cli):
+def test_default_short_verbose_whole_quiet_no_progress(tmp_path, cli_in_process):
     (tmp_path / "a.bench").write_text(SPEC)
     outs = {}
     for name, flags in {"default": [], "verbose": ["-v"], "quiet": ["-q"]}.items():
-        status, out, err = run_cli(
+        status, out, err = cli_in_process(
             ["run", "a.bench", "--store", f"{name}.sqlite", *flags], cwd=tmp_path
         )
         assert status == 0, err
