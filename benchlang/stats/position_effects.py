@@ -252,14 +252,26 @@ def predecessors(
     ``START`` for position 0 (right after the reset); ``""`` when the trial at position - 1
     of the same round is missing (e.g. it failed), so no predecessor is known.
     """
+    names, codes = group_codes(configuration)
+    pred = _predecessor_codes(codes, round_id, position)
+    known = np.where(pred == _UNKNOWN, "", names[np.maximum(pred, 0)])
+    return np.where(pred == _START, START, known)
+
+
+_START, _UNKNOWN = -1, -2
+
+
+def _predecessor_codes(codes: np.ndarray, round_id: ArrayLike, position: np.ndarray) -> np.ndarray:
+    """:func:`predecessors` as configuration codes, ``_START`` at position 0 and ``_UNKNOWN``
+    for a missing predecessor: integers, not a string per trial."""
     _, round_codes = group_codes(round_id)
     idx = np.lexsort((position, round_codes))
-    conf_s, round_s, pos_s = configuration[idx], round_codes[idx], position[idx]
+    conf_s, round_s, pos_s = codes[idx], round_codes[idx], position[idx]
     prev_ok = np.zeros(idx.size, dtype=bool)
     prev_ok[1:] = (round_s[1:] == round_s[:-1]) & (pos_s[1:] == pos_s[:-1] + 1)
-    prev_conf = np.concatenate((np.array([""], dtype=conf_s.dtype), conf_s[:-1]))
-    pred_s = np.where(pos_s == 0, START, np.where(prev_ok, prev_conf, ""))
-    out = np.empty(idx.size, dtype=pred_s.dtype)
+    prev_conf = np.concatenate(([_UNKNOWN], conf_s[:-1]))
+    pred_s = np.where(pos_s == 0, _START, np.where(prev_ok, prev_conf, _UNKNOWN))
+    out = np.empty(idx.size, dtype=np.int64)
     out[idx] = pred_s
     return out
 
@@ -302,17 +314,21 @@ def carry_over(
     if sessions > 1:
         v = align_sessions(v, codes, sess)
         rnd = session_rounds(rnd, sess)
-    pred = predecessors(c, rnd, pos)
+    pred = _predecessor_codes(codes, rnd, pos)
+    labels = names.tolist()
+
+    def label_of(code: int) -> str:
+        return START if code == _START else labels[code]
 
     raw = []
-    for i, name in enumerate(names.tolist()):
+    for i, name in enumerate(labels):
         mine = codes == i
         xv, xp, xs = v[mine], pred[mine], sess[mine]
         tested = []
-        for before in np.unique(xp[xp != ""]).tolist():
-            after = xp == before
+        for code in sorted(np.unique(xp[xp != _UNKNOWN]).tolist(), key=label_of):
+            after = xp == code
             if after.sum() >= min_trials and (~after).sum() >= min_trials:
-                tested.append((before, after))
+                tested.append((label_of(code), after))
         if sessions > 1:
             scores = aligned_ranks(xv)
             p_values = [stratified_location(scores, after, xs)[1] for _, after in tested]
