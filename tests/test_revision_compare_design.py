@@ -100,7 +100,7 @@ def test_rounds_auto_sizes_from_a_pilot_and_says_so(repo, tmp_path, capsys, monk
     doc = json.loads(out)
     sizing, method = doc["method"]["sizing"], doc["method"]
     assert sizing["pilot"] == 4 and method["df"] == 3
-    t = t_ppf(1 - 0.025, 3) + t_ppf(0.8, 3)
+    t = t_ppf(1 - 0.025, 3) + t_ppf(0.9, 3)  # the equivalence verdict's power: beta over two sides
     required = max(4, math.ceil((t * sizing["sd"] / math.log(1.02)) ** 2))
     assert sizing["required"] == required
     assert sizing["rounds"] == min(required, 9) == method["rounds"]
@@ -177,12 +177,15 @@ def test_history_add_refuses_a_compare_store_in_one_line(repo, tmp_path, capsys,
 
 
 def test_stein_rounds_and_interval_against_scipy():
+    """Stein's size with beta split over the two one-sided tests of the equivalence verdict;
+    the interval is Stein's, widened to the paired t on all rounds where that is wider (a
+    pilot with no spread, or a second stage noisier than the pilot)."""
     from scipy import stats
 
     from benchlang.stats.two_stage import stein_interval, stein_rounds
 
     size = stein_rounds(np.array([0.02, 0.03, np.nan]), 10, 0.02, 0.005, 0.8, cap=None)
-    t = stats.t.ppf(0.995, 9) + stats.t.ppf(0.8, 9)
+    t = stats.t.ppf(0.995, 9) + stats.t.ppf(0.9, 9)
     assert size.sd == 0.03 and size.required == math.ceil((t * 0.03 / 0.02) ** 2)
     assert size.rounds == size.required and not size.capped
     capped = stein_rounds(0.03, 10, 0.02, 0.005, 0.8, cap=20)
@@ -190,9 +193,22 @@ def test_stein_rounds_and_interval_against_scipy():
     assert stein_rounds(0.001, 10, 0.02, 0.005).rounds == 10  # never below the pilot
     x = np.random.default_rng(3).normal(0.01, 0.02, 30)
     c = stein_interval(x, 8, 99.0)
-    half = stats.t.ppf(0.995, 7) * x[:8].std(ddof=1) / math.sqrt(30)
+    stein = stats.t.ppf(0.995, 7) * x[:8].std(ddof=1) / math.sqrt(30)
+    paired = stats.t.ppf(0.995, 29) * x.std(ddof=1) / math.sqrt(30)
+    half = max(stein, paired)
     assert c.estimate == pytest.approx(x.mean()) and c.rounds == 30
     assert c.upper - c.estimate == pytest.approx(half) and c.estimate - c.lower == pytest.approx(
         half
+    )
+    still = np.r_[np.zeros(10), np.log(1.6), np.zeros(39)]  # a count: no spread in the pilot
+    z = stein_interval(still, 10, 95.0)
+    assert z.upper - z.lower == pytest.approx(
+        2 * stats.t.ppf(0.975, 49) * still.std(ddof=1) / math.sqrt(50)
+    )
+    assert z.lower < 0 < z.upper
+    noisier = np.r_[x[:8], 3 * x[8:]]
+    w = stein_interval(noisier, 8, 99.0)
+    assert w.upper - w.estimate == pytest.approx(
+        stats.t.ppf(0.995, 29) * noisier.std(ddof=1) / math.sqrt(30)
     )
     assert math.isnan(stein_interval(x[:1], 8).estimate)

@@ -306,9 +306,15 @@ def compare_revisions(
             f"not measured at both revisions in 2 rounds or more (failed trials): "
             f"{', '.join(missing)}; see the trials' errors with --keep DIR and benchlang results"
         )
+    sessions = (
+        "two sessions (the pilot, then the rest: the interval is the wider of Stein's and the "
+        "paired t over every round)"
+        if size is not None and size.rounds > pilot
+        else "one session"
+    )
     order = (
         "both revisions in every round, each configuration's two next to each other, in random "
-        "order, one session; no stopping rule"
+        f"order, {sessions}; no stopping rule"
     )
     if size is None:
         design = f"{fixed} rounds fixed before the data ({why}); {order}"
@@ -331,7 +337,7 @@ def compare_revisions(
             "head/base: exp of the mean within-round log ratio, paired t interval"
             if size is None
             else "head/base: exp of the mean within-round log ratio over all rounds, the "
-            "pilot's spread with its t (Stein 1945)"
+            "wider of the pilot's spread with its t (Stein 1945) and the paired t over all rounds"
         ),
         "margin": margin,
         "confidence": confidence,
