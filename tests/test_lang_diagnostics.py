@@ -319,11 +319,11 @@ def test_absurd_sizes_are_errors_not_crashes(body, message):
     assert any(message in b["message"] for b in blocks(err)), str(err)
 
 
-def test_cli_prints_diagnostics_and_exits_2(run_cli, tmp_path):
+def test_cli_prints_diagnostics_and_exits_2(cli_in_process, tmp_path):
     text = spec("  kpi nope { percentile 95 confidence 95% }\n  desing { }\n")
     path = tmp_path / "bad.bench"
     path.write_text(text)
-    status, out, err = run_cli(["check", path, tmp_path / "absent.bench"])
+    status, out, err = cli_in_process(["check", path, tmp_path / "absent.bench"])
     assert status == 2
     assert "Traceback" not in err + out
     heads = [HEAD.match(line) for line in err.splitlines()]

@@ -35,9 +35,9 @@ def write(where, command: str) -> None:
     ],
     ids=["ok", "failed", "ignore-failure", "i", "one-failed"],
 )
-def test_run_exits_non_zero_when_trials_failed(tmp_path, run_cli, command, extra, status):
+def test_run_exits_non_zero_when_trials_failed(tmp_path, cli_in_process, command, extra, status):
     write(tmp_path, command)
-    code, out, err = run_cli(["run", "c.bench", "-q", *extra], cwd=tmp_path)
+    code, out, err = cli_in_process(["run", "c.bench", "-q", *extra], cwd=tmp_path)
     assert code == status, out + err
     assert "Traceback" not in err
     if status == 1:
@@ -46,14 +46,15 @@ def test_run_exits_non_zero_when_trials_failed(tmp_path, run_cli, command, extra
         assert "trials failed:" in out  # reported either way
 
 
-def test_run_exits_1_when_its_first_round_failed_throughout(tmp_path, run_cli):
+def test_run_exits_1_when_its_first_round_failed_throughout(tmp_path, cli_in_process):
     write(tmp_path, "exit 3")  # tests/test_run_fail_fast.py: what it shows
-    code, out, err = run_cli(["run", "c.bench", "-q"], cwd=tmp_path)
+    code, out, err = cli_in_process(["run", "c.bench", "-q"], cwd=tmp_path)
     assert code == 1, out + err
     assert "stopped after the first round" in err and "Traceback" not in err
 
 
 def test_failure_output_reaches_the_terminal_escaped(tmp_path, run_cli):
+    """A process of its own: all it writes to its stdout and stderr, the trial's too, is read."""
     write(tmp_path, r"printf 'x\033]0;pwned\007\033[2Jdone\n' >&2; exit 1")
     code, out, err = run_cli(["run", "c.bench", "-i"], cwd=tmp_path)
     assert code == 0, err
