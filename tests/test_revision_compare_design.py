@@ -106,6 +106,7 @@ def test_rounds_auto_sizes_from_a_pilot_and_says_so(repo, tmp_path, capsys, monk
     assert sizing["rounds"] == min(required, 9) == method["rounds"]
     assert all(r["rounds"] == method["rounds"] for r in doc["rows"])
     assert "pilot 4 rounds" in method["design"] and "80% power" in method["design"]
+    assert ("two sessions" in method["design"]) == (method["rounds"] > 4)
     assert ("capped by --max-rounds 9 at 9" in method["design"]) == (required > 9)
     by = {r["configuration"]: r for r in doc["rows"]}
     assert by["w"]["verdict"] == "worse" and by["v"]["verdict"] != "worse"

@@ -35,12 +35,18 @@ def _tally(result) -> str:
     return ", ".join(f"{n} {v}" for v, n in result.counts().items())
 
 
+def _two_stages(result) -> bool:
+    sizing = result.method.get("sizing")
+    return bool(sizing) and sizing["rounds"] > sizing["pilot"]
+
+
 def render(result) -> str:
     """The terminal form: one line per (configuration, metric), then the tally."""
     lines = [
         f"head {_rev(result.head)}",
         f"base {_rev(result.base)}",
-        "one session: in every round each configuration at both revisions, one after the other, "
+        ("two sessions (Stein's pilot, then the rest)" if _two_stages(result) else "one session")
+        + ": in every round each configuration at both revisions, one after the other, "
         "in random order",
         "",
     ]
