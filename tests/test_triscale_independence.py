@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 from scipy.stats import norm
-from statsmodels.stats.diagnostic import acorr_ljungbox
-from statsmodels.tsa.stattools import acf
 
 from benchlang.stats import independence
 from benchlang.stats.independence import independence_batch, ljung_box_lags
@@ -29,6 +27,9 @@ def fail_rate(x: np.ndarray) -> float:
 
 
 def test_matches_statsmodels_acf_and_ljung_box():
+    from statsmodels.stats.diagnostic import acorr_ljungbox  # statsmodels and pandas: 2 s
+    from statsmodels.tsa.stattools import acf
+
     rng = np.random.default_rng(11)
     for n in (12, 80, 700):
         x = ar1(rng, 1, n, 0.3)[0]
