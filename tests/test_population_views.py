@@ -85,3 +85,25 @@ def test_the_methods_paragraph_names_the_factor_and_its_inputs(store, capsys):
         "percentile of the inputs' KPIs, from order statistics"
     ) in paragraph
     assert "@article{thompson1936," in methods and "@article{jacob2021triscale," in methods
+
+
+def test_a_refused_population_kpi_is_said_on_the_page(tmp_path, capsys):
+    """At 99% the median of the inputs needs 7 inputs (log 0.01 / log 0.5): with 6 the page
+    says analyze's refusal, with the number to add, and no bound."""
+    spec, path = tmp_path / "traces.bench", tmp_path / "traces.sqlite"
+    text = POPULATION.replace("percentile 50 confidence 75%", "percentile 50 confidence 99%")
+    assert text != POPULATION
+    spec.write_text(text, encoding="utf-8")
+    synthetic_store(spec, path, population_value)
+    analyzed = strict(cli(capsys, "analyze", path, "--json"))["population"]
+    refusals = [r["population_kpi"]["refusal"] for r in analyzed["kpis"]]
+    assert len(refusals) == 2 and all(refusals)
+    page = tmp_path / "page.html"
+    cli(capsys, "report", path, "-o", page)
+    text = page.read_text(encoding="utf-8")
+    start = text.index("<section id='population'>")
+    shown = html.unescape(text[start : text.index("</section>", start)])
+    for r, why in zip(analyzed["kpis"], refusals, strict=True):
+        assert "needs 7: add 1 input" in why
+        assert f"t over trace ({r['cell']}): refused: {why}" in shown
+    assert "p50 <=" not in shown
