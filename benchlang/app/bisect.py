@@ -165,10 +165,10 @@ def step_alpha(alpha: float, k: int, planned: int) -> float:
 
 
 def _session(config: dict, slots: dict[str, Path], tag: str, look: int, commit: str):
-    from benchlang.app.spec import load_spec
+    from benchlang.app.spec import compile_spec
 
     spec = Path(config["spec"])
-    experiment = load_spec(spec).experiment
+    experiment = compile_spec(spec).experiment
     derived = session_experiment(
         experiment, spec.parent, slots, config["rounds"], Path(config["repo"])
     )
@@ -259,7 +259,7 @@ def bisect(
 ) -> BisectResult:
     """Find the first bad commit between ``good`` and ``bad``, each step in one session; the
     repository is left as it was (``git bisect reset``, worktrees removed), whatever happens."""
-    from benchlang.app.spec import load_spec
+    from benchlang.app.spec import compile_spec
 
     spec = Path(spec).resolve()
     root = repository(spec, repo, "bisect")
@@ -268,7 +268,7 @@ def bisect(
     if (root / ".git" / "BISECT_LOG").exists():
         raise UserError(f"{root} is already bisecting", "git bisect reset")
     good_sha, bad_sha = resolve(root, good, "--good"), resolve(root, bad, "--bad")
-    experiment = load_spec(spec).experiment
+    experiment = compile_spec(spec).experiment
     runs = experiment.design.runs
     rounds = rounds or (runs if isinstance(runs, int) and runs >= 2 else 8)
     if max_rounds is not None and max_rounds < rounds:

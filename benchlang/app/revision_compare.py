@@ -214,7 +214,7 @@ def compare_revisions(
     happens. ``rounds``: a number, ``"auto"`` (Stein's two-stage sizing: ``pilot`` rounds,
     then the total capped by ``max_rounds`` and ``max_time`` seconds), or None (the spec's
     runs when it fixes them, else auto)."""
-    from benchlang.app.spec import load_spec
+    from benchlang.app.spec import compile_spec
 
     spec = Path(spec).resolve()
     if not spec.is_file():
@@ -229,7 +229,7 @@ def compare_revisions(
             f"the working tree has uncommitted changes: they are not measured (head is the "
             f"commit {shas['head'][:12]}); commit them to compare them"
         )
-    experiment = load_spec(spec).experiment
+    experiment = compile_spec(spec).experiment
     fixed, why = _plan_rounds(experiment.design, rounds)
     first_rounds = fixed if fixed is not None else pilot
     alpha = (100.0 - confidence) / 100.0

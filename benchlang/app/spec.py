@@ -23,11 +23,6 @@ def compile_spec(path: str | Path) -> Compiled:
     return check_file(path, backends=backend_kinds())
 
 
-load_spec = compile_spec
-"""Transitional: the old name, still imported by ``app/bisect.py`` and
-``app/revision_compare.py``; the public ``load_spec`` is ``app.api``'s (docs/api.md)."""
-
-
 def open_backend(experiment: model.Experiment, spec_path: str | Path) -> Backend:
     """The experiment's backend, configured from its ``hosts`` settings (paths relative to
     the spec's directory)."""
