@@ -243,6 +243,7 @@ LATER: dict[str, list[str]] = {
     "history changes --json": ["history", "changes", "--history", "h.sqlite", "--json"],
     "history check --json": ["history", "check", "--history", "h.sqlite", "--json"],
     "history report": ["history", "report", "--history", "h.sqlite", "-o", "history.html"],
+    "store migrate": ["store", "migrate", "hooks.sqlite"],  # old schemas: test_store_migrate.py
     "bisect --help": ["bisect", "--help"],  # a real bisect needs a repository: test_bisect.py
     "lsp --help": ["lsp", "--help"],  # a session needs a client: test_lsp.py
 }
