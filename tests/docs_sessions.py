@@ -243,9 +243,19 @@ def _run_commands(
             )
 
 
-PLAIN = re.compile(r"benchlang( [^|;&<>$`()*?~{}\[\]#\\\n]*)?")
+PLAIN = re.compile(r"(benchlang(?: [^|;&<>$`()*?~{}\[\]#\\\n]*)?)(?:\s#[^\n]*)?")
 """A command bash would only split into words: ``benchlang`` and arguments, no pipe, redirection,
-expansion or second command."""
+expansion or second command; a comment after it."""
+
+
+def _words(text: str) -> list[str] | None:
+    """A plain command's arguments after ``benchlang`` (``PLAIN``), or None: not plain, or a
+    ``#`` inside quotes taken for a comment (its quotes left open)."""
+    plain = PLAIN.fullmatch(text)
+    try:
+        return shlex.split(plain.group(1))[1:] if plain else None
+    except ValueError:
+        return None
 
 
 _OUTPUT = {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"}
@@ -259,10 +269,11 @@ def _run_command(text: str, cwd: Path, env: dict[str, str], last: int) -> tuple[
     0.45 as a process), unless the page's environment sets up the interpreter (``PYTHONPATH``:
     a plugin a preparation wrote); the rest in bash, given the last status as ``$?``."""
     interpreter = {k for k in {*env, *os.environ} if k.startswith("PYTHON") and k not in _OUTPUT}
-    if PLAIN.fullmatch(text) and all(env.get(k) == os.environ.get(k) for k in interpreter):
+    argv = _words(text)
+    if argv is not None and all(env.get(k) == os.environ.get(k) for k in interpreter):
         from tests.conftest import cli_here
 
-        code, out, _ = cli_here(shlex.split(text)[1:], cwd=cwd, environ=env, merged=True)
+        code, out, _ = cli_here(argv, cwd=cwd, environ=env, merged=True)
         return code, out
     proc = subprocess.run(
         ["bash", "-c", f"(exit {last}); {text}"],
