@@ -9,7 +9,7 @@ attacker; the second, a signature (``app.signing``) or the reader's reading of t
 
 Both work :func:`~benchlang.lang.outside.confined_to` the bundle's directory: a file the
 spec names outside it (``nodes from file "/etc/shadow"``) is not read before consent, never
-shown, and listed in ``not_read`` for the user to approve (issue 49 item 2).
+shown, and listed in ``not_read`` for the user to approve.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``replicate --sandbox``: the whole rerun (``benchlang run`` and every command it spawns)
-under bubblewrap, built to hold against a stranger's bundle (issue 49, docs/replicate.md).
+under bubblewrap, built to hold against a stranger's bundle (docs/replicate.md).
 
 Wrapping the child ``benchlang run`` rather than each command puts one boundary around all
 that a bundle makes happen on this machine: setup, resets, hooks, the benchmark, the files
@@ -10,7 +10,7 @@ the usual holes; Flatpak's run setup (``common/flatpak-run.c``) builds its root 
 runtime's directories with usr-merged symlinks rather than from ``/``. Here:
 
 * its own user, PID, IPC, UTS and cgroup namespaces, ``--cap-drop ALL`` (as root bwrap
-  otherwise keeps every capability: bubblewrap issue 561), ``--new-session`` (no controlling
+  otherwise keeps every capability: github.com/containers/bubblewrap/issues/561), ``--new-session`` (no controlling
   terminal: TIOCSTI fails on every kernel), ``--die-with-parent``;
 * a root built from what a trial needs, read-only: /usr with the /bin, /lib*, /sbin links,
   a short list of /etc files, the CPU and DMI parts of /sys (the host state a replication

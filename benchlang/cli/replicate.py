@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _render_verdicts(store: Path, verdicts) -> None:
     """The verdicts as an aligned table, each metric in its one display unit (the unit the
-    published store's other views use, issue 29), then each verdict's reason."""
+    published store's other views use), then each verdict's reason."""
     from benchlang.app.stores import load_store
     from benchlang.report.table import format_quantity, metric_scale, render_table
 

@@ -378,7 +378,7 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
 
 
 def _report_failed_first_round(args, failed, store_path: Path) -> None:
-    """Every trial of the first round failed and the run stopped (issue 29 item 4): say so in
+    """Every trial of the first round failed and the run stopped: say so in
     a few lines with the first failure's reason, exit status and stderr tail, as hyperfine
     does when a command fails."""
     from benchlang.run.progress import printable

@@ -165,7 +165,7 @@ def _first_own_brace(
 ) -> int | None:
     """The first offset in ``braces`` within [start, end) that no span of ``covered`` (in
     order, not overlapping) holds: one pass over both, where testing each brace against every
-    span was quadratic in a block's statements (issue 49)."""
+    span was quadratic in a block's statements."""
     i, stop = bisect.bisect_left(braces, start), bisect.bisect_left(braces, end)
     j = 0
     while i < stop:

@@ -1,4 +1,4 @@
-"""Incremental parsing for the language server (issue 39: diagnostics as the user types).
+"""Incremental parsing for the language server (diagnostics as the user types).
 
 An edit changes one statement of a spec and perhaps the number of lines above the others. So
 the experiment's body is cut at the newlines between its top-level statements (a statement

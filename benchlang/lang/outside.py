@@ -1,5 +1,5 @@
 """Files a spec names (``... from file "F"``) outside a stranger's bundle are not read
-before the user consents to run it (issue 49 item 2, docs/replicate.md).
+before the user consents to run it (docs/replicate.md).
 
 ``replicate`` compiles and previews a bundle's spec under :func:`confined_to` its directory;
 every reader of a spec-named file asks :func:`check_readable` first, which refuses (an

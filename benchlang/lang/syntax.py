@@ -20,7 +20,7 @@ recursion limit, so deep input gets a diagnostic instead of a RecursionError."""
 MAX_BYTES = 1 << 20
 """Largest spec benchlang reads (1 MiB, in UTF-8); real specs are a few KB. Parsing, checking
 and formatting are linear in the text, about a second per 100 KB, so the bound keeps every
-command and the language server's answer within about ten seconds (issue 49)."""
+command and the language server's answer within about ten seconds."""
 _NESTING = re.compile(r'"""[\s\S]*?"""|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|#[^\n]*|[\[\]{}()]')
 PIECES = {"on": False}
 """Parse a spec from cached pieces (benchlang.lang.fragments) when it can: on in the language

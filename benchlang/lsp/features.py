@@ -202,7 +202,7 @@ def completion(index: Index, line: int, column: int) -> list[tuple[str, str, str
     out += [
         (w, "keyword", d.meaning)
         for w, d in KEYWORDS.items()
-        if block.kind in d.where and w not in listed  # warmup is both (issue 51)
+        if block.kind in d.where and w not in listed  # warmup is both a block and a statement
     ]
     return out
 

@@ -1,7 +1,7 @@
 """The base protocol of LSP over stdio, read strictly: headers, then a body of Content-Length
 bytes (the LSP specification, "Base Protocol"). pygls' own loop skips a header it cannot read
 and then takes the next body for headers, so after ``Content-Length: abc`` it never answered
-again (issue 49, item 3).
+again.
 
 What the client sends wrong is answered with a JSON-RPC error (JSON-RPC 2.0, section 5.1:
 id null, -32700 parse error, -32600 invalid request). A body that is not JSON or larger than

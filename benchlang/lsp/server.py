@@ -2,7 +2,7 @@
 the protocol to benchlang.lsp.features. docs/lsp.md lists what it answers.
 
 Every handler is guarded: whatever text an editor sends, a failure of one answer becomes an
-empty answer and a line in the client's log, never a crashed server (issue 39, item 5).
+empty answer and a line in the client's log, never a crashed server.
 """
 
 from __future__ import annotations

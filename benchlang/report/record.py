@@ -109,7 +109,7 @@ class MetricRecord:
     kpi_lower: float | None = None
     kpi_upper: float | None = None
     display_unit: str | None = None
-    """The unit every view shows this metric in (``report.table.metric_scale``: issue 29)."""
+    """The unit every view shows this metric in (``report.table.metric_scale``: one unit per metric in every view)."""
     summary: dict | None = None
     """The configuration's ``stats.summaries.Summary.to_dict()``: the optional rows."""
 

@@ -1,4 +1,4 @@
-"""How ``benchlang run`` ends (issue 29): the record, the exports asked for, then the answer
+"""How ``benchlang run`` ends: the record, the exports asked for, then the answer
 for a person: what was run and what failed, and the headline last, where the eye lands."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Measures that move little: instructions and estimated cycles from valgrind's cachegrind
-(issue 52; docs/measures.md, "Simulated counts").
+(comparable on shared runners; docs/measures.md, "Simulated counts").
 
 A benchmark that declares ``sim_instructions`` or ``sim_cycles`` (model.SIMULATED) runs its
 trials under ``valgrind --tool=cachegrind --trace-children=yes --cache-sim=yes`` with the cache

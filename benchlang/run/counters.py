@@ -10,7 +10,7 @@ counts describe the command, not perf. The trial's stderr is given back without 
 What perf cannot count is never a 0: ``<not supported>`` (no such counter here, e.g. hardware
 events in a VM without a PMU) and ``<not counted>`` leave that measure missing with the reason.
 The trial's other measures stay, and it succeeds with the reason noted, unless a metric needs
-the missing counter: then it fails and says which metric needs it (issue 37). The
+the missing counter: then it fails and says which metric needs it. The
 launcher's rusage in such a trial is perf's and the command's together, so wall_time becomes
 perf's ``duration_time`` of the command, and the other rusage built-ins are not taken (the
 checker refuses them next to counters; task_clock and page_faults count the command's).

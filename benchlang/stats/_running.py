@@ -1,5 +1,5 @@
 """A centred running median in numpy, for the commands (``history check``) that would
-otherwise load ``scipy.ndimage`` for it (0.05-0.3 s of start-up, issue 53)."""
+otherwise load ``scipy.ndimage`` for it (0.05-0.3 s of start-up)."""
 
 from __future__ import annotations
 

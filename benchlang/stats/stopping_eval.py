@@ -54,7 +54,7 @@ class StreamEvaluation:
         ratio_range: tuple[float, float] = (0.5, 2.0),
         mean_limit: float = 0.01,
     ) -> bool:
-        """The target of issue 5: KS ≤ ks_limit and ratio within ratio_range ("ks"), relative
+        """The stopping rule's target: KS ≤ ks_limit and ratio within ratio_range ("ks"), relative
         error of the mean ≤ mean_limit ("mean", for near-constant streams where KS ignores
         scale), or a stop with a warning ("warn", for drifting streams)."""
         if criterion == "warn":
@@ -146,7 +146,7 @@ SYNTHETIC_CRITERIA: dict[str, Literal["ks", "mean", "warn"]] = {
 
 
 def synthetic_streams(seed: int = 5, n: int = MIN_STREAM) -> dict[str, np.ndarray]:
-    """The ten synthetic streams of issue 5, after Mittal et al. §3 (timings around 100).
+    """The ten synthetic streams of the stopping-rule evaluation, after Mittal et al. §3 (timings around 100).
 
     Every stream draws from its own generator spawned from ``seed``, so adding a stream
     never changes the others.

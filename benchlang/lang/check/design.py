@@ -131,7 +131,7 @@ def check_design(
         runs, reason = 1, ""
     elif sized:
         if not kpi_needs and ctx.broken_kpis:
-            runs, reason = 1, ""  # the kpi's own error says what to fix (issue 51)
+            runs, reason = 1, ""  # the kpi's own error says what to fix
         elif not kpi_needs:
             ctx.error(
                 "runs auto needs a kpi to size the experiment",

@@ -11,7 +11,7 @@ from benchlang.run.store import TrialRecord
 @attrs.frozen
 class FirstRoundFailed:
     """Every trial of the run's first round failed, so the run stopped after it, as hyperfine
-    aborts on a failing command unless ``-i`` (issue 29 item 4): the command is broken, and
+    aborts on a failing command unless ``-i``: the command is broken, and
     running the rest of the plan would only repeat the failure. ``first`` is the round's first
     failed trial as stored (its reason, exit status and output tails)."""
 
