@@ -1,5 +1,5 @@
 """`analyze --data FILE --series COLUMN` keeps the series' names, in order of first appearance,
-and takes `--better` per column (issue 37, item 8c)."""
+and takes `--better` per column."""
 
 from __future__ import annotations
 

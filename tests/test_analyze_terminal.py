@@ -1,4 +1,4 @@
-"""``benchlang analyze`` as a person reads it (issue 29 item 3): in a 100-column terminal no line
+"""``benchlang analyze`` as a person reads it: in a 100-column terminal no line
 runs past the edge, labels are never cut, every table's columns line up, and the metric has one
 unit in every table and note, the headline's (``report.table.metric_scale``). The store is the
 quickstart's plan with seeded times that straddle one second (sha256sum 1.3 s, md5sum 0.7 s),

@@ -1,4 +1,4 @@
-"""The notebook's views (issue 51 item 6): ``kpis()``, ``headline()`` and ``compare()`` show HTML
+"""The notebook's views: ``kpis()``, ``headline()`` and ``compare()`` show HTML
 tables (not ``<pre>`` text) and give ``to_frame()``, a tidy, typed DataFrame equal to the
 objects the CLI prints; an ad hoc comparison is marked exploratory whether or not the spec has
 ``compare`` items; an error shows its hint in a notebook. On specs/quickstart.bench with

@@ -1,4 +1,4 @@
-"""Every produced file is written whole or not at all (issue 49 item 5, benchlang.report.atomic):
+"""Every produced file is written whole or not at all (benchlang.report.atomic):
 a writer that fails midway, a full disk (a 64 KiB tmpfs) under `bundle` and `report`, and a
 file-size limit (``RLIMIT_FSIZE``: a child's write past it fails with EFBIG) while an export
 (JSON, Parquet) and a figure are written over a good file, leave the good file as it was and

@@ -1,4 +1,4 @@
-"""Single-host data gets a comparison and says what it rests on (issue 35 items 4 and 6), through
+"""Single-host data gets a comparison and says what it rests on, through
 the real CLI: a hyperfine file (its commands ran in blocks, one after another) gets a ratio with
 a stratified-bootstrap interval conditional on no drift between the blocks; a one-host run in
 random order gets its paired interval and the independence check it rests on; a configuration

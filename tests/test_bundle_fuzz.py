@@ -1,4 +1,4 @@
-"""Hostile and broken bundles (issue 40 item 3): a seeded corpus of a few hundred, made from a
+"""Hostile and broken bundles: a seeded corpus of a few hundred, made from a
 real published bundle by truncation, flipped bytes, links, devices, FIFOs, traversal, two
 top directories, compression bombs (in a member, in a PAX header), huge declared sizes, duplicate and missing members,
 wrong JSON types in the manifest, plan.json and versions.json, escaping manifest paths, a

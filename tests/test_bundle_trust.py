@@ -1,4 +1,4 @@
-"""A bundle is code from a stranger (issue 40, docs/replicate.md): `replicate` checks the plan
+"""A bundle is code from a stranger (docs/replicate.md): `replicate` checks the plan
 hash, shows every command, asks, and only then runs; signatures, bounds and the sandbox. Each
 test runs the real CLI on a real published run; a marker file outside the bundle tells
 whether the bundle's setup ran. Subprocesses start a new session: no terminal to ask on."""

@@ -1,5 +1,5 @@
-"""Measures that move little: sim_instructions and sim_cycles from cachegrind (issue 52 item 2;
-run/cachegrind.py), with the real valgrind, through ``benchlang run`` and ``results --json``.
+"""Measures that move little: sim_instructions and sim_cycles from cachegrind
+(run/cachegrind.py), with the real valgrind, through ``benchlang run`` and ``results --json``.
 
 The counts are checked against valgrind run directly on the same command (its own output
 file, read here without benchlang's parser), and every process of a ``sh -c`` pipeline is
@@ -87,20 +87,13 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     directory = tmp_path_factory.mktemp("cachegrind")
     _data(directory)
     (directory / "s.bench").write_text(SPEC)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     for args in (
         ["run", "s.bench", "--store", "s.sqlite", "-q"],
         ["results", "s.sqlite", "--json"],
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "benchlang", *args],
-            cwd=directory,
-            capture_output=True,
-            timeout=120,
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr.decode()
-    return directory, json.loads(done.stdout)
+        code, out, err = cli_here(args, cwd=directory)
+        assert code == 0, err
+    return directory, json.loads(out)
 
 
 def _trials(results: dict, benchmark: str) -> list[dict]:

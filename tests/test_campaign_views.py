@@ -1,4 +1,4 @@
-"""Campaigns in `results`, `report` and `figure` (issue 48, item 5): several stores of one
+"""Campaigns in `results`, `report` and `figure`: several stores of one
 experiment read as sessions. The commands report their own value: a session's level read from
 a file written before its `benchlang run`, a trial's noise from its seed, a host's factor from
 BENCHLANG_HOST; so the between-session share, the per-session and per-host summaries and the

@@ -1,4 +1,4 @@
-"""Cgroups a SIGKILLed run leaves behind (issue 49, item 6) are removed by the next run and by
+"""Cgroups a SIGKILLed run leaves behind are removed by the next run and by
 ``benchlang system clean``, which say so on stderr. The stale cgroups are made as a run makes
 them (the local session's cgroup, benchlang.backends.launcher.TrialCgroup, with a trial's
 process still in it; a trial's limits, benchlang.backends.cgroups.TrialLimits) by a process

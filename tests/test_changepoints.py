@@ -1,5 +1,5 @@
-"""Change points weighted by each point's interval (benchlang/stats/changepoints.py; issue 30,
-item 2). Seeded synthetic series; the calibration against Otava is benchmarks/
+"""Change points weighted by each point's interval (benchlang/stats/changepoints.py).
+Seeded synthetic series; the calibration against Otava is benchmarks/
 bench_changepoints_otava.py."""
 
 from __future__ import annotations
@@ -198,8 +198,8 @@ def test_a_split_of_huber_weighted_points_has_a_standard_z():
     imported CSV's KPIs) the two-sample z at splits after 5, 10, 50 and 100 points has
     variance at most 1 at each split with it (0.72-0.96), 1.01 after 50 and 100 points with
     the own one alone; read as inverse variances (1 / W) the weights gave it 1.04-1.06 at
-    every split (1.06-1.10 under the centred running median the weights came from before
-    issue 48; benchmarks/bench_changepoints_otava.py --calibration)."""
+    every split (1.06-1.10 under the centred running median the weights came from before;
+    benchmarks/bench_changepoints_otava.py --calibration)."""
     from benchlang.stats._changepoint_scan import (
         Dispersion,
         Sums,

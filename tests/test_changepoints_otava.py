@@ -1,4 +1,4 @@
-"""Change points at the right commit (issue 48, item 6): Apache Otava's own test series at their
+"""Change points at the right commit: Apache Otava's own test series at their
 exact indices (tests/data/otava_series.json cites each one's test), steps a few runs before the
 end of a series at their commit or said to be possible, series starting at 0, and short
 correlated histories said to be so."""

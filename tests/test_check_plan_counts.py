@@ -1,4 +1,4 @@
-"""`check` and `plan` agree on configurations and trials (issue 37, item 8a): one counting
+"""`check` and `plan` agree on configurations and trials: one counting
 function (design.counting.plan_counts) for every example spec, hardware factors (each chosen
 host's levels, DataMill §4.1), equal hosts (redundancy, §4.2), `hosts where`, warm-up trials
 on several hosts and series, and fixed_vs_random order."""

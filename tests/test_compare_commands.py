@@ -1,4 +1,4 @@
-"""`benchlang compare 'CMD' 'CMD'` (issue 51 item 2): hyperfine's habit with no spec. The
+"""`benchlang compare 'CMD' 'CMD'`: hyperfine's habit with no spec. The
 commands run interleaved in random rounds through the same path as `benchlang run`; the spec it
 ran is ordinary text (`--spec-out`) that `run` accepts unchanged; hyperfine's options keep their
 meaning (`--runs`, `--warmup`, `--prepare`, `-L`, `-N`, exports)."""

@@ -114,7 +114,7 @@ def test_weights_are_checked_and_renormalised():
 def test_three_benchmarks_sharing_hosts_print_both_ses_and_the_correlation(
     tmp_path, cli_in_process
 ):
-    """The done-when of issue 37 item 3: correlated host x build effects (rho 0.8) make the
+    """Correlated host x build effects (rho 0.8) make the
     joint SE larger than the footnote's, and the correlation found is the simulated one."""
     store, truth = store_with(tmp_path, rho=0.8)
     weights = "feed=0.5,search=0.3,photos=0.2"

@@ -1,4 +1,4 @@
-"""perf stat counters as built-in measures (issue 17; run/counters.py).
+"""perf stat counters as built-in measures (run/counters.py).
 
 Software events run for real and are checked against an independent reading (the kernel's
 rusage of the same command without perf). Hardware events go through the same parser fed with

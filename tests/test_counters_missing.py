@@ -1,4 +1,4 @@
-"""A counter the host cannot read (issue 37, item 8b): ``cache_misses`` on a VM without a PMU is
+"""A counter the host cannot read: ``cache_misses`` on a VM without a PMU is
 stored as missing with its reason, and the trial's other measures (``task_clock``,
 ``page_faults``) stay: the trial succeeds unless a metric needs the missing counter, which then
 says why.

@@ -1,4 +1,4 @@
-"""A setting that looks like a credential is refused in a spec (issue 49 item 7): by its name
+"""A setting that looks like a credential is refused in a spec: by its name
 (benchlang.lang.credentials), for every plugin's settings (a backend's, a nested block such
 as ``driver { }``, a schema-checked block), as a positioned error with a caret and the hint
 to read it from the environment; ``from env`` passes."""

@@ -79,7 +79,7 @@ def test_one_session_a_side_shows_the_slowdown_within_session_but_does_not_gate(
     stores, cli_in_process
 ):
     """One store a side is one session a side: the within-session interval sees the slowdown,
-    but without the spread between sessions it decides nothing (issue 48)."""
+    but without the spread between sessions it decides nothing."""
     status, out, err = cli_in_process(
         ["diff", "before.sqlite", "after_slow.sqlite", "--margin", "2%"], cwd=stores
     )

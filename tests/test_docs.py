@@ -1,4 +1,4 @@
-"""Executed documentation (issue 29 item 1): every shell session of README.md and docs/*.md
+"""Executed documentation: every shell session of README.md and docs/*.md
 runs, and its output is what the page shows (tests/docs_sessions.py; conventions in
 docs/testing.md). A page that drifts from the code turns this red."""
 
@@ -21,7 +21,7 @@ def test_the_page_shows_what_its_commands_print(page, tmp_path):
 
 
 def test_every_session_runs():
-    """Issue 29: the docs test runs every example. A session that needs a machine state, a
+    """The docs test runs every example. A session that needs a machine state, a
     killed run or a crafted file gets a preparation (tests/docs_runs.py), not a skip."""
     skipped = [
         f"{page}:{block.line}: {block.directives['skip']}"

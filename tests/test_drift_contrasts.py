@@ -1,4 +1,4 @@
-"""Answers under drift from the design (issue 47 item 2), through the real CLI: a quickstart-like
+"""Answers under drift from the design, through the real CLI: a quickstart-like
 spec whose command reports its own value (a seeded lognormal draw times a slow trend over the
 run, the same factor for every configuration) fails the run-level independence check; in random
 order its ranking keeps its intervals, resting on the within-round contrasts, with the

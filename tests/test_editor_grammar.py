@@ -1,5 +1,5 @@
 """The TextMate grammar (editors/vscode) colours the checker's settings and the words they take
-(issue 51, item 6): ``confidence``, ``runs``, ``order``, ``layout``, ``random``, ``auto`` were
+(item 6): ``confidence``, ``runs``, ``order``, ``layout``, ``random``, ``auto`` were
 coloured as user names. The words are read from the checker itself (the settings schemas of
 benchlang/lang/check, validated by benchlang/lang/settings.py, and the statistics methods'
 parameters), so a setting added to the checker and not to the grammar turns this red."""

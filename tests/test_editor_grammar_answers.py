@@ -1,4 +1,4 @@
-"""What an editor shows besides colours (issue 51, item 6): completion lists each word once in
+"""What an editor shows besides colours: completion lists each word once in
 every block (``warmup`` was listed twice in design, as a setting and as a keyword), and a bad
 kpi gives its own error only (a percentile out of range also gave ``runs auto needs a kpi``)."""
 

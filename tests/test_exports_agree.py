@@ -1,4 +1,4 @@
-"""Exports that agree (issue 51 item 5): the trial exports of a run and of an import, as CSV,
+"""Exports that agree: the trial exports of a run and of an import, as CSV,
 Parquet and JSON, read by pandas with the same columns and types; a string column stays a
 string when all null; an import's generated factor never takes a fixed column's name; units
 in the names and in the metadata. Seeded synthetic values (the commands print them)."""

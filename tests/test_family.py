@@ -1,4 +1,4 @@
-"""One family per run (issue 37 item 2): Holm and Benjamini-Hochberg against hand computation
+"""One family per run: Holm and Benjamini-Hochberg against hand computation
 and statsmodels, the intervals' levels, and through the real CLI a run with three metrics and
 four ``compare`` items that prints its family, its correction and strict JSON. The family-wise
 error and FDR simulation is benchmarks/sim_family.py (docs/statistics.md)."""

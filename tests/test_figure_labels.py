@@ -1,7 +1,7 @@
 """``benchlang figure --label/--labels`` (names of one's own for the configurations of a figure
 for a paper) and ``--notes below|none`` (the notes drawn under the figure, or only in the
 file's metadata beside it), on specs/quickstart.bench with seeded synthetic values; and
-``level-means`` joining unordered levels by no line (issue 51 item 4)."""
+``level-means`` joining unordered levels by no line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A far sample never flattens a `convergence` panel (issue 54, item 5): the panel is cut to
+"""A far sample never flattens a `convergence` panel: the panel is cut to
 the bulk of the samples and the test's lines, the far sample marked at the edge and named in
 the notes (stats.figure_convergence.far_outside); the legend is never wider than the figure."""
 

@@ -1,5 +1,5 @@
 """`se-curves --style paper` (Perflab, Bakshy & Frachtenberg, WWW 2015, Figs. 2 and 4) as drawn
-(issue 54, item 5): every panel's y axis labelled even when it spans less than a decade (the
+(item 5): every panel's y axis labelled even when it spans less than a decade (the
 log locator labels only powers of ten), and the run's own design is a point of its curve, so
 its ring is drawn. On a store of seeded synthetic values for specs/ab-layout.bench."""
 

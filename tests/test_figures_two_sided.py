@@ -1,6 +1,6 @@
 """Two-sided KPIs (`kpi M { ... bound both }`) drawn as intervals in every figure that shows a
 KPI: `series-kpis` (TriScale Fig. 3b), `variability` (Figs. 3c, 8) and `kpi-scatter` (Fig. 1b)
-(issue 54, item 2). The commands report their own values (drawn from the trial's seed), and
+(item 2). The commands report their own values (drawn from the trial's seed), and
 each series' interval is recomputed here from the trials the figure carries: the equal-tailed
 order-statistic interval of the median, each side at (1 + C) / 2 (Hahn & Meeker, Statistical
 Intervals, §5.2; Le Boudec, Performance Evaluation, §2.2.1)."""

@@ -1,4 +1,4 @@
-"""Properties of ``benchlang fmt`` (issue 39) over every spec in specs/ and tests/specs/ and
+"""Properties of ``benchlang fmt`` over every spec in specs/ and tests/specs/ and
 thousands of generated ones, each laid out at random (any whitespace between tokens, comments
 at any token boundary, on their own lines or after code):
 

@@ -1,4 +1,4 @@
-"""DataMill's factor model, part 1: coverage 0%, replicate, hidden factors (issue 17).
+"""DataMill's factor model, part 1: coverage 0%, replicate, hidden factors.
 
 Plans are checked as data (seeded draws, deterministic); trials run for real on the local
 backend, and what a command saw (its environment size, its personality, its link order) is
@@ -191,7 +191,7 @@ def _balanced(values: list) -> bool:
 
 
 def test_hidden_levels_are_dealt_evenly_so_no_seed_leaves_a_factor_constant():
-    """Issue 35 item 6: with independent draws seed 1 gave every one of 4 rounds 'kept'. Now
+    """With independent draws seed 1 gave every one of 4 rounds 'kept'. Now
     each level appears floor(R/L) or ceil(R/L) times over the rounds (per trial: over each
     configuration's trials), for every seed 1..200 and R = 2..8 rounds."""
     for rounds in range(2, 9):

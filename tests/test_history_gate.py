@@ -1,4 +1,4 @@
-"""The CI gate through the real CLI (docs/history.md "The gate for CI"; issue 48 item 3):
+"""The CI gate through the real CLI (docs/history.md "The gate for CI"):
 histories of seeded values imported with ``history import`` (Otava's CSV layout), one row
 more before each ``history check``. A regression stays open until decided back (hysteresis)
 or acknowledged; the series of one check are one family (Holm); too few runs are said."""

@@ -1,4 +1,4 @@
-"""The change points a history keeps (benchlang/history/stored.py; issue 30, items 1 and 3):
+"""The change points a history keeps (benchlang/history/stored.py):
 after every add they are the ones a recomputation from the points gives, on SQLite and on a
 real PostgreSQL server; ``history changes`` reads them; changes of noise are shown with their
 kind. Seeded synthetic series, no timing (benchmarks/bench_history_incremental.py times it)."""

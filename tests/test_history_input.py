@@ -1,4 +1,4 @@
-"""History input (issue 48 item 7), through the real CLI: ``history add`` finds the spec's
+"""History input, through the real CLI: ``history add`` finds the spec's
 repository from the store's recorded spec path and refuses a run without a commit unless told;
 every ``history`` command uses one default history; ``history import`` reads the dates Apache
 Otava's own CSVs use and writes a file whole or not at all, naming the line and column of a

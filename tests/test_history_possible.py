@@ -1,4 +1,4 @@
-"""A possible change in a series' last runs (issue 48 item 6, stats._changepoint_checks.recent)
+"""A possible change in a series' last runs (stats._changepoint_checks.recent)
 reaches every history answer, through the real CLI: ``history changes`` (text and JSON, from
 the stored answer and recomputed alike), the gate, which names it without failing on it, and the
 dashboard; one more run at the new level makes it a change point at the commit it named."""

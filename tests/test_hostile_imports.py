@@ -1,4 +1,4 @@
-"""Hostile and broken imports (issue 49 items 3 and 4): every reader of `benchlang import`
+"""Hostile and broken imports: every reader of `benchlang import`
 (hyperfine, pyperf, CSV) on a seeded corpus of mutated files (a wrong JSON type in any field,
 deep nesting, truncation, flipped bytes, a BOM, negative, infinite and NaN values, exit-code
 and memory lists of the wrong length) and on hypothesis-made JSON documents and CSV files. No

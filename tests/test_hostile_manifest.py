@@ -1,4 +1,4 @@
-"""A bundle's manifest read as a stranger's JSON (issue 49 items 3 and 4): nested 200,000 deep
+"""A bundle's manifest read as a stranger's JSON: nested 200,000 deep
 (a RecursionError before), nested just under the parser's limit (``str`` of it recursed past
 Python's), a ``schema`` that equals 1 without being the integer 1 (``True == 1``), and
 hypothesis' manifests: each refused in one line with exit 2, never a traceback."""

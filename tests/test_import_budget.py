@@ -134,8 +134,7 @@ def _history(path: Path) -> None:
 def test_history_readers_load_neither_heavy_libraries_nor_the_analysis(tmp_path, action):
     """`history changes` reads the stored change points, `history list` the runs and `history
     check` judges the newest run (its change-point search and prediction bounds in numpy,
-    stats._special): none loads the spec checker, the store or the analysis (issue 53:
-    history.points imported the report's types at start-up), nor a heavy library."""
+    stats._special): none loads the spec checker, the store or the analysis (history.points imported the report's types at start-up), nor a heavy library."""
     target = tmp_path / "h.sqlite"
     _history(target)
     loaded = loaded_by("history", *action, "--history", str(target), ok=(0, 1))
@@ -146,7 +145,7 @@ def test_history_readers_load_neither_heavy_libraries_nor_the_analysis(tmp_path,
 
 def test_history_add_loads_no_heavy_library_nor_the_headline(tmp_path):
     """`history add` analyses the store's KPIs (the spec checker and the store are needed) but
-    keeps no headline: neither the rankings nor a heavy library are loaded (issue 53)."""
+    keeps no headline: neither the rankings nor a heavy library are loaded."""
     import numpy as np
 
     from benchlang.testing.synthetic import synthetic_store

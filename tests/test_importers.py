@@ -1,5 +1,5 @@
 """Importers on files the real tools wrote: hyperfine --export-json and pyperf JSON, through
-`benchlang import`, then `results` and `analyze` on the store (issue 19)."""
+`benchlang import`, then `results` and `analyze` on the store."""
 
 from __future__ import annotations
 

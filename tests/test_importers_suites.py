@@ -1,4 +1,4 @@
-"""The suites people already have (issue 52 item 3): pytest-benchmark, Google Benchmark,
+"""The suites people already have: pytest-benchmark, Google Benchmark,
 criterion.rs and asv files through `benchlang import` and `benchlang analyze`.
 
 pytest-benchmark's file is made here by the real tool; Google Benchmark's (1.7.1, Debian's

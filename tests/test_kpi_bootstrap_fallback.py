@@ -1,4 +1,4 @@
-"""Where the bootstrap KPI under-covers it still answers (issue 54, item 3): with the smoothed
+"""Where the bootstrap KPI under-covers it still answers: with the smoothed
 bootstrap where its simulated coverage reaches the level, else with Thompson's order-statistic
 bound and a note; below the order statistic's minimum n it says no method covers
 (docs/statistics.md, "KPI by bootstrap")."""

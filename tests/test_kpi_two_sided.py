@@ -1,4 +1,4 @@
-"""Two-sided KPIs, ``kpi M { ... bound both }`` (issue 37, item 1): the equal-tailed
+"""Two-sided KPIs, ``kpi M { ... bound both }``: the equal-tailed
 distribution-free interval [X_(l), X_(u)] of a percentile (Thompson 1936; Hahn & Meeker,
 Statistical Intervals, §5.2), its ranks checked against binomial ranks computed here with
 scipy.stats.binom, its two-sided minimum n, ``runs auto``, ``size --two-sided``, and the

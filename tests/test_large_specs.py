@@ -1,4 +1,4 @@
-"""Large specs (issue 49, item 3): ``check`` and ``fmt`` refuse a spec above MAX_BYTES at once
+"""Large specs: ``check`` and ``fmt`` refuse a spec above MAX_BYTES at once
 with a positioned error and exit 2 (an 8 MB spec took 31 s and 416 MB in ``check``), and are
 linear below it (``fmt`` compared every brace of a block with every statement in it).
 benchmarks/bench_large_specs.py times them on 100 KB to 8 MB."""

@@ -1,4 +1,4 @@
-"""The language server never fails on any text (issue 39, item 5): every answer (diagnostics,
+"""The language server never fails on any text: every answer (diagnostics,
 hover, completion, definition, references, outline, hints) on the fuzzed specs the checker
 survives (tests/test_lang_fuzz.py: arbitrary text, token soups, mutated valid specs), at
 positions on, between and beyond the tokens; then a real server over stdio keeps answering

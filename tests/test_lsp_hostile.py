@@ -1,4 +1,4 @@
-"""``benchlang lsp`` on hostile input (issue 49, item 3): a header it cannot read is answered
+"""``benchlang lsp`` on hostile input: a header it cannot read is answered
 with a JSON-RPC error and the connection closed (it once never answered again); a body that
 is not JSON is answered and the next message served; a document of several MB is declined
 with one diagnostic within seconds (it once got no answer in 60 s). Random headers and bodies

@@ -1,4 +1,4 @@
-"""The machine block's limits applied by the local backend (issue 38 items 2, 3, 6): from a spec
+"""The machine block's limits applied by the local backend: from a spec
 through ``benchlang run`` on this machine's cgroups, pinning seen from inside the trial,
 a trial over its memory limit failing as out of memory while one under it succeeds with its
 peak stored, a CPU-time limit enforced by a kill, the first-round rule stopping a run whose

@@ -1,6 +1,6 @@
 """The numpy forms of scipy's normal CDF and quantile and of its mirrored running median
 (``stats._special.ndtr``/``ndtri``, ``stats._running.median_filter_mirror``), which keep
-``scipy`` out of ``history``'s change-point search (issue 53), against scipy itself."""
+``scipy`` out of ``history``'s change-point search, against scipy itself."""
 
 from __future__ import annotations
 

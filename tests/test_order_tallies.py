@@ -1,6 +1,6 @@
 """OrderSage's tallies (Duplyakin et al., ATC 2023, Table 2 and Fig. 6): `benchlang order`
 prints "k of m configurations significant (x%)" and the number of configurations per
-CI-overlap case, in text and in --json (issue 37, item 7)."""
+CI-overlap case, in text and in --json."""
 
 from __future__ import annotations
 

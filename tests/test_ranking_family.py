@@ -1,4 +1,4 @@
-"""The ranking is one family (issue 47): its intervals hold jointly over the comparisons with the
+"""The ranking is one family: its intervals hold jointly over the comparisons with the
 best, two configurations keep the single comparison's interval, and 3 series get the
 cluster-level t on per-series contrasts instead of no interval."""
 
@@ -126,7 +126,7 @@ def test_three_series_get_the_cluster_level_t_on_per_series_contrasts():
 
 def test_three_series_with_an_interaction_claim_at_most_five_percent():
     """A/A, 3 series x 10 rounds, a 1% configuration x series interaction: resampling rounds
-    across series would claim a difference far more often than 5% (issue 47); per-series
+    across series would claim a difference far more often than 5%; per-series
     contrasts with t(2) do not. 400 seeded data sets: Monte Carlo SE 1.1 points at 5%."""
     config, clusters = _design(3, 10, 2)
     claims = 0

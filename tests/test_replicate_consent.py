@@ -1,4 +1,4 @@
-"""Nothing of the user's machine before consent (issue 49 item 2, docs/replicate.md): a
+"""Nothing of the user's machine before consent (docs/replicate.md): a
 stranger's spec that names a file outside its bundle (``nodes from file "/etc/shadow"``)
 makes ``replicate`` neither read nor print it before asking; the plan-hash check still
 passes on the bundled files and the outside path is listed among what the user approves.

@@ -1,4 +1,4 @@
-"""The report reads like a report (issue 51 item 4): the headline first, as an HTML table (per
+"""The report reads like a report: the headline first, as an HTML table (per
 configuration the ranking's statistic with its unit, the ratio to the best with the joint
 interval, in words), then the figures, then the details; one unit per quantity across the page;
 the figures' notes in the caption in the page's text size, not drawn small into the figure.

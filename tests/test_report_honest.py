@@ -1,4 +1,4 @@
-"""The report's and figures' defects of issue 36 item 4, fixed, on seeded synthetic stores of
+"""The report's and figures' former defects, fixed, on seeded synthetic stores of
 real plans through the real CLI: Δ% printed as a percent with its true caption, every one of 14
 configurations drawn in the order plots, one palette with a second cue, the convergence legend
 in words, the profile's lags in the units ``profile`` prints, the complete ANOVA table headed

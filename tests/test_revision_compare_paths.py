@@ -1,4 +1,4 @@
-"""The A/A proof of ``compare SPEC --base REF``'s two worktrees (issue 52): base against base,
+"""The A/A proof of ``compare SPEC --base REF``'s two worktrees: base against base,
 measured by instructions under cachegrind (a count that moves with the working directory's
 path length: DataMill's hidden factor), through the CLI in process. With paths of one length
 (``TREES/base``, ``TREES/head``) and environments of one size, every round's two counts are

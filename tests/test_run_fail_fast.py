@@ -1,4 +1,4 @@
-"""``benchlang run`` fails fast (issue 29 item 4): when every trial of the first round fails,
+"""``benchlang run`` fails fast: when every trial of the first round fails,
 the run stops after that round, shows the first failure's reason, exit status and stderr,
 and exits 1, as hyperfine aborts on a failing command unless ``-i``; ``--keep-going`` (or
 ``-i``) runs every trial anyway; a run where only some trials fail goes on to the end. The

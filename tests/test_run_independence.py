@@ -1,4 +1,4 @@
-"""The run-level independence verdict (issue 35, item 1): exact small cases, calibration on
+"""The run-level independence verdict: exact small cases, calibration on
 seeded i.i.d. runs, power on obvious dependence, and the verdict through run/analyze."""
 
 from __future__ import annotations

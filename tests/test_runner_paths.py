@@ -1,4 +1,4 @@
-"""The runner's short paths between trials (issue 28 item 5; docs/measures.md#cost): a round's
+"""The runner's short paths between trials (docs/measures.md#cost): a round's
 row as stored when its reset fails, levels stored as their own JSON (1, True, 1.0; -0.0), and the
 local session's report awaited in its own thread when it is the only session open."""
 

@@ -1,4 +1,4 @@
-"""A review of the runner's short paths between trials (issue 28 item 5): one host's task still
+"""A review of the runner's short paths between trials: one host's task still
 gives the event loop turns when every trial ends without suspending, and the bar draws the
 counts an update left out while the next trial runs."""
 

@@ -1,4 +1,4 @@
-"""`runtime` as a factor (issue 37, item 8d): one spec runs the same protocol at several
+"""`runtime` as a factor: one spec runs the same protocol at several
 runtimes (TriScale, Jacob et al. JSys 2021, Fig. 4: a 30 s and a 60 s run compared for the
 metric's convergence), `{runtime}` expanding to each configuration's level in seconds, and
 `analyze` compares the runtimes' convergence; the record gives each configuration its runtime."""

@@ -1,4 +1,4 @@
-"""The sandbox of ``replicate --sandbox`` (issue 49 item 1, docs/replicate.md): each escape a
+"""The sandbox of ``replicate --sandbox`` (docs/replicate.md): each escape a
 security review found has a test here. A script runs inside the command ``app.sandbox``
 wraps and reports what it could do (JSON on stdout); the test holds the host side (a process
 to kill, a listening unix socket under ``$HOME/.cache``, a pty, agent variables) and checks

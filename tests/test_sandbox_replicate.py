@@ -1,4 +1,4 @@
-"""The sandbox end to end (issue 49 item 1): a published bundle whose command looks for the
+"""The sandbox end to end: a published bundle whose command looks for the
 escapes of tests/test_sandbox.py, rerun through the real ``benchlang replicate --yes
 --sandbox`` with agent variables and a listening socket in its home. Published (unsandboxed)
 the command sees and kills a host process; replicated in the sandbox it sees nothing."""

@@ -1,4 +1,4 @@
-"""`series auto` follows TriScale's Table 2 (issue 13): the median's variability score is the
+"""`series auto` follows TriScale's Table 2: the median's variability score is the
 two-sided interval at C, so 75% needs 3 series and 90% needs 5 (not 2 and 4 one-sided);
 other percentiles keep Eq. 4's one-sided bounds."""
 

@@ -1,4 +1,4 @@
-"""TriScale's span (§4.6), issue 13: each series runs over its span with its rounds at seeded
+"""TriScale's span (§4.6): each series runs over its span with its rounds at seeded
 random times across it (in the plan, honoured by the executor), `span auto` takes the span a
 profile analysis recommends, and `check` warns when a profile recommends a longer span."""
 

@@ -1,4 +1,4 @@
-"""Stopping rules (issue 5): fixed, KPI width (TriScale §7), adaptive (Mittal et al., PMBS '23)."""
+"""Stopping rules: fixed, KPI width (TriScale §7), adaptive (Mittal et al., PMBS '23)."""
 
 from __future__ import annotations
 

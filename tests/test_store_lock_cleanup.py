@@ -1,4 +1,4 @@
-"""A clean close removes the store's lock file (issue 29 item 5) without ever letting two
+"""A clean close removes the store's lock file without ever letting two
 writers hold the lock: a writer that opened the file before it was unlinked does not count it
 as the lock (docs/store.md#one-writer-per-store)."""
 

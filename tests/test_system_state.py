@@ -1,5 +1,5 @@
 """``benchlang system show|check|tune`` on this machine, the check ``run`` performs first, and
-the host state in the record, the methods paragraph and ``replicate`` (issue 38 items 4-6).
+the host state in the record, the methods paragraph and ``replicate``.
 
 What this host has is read from the filesystem here, never assumed: an item whose sysfs or
 procfs file is absent must say "not available on this host"."""

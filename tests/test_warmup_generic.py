@@ -1,4 +1,4 @@
-"""Warm-up trials in any design (issue 35 item 6): ``warmup N`` in the design or a benchmark.
+"""Warm-up trials in any design: ``warmup N`` in the design or a benchmark.
 
 Plans are checked as data; runs go through the real ``benchlang run`` on hosts local with
 commands whose first execution per configuration is "cold" (prints 1000, then 10 ever after),

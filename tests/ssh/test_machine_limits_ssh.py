@@ -1,4 +1,4 @@
-"""The machine block's limits over SSH (issue 38): the remote agent pins every process of a
+"""The machine block's limits over SSH: the remote agent pins every process of a
 trial (``Cpus_allowed_list`` read from inside it) and caps its memory in the host's cgroups,
 a trial touching 256 MiB under ``memory 64MiB`` failing as out of memory while one touching
 16 MiB succeeds with its peak stored; the run goes on past the failed trials."""

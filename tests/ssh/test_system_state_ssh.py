@@ -1,4 +1,4 @@
-"""``benchlang system show|check SPEC`` over SSH (issue 38 item 4): the same probe as on this
+"""``benchlang system show|check SPEC`` over SSH: the same probe as on this
 machine, run through the spec's backend sessions, reads the remote host's state; the testbed's
 sshd runs here, so its answers are this machine's, read from the filesystem."""
 
