@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from benchlang.run.cachegrind import GEOMETRY, valgrind_options
+from tests.conftest import cli_here
 
 pytestmark = pytest.mark.skipif(
     shutil.which("valgrind") is None, reason="valgrind is not installed (.ci/run installs it)"
