@@ -99,7 +99,7 @@ def _store_end(path: Path, plan_hash: str) -> float:
 
     with Store(path) as store:
         try:
-            row = store.db.execute(
+            row = store.connection.execute(
                 "SELECT MAX(ended) FROM trials WHERE plan_hash = ?", (plan_hash,)
             ).fetchone()
         except Exception:

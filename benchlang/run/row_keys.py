@@ -22,11 +22,11 @@ def kind_id(db: sqlite3.Connection, plan: int, kind: tuple) -> int:
     row = db.execute(f"SELECT id FROM kinds WHERE plan = ? AND {where}", (plan, *kind)).fetchone()
     if row is not None:
         return int(row[0])
-    return int(
+    return _inserted(
         db.execute(
             f"INSERT INTO kinds (plan, {', '.join(KIND_COLUMNS)}) VALUES (?,?,?,?,?,?,?,?)",
             (plan, *kind),
-        ).lastrowid
+        )
     )
 
 
@@ -35,7 +35,14 @@ def name_id(db: sqlite3.Connection, name: str) -> int:
     row = db.execute("SELECT id FROM measure_names WHERE name = ?", (name,)).fetchone()
     if row is not None:
         return int(row[0])
-    return int(db.execute("INSERT INTO measure_names (name) VALUES (?)", (name,)).lastrowid)
+    return _inserted(db.execute("INSERT INTO measure_names (name) VALUES (?)", (name,)))
+
+
+def _inserted(cursor: sqlite3.Cursor) -> int:
+    """The rowid of the row an INSERT made (sqlite3 gives None only when it made none)."""
+    if cursor.lastrowid is None:
+        raise sqlite3.DatabaseError("the INSERT made no row")
+    return int(cursor.lastrowid)
 
 
 class Keys:

@@ -76,7 +76,7 @@ def copy(old: Path, new: Path) -> Copied:
     ``trials`` view) and every measure value of ``new`` equal ``old``'s, as many and no other.
     Raises UserError when they differ (``new`` is then left for the caller to remove)."""
     with Store(new, create=True) as store:
-        db = store.db
+        db = store.connection
         uri = "file:" + urllib.parse.quote(str(Path(old).resolve())) + "?mode=ro"
         db.execute("ATTACH DATABASE ? AS old", (uri,))
         try:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 from collections.abc import Collection, Iterator, Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -15,24 +13,21 @@ from benchlang.errors import UserError
 from benchlang.run import measure_blocks, trial_blocks
 from benchlang.run import row_keys as keys
 from benchlang.run.store.records import StoredPlan, TrialTable
+from benchlang.run.store.state import StoreState
 
 
-class StoreReading:
+class StoreReading(StoreState):
     """The reading methods of ``Store`` (mixed in; ``Store`` opens the connection)."""
-
-    path: Path
-    writable: bool
-    db: sqlite3.Connection | None
-    _schema: int
-    _unfolded: int
 
     def has_plan(self, plan_hash: str) -> bool:
         """Whether a run of this plan was ever started in this store."""
-        row = self.db.execute("SELECT 1 FROM plans WHERE plan_hash = ?", (plan_hash,)).fetchone()
+        row = self.connection.execute(
+            "SELECT 1 FROM plans WHERE plan_hash = ?", (plan_hash,)
+        ).fetchone()
         return row is not None
 
     def plans(self) -> list[StoredPlan]:
-        rows = self.db.execute(
+        rows = self.connection.execute(
             "SELECT plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, run_started FROM plans ORDER BY created"
         ).fetchall()
         return [StoredPlan(*row) for row in rows]
@@ -54,13 +49,13 @@ class StoreReading:
 
     def _plan_id(self, plan_hash: str) -> int:
         """The plan's integer key (schema 6); -1, which no row carries, for an unknown plan."""
-        found = keys.plan_id(self.db, plan_hash)
+        found = keys.plan_id(self.connection, plan_hash)
         return -1 if found is None else found
 
     def finished_trials(self, plan_hash: str) -> set[int]:
         return {
             row[0]
-            for row in self.db.execute(
+            for row in self.connection.execute(
                 "SELECT trial FROM trial_rows WHERE plan = ?", (self._plan_id(plan_hash),)
             )
         }
@@ -68,7 +63,7 @@ class StoreReading:
     def count_failed(self, plan_hash: str) -> int:
         """How many trials of the plan failed (every phase)."""
         return int(
-            self.db.execute(
+            self.connection.execute(
                 "SELECT count(*) FROM trial_rows WHERE plan = ? AND status = 'failed'",
                 (self._plan_id(plan_hash),),
             ).fetchone()[0]
@@ -76,33 +71,35 @@ class StoreReading:
 
     def stops(self, plan_hash: str) -> list[tuple[int, int, int, str, str, str | None, str]]:
         """(series, configuration, after_trials, action, rule, detected_class, reason) per stop."""
-        return self.db.execute(
+        return self.connection.execute(
             "SELECT series, configuration, after_trials, action, rule, detected_class, reason FROM stops WHERE plan_hash = ? ORDER BY series, configuration",
             (plan_hash,),
         ).fetchall()
 
     def events(self, plan_hash: str) -> list[tuple[float, str | None, str, str]]:
-        return self.db.execute(
+        return self.connection.execute(
             "SELECT at, host, kind, message FROM events WHERE plan_hash = ? ORDER BY at",
             (plan_hash,),
         ).fetchall()
 
     def host_facts(self, plan_hash: str) -> dict[str, dict[str, str]]:
-        rows = self.db.execute("SELECT host, facts FROM hosts WHERE plan_hash = ?", (plan_hash,))
+        rows = self.connection.execute(
+            "SELECT host, facts FROM hosts WHERE plan_hash = ?", (plan_hash,)
+        )
         return {host: json.loads(facts) for host, facts in rows}
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
         """One read transaction around several queries, so that they see one state of a
         store another process may be writing (WAL)."""
-        if self.db.in_transaction:
+        if self.connection.in_transaction:
             yield
             return
-        self.db.execute("BEGIN")
+        self.connection.execute("BEGIN")
         try:
             yield
         finally:
-            self.db.execute("COMMIT")
+            self.connection.execute("COMMIT")
 
     def trial_table(self, plan_hash: str, measures: Collection[str] | None = None) -> TrialTable:
         """A plan's trials column by column, in trial order; every measure, or only those
@@ -114,7 +111,9 @@ class StoreReading:
     def _trial_table(self, plan_hash: str, measures: Collection[str] | None) -> TrialTable:
         """``trial_table`` from the trial and measure blocks and the rows no block holds yet;
         reasons through a partial index."""
-        numbers, codes, dictionary = trial_blocks.merge(trial_blocks.read_parts(self.db, plan_hash))
+        numbers, codes, dictionary = trial_blocks.merge(
+            trial_blocks.read_parts(self.connection, plan_hash)
+        )
         texts = tuple(np.asarray(dictionary[c], dtype=object)[codes[c]] for c in range(4))
         return self._decoded(plan_hash, measures, numbers, texts, (dictionary[4], codes[4]))
 
@@ -122,12 +121,12 @@ class StoreReading:
         self,
         plan_hash: str,
         measures: Collection[str] | None,
-        numbers: Sequence[np.ndarray],
+        numbers: np.ndarray,
         texts: Sequence[np.ndarray],
         configurations: tuple[Sequence[Sequence], np.ndarray],
     ) -> TrialTable:
-        """A trial table from its integer columns (trial, series, round, position,
-        configuration), its text columns (host, order, status, phase) and each trial's index
+        """A trial table from its integer columns (rows of ``numbers``: trial, series, round,
+        position, configuration), its text columns (host, order, status, phase) and each trial's index
         into the distinct (configuration, label, benchmark, levels JSON) tuples."""
         trial, series, round_, position, configuration = numbers
         host, order_kind, status, phase = texts
@@ -153,7 +152,7 @@ class StoreReading:
 
     def _reasons(self, plan_hash: str, trial: np.ndarray) -> np.ndarray:
         reason = np.full(trial.size, None, dtype=object)
-        for t, text in self.db.execute(
+        for t, text in self.connection.execute(
             "SELECT trial, reason FROM trial_rows WHERE plan = ? AND reason IS NOT NULL",
             (self._plan_id(plan_hash),),
         ):
@@ -166,7 +165,7 @@ class StoreReading:
         """Each measure (or each ``wanted`` one) as a float column aligned with ``trial`` (nan
         where a trial has none), from the measure blocks. Values travel as floats, never as
         text (SQLite's text form of a REAL does not round-trip), so that they stay exact."""
-        return measure_blocks.read_columns(self.db, plan_hash, trial, wanted)
+        return measure_blocks.read_columns(self.connection, plan_hash, trial, wanted)
 
     def _measure_rows(
         self, plan_hash: str, trial: np.ndarray, wanted: Collection[str] | None = None
@@ -175,7 +174,7 @@ class StoreReading:
         if wanted is None:
             names = sorted(
                 r[0]
-                for r in self.db.execute(
+                for r in self.connection.execute(
                     "SELECT DISTINCT name FROM measures WHERE plan_hash = ?", (plan_hash,)
                 )
             )
@@ -185,7 +184,7 @@ class StoreReading:
             return {name: np.full(trial.size, np.nan) for name in names}
         code = "CASE name" + "".join(f" WHEN ? THEN {i}" for i in range(len(names))) + " END"
         chosen = "" if wanted is None else f" AND name IN ({', '.join('?' * len(names))})"
-        rows = self.db.execute(
+        rows = self.connection.execute(
             f"SELECT trial, {code}, value FROM measures "
             f"WHERE plan_hash = ? AND value IS NOT NULL{chosen}",
             (*names, plan_hash, *(() if wanted is None else names)),
@@ -204,7 +203,7 @@ class StoreReading:
     ) -> TrialTable:
         """The same table read a row at a time through the ``trials`` view (the reference
         form of the columnar read)."""
-        rows = self.db.execute(
+        rows = self.connection.execute(
             "SELECT trial, series, round, position, host, configuration, label, benchmark, "
             "levels, order_kind, status, reason, phase FROM trials WHERE plan_hash = ? "
             "ORDER BY trial",
@@ -230,7 +229,7 @@ class StoreReading:
         )
 
     def series_values(self, plan_hash: str, name: str) -> dict[int, np.ndarray]:
-        rows = self.db.execute(
+        rows = self.connection.execute(
             "SELECT trial, data FROM series_values WHERE plan_hash = ? AND name = ?",
             (plan_hash, name),
         )
@@ -239,7 +238,7 @@ class StoreReading:
     def failed_trials(
         self, plan_hash: str
     ) -> Iterator[tuple[int, str, str, int | None, bytes, bytes]]:
-        yield from self.db.execute(
+        yield from self.connection.execute(
             "SELECT t.trial, k.label, t.reason, t.exit_status, t.stdout_tail, t.stderr_tail "
             "FROM trial_rows t JOIN kinds k ON k.id = t.kind "
             "WHERE t.plan = ? AND t.status = 'failed' ORDER BY t.trial",

@@ -106,10 +106,13 @@ class TrialTable:
         """The trials where ``mask`` is true, every column alike."""
         picked = np.flatnonzero(mask)
         columns = {f.name: getattr(self, f.name) for f in attrs.fields(TrialTable)}
-        out = {k: v[picked] for k, v in columns.items() if isinstance(v, np.ndarray)}
-        out["levels"] = tuple(self.levels[i] for i in picked.tolist())
-        out["measures"] = {k: v[picked] for k, v in self.measures.items()}
-        return TrialTable(**out)
+        arrays = {k: v[picked] for k, v in columns.items() if isinstance(v, np.ndarray)}
+        return attrs.evolve(
+            self,
+            levels=tuple(self.levels[i] for i in picked.tolist()),
+            measures={k: v[picked] for k, v in self.measures.items()},
+            **arrays,
+        )
 
 
 def concatenate(tables: list[TrialTable]) -> TrialTable:

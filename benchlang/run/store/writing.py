@@ -8,7 +8,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -20,6 +19,7 @@ from benchlang.run.bulk_trials import TrialColumns
 from benchlang.run.row_keys import Keys
 from benchlang.run.store.locks import StoreWriteError, describe_sqlite
 from benchlang.run.store.records import StopRecord, TrialRecord, tail
+from benchlang.run.store.state import StoreState
 
 ROUND_INSERT = "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)"
 
@@ -80,18 +80,13 @@ class _Transaction:
                 raise self.store._write_error(failed) from None
             return
         self.store._rollback()
-        if issubclass(kind, sqlite3.Error) and not issubclass(kind, sqlite3.IntegrityError):
+        if isinstance(err, sqlite3.Error) and not isinstance(err, sqlite3.IntegrityError):
             raise self.store._write_error(err) from None
 
 
-class StoreWriting:
+class StoreWriting(StoreState):
     """The writing methods of ``Store`` (mixed in; ``Store`` opens the connection)."""
 
-    path: Path
-    writable: bool
-    db: sqlite3.Connection | None
-    _schema: int
-    _unfolded: int
     _keys: Keys
 
     def _count_unfolded(self) -> int:
@@ -100,8 +95,12 @@ class StoreWriting:
         return max(
             0,
             *(
-                int(self.db.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0])
-                - measure_blocks.watermark(self.db, key)
+                int(
+                    self.connection.execute(
+                        f"SELECT coalesce(max(rowid), 0) FROM {table}"
+                    ).fetchone()[0]
+                )
+                - measure_blocks.watermark(self.connection, key)
                 for table, key in (
                     ("measure_rows", "measures_folded"),
                     ("trial_rows", "trials_folded"),
@@ -171,7 +170,7 @@ class StoreWriting:
             (time.time(), plan_hash),
         )
         return float(
-            self.db.execute(
+            self.connection.execute(
                 "SELECT run_started FROM plans WHERE plan_hash = ?", (plan_hash,)
             ).fetchone()[0]
         )
