@@ -12,8 +12,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from benchlang.stats import _windows
 from benchlang.stats._orderstat import check_percent
+from benchlang.stats._windows import window_extreme, window_mean, window_percentile
 
 MAX_WINDOWS = 100
 MEASURES = ("mean", "median", "min", "max")
@@ -116,11 +116,11 @@ def windowed(x: np.ndarray, measure: str | float) -> tuple[np.ndarray, np.ndarra
     """The metric over every window (vectorised), with the window starts and length."""
     starts, w = window_starts(x.size)
     if measure == "mean":
-        vals = _windows.window_mean(x, starts, w)
+        vals = window_mean(x, starts, w)
     elif measure in ("min", "max"):
-        vals = _windows.window_extreme(x, starts, w, measure)
+        vals = window_extreme(x, starts, w, measure)
     else:
-        vals = _windows.window_percentile(x, starts, w, float(measure))
+        vals = window_percentile(x, starts, w, float(measure))
     return vals, starts, w
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchlang.report.html import plots
 from benchlang.report.html.inputs import ReportInputs
 from benchlang.report.html.page import MAX_ROWS, esc, figure, section, table, warning
+from benchlang.report.html.plots import Palette, bars, cues, intervals, lines, points, thin
 from benchlang.stats.order_dependence import format_percent
 
 
@@ -44,10 +44,10 @@ def order_section(inputs: ReportInputs) -> str | None:
             for kind in ("fixed", "random"):
                 sel = ok & (labels == c.configuration) & (t.order_kind == kind)
                 groups.append((f"{c.configuration} {kind}", values[sel]))
-                keep, cut = plots.thin(int(sel.sum()), per)
+                keep, cut = thin(int(sel.sum()), per)
                 thinned = thinned or cut
                 rows += [[c.configuration, kind, v] for v in values[sel][keep].tolist()]
-        svg = plots.points(
+        svg = points(
             groups, "fixed vs random order per configuration", f"{rep.metric} ({unit})", boxes=True
         )
         alt = (
@@ -138,16 +138,16 @@ def _positions(
     p = rep.positions
     random = ok & (t.order_kind == "random")
     labels = t.label.astype(str)
-    palette = plots.Palette(plan_labels(inputs))
+    palette = Palette(plan_labels(inputs))
     curves, rows, styles = [], [], []
     for row in p.configurations:
         sel = random & (labels == row.configuration)
         where = np.unique(t.position[sel])
         medians = np.array([np.median(values[sel & (t.position == k)]) for k in where])
         curves.append((row.configuration, where.astype(float), medians))
-        styles.append(plots.cues(palette, row.configuration))
+        styles.append(cues(palette, row.configuration))
         rows += [[row.configuration, int(k), float(m)] for k, m in zip(where, medians, strict=True)]
-    svg = plots.lines(
+    svg = lines(
         curves,
         "median by position in random-order rounds",
         "position in round",
@@ -324,7 +324,7 @@ def _comparison(r) -> list[str]:
         out.append(f"<p>{esc(o.method)}: <strong>{esc(o.verdict)}</strong></p>")
     items, reference = _effects(r)
     if items:
-        svg = plots.intervals(items, title, "effect", reference=reference)
+        svg = intervals(items, title, "effect", reference=reference)
         alt = f"Effect of {c.by} on {c.metric} with its interval: " + "; ".join(
             f"{label} {est:.4g}"
             + (f" [{lo:.4g}, {hi:.4g}]" if lo is not None else " (no interval)")
@@ -335,7 +335,7 @@ def _comparison(r) -> list[str]:
     if m is not None and hasattr(m, "components"):
         names = list(m.components)
         vals = [float(m.components[n]) for n in names]
-        svg = plots.bars(names, vals, "variance components", f"variance of {c.metric}")
+        svg = bars(names, vals, "variance components", f"variance of {c.metric}")
         alt = "Variance components: " + ", ".join(
             f"{n} {v:.3g}" for n, v in zip(names, vals, strict=True)
         )
@@ -362,7 +362,7 @@ def _warmup(w) -> list[str]:
         vlines.append((f"suggested warm-up: {s.warmup}", s.warmup - 0.5))
     if s.cooldown:
         vlines.append((f"suggested cool-down: {s.cooldown}", pos.size - s.cooldown - 0.5))
-    svg = plots.lines(
+    svg = lines(
         [("mean by position", pos, mean)],
         f"warm-up curve: {w.metric}",
         "position in host batch",
