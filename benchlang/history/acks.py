@@ -11,6 +11,7 @@ id when the commit is not in the series).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -40,7 +41,7 @@ class Ack:
     def key(self) -> tuple[str, str, str]:
         return (self.metric, self.configuration, self.host_class)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 
@@ -51,7 +52,10 @@ def read_acks(h: History) -> list[Ack]:
         "SELECT change_id, metric, configuration, host_class, commit_before, commit_after, "
         "position, reason, date FROM acks ORDER BY date, change_id"
     )
-    return [Ack(*r[:6], int(r[6]) if r[6] is not None else -1, r[7], r[8]) for r in rows]
+    return [
+        Ack(cid, metric, conf, host, before, after, -1 if pos is None else int(pos), why, date)
+        for cid, metric, conf, host, before, after, pos, why, date in rows
+    ]
 
 
 def write_acks(h: History, acks: Sequence[Ack]) -> None:

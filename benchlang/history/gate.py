@@ -163,7 +163,8 @@ def _bad(series: Series) -> int:
 
 def _logs(values: np.ndarray) -> np.ndarray:
     v = values[np.isfinite(values) & (values > 0)]
-    return np.log(v)
+    logs: np.ndarray = np.log(v)
+    return logs
 
 
 def _levels(found: SeriesChanges) -> list[int]:
@@ -298,7 +299,7 @@ def gate(
             rank_alpha=alpha / k,
             extra=extras.setdefault(id(b), _design_excess(b.series, b.start, confidence)),
         )
-    adjusted = holm(np.array([preds[id(b)].p_worse for b in judged])) if judged else []
+    adjusted = holm(np.array([preds[id(b)].p_worse for b in judged])) if judged else np.empty(0)
     p_adj = {id(b): float(a) for b, a in zip(judged, adjusted, strict=True)}
     out = []
     for f, b in zip(found, bases, strict=True):

@@ -18,10 +18,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from benchlang.native import KERNELS, choice, find
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 _DRAWS_AT_ONCE = 1 << 15  # draws made together by the numpy form: its temporaries stay in cache
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -56,7 +60,7 @@ def native() -> ctypes.CDLL | None:
     return _load(*choice())
 
 
-def _c(a: np.ndarray, dtype) -> np.ndarray:
+def _c(a: np.ndarray, dtype: npt.DTypeLike) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
@@ -136,7 +140,7 @@ def splitmix(key: int, t: np.ndarray) -> np.ndarray:
     return z
 
 
-def bounded(u: np.ndarray, m) -> np.ndarray:
+def bounded(u: np.ndarray, m: np.ndarray | int) -> np.ndarray:
     """floor(u·m / 2^64) for m < 2^32, in 64-bit halves: u·m = hi·m·2^32 + lo·m."""
     m = np.asarray(m, dtype=np.uint64)
     lo = u & _LOW32
@@ -149,7 +153,9 @@ def bounded(u: np.ndarray, m) -> np.ndarray:
     return hi.view(np.int64)
 
 
-def _draw_children_numpy(counts, first, m, key: int, out: np.ndarray) -> None:
+def _draw_children_numpy(
+    counts: np.ndarray, first: np.ndarray, m: np.ndarray, key: int, out: np.ndarray
+) -> None:
     """``draw_children`` a row at a time, its draws ``_DRAWS_AT_ONCE`` at a time so that their
     temporaries stay in cache."""
     reps = counts.astype(np.int64) * m
@@ -157,11 +163,12 @@ def _draw_children_numpy(counts, first, m, key: int, out: np.ndarray) -> None:
     done = 0
     for r in range(out.shape[0]):
         index = np.repeat(first, reps[r])
-        width = np.repeat(m, reps[r]) if not balanced else None
+        width = None if balanced else np.repeat(m, reps[r])
         for a in range(0, index.size, _DRAWS_AT_ONCE):
             piece = index[a : a + _DRAWS_AT_ONCE]
             t = np.arange(done + a, done + a + piece.size, dtype=np.uint64)
-            piece += bounded(splitmix(key, t), m[0] if balanced else width[a : a + piece.size])
+            bound = m[0] if width is None else width[a : a + piece.size]
+            piece += bounded(splitmix(key, t), bound)
         done += index.size
         out[r] = np.bincount(index, minlength=out.shape[1])
 

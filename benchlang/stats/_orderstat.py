@@ -44,7 +44,8 @@ def _cdf_table(n: int, ps: np.ndarray) -> np.ndarray:
         successes = np.where(i == 0, 0.0, i * log_p)
         failures = np.where(i == n, 0.0, (n - i) * log_q)
     pmf = np.exp(log_comb + successes + failures)
-    return np.minimum(np.cumsum(pmf, axis=1), 1.0)
+    cdf: np.ndarray = np.minimum(np.cumsum(pmf, axis=1), 1.0)
+    return cdf
 
 
 @functools.lru_cache(maxsize=64)

@@ -9,6 +9,7 @@ unit the CLI prints (``report.table.metric_scale``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def requests(
     request: np.ndarray,
     versions: tuple[str, str],
     metric: str,
-    meta: Mapping[str, object],
+    meta: Mapping[str, Any],
 ) -> FigureData:
     """Fig. 1: the distribution of each request's trials under each version (quartiles, extremes,
     mean), requests ordered by their median over both versions: how much requests differ
@@ -90,7 +91,7 @@ def requests(
     )
 
 
-def _unit(meta: Mapping[str, object]) -> str:
+def _unit(meta: Mapping[str, Any]) -> str:
     """The unit the CLI prints for the metric, which the drawing's axes use."""
     return str(meta.get("display_unit") or meta.get("unit") or "the metric's unit")
 
@@ -104,7 +105,8 @@ def batch_offsets(y: np.ndarray, version: np.ndarray, batch: np.ndarray) -> np.n
     version_mean = np.array(
         [y[version == v].mean() if (version == v).any() else NAN for v in (0, 1)]
     )
-    return batch_mean[inverse] - version_mean[version]
+    offsets: np.ndarray = batch_mean[inverse] - version_mean[version]
+    return offsets
 
 
 def timeline(
@@ -116,7 +118,7 @@ def timeline(
     versions: tuple[str, str],
     components: Mapping[str, float] | None,
     metric: str,
-    meta: Mapping[str, object],
+    meta: Mapping[str, Any],
 ) -> FigureData:
     """Fig. 3: each trial's value by its position in its host batch, a panel per batch (one
     version on one host after a reset, §2.2), with the batch's offset from its version's mean;
@@ -168,7 +170,9 @@ def timeline(
     )
 
 
-def se_curves(sweep: SESweep, current: tuple[str, int, int, int], meta: Mapping) -> FigureData:
+def se_curves(
+    sweep: SESweep, current: tuple[str, int, int, int], meta: Mapping[str, Any]
+) -> FigureData:
     """Figs. 2 and 4: the SE of the estimated difference against requests per version, a line
     per layout and number of hosts, analytic (§4.2.1) from the store's fitted variance
     components, with the SD of simulated estimates as points (§6)."""
@@ -219,7 +223,7 @@ def _rate_words(result: AAResult, cluster: str) -> str:
 
 
 def aa_estimates(
-    results: Mapping[str, tuple[AAResult, str]], meta: Mapping, notes: Sequence[str] = ()
+    results: Mapping[str, tuple[AAResult, str]], meta: Mapping[str, Any], notes: Sequence[str] = ()
 ) -> FigureData:
     """Figs. 5 and 6: per layout, the estimates of simulated A/A experiments (their spread is
     the true SE) beside the bootstrap's view of them (each experiment's bootstrap SE), from
@@ -266,7 +270,7 @@ def _z(alpha: float) -> float:
 
 def _ranked(
     names: Sequence[object], estimate: np.ndarray, low: np.ndarray, high: np.ndarray, null: float
-) -> list[tuple]:
+) -> list[tuple[Any, ...]]:
     """(rank, experiment, estimate, low, high, false positive) ranked by estimate."""
     order = np.argsort(estimate, kind="stable")
     return [
@@ -286,7 +290,7 @@ LADDER_COLUMNS = ("rank", "experiment", "estimate", "low", "high", "false_positi
 
 
 def aa_ladder(
-    result: AAResult, cluster: str, meta: Mapping, notes: Sequence[str] = ()
+    result: AAResult, cluster: str, meta: Mapping[str, Any], notes: Sequence[str] = ()
 ) -> FigureData:
     """Fig. 7: the intervals of simulated A/A experiments of the run's own layout, ranked by
     their estimate; those that exclude 0 are false positives, about α of them when the

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -75,7 +76,7 @@ def stopping_ks(
 ) -> FigureData:
     """Fig. 1: per configuration, D_k = KS(x[:k], x) for every k, the threshold, the rule's
     stop and the optimal stop (the smallest k after which every D stays at or below it)."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for label, r in zip(labels, replays, strict=True):
         e = r.evaluation
         rows += [(label, "curve", k, float(d), "", "") for k, d in enumerate(r.distances, 1)]
@@ -117,7 +118,8 @@ def kde(values: np.ndarray, grid: np.ndarray) -> np.ndarray:
     for s in range(0, v.size, 4096):
         z = (grid[:, None] - v[None, s : s + 4096]) / h
         out += np.exp(-0.5 * z * z).sum(axis=1)
-    return out / (v.size * h * math.sqrt(2 * math.pi))
+    density: np.ndarray = out / (v.size * h * math.sqrt(2 * math.pi))
+    return density
 
 
 def stopping_density(
@@ -130,7 +132,7 @@ def stopping_density(
     """Figs. 2/4/5: per configuration, the kernel densities of the whole stream (reference),
     of the sample where the rule stopped and of the optimal stop's sample, each with its KS
     distance to the reference, on the reference's 0.5th–99.5th percentile range."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for label, x, r in zip(labels, streams, replays, strict=True):
         x = np.asarray(x, dtype=float)
         e = r.evaluation

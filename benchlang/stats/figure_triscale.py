@@ -73,7 +73,7 @@ def kpi_scatter(
     its series' KPIs with the variability interval (§4.3) of each metric as bars, when scored.
     """
     columns = ("configuration", "part", "x", "y", "x_low", "x_high", "y_low", "y_high")
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for label, ax, ay in zip(labels, analyses_x, analyses_y, strict=True):
         kx = {s.series: s.kpi.value if s.kpi.enough else NAN for s in ax.series}
         ky = {s.series: s.kpi.value if s.kpi.enough else NAN for s in ay.series}
@@ -125,7 +125,7 @@ def series_kpis(
     unit: str,
 ) -> FigureData:
     """Fig. 3b: every trial's metric value per series, and each series' KPI (§4.2)."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     thinned: list[str] = []
     for label, v, s, a in zip(labels, values, series, analyses, strict=True):
         v = np.asarray(v, dtype=float)
@@ -220,7 +220,7 @@ def variability(
 ) -> FigureData:
     """Figs. 3c and 8: the series KPIs of each configuration side by side with the
     variability interval (the two percentile bounds of §4.3) around them."""
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     left: list[str] = []
     words = "the variability interval"
     for label, a in zip(labels, analyses, strict=True):

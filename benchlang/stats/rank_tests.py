@@ -42,7 +42,7 @@ def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
             if abs(rho) < 1
             else rho * math.inf
         )
-    return rho, min(1.0, 2.0 * t_sf(abs(t), df))
+    return rho, min(1.0, 2.0 * float(t_sf(abs(t), df)))
 
 
 def kruskal(*groups: np.ndarray) -> tuple[float, float]:

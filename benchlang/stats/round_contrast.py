@@ -46,7 +46,10 @@ def round_contrasts(values: np.ndarray, weights: np.ndarray | tuple[float, ...])
     used = x[:, w != 0]
     keep = np.all(np.isfinite(used) & (used > 0), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(np.where(x[keep] > 0, x[keep], np.nan))[:, w != 0] @ w[w != 0]
+        contrasts: np.ndarray = (
+            np.log(np.where(x[keep] > 0, x[keep], np.nan))[:, w != 0] @ w[w != 0]
+        )
+    return contrasts
 
 
 def round_contrast(

@@ -22,6 +22,7 @@ each at ``1 - (1 - c)/m`` for m rows, so that a verdict on any row holds family-
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import numpy as np
@@ -59,7 +60,7 @@ class SessionInterval:
     spread: str = BETWEEN
     method: str = "session KPIs as clusters: Welch t on log KPIs (Donald & Lang 2007), Bonferroni"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         why = "; ".join(self.reasons) or "descriptive only"
         return undefined(attrs.asdict(self), {"*": why})
 
