@@ -119,7 +119,8 @@ def judge(
     endpoint (same level) are what a reader checks (an unchanged commit reads x1 of good)."""
     from benchlang.stats.round_contrast import round_contrast
 
-    evidence, votes = [], []
+    evidence: list[dict] = []
+    votes: list[str | None] = []
     for pair in regressed:
         x = grids.get((pair["metric"], pair["configuration"]))
         if x is None:
@@ -279,7 +280,7 @@ def bisect(
     state.mkdir(parents=True, exist_ok=True)
     trees = state / "trees"
     original = original_head(root)
-    config = {
+    config: dict[str, object] = {
         "repo": str(root),
         "spec": str(spec),
         "build": build,

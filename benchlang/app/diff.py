@@ -58,9 +58,9 @@ def diff_across_sessions(
     ]
     experiments = {d.experiment.name for _, d in everyone}
     if len(experiments) > 1:
-        held = ", ".join(f"{n}: {d.experiment.name}" for n, d in everyone)
+        shown = ", ".join(f"{n}: {d.experiment.name}" for n, d in everyone)
         raise UserError(
-            f"the stores hold different experiments ({held}): diff compares sessions of one experiment",
+            f"the stores hold different experiments ({shown}): diff compares sessions of one experiment",
             "compare stores made from the same spec",
         )
     held = {n: labels_of(d) for n, d in everyone}
@@ -77,7 +77,8 @@ def diff_across_sessions(
         )
     if not common:
         raise UserError("no configuration is in every store: nothing to compare")
-    borrowed, notes = {}, []
+    borrowed: dict[tuple[str, str], tuple[float, float, str]] = {}
+    notes: list[str] = []
     if history is not None:
         if min(len(base), len(new)) >= MIN_SESSIONS:
             notes.append(f"--history {history} not used: the sessions' own spread decides")

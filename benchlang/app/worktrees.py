@@ -269,7 +269,7 @@ def session_builds(benchmarks: Iterable[str], spec_benchmarks: Iterable[str]) ->
     trials' benchmarks are the spec's, each copied as ``NAME@SLOT``; () for a run of one
     revision (a spec's own names hold no ``@``)."""
     names = set(spec_benchmarks)
-    slots = {}
+    slots: dict[str, None] = {}
     for bench in benchmarks:
         name, at, slot = str(bench).rpartition("@")
         if not at or name not in names:
@@ -311,7 +311,7 @@ def original_head(root: Path) -> str:
 
 
 def restore(
-    root: Path, original: str, trees: Path, first: Callable[[], None] | None = None
+    root: Path, original: str, trees: Path, first: Callable[[], object] | None = None
 ) -> None:
     """Leave the repository as it was: ``first`` (e.g. ``git bisect reset``), the same
     checkout, no worktree of ours. A second Ctrl-C does not interrupt this."""

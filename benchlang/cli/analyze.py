@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from benchlang.app.analysis import analyze_csv, analyze_store, order_of
 from benchlang.cli import add_command
@@ -165,15 +167,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Result(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 def _print_json(
-    kpis: list,
-    comparisons: list,
-    warmup: list,
-    headlines: list = (),
-    equal_hosts: list = (),
-    runtimes: list = (),
-    sessions: list = (),
-    population: object = None,
+    kpis: Sequence[_Result],
+    comparisons: Sequence[_Result],
+    warmup: Sequence[_Result],
+    headlines: Sequence[_Result] = (),
+    equal_hosts: Sequence[_Result] = (),
+    runtimes: Sequence[_Result] = (),
+    sessions: Sequence[_Result] = (),
+    population: _Result | None = None,
 ) -> None:
     body = {
         "kpis": [r.to_dict() for r in kpis],
