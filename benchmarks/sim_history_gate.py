@@ -29,6 +29,8 @@ PYTHONPATH set to an export of the code before (``git archive``).
 
     nice -n 10 python3 benchmarks/sim_history_gate.py [--suites 10] [--warm 20] [--seed 48]
     nice -n 10 python3 benchmarks/sim_history_gate.py --closing 1.02 --histories 1000
+    nice -n 10 python3 benchmarks/sim_history_gate.py --suites 20 --benchmarks 10 \
+        --session 0.10 --step 1.05   # compare --base's shared runner, judged across sessions
 """
 
 from __future__ import annotations
@@ -101,19 +103,19 @@ def no_change(suite: int, warm: int, seed: int) -> tuple[int, int]:
     return failed, raised
 
 
-def regression(suite: int, warm: int, seed: int) -> tuple[bool, int, int]:
+def regression(suite: int, warm: int, seed: int, step: float = 1.25) -> tuple[bool, int, int]:
     rng = np.random.default_rng([seed, 1, suite])
     with tempfile.TemporaryDirectory() as tmp:
         target = str(Path(tmp) / "h.sqlite")
         for i in range(warm):
             add(target, i, rng, {})
-        add(target, warm, rng, {0: 1.25})
+        add(target, warm, rng, {0: step})
         code, raised = check(target)
         found = code == 1 and "b0" in raised
         others = len(raised - {"b0"})
         still = 0
         for i in range(warm + 1, warm + 10):
-            add(target, i, rng, {0: 1.25})
+            add(target, i, rng, {0: step})
             still += check(target)[0] == 1
     return found, still, others
 
@@ -172,6 +174,7 @@ def main_closing(a: argparse.Namespace) -> None:
 
 
 def main_sim() -> None:
+    global BENCHMARKS, SESSION
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--suites", type=int, default=10)
     p.add_argument("--warm", type=int, default=20)
@@ -180,7 +183,11 @@ def main_sim() -> None:
     p.add_argument("--histories", type=int, default=1000)
     p.add_argument("--after", type=int, default=20)
     p.add_argument("--spread", type=float, default=0.01)
+    p.add_argument("--benchmarks", type=int, default=4, help="the suite's size")
+    p.add_argument("--session", type=float, default=0.05, help="session sigma (log)")
+    p.add_argument("--step", type=float, default=1.25, help="b0's regression factor")
     a = p.parse_args()
+    BENCHMARKS, SESSION = a.benchmarks, a.session
     import benchlang
 
     print(f"benchlang from {Path(benchlang.__file__).parent}; seed {a.seed}; {a.warm} runs before")
@@ -195,8 +202,8 @@ def main_sim() -> None:
     print(f"  regressions raised per suite: {raised} (mean {np.mean(raised):.1f})")
     print(f"  suites with <= 3 failed checks: {sum(f <= 3 for f in failed)} of {a.suites}")
     print(f"  suites raising <= 3 benchmarks: {sum(r <= 3 for r in raised)} of {a.suites}")
-    found = [regression(s, a.warm, a.seed) for s in range(a.suites)]
-    print("+25% on b0:")
+    found = [regression(s, a.warm, a.seed, a.step) for s in range(a.suites)]
+    print(f"{a.step - 1:+.0%} on b0 ({a.benchmarks} benchmarks, session sigma {a.session:.0%}):")
     print(f"  found at the regressing run: {sum(f for f, _, _ in found)} of {a.suites}")
     print(f"  of the 9 checks after it, failing: {[s for _, s, _ in found]}")
     print(f"  other benchmarks raised with it: {sum(o for _, _, o in found)}")
