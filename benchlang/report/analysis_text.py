@@ -143,8 +143,13 @@ def render_analysis(
 
     out = stream or sys.stdout
     notes = independence_lines(results)
-    fallbacks = {s.kpi.details.get("note") for r in results for s in r.analysis.series}
-    notes.extend(f"note: {n}" for n in sorted(fallbacks - {None}))
+    fallbacks = {
+        note
+        for r in results
+        for s in r.analysis.series
+        if (note := s.kpi.details.get("note")) is not None
+    }
+    notes.extend(f"note: {n}" for n in sorted(fallbacks))
     for r in results:
         mine = r.analysis.configuration_reasons
         if mine:

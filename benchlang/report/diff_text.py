@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from benchlang.jsonout import dumps
 from benchlang.report.diff import ConfigurationDiff, MetricDiff, StoreDiff
 from benchlang.report.table import format_quantity, scale_for
-from benchlang.stats.sessions import BETWEEN, MIN_SESSIONS, WITHIN
+from benchlang.stats.sessions import BETWEEN, MIN_SESSIONS, WITHIN, SessionInterval
 
 
 def _statistic(p: float) -> str:
@@ -98,7 +98,10 @@ def _spread(d: StoreDiff) -> str:
         )
     if d.spread in (BETWEEN, "mixed"):
         source = next(
-            r.interval.method for m in d.metrics for r in m.rows if r.spread == BETWEEN
+            r.interval.method
+            for m in d.metrics
+            for r in m.rows
+            if r.spread == BETWEEN and isinstance(r.interval, SessionInterval)
         ).split(" (semivariogram at")[0]
         where = "" if d.spread == BETWEEN else ", within session only for the rows it lacks"
         return f"spread: between sessions, borrowed from {source}{where}; {family}"

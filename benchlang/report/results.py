@@ -76,7 +76,7 @@ def trial_units(data: ExperimentData) -> tuple[np.ndarray, tuple[str, ...], list
     clusters, hosts = trial_clusters(data)
     if session_count(data) < 2:
         return clusters, LEVELS, hosts
-    return np.column_stack([data.table.session, clusters]), ("session", *LEVELS), hosts
+    return np.column_stack([data.table.sessions, clusters]), ("session", *LEVELS), hosts
 
 
 LEVELS = ("host", "series", "round")
@@ -137,7 +137,7 @@ def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
             "metrics": {},
         }
         for name, mv in data.metrics.items():
-            summary = _summary(mv.values[mask])
+            summary: dict[str, Any] = _summary(mv.values[mask])
             summary["unit"] = mv.metric.unit
             if mv.converged is not None:
                 summary["not_converged"] = int((table.ok & mask & ~mv.converged).sum())
@@ -151,7 +151,7 @@ def results_rows(data: ExperimentData) -> list[dict[str, Any]]:
                 share = shares.get((name, configuration["label"]))
                 if share is None:  # an A/B layout's version: its trials' share
                     share = session_share(
-                        mv.values[table.ok & mask], table.session[table.ok & mask]
+                        mv.values[table.ok & mask], table.sessions[table.ok & mask]
                     )
                 summary["between_sessions"] = share.to_dict()
             entry["metrics"][name] = summary
@@ -215,8 +215,8 @@ def render_results(
         render_session_shares(
             share_rows(data, data.metrics), sessions, stream, using="The summaries above use"
         )
-    for line in host_lines(data) if hosts else ():
-        out.write(line + "\n")
+    for text in host_lines(data) if hosts else ():
+        out.write(text + "\n")
     for warning in host_warnings(data):
         out.write(warning + "\n")
 

@@ -54,7 +54,7 @@ def share_rows(data: ExperimentData, metrics: Iterable[str]) -> list[SessionShar
         for index, label, _, _ in data.configurations():
             mine = table.ok & (table.configuration == index)
             rows.append(
-                SessionShareRow(name, label, session_share(values[mine], table.session[mine]))
+                SessionShareRow(name, label, session_share(values[mine], table.sessions[mine]))
             )
     return rows
 

@@ -93,7 +93,7 @@ def applicable(
     inputs: Inputs, metric: str | None = None
 ) -> list[tuple[FigureKind, FigureData | None, str | None]]:
     """Each figure with its numbers, or None and the reason it does not apply."""
-    out = []
+    out: list[tuple[FigureKind, FigureData | None, str | None]] = []
     for kind in registry().values():
         try:
             out.append((kind, kind.build(inputs, metric), None))

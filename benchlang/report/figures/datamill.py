@@ -186,7 +186,7 @@ def series_boxes_data(inputs: Inputs, metric: str | None) -> FigureData:
 
 def _in_sessions(t: Trials, group: np.ndarray, session: np.ndarray) -> dict:
     """Each series (or block) of a campaign named by its session and its place there."""
-    out = {}
+    out: dict[int, str] = {}
     for s in np.unique(session).tolist():
         mine = np.unique(group[session == s]).tolist()
         out |= {g: f"S{s + 1}.{k}" for k, g in enumerate(mine)}
@@ -241,7 +241,7 @@ def levels_data(inputs: Inputs, metric: str | None) -> FigureData:
     data = fd.levels(
         rows,
         groups,
-        (names[0], names[1], names[2]),
+        (roles[0][0], names[1], names[2]),
         t.metric,
         t.unit,
         _pooled(inputs, t, [n for n in names if n]),
@@ -263,7 +263,7 @@ def level_means_data(inputs: Inputs, metric: str | None) -> FigureData:
         rows,
         groups,
         [clusters[m] for _c, _l, m in keys],
-        (names[0], names[1]),
+        (roles[0][0], names[1]),
         t.metric,
         t.unit,
         pooled=_pooled(inputs, t, [n for n in names if n]),

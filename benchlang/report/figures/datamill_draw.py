@@ -81,7 +81,9 @@ def _bxp(ax: Any, stats: list[dict], positions: list[float], colour: str, width:
     ax.add_artist(boxes)  # add_patch walks the path's segments in Python for the limits
     ax.update_datalim(corners.reshape(-1, 2))
 
-    def lines(*ends: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    def lines(
+        *ends: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Segments (x0, y0, x1, y1) as one (x, y) polyline, a NaN between segments."""
         xy = [np.stack([x0, x1, np.full_like(x0, np.nan)], 1) for x0, _y0, x1, _y1 in ends]
         yy = [np.stack([y0, y1, np.full_like(y0, np.nan)], 1) for _x0, y0, _x1, y1 in ends]

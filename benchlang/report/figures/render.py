@@ -176,12 +176,15 @@ def _written(fig: Any, fmt: str, description: str = "") -> bytes:
     if fmt == "png":
         fig.savefig(out, format=fmt, metadata=_metadata(fmt, description))
         return out.getvalue()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    canvas: type[FigureCanvasBase]
     if fmt == "svg":
-        from matplotlib.backends.backend_svg import FigureCanvasSVG as Canvas
+        from matplotlib.backends.backend_svg import FigureCanvasSVG as canvas
     else:
-        from matplotlib.backends.backend_pdf import FigureCanvasPdf as Canvas
+        from matplotlib.backends.backend_pdf import FigureCanvasPdf as canvas
     fig.set_dpi(mpl.rcParams["savefig.dpi"])
-    getattr(Canvas(fig), f"print_{fmt}")(out, metadata=_metadata(fmt, description))
+    getattr(canvas(fig), f"print_{fmt}")(out, metadata=_metadata(fmt, description))
     return out.getvalue()
 
 

@@ -47,7 +47,7 @@ def applicable(
     inputs: Inputs, metric: str | None = None
 ) -> list[tuple[FigureKind, FigureData | None, str | None]]:
     """``report.figures.applicable`` with the campaign's rule (``build``)."""
-    out = []
+    out: list[tuple[FigureKind, FigureData | None, str | None]] = []
     for kind in registry().values():
         try:
             out.append((kind, build(kind, inputs, metric), None))

@@ -123,7 +123,8 @@ def draw_convergence(fig: Any, data: FigureData, palette: Palette, paper: bool) 
             ax.fill_between(tx, lo, hi, color="grey", alpha=0.25, label="tolerance band")
         view = data.meta.get("y_view", {}).get(label)
         if view is not None:
-            _far_marks(ax, x, y, *view, c)
+            low, high = view
+            _far_marks(ax, x, y, low, high, c)
         panel_title(ax, f"{label}\n{data.meta['verdicts'][label]}")  # narrow panels
     legend_above(fig, fig.axes[0].get_legend_handles_labels()[0], paper)
 

@@ -171,11 +171,11 @@ def headline_tables(headlines: list[MetricHeadline]) -> list[str]:
                 out.append(warning("No interval: " + "; ".join(g.ranking.reasons)))
         out += _basis(h.groups)
         if not h.groups:
-            rows = [
+            kpi_rows = [
                 [c.label, format_quantity(c.kpi, None, scale=(None, factor))]
                 for c in h.configurations
             ]
-            out.append(table(["configuration", f"KPI ({stat})"], rows, caption=h.metric))
+            out.append(table(["configuration", f"KPI ({stat})"], kpi_rows, caption=h.metric))
     return out
 
 

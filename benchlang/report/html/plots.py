@@ -8,6 +8,7 @@ say so on the plot (``thin``); statistics are always computed on all the data be
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -195,7 +196,7 @@ def points(
             parts, left_out = _box(v) or (None, 0)
             hidden += left_out
             if parts is not None:
-                chart.add(lambda f, i=i, parts=parts: _draw_box(f, i, parts), y=v)
+                chart.add(functools.partial(_draw_box, g=i, parts=parts), y=v)
             continue
         x = i + 1 + rng.uniform(-0.15, 0.15, v.size)
 

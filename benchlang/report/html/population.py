@@ -23,22 +23,24 @@ def population_section(inputs: ReportInputs) -> str | None:
     if found is None or not found.results:
         return None
     out = io.StringIO()
-    render_population(found, {m.name: m.unit for m in exp.metrics}, out)
+    units = {m.name: m.unit for m in exp.metrics}
+    render_population(found, units, out)
     head, *lines = out.getvalue().strip().splitlines()
     body = [
         f"<p>{esc(head)}</p>",
         "<ul class='population'>" + "".join(f"<li>{esc(x.strip())}</li>" for x in lines) + "</ul>",
     ]
     for r in found.results:
-        unit = exp.metric(r.metric).unit
+        unit = units[r.metric]
         cell = f" ({r.cell})" if r.cell else ""
+        ranked = sorted(zip(r.inputs, r.input_kpis, strict=True), key=lambda p: p[1])
         body.append(
             "<details><summary>"
             + esc(f"{r.metric}{cell}: the KPI of each of the {len(r.inputs)} inputs")
             + "</summary>"
             + table(
                 [r.factor, f"KPI of {r.metric}" + (f" ({unit})" if unit else "")],
-                sorted(zip(r.inputs, r.input_kpis, strict=True), key=lambda p: p[1]),
+                ranked,
             )
             + "</details>"
         )
