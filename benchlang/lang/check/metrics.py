@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -162,20 +163,27 @@ _KPI_ARGUMENTS = ("percentile", "confidence", "bound", "exclude")
 """What every kpi method takes; its other settings travel in ``Kpi.options``."""
 
 
-def check_kpis(
-    ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
-) -> list[model.Kpi]:
-    out: list[model.Kpi] = []
+def first_per_metric(ctx: Context, blocks: list[ast.Block], what: str) -> Iterator[ast.Block]:
+    """The blocks of one kind, each metric's first; a second one for a metric is an error
+    that points at the first."""
     seen: dict[str | None, Span] = {}
     for block in blocks:
         if block.name in seen:
             ctx.error(
-                f"duplicate kpi for metric '{block.name}'",
+                f"duplicate {what} for metric '{block.name}'",
                 block.span,
                 f"first declared on line {seen[block.name].line}",
             )
             continue
         seen[block.name] = block.span
+        yield block
+
+
+def check_kpis(
+    ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
+) -> list[model.Kpi]:
+    out: list[model.Kpi] = []
+    for block in first_per_metric(ctx, blocks, "kpi"):
         errors = len(ctx.diagnostics)
         kpi = _check_kpi(ctx, block, metrics)
         if kpi is not None:
@@ -250,16 +258,7 @@ def check_variabilities(
     ctx: Context, blocks: list[ast.Block], metrics: list[model.Metric]
 ) -> list[model.Variability]:
     out: list[model.Variability] = []
-    seen: dict[str | None, Span] = {}
-    for block in blocks:
-        if block.name in seen:
-            ctx.error(
-                f"duplicate variability for metric '{block.name}'",
-                block.span,
-                f"first declared on line {seen[block.name].line}",
-            )
-            continue
-        seen[block.name] = block.span
+    for block in first_per_metric(ctx, blocks, "variability"):
         metric = metric_of_block(ctx, block, metrics)
         method = find_method(ctx, "variability", block.span, "variability")
         if method is None:
