@@ -155,10 +155,11 @@ def analyze_csv(
     column, or a mapping column -> direction (columns it omits: lower is better).
     """
     from benchlang.report.analysis import analyze_values, joint_verdict
-    from benchlang.stats.order_dependence import group_codes
+    from benchlang.stats._groups import group_codes
 
     table = read_table(path, header=True)
-    series, names = None, ()
+    series = None
+    names: tuple[str, ...] = ()
     if series_column is not None:
         index = table.index(series_column)
         labels = [row[index] if index < len(row) else "" for row in table.rows]

@@ -238,7 +238,8 @@ def headline(data: ExperimentData, results: list) -> list[MetricHeadline]:
                 c = v.confidence / 100.0
                 rl, cl = lower_rank(v.n, v.percentile_low / 100.0, c)
                 ru, cu = upper_rank(v.n, v.percentile_high / 100.0, c)
-                var_bounds = (rl, ru, 100 * cl, 100 * cu)
+                if rl is not None and ru is not None:
+                    var_bounds = (rl, ru, 100 * cl, 100 * cu)
             rows.append(
                 ConfigurationKPI(
                     r.configuration,

@@ -55,7 +55,10 @@ def order_report(
     values = data.metrics[metric].values
     keep = t.ok & np.isfinite(values)
     v, label, order = values[keep], t.label[keep].astype(str), t.order_kind[keep].astype(str)
-    better = exp.metric(metric).better
+    declared = exp.metric(metric)
+    if declared is None:
+        raise UserError(f"no metric {metric!r}", f"metrics: {', '.join(data.metrics)}")
+    better = declared.better
     kinds = set(order.tolist())
     session = None if t.session is None else t.session[keep]
     sessions = session_count(session)
@@ -79,7 +82,7 @@ def order_report(
             if kinds == {"fixed"}
             else "no fixed-order rounds: the fixed-vs-random test needs order fixed_vs_random; position and carry-over effects are shown instead"
         )
-    scale = metric_scale(v, exp.metric(metric).unit)
+    scale = metric_scale(v, declared.unit)
     return OrderReport(metric, dependence, positions, carry, note, scale, sessions)
 
 

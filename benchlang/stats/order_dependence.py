@@ -9,7 +9,7 @@ Systems" (EPFL Press 2010), §2.2.1, Theorem 2.1 (order-statistic CI of the medi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal
+from typing import Literal, cast
 
 import attrs
 import numpy as np
@@ -308,7 +308,7 @@ def _better_for(better: Mapping[str, str] | str | None, configuration: str) -> B
     value = better.get(configuration) if isinstance(better, Mapping) else better
     if value not in (None, "higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {value!r} for {configuration}")
-    return value
+    return cast(Better | None, value)
 
 
 def order_dependence(

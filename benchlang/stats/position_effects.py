@@ -15,10 +15,10 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike
 
+from benchlang.stats._groups import group_codes
 from benchlang.stats._special import rankdata
 from benchlang.stats.order_dependence import (
     eta_squared_h,
-    group_codes,
     kruskal_h,
     trial_arrays,
 )
@@ -55,7 +55,7 @@ def _sessions(session: ArrayLike | None, n: int) -> np.ndarray:
     return s
 
 
-def _to_dict(obj: object) -> dict[str, object]:
+def _to_dict(obj: attrs.AttrsInstance) -> dict[str, object]:
     out: dict[str, object] = {}
     for field in attrs.fields(type(obj)):
         value = getattr(obj, field.name)
