@@ -228,7 +228,7 @@ def test_a_fully_consistent_tampered_bundle(pub, tmp_path):
     status, out, err = replicate(pub, write_bundle(tmp_path / "k.tar.gz", kept, rehash=False),
                                  tmp_path, *signer, "--yes")  # fmt: skip
     assert "does not match the manifest" in refused(status, out, err, ran_nothing=evil)
-    from benchlang.app.signing import sign
+    from benchlang.app.publish.signing import sign
 
     resigned = dict(members)
     resigned["probe/manifest.json.sig"] = sign(members["probe/manifest.json"],

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchlang.app.bundle_archive import check_manifest, extract
+from benchlang.app.publish.bundle_archive import check_manifest, extract
 from benchlang.errors import UserError
 from tests.test_bundle_fuzz import honest  # noqa: F401 (the published bundle, a fixture)
 from tests.test_bundle_trust import members_of, write_bundle

@@ -1,5 +1,5 @@
 """The sandbox of ``replicate --sandbox`` (docs/replicate.md): each escape a
-security review found has a test here. A script runs inside the command ``app.sandbox``
+security review found has a test here. A script runs inside the command ``app.publish.sandbox``
 wraps and reports what it could do (JSON on stdout); the test holds the host side (a process
 to kill, a listening unix socket under ``$HOME/.cache``, a pty, agent variables) and checks
 that nothing crossed. As root (as CI runs) and as ``nobody`` where the machine allows."""
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlang.app.sandbox import bwrap, sandboxed
+from benchlang.app.publish.sandbox import bwrap, sandboxed
 from benchlang.errors import UserError
 
 
@@ -292,7 +292,7 @@ def test_a_machine_without_namespaces_is_refused_not_run_weaker(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("making the outer namespace needs root here")
     script = (
-        "from benchlang.app.sandbox import bwrap\n"
+        "from benchlang.app.publish.sandbox import bwrap\n"
         "from benchlang.errors import UserError\n"
         "try:\n    bwrap()\nexcept UserError as err:\n    print('refused:', err.message)\n"
         "else:\n    print('ran')\n"

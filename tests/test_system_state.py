@@ -234,7 +234,7 @@ def test_tune_sets_aslr_as_root_and_reset_restores_it(tmp_path):
 
 @pytest.mark.usefixtures("aslr_read")
 def test_replicate_names_each_host_state_difference(tmp_path):
-    from benchlang.app.replicate import judge
+    from benchlang.app.publish.replicate import judge
 
     body = "machine { aslr on }\n" + KPI
     results = [_run(tmp_path, body, name, "--force") for name in ("published", "replication")]

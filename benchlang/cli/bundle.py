@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchlang.app.bundle import bundle
+from benchlang.app.publish.bundle import bundle
 from benchlang.cli import add_command
 
 

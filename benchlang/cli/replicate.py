@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlang.app.bundle import files_read
-from benchlang.app.bundle_archive import shown
-from benchlang.app.replicate import judge, open_bundle, rerun
+from benchlang.app.publish.bundle import files_read
+from benchlang.app.publish.bundle_archive import shown
+from benchlang.app.publish.replicate import judge, open_bundle, rerun
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.lang.rewrite import replace_hosts
 
 if TYPE_CHECKING:
-    from benchlang.app.consent import Preview
+    from benchlang.app.publish.consent import Preview
 
 SHOWN_PROBLEMS = 10
 EXIT = {"agree": 0, "disagree": 1, "could not compare": 3}
@@ -86,7 +86,7 @@ def _number(x: float) -> str:
 def _verifier(args: argparse.Namespace, said: list[str]):
     if not (args.allowed_signers or args.signer):
         return None
-    from benchlang.app.signing import verify
+    from benchlang.app.publish.signing import verify
 
     def check(manifest: bytes, signature: bytes | None) -> None:
         signer = verify(
@@ -157,8 +157,8 @@ def _consent(args: argparse.Namespace, shown_text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlang.app.consent import check_plan, check_store, preview
-    from benchlang.app.signing import signer_of
+    from benchlang.app.publish.consent import check_plan, check_store, preview
+    from benchlang.app.publish.signing import signer_of
 
     bundle = Path(args.bundle)
     workdir = Path(args.workdir or f"{bundle.name.removesuffix('.tar.gz')}.d").resolve()
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             tuple(files_read(args.hosts or "")),
         )
         if args.sandbox:
-            from benchlang.app.sandbox import bwrap
+            from benchlang.app.publish.sandbox import bwrap
 
             bwrap()  # refuses before asking when no sandbox can be made here
         text = _shown(shown_preview, args.sandbox)

@@ -26,9 +26,9 @@ import attrs
 import numpy as np
 
 from benchlang import __version__, jsonin
-from benchlang.app.bundle import plugin_versions
-from benchlang.app.bundle_archive import extract, shown
-from benchlang.app.sandbox import sandboxed
+from benchlang.app.publish.bundle import plugin_versions
+from benchlang.app.publish.bundle_archive import extract, shown
+from benchlang.app.publish.sandbox import sandboxed
 from benchlang.app.stores import load_store
 from benchlang.errors import UserError
 from benchlang.report.diff import diff
@@ -84,7 +84,7 @@ def open_bundle(
     workdir: str | Path,
     verify: Callable[[bytes, bytes | None], None] | None = None,
 ) -> OpenedBundle:
-    """Extract ``bundle`` into ``workdir`` within limits (``app.bundle_archive``), after
+    """Extract ``bundle`` into ``workdir`` within limits (``app.publish.bundle_archive``), after
     ``verify(manifest, signature)`` accepted it, and check every member against the manifest
     and the versions against this installation."""
     extracted = extract(bundle, workdir, verify=verify)
@@ -106,7 +106,7 @@ def rerun(
 ) -> int:
     """Run ``spec`` with the published ``seed`` into ``store`` in a child ``benchlang run``
     (resuming it); with ``sandbox`` (the bundle's directory) under bubblewrap, that
-    directory and the store's writable (``app.sandbox``). Its exit status."""
+    directory and the store's writable (``app.publish.sandbox``). Its exit status."""
     command = [
         sys.executable, "-m", "benchlang", "run", str(spec),
         "--store", str(store), "--seed", str(seed), "--quiet",

@@ -157,7 +157,7 @@ def _python_code() -> list[str]:
 def _plugin_code() -> list[Path]:
     """The directories of the installed plugins' packages (an editable install may map them
     through an import hook rather than the import path), found without importing them."""
-    from benchlang.app.bundle import PLUGIN_GROUPS
+    from benchlang.app.publish.bundle import PLUGIN_GROUPS
     from benchlang.entrypoints import entry_points_of
 
     found = []

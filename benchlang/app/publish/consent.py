@@ -4,7 +4,7 @@
 (without opening a backend: nothing is contacted, nothing runs) and compares the plan hash
 with the manifest's and, when the reader has one from the paper, with ``--plan-hash``. The
 manifest is self-attested, so the first comparison catches a careless edit, not an
-attacker; the second, a signature (``app.signing``) or the reader's reading of the commands
+attacker; the second, a signature (``app.publish.signing``) or the reader's reading of the commands
 ``preview`` lists are what stop a fully consistent tampered bundle (docs/replicate.md).
 
 Both work :func:`~benchlang.lang.outside.confined_to` the bundle's directory: a file the
@@ -23,9 +23,9 @@ from typing import Any
 import attrs
 
 from benchlang import jsonin, model
-from benchlang.app.bundle import files_read
-from benchlang.app.bundle_archive import shown
 from benchlang.app.plan import plan_offline, resolve_span
+from benchlang.app.publish.bundle import files_read
+from benchlang.app.publish.bundle_archive import shown
 from benchlang.app.spec import compile_spec, open_backend
 from benchlang.errors import UserError
 from benchlang.lang.outside import confined_to, is_outside

@@ -26,9 +26,9 @@ from pathlib import Path, PurePosixPath
 import attrs
 
 from benchlang import __version__
-from benchlang.app import signing
-from benchlang.app.bundle_archive import SIGNATURE
-from benchlang.app.signing import Signer
+from benchlang.app.publish import signing
+from benchlang.app.publish.bundle_archive import SIGNATURE
+from benchlang.app.publish.signing import Signer
 from benchlang.entrypoints import entry_points_of
 from benchlang.errors import UserError
 from benchlang.report.atomic import replacing
