@@ -110,7 +110,7 @@ class MetricHeadline:
     independence: Any = None
     """The run-level independence verdict of the metric (``stats.run_independence``)."""
     display: tuple[str | None, float] | None = None
-    """The metric's one display unit and factor (``report.table.metric_scale``, issue 29)."""
+    """The metric's one display unit and factor (``report.table.metric_scale``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -434,7 +434,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
 
 def _bounds_note(h: MetricHeadline) -> list[str]:
     """A sentence when the KPIs (bounds) order the configurations otherwise than a ranking
-    does, so the two columns are never read as contradicting each other (issue 29)."""
+    does, so the two columns are never read as contradicting each other."""
     kpi = {c.label: c.kpi for c in h.configurations if c.kpi is not None and math.isfinite(c.kpi)}
     for g in h.groups:
         ranked = [g.labels[j] for j in g.ranking.order if g.labels[j] in kpi]

@@ -2,7 +2,7 @@
 from the data, hold jointly at the stated confidence.
 
 A ranking is read as one claim and its order is chosen from the data, so intervals each at 95%
-against the observed best miss far more often than 5% per run (issue 47: 9 of 20 runs of ten
+against the observed best miss far more often than 5% per run (measured: 9 of 20 runs of ten
 identical configurations printed a false claim). Two families are built here, both from one
 single-step studentized maximum (Westfall & Young, *Resampling-Based Multiple Testing*, Wiley
 1993, §2.6; Romano & Wolf, "Stepwise multiple testing as formalized data snooping", Econometrica
