@@ -229,8 +229,8 @@ def rank(
     default), so the comparisons with the best, chosen from the data, hold together; ``mcb``
     (Hsu's comparisons with the best, strict bounds: each configuration's ratio to the best of
     the others); ``alone`` (each comparison with the observed best on its own, the intervals
-    the ranking printed before it was one family, kept so that benchmarks/sim_ranking_family.py can show what the family
-    costs and buys). With two configurations every family is the single comparison's interval.
+    the ranking printed before it was one family, kept so that
+    benchmarks/sim_ranking_family.py can show what the family costs and buys). With two configurations every family is the single comparison's interval.
     From 5 top-level units on the families come from the cluster bootstrap (a studentized
     maximum); from 3 to 4 units (3 series of ``series auto``) from the cluster-level t on one
     contrast per unit with G - 1 degrees of freedom (Donald & Lang 2007), never resampling the
