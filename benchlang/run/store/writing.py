@@ -246,12 +246,12 @@ class StoreWriting(StoreState):
                 self._fold(db)
 
     def record_trial_columns(self, plan_hash: str, trials: TrialColumns) -> None:
-        """Write many finished trials (an import) in transactions of ``BULK_TRIALS`` each,
-        with their measures and blocks (run/bulk_trials.py): Python's copies of one part's
-        rows, not of the whole import, are in memory at once."""
+        """Write many finished trials (an import) in one transaction, all or none, in parts
+        of ``BULK_TRIALS`` with their measures and a block each (run/bulk_trials.py):
+        Python's copies of one part's rows, not of the whole import, are in memory at once."""
         step = bulk_trials.BULK_TRIALS
-        for start in range(0, len(trials), step):
-            with self._transaction() as db:
+        with self._transaction() as db:
+            for start in range(0, len(trials), step):
                 bulk_trials.write(
                     db, plan_hash, trials.part(slice(start, start + step)), self._fold
                 )
