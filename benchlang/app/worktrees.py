@@ -14,7 +14,6 @@ and puts HEAD back, also on Ctrl-C.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
@@ -201,6 +200,8 @@ def run_session(
     builds array of metric values (nan: failed), builds in the experiment's slot order.
     ``block``: the builds of one configuration run next to each other in every round
     (``blocked``)."""
+    import asyncio
+
     from benchlang.app.plan import plan_experiment
     from benchlang.app.system import preflight, record_preflight
     from benchlang.report.data import load_data

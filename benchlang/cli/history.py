@@ -128,7 +128,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchlang.app import history as app
-    from benchlang.history import text
 
     if args.action in ("add", "import"):
         if args.action == "add":
@@ -153,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         new = [a for a in added if a.added]
         print(f"{len(new)} run(s) added to {target}, {len(added) - len(new)} already there")
         return 0
+    from benchlang.history import text
+
     if args.action == "list":
         listing = app.list_history(args.history)
         if args.json:

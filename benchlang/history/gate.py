@@ -171,6 +171,16 @@ def _levels(found: SeriesChanges) -> list[int]:
     return sorted(c.index for c in found.changes)
 
 
+def _may_be_back(reference: np.ndarray, after: np.ndarray, margin: float, bad: int) -> bool:
+    """Whether ``back_within`` can find a prefix of ``after`` back within the margin: only one
+    whose mean is already inside it, since the bound it tests adds a positive t quantile times
+    a spread to that mean. Skipping the others saves the quantiles, the gate's main cost."""
+    if reference.size < 1 or after.size < 1:
+        return False
+    shift = np.cumsum(after) / np.arange(1, after.size + 1) - reference.mean()
+    return bool(np.any(bad * shift < math.log1p(margin)))
+
+
 def regressions(
     found: SeriesChanges, acks: Sequence[Ack], margin: float, alpha: float
 ) -> tuple[Regression, ...]:
@@ -188,13 +198,11 @@ def regressions(
         for j in range(at, len(bounds) - 1):
             segment = s.values[bounds[j] : bounds[j + 1]]
             keep = np.flatnonzero(np.isfinite(segment) & (segment > 0))
+            after = np.log(segment[keep])
+            if not _may_be_back(reference, after, margin, bad):
+                continue
             e = back_within(
-                reference,
-                np.log(segment[keep]),
-                margin,
-                bad=bad,
-                alpha=alpha,
-                first_look=bounds[j] - c.index + 1,
+                reference, after, margin, bad=bad, alpha=alpha, first_look=bounds[j] - c.index + 1
             )
             if e is not None:
                 closed_at = s.commits[bounds[j] + int(keep[e - 1])] or str(bounds[j] + keep[e - 1])

@@ -22,7 +22,6 @@ import attrs
 import numpy as np
 
 from benchlang import __version__
-from benchlang.stats._orderstat import two_sided_ranks
 
 if TYPE_CHECKING:
     from benchlang.report.analysis import ConfigurationAnalysis
@@ -98,6 +97,8 @@ def _finite(x: float | None) -> float:
 
 
 def _percentile_interval(values: np.ndarray, p: float, c: float) -> tuple[float, float]:
+    from benchlang.stats._orderstat import two_sided_ranks
+
     lo, hi, _ = two_sided_ranks(values.size, p / 100.0, c / 100.0)
     if lo is None or hi is None:
         return math.nan, math.nan

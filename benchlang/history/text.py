@@ -6,13 +6,15 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlang.history.acks import Ack
-from benchlang.history.gate import Regression, SeriesCheck
 from benchlang.history.verdicts import Possible, SeriesChanges, change_id
 from benchlang.jsonout import document, dumps
 from benchlang.report.table import render_table
+
+if TYPE_CHECKING:
+    from benchlang.history.gate import Regression, SeriesCheck
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
