@@ -12,8 +12,8 @@ First a run's store: ``--run-trials`` trials written one transaction each as ``b
 writes them, the seven built-in measures a trial (bytes a trial, a commit's time).
 ``--pythonpath`` runs `benchlang import` (and the run case) from another checkout (e.g. one of the commit before
 schema 6, ``git archive``d into DIR) for the before/after table. Each case runs ``--repeat``
-times (the median wall time is printed, with the peak RSS of the worst run); the floor and
-benchlang alternate run by run.
+times (the median wall and CPU times are printed, with the peak RSS of the worst run); the
+floor and benchlang alternate run by run.
 """
 
 from __future__ import annotations
@@ -47,13 +47,18 @@ def _clean(root: Path) -> None:
         leftover.unlink()
 
 
-def _case(argv: list[str], target: Path, env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, peak KiB, store bytes) of one command writing ``target``."""
+def _case(argv: list[str], target: Path, env: dict[str, str]) -> tuple[float, int, int, float]:
+    """(wall seconds, peak KiB, store bytes, CPU seconds) of one command writing ``target``
+    (CPU: user + system, GNU time, the machine's other load counted less than in wall time)."""
     _clean(target.parent)
-    seconds, kib = timed([*argv, str(target)], env=env)
+    cpu = Path(tempfile.mkstemp(prefix="benchlang-cpu-")[1])
+    gnu = shutil.which("time") or "/usr/bin/time"
+    seconds, kib = timed([gnu, "-o", str(cpu), "-f", "%U %S", *argv, str(target)], env=env)
+    user, system = map(float, cpu.read_text().split()[-2:])
+    cpu.unlink()
     size = sum(p.stat().st_size for p in target.parent.glob(target.name + "*"))
     _clean(target.parent)
-    return seconds, kib, size
+    return seconds, kib, size, user + system
 
 
 RUN = """
@@ -114,8 +119,8 @@ def main() -> int:
         run_trials(args.run_trials, env)
     prepare()
     print(
-        f"{'rows':>9} {'case':28} {'median s':>8} {'peak MiB':>9} {'store MB':>9} "
-        f"{'x time':>7} {'x bytes':>8}"
+        f"{'rows':>9} {'case':28} {'median s':>8} {'CPU s':>6} {'peak MiB':>9} {'store MB':>9} "
+        f"{'x time':>7} {'x CPU':>6} {'x bytes':>8}"
     )
     for rows in args.rows:
         root = Path(args.keep or tempfile.mkdtemp(prefix="benchlang-size-")) / str(rows)
@@ -128,19 +133,21 @@ def main() -> int:
                 sys.executable, "-m", "benchlang", "import", str(csv_path), "--store",
             ],
         }  # fmt: skip
-        runs: dict[str, list[tuple[float, int, int]]] = {name: [] for name in cases}
+        runs: dict[str, list[tuple[float, int, int, float]]] = {name: [] for name in cases}
         for _ in range(args.repeat):
             for name, argv in cases.items():
                 runs[name].append(_case(argv, target, env))
-        base_s = base_b = None
+        base_s = base_b = base_c = None
         for name, done in runs.items():
             seconds = float(np.median([r[0] for r in done]))
+            cpu = float(np.median([r[3] for r in done]))
             kib = max(r[1] for r in done)
             size = max(r[2] for r in done)
-            base_s, base_b = base_s or seconds, base_b or size
+            base_s, base_b, base_c = base_s or seconds, base_b or size, base_c or cpu
             print(
-                f"{rows:>9} {name:28} {seconds:8.2f} {kib / 1024:9.0f} {size / 1e6:9.1f} "
-                f"{seconds / base_s:7.2f} {size / base_b:8.2f}"
+                f"{rows:>9} {name:28} {seconds:8.2f} {cpu:6.2f} {kib / 1024:9.0f} "
+                f"{size / 1e6:9.1f} {seconds / base_s:7.2f} {cpu / base_c:6.2f} "
+                f"{size / base_b:8.2f}"
             )
         if not args.keep:
             shutil.rmtree(root.parent)

@@ -178,6 +178,7 @@ def write(
     plan = keys.plan_id(db, plan_hash)
     if plan is None:
         raise sqlite3.IntegrityError(f"no plan {plan_hash} in the store")
+    orders = first_seen(trials.order_kind)
     with _insert_checks_suspended(db):
         first = _rowids(db, "trial_rows") + 1
         insert_columns(
@@ -190,7 +191,7 @@ def write(
                 trials.series,
                 trials.round,
                 trials.position,
-                _kinds(db, plan, trials),
+                _kinds(db, plan, trials, orders),
                 trials.status,
                 trials.reason,
                 trials.exit_status,
@@ -225,7 +226,7 @@ def write(
     if not dense:
         fold(db)
         return
-    _insert_trial_block(db, plan_hash, trials, first, last)
+    _insert_trial_block(db, plan_hash, trials, orders, first, last)
     for name, (start, end, trial, values) in measure_rows.items():
         if trial.size:
             measure_blocks.insert_block(db, plan_hash, name, start, end, trial, values)
@@ -235,11 +236,13 @@ def write(
         db.execute("UPDATE meta SET value = ? WHERE key = 'measures_folded'", (str(measures_last),))
 
 
-def _kinds(db: sqlite3.Connection, plan: int, trials: TrialColumns) -> np.ndarray:
+def _kinds(
+    db: sqlite3.Connection, plan: int, trials: TrialColumns, coded: tuple[list, np.ndarray]
+) -> np.ndarray:
     """Each trial's ``kinds`` id: one per distinct (configuration, order) of the part, made
     in the pairs' sorted order (one integer a pair: ``np.unique`` of pairs as rows sorts
     them as bytes, ten times slower)."""
-    orders, order_codes = first_seen(trials.order_kind)
+    orders, order_codes = coded
     pairs = trials.configuration.astype(np.int64) * len(orders) + order_codes
     distinct, inverse = np.unique(pairs, return_inverse=True)
     ids = np.array(
@@ -265,14 +268,19 @@ def _kinds(db: sqlite3.Connection, plan: int, trials: TrialColumns) -> np.ndarra
 
 
 def _insert_trial_block(
-    db: sqlite3.Connection, plan_hash: str, trials: TrialColumns, first: int, last: int
+    db: sqlite3.Connection,
+    plan_hash: str,
+    trials: TrialColumns,
+    orders: tuple[list, np.ndarray],
+    first: int,
+    last: int,
 ) -> None:
     """The trials' block: numbers and codes as ``trial_blocks.fold`` would make them."""
     n = len(trials)
     configs, config_codes = first_seen(trials.configuration)
     coded = [
         ([trials.host], np.zeros(n, dtype=np.int64)),
-        first_seen(trials.order_kind),
+        orders,
         first_seen(trials.status),
         ([trials.phase], np.zeros(n, dtype=np.int64)),
         (

@@ -21,7 +21,6 @@ import numpy as np
 
 from benchlang import jsonin
 from benchlang.errors import UserError
-from benchlang.run.progress import printable
 
 __all__ = [
     "ImportFileError",
@@ -45,6 +44,8 @@ class ImportFileError(UserError):
     WIDTH = 400
 
     def __init__(self, message: str, hint: str | None = None) -> None:
+        from benchlang.run.progress import printable  # its asyncio costs an import 20 ms
+
         def line(text: str) -> str:
             text = printable(text, one_line=True)
             return text if len(text) <= self.WIDTH else text[: self.WIDTH - 3] + "..."
@@ -206,7 +207,7 @@ class ImportedTrials:
             raise ValueError(f"{n} trials but {wrong}")
         if n == 0:
             raise ImportFileError(f"{self.source} holds no trials")
-        orders = set(np.unique(self.orders).tolist())
+        orders = set(self.orders.tolist())
         if not orders <= {"fixed", "random"}:
             raise ImportFileError(
                 f"{self.source}: orders {sorted(orders - {'fixed', 'random'})}; "

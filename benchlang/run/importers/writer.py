@@ -44,7 +44,7 @@ def spec_text(table: ImportedTrials, name: str, labels: list[str], rounds: int) 
     The first metric gets a median KPI at 95% when every configuration has the runs it
     needs (TriScale's sizing: 5), so `analyze` works on the import as on a run.
     """
-    orders = set(np.unique(table.orders).tolist())
+    orders = set(table.orders.tolist())
     order = "fixed_vs_random" if orders == {"fixed", "random"} else next(iter(orders))
     levels = ", ".join(json.dumps(x) for x in labels)
     lines = [
@@ -85,7 +85,7 @@ def write_trials(table: ImportedTrials, store: Store, name: str) -> Imported:
     round_ids, trial_round = np.unique(table.rounds[execution], return_inverse=True)
     first = np.searchsorted(trial_round, np.arange(round_ids.size))
     orders = table.orders
-    round_order = np.array([0 if o == "fixed" else 1 for o in orders[execution][first]], np.int8)
+    round_order = np.where(orders[execution][first] == "fixed", 0, 1).astype(np.int8)
     runs = int(np.bincount(config_index).min())
     text = spec_text(table, name, labels, runs)
     notes = table.notes
