@@ -52,9 +52,10 @@ def test_constant_columns_are_stored_as_bound_ones():
 
 
 def test_first_seen_codes_text_as_numbers():
-    text = np.array(["b", "a", "b", "c", "a"], dtype=object)
-    assert first_seen(text)[0] == ["b", "a", "c"]
-    assert first_seen(text)[1].tolist() == [0, 1, 0, 2, 1]
+    for dtype in (object, str):
+        text = np.array(["b", "a", "b", "c", "a"], dtype=dtype)
+        assert first_seen(text)[0] == ["b", "a", "c"]
+        assert first_seen(text)[1].tolist() == [0, 1, 0, 2, 1]
     numbers = np.array([5, 3, 5, 9])
     assert first_seen(numbers)[0] == [5, 3, 9] and first_seen(numbers)[1].tolist() == [0, 1, 0, 2]
 
