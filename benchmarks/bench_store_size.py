@@ -115,6 +115,7 @@ def main() -> int:
     env = dict(os.environ)
     if args.pythonpath:
         env["PYTHONPATH"] = args.pythonpath
+        env["PYTHONSAFEPATH"] = "1"  # run from a checkout, `-m benchlang` would take its own
     if args.run_trials:
         run_trials(args.run_trials, env)
     prepare()
