@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,8 @@ def sessions(tmp_path_factory) -> Path:
     jobs += [("extra", 1.0, 45, 1.0, {"tools": ("fast", "slow", "mid")})]
     jobs += [(f"h{i}", level, 51 + i, 1.0, {}) for i, level in enumerate(LEVELS_H)]
     for name, level, salt, slow, names in jobs:
+        if name.startswith("h"):  # each history run in a second of its own (dates: seconds)
+            time.sleep(1.01 - time.time() % 1.0)
         make_session(root, name, level, salt, slow, **names)
     for i in range(len(LEVELS_H)):
         status, out, err = cli(["history", "add", str(root / f"h{i}/s.sqlite"),
@@ -250,8 +253,8 @@ def test_a_history_of_another_design_lends_no_spread(sessions, cli_in_process):
 
 
 def test_the_spread_borrowed_is_the_history_s_at_the_sessions_lag(sessions, cli_in_process):
-    """h2 and h5 are three runs apart in the history (fewer when two runs ended in the same
-    second: dates are to the second): the spread is its semivariogram at their lag
+    """h2 and h5 are three runs apart in the history (each made in a second of its own, since
+    dates are to the second): the spread is its semivariogram at their lag
     (Matheron's estimator on the log levels, computed here from the history's points), not the
     lag-1 one; a session made after every run of the history against one made before all of
     them is 8 runs apart, which 8 runs cannot show (not borrowed, said)."""
