@@ -10,7 +10,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -18,7 +18,7 @@ import attrs
 from benchlang.backends.base import Execution
 from benchlang.backends.cgroups import TrialLimits
 from benchlang.backends.launcher import Launcher, TrialCgroup, kill_group
-from benchlang.backends.resident import Output, ResidentLauncher, high_fd, tail
+from benchlang.backends.resident import ResidentLauncher, high_fd, tail
 
 OUTPUT_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
@@ -57,20 +57,8 @@ class Spawned:
     _cgroup: TrialCgroup | None
     _null: int
     _launcher: Launcher
-
-    def _execution(
-        self,
-        trial: Trial,
-        exit_status: int,
-        timed_out: bool,
-        rusage: dict[str, float],
-        unavailable: dict[str, str],
-        left: int,
-        output: Output,
-        failure: str | None = None,
-        cpu_killed: bool = False,
-    ) -> Execution:
-        raise NotImplementedError  # LocalSession's
+    _execution: Callable[..., Execution]
+    """``LocalSession._execution``: a trial's measures from its exit and rusage."""
 
     def _files(self) -> tuple[int, int, str, str]:
         """The trial's own stdout and stderr files; the previous trial's are deleted."""
