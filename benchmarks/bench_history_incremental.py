@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchlang.app.history import _store_points, history_changes, open_history
+from benchlang.app.history.runs import _store_points, history_changes, open_history
 from benchlang.history.points import Point, Run
 from benchlang.history.series import add_run, read_series
 from benchlang.history.stored import store_changes

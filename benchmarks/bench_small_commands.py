@@ -59,7 +59,7 @@ def make_history(work: Path, runs: int, stores: int) -> tuple[Path, list[Path]]:
     """A history of ``runs`` runs of one series and ``stores`` stores not yet added to it."""
     from bench_history_incremental import SPEC, build
 
-    from benchlang.app.history import _store_points
+    from benchlang.app.history.runs import _store_points
     from benchlang.testing.synthetic import synthetic_store
 
     spec = work / "app.bench"

@@ -15,7 +15,7 @@ as git does it: the candidate nearest the middle of what is left, a skipped one 
   within-round contrast log mid - (log good + log bad) / 2 with its t interval
   (benchlang.stats.round_contrast, the function bisect uses), up to 3 sessions pooled, at
   5% per step (no correction), at 5% / steps (Bonferroni over the planned ceil(log2 n) steps,
-  bisect before skips were counted), or spent over the steps run (app.bisect.step_alpha: 3/4
+  bisect before skips were counted), or spent over the steps run (app.history.bisect.step_alpha: 3/4
   of 5% over the planned steps, then 5%/4 · 2^-j for the j-th beyond them: what bisect does).
 
 ``--broken F`` makes a share F of the commits unbuildable (skipped, as a failed build is:
@@ -139,7 +139,7 @@ def simulate(
     rounds: int = 6,
     broken: float = 0.0,
 ):
-    from benchlang.app.bisect import step_alpha
+    from benchlang.app.history.bisect import step_alpha
 
     rng = np.random.default_rng(seed)
     steps = max(1, math.ceil(math.log2(n - 1)))

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchlang.app.history import open_history
+from benchlang.app.history.runs import open_history
 from benchlang.cli import main
 from benchlang.history.points import Point, Run, _percentile_interval, run_key
 from benchlang.history.series import add_run

@@ -57,7 +57,7 @@ def test_rounds_missing_a_build_are_left_out_and_two_are_needed():
 def test_a_metric_where_higher_is_better_regresses_downwards():
     """bisect's decisions on rounds x [good, step, bad] values: for throughput (better
     higher) the bad endpoint is the lower one, and a step at the good level reads good."""
-    from benchlang.app.bisect import endpoint_pairs, judge
+    from benchlang.app.history.bisect import endpoint_pairs, judge
 
     ends = {("ops", "w"): rounds(4, 6, (1.4, 1.0)), ("ops", "v"): rounds(5, 6, (1.0, 1.0))}
     evidence, regressed = endpoint_pairs(ends, {"ops": "higher"}, 95.0)

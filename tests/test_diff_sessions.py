@@ -260,7 +260,7 @@ def test_the_spread_borrowed_is_the_history_s_at_the_sessions_lag(sessions, cli_
     them is 8 runs apart, which 8 runs cannot show (not borrowed, said)."""
     import re
 
-    from benchlang.app.history import open_history
+    from benchlang.app.history.runs import open_history
     from benchlang.history.series import read_series
 
     argv = ["diff", "h2/s.sqlite", "h5/s.sqlite", "--history", "h.sqlite", "--json"]

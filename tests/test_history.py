@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlang.app.history import add_stores, list_history
+from benchlang.app.history.runs import add_stores, list_history
 from benchlang.cli import main
 from benchlang.errors import UserError
 from benchlang.testing.postgres import fresh_database, postgres_missing, postgres_server

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlang.app.history import add_stores
+from benchlang.app.history.runs import add_stores
 from benchlang.cli import main
 from benchlang.testing.synthetic import synthetic_store
 

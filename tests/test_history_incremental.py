@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from benchlang.app.history import history_changes, open_history
+from benchlang.app.history.runs import history_changes, open_history
 from benchlang.cli import main
 from benchlang.history import series_copy
 from benchlang.history.points import Point, Run

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlang.app.history import list_history
+from benchlang.app.history.runs import list_history
 from benchlang.testing.postgres import (
     _as_server_user,
     _bin,

@@ -112,7 +112,7 @@ def _history(path: Path) -> None:
 
     import numpy as np
 
-    from benchlang.app.history import open_history
+    from benchlang.app.history.runs import open_history
     from benchlang.history.points import Point, Run
     from benchlang.history.series import add_run
     from benchlang.history.stored import store_changes

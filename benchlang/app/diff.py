@@ -83,7 +83,7 @@ def diff_across_sessions(
         if min(len(base), len(new)) >= MIN_SESSIONS:
             notes.append(f"--history {history} not used: the sessions' own spread decides")
         else:
-            from benchlang.app.history import store_date
+            from benchlang.app.history.runs import store_date
 
             dates = [store_date(Path(n), d.plan.plan_hash) for n, d in everyone]
             borrowed, notes = _borrowed(history, [d for _, d in everyone], dates, common, len(base))
@@ -141,7 +141,7 @@ def _borrowed(
     (df-weighted) when both sides ran on the same classes; sides on different classes are not
     borrowed for (a difference between classes is in no run-to-run spread). A series whose
     points were made of another number of trials than the stores' is not borrowed from."""
-    from benchlang.app.history import history_target, open_history
+    from benchlang.app.history.runs import history_target, open_history
     from benchlang.history.points import host_class
     from benchlang.history.series import read_series
     from benchlang.history.verdicts import changes

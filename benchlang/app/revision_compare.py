@@ -5,7 +5,7 @@ Each revision is checked out into a worktree of its own (``TREES/base``, ``TREES
 of one length) and built once; the spec then runs once with the revision as a factor, every
 round running every configuration at both revisions in random order (randomized multiple
 interleaved trials: Abedi & Brecht, ICPE 2017, §4), in ONE session through the plan, executor
-and store every run uses (benchlang.app.worktrees, shared with ``bisect``). The machine's drift
+and store every run uses (app.history.worktrees, shared with ``bisect``). The machine's drift
 is common to both revisions within a round and cancels in the within-round ratio.
 
 Per (metric, configuration): head/base as the mean within-round log ratio with its paired t
@@ -37,7 +37,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from benchlang.app.worktrees import (
+from benchlang.app.history.worktrees import (
     build,
     checkout,
     git,

@@ -89,7 +89,7 @@ def _evidence(step: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlang.app import bisect as app
+    from benchlang.app.history import bisect as app
 
     if args.step:
         return app.step(Path(args.step))

@@ -127,7 +127,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlang.app import history as app
+    from benchlang.app.history import runs as app
 
     if args.action in ("add", "import"):
         if args.action == "add":
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         print(text.changes_json(found) if args.json else text.changes_text(found), end="")
         return 0
     if args.action == "ack":
-        from benchlang.app.history_ack import history_ack
+        from benchlang.app.history.acks import history_ack
 
         acks = history_ack(
             args.change, args.reason, args.history, alpha=alpha, confidence=args.confidence

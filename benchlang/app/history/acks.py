@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from benchlang.app.history import all_changes, history_target, open_history
+from benchlang.app.history.runs import all_changes, history_target, open_history
 from benchlang.errors import UserError
 from benchlang.history.acks import NEAR, Ack, change_id, write_acks
 from benchlang.history.series import Series

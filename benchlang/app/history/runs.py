@@ -111,8 +111,8 @@ def _store_end(path: Path, plan_hash: str) -> float:
 
 def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
     from benchlang.app.analysis import no_values
+    from benchlang.app.history.worktrees import session_builds
     from benchlang.app.stores import load_store
-    from benchlang.app.worktrees import session_builds
     from benchlang.report.analysis import analyze
 
     path = Path(store)
@@ -237,8 +237,8 @@ def import_csv(
     higher_is_better: Sequence[str] = (),
     timeout: float = 30.0,
 ) -> tuple[str, list[Added]]:
-    """Series from Apache Otava's CSV layout (app.history_import), one transaction."""
-    from benchlang.app.history_import import import_rows, read_otava_csv
+    """Series from Apache Otava's CSV layout (app.history.imports), one transaction."""
+    from benchlang.app.history.imports import import_rows, read_otava_csv
 
     read = read_otava_csv(
         path,

@@ -6,7 +6,8 @@ first session runs the two interleaved and keeps the (metric, configuration) pai
 endpoint is worse with confidence. At each commit git names (``git bisect start
 --no-checkout``: the user's checkout is never touched) the commit is built in a third worktree
 and one session runs the three builds interleaved in random order within rounds
-(bisect_session). The step is decided inside that session by the within-round contrast
+(``SLOTS``; the session's code is shared with ``compare SPEC --base REF``:
+worktrees). The step is decided inside that session by the within-round contrast
 log mid - (log good + log bad) / 2 with its t interval (stats.round_contrast): ``good`` when
 it is below 0 for every pair, ``bad`` when above 0 for one; undecided, the step runs another
 session of as many rounds and pools the rounds, up to ``max_rounds``, then answers ``skip``
@@ -36,9 +37,8 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from benchlang.app.bisect_session import SLOTS
-from benchlang.app.worktrees import build as build_tree
-from benchlang.app.worktrees import (
+from benchlang.app.history.worktrees import build as build_tree
+from benchlang.app.history.worktrees import (
     checkout,
     git,
     original_head,
@@ -52,6 +52,8 @@ from benchlang.app.worktrees import (
 from benchlang.errors import UserError
 from benchlang.jsonout import undefined
 
+SLOTS = ("old", "mid", "new")
+"""The good endpoint, the commit under test, the bad endpoint: names of one length."""
 SKIP = 125
 PLANNED_SHARE = 0.75
 """The share of alpha the planned ceil(log2 n) steps spend; the rest goes to steps beyond."""
