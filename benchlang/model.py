@@ -412,7 +412,7 @@ class Experiment:
     comparisons: tuple[Comparison, ...] = ()
     family: dict[str, Any] | None = None
     """``analysis { family { correction holm|bh|none level 5% } }``: the one family every
-    comparison joins (report.compare_family); ``level`` only when the spec gives it (else the
+    comparison joins (app.comparisons); ``level`` only when the spec gives it (else the
     compares' own confidence); None: the default, Holm."""
     profiles: tuple[dict[str, Any], ...] = ()
     hidden: tuple[Hidden, ...] = ()

@@ -13,8 +13,8 @@ import pytest
 from benchlang import model
 from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import Source
-from benchlang.report.compare import compare
 from benchlang.report.compare_text import render_comparisons
+from benchlang.report.comparison_data import compare
 from benchlang.report.data import ExperimentData
 from benchlang.run.store import TrialTable
 from benchlang.run.trial_metric import MetricValues

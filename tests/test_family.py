@@ -166,7 +166,7 @@ def test_a_lone_compare_keeps_its_own_confidence():
     """Without a ``family`` setting the family's alpha is the compares' own: one compare at 90%
     is a family of one at 10%, its interval unchanged (Bonferroni over one test)."""
     from benchlang import model
-    from benchlang.report.compare_family import compare_all
+    from benchlang.app.comparisons import compare_all
     from tests.test_compare_levels import data_for, experiment, rounds_design
 
     exp = experiment(["a", "b"])

@@ -58,9 +58,9 @@ class AACheck:
 
 
 def _store_runs(path: str | Path) -> tuple[str, list[AARun]]:
+    from benchlang.app.comparisons import compare_all
     from benchlang.app.stores import load_store
     from benchlang.model import VERSION_FACTOR
-    from benchlang.report.compare_family import compare_all
 
     data = load_store(path)
     exp = data.experiment

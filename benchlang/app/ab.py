@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def _pilot_arrays(data: ExperimentData, comparison: Any) -> tuple[np.ndarray, Any]:
-    from benchlang.report.compare import ab_arrays
+    from benchlang.report.comparison_data import ab_arrays
 
     y, design, n_control, n_treatment = ab_arrays(data, comparison)
     if min(n_control, n_treatment) < 2:

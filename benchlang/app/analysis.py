@@ -18,14 +18,14 @@ from benchlang.errors import UserError
 if TYPE_CHECKING:
     from benchlang.app.campaign import SessionShareRow
     from benchlang.report.analysis import ConfigurationAnalysis
-    from benchlang.report.compare import ComparisonResult
     from benchlang.report.data import ExperimentData
     from benchlang.report.equal_hosts import HostAgreement
     from benchlang.report.headline import MetricHeadline
-    from benchlang.report.order_analysis import OrderReport
     from benchlang.report.population import PopulationAnalysis
     from benchlang.report.record import Record
     from benchlang.report.warmup import WarmupAdvice
+    from benchlang.stats.comparison import ComparisonResult
+    from benchlang.stats.order_analysis import OrderReport
 
 
 @attrs.frozen
@@ -86,7 +86,7 @@ def analyze_store(
         )
     comparisons, warmup, equal_hosts = [], [], []
     if experiment.comparisons:  # each report module imported only when the spec needs it
-        from benchlang.report.compare_family import compare_all
+        from benchlang.app.comparisons import compare_all
 
         comparisons = compare_all(data)
     if every_phase is not None:
@@ -193,7 +193,7 @@ def analyze_csv(
 
 def order_of(data: ExperimentData, metric: str | None, alpha: float) -> OrderReport:
     """Order dependence (OrderSage), position and carry-over effects of a stored plan."""
-    from benchlang.report.order_analysis import order_report
+    from benchlang.app.order import order_report
 
     if not 0.0 < alpha < 1.0:
         raise UserError("--alpha must lie strictly between 0 and 1")

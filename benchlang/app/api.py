@@ -226,11 +226,11 @@ class BenchStore:
         of ``metric`` / ``by`` when given), or, when the spec has none for them, ``compare
         METRIC by FACTOR with METHOD {settings}`` (bootstrap by default, Bakshy &
         Frachtenberg §3), the method's declared defaults filling what is not given. The spec's
-        items are adjusted as the run's one family (``report.compare_family``), as ``analyze``
+        items are adjusted as the run's one family (``app.comparisons``), as ``analyze``
         adjusts them; an ad hoc comparison is one planned test, outside it."""
         from benchlang.app.stores import load_store
-        from benchlang.report.compare import compare
         from benchlang.report.compare_text import render_comparisons
+        from benchlang.report.comparison_data import compare
         from benchlang.stats.registry import statistics_methods
 
         data = load_store(self.path, self.plan_hash, every_measure=False)
@@ -255,7 +255,7 @@ class BenchStore:
                 )
             ]
         if chosen[0] in experiment.comparisons:
-            from benchlang.report.compare_family import compare_all
+            from benchlang.app.comparisons import compare_all
 
             every = compare_all(data)  # the spec's family, adjusted as analyze adjusts it
             results = [r for c, r in zip(experiment.comparisons, every, strict=True) if c in chosen]

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     import pandas
 
     from benchlang.report.analysis import ConfigurationAnalysis
-    from benchlang.report.compare import ComparisonResult
     from benchlang.report.headline import MetricHeadline
+    from benchlang.stats.comparison import ComparisonResult
 
 
 def html_table(headers: Sequence[str], rows: Sequence[Sequence[object]], caption: str = "") -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from benchlang.app.analysis import order_of, order_of_store
 from benchlang.errors import UserError
-from benchlang.report.order_analysis import OrderReport
+from benchlang.stats.order_analysis import OrderReport
 
 
 def order_of_stores(

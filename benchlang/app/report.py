@@ -145,7 +145,7 @@ def report_inputs(
         return order_of(data, None, (exp.order_dependence or {}).get("alpha", 0.05))
 
     def comparisons():
-        from benchlang.report.compare_family import compare_all
+        from benchlang.app.comparisons import compare_all
 
         return compare_all(data)
 

@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
 
         render_host_agreement(found.equal_hosts)
     if experiment.order_dependence is not None:
-        from benchlang.report.order_analysis import render_order_report
+        from benchlang.report.order import render_order_report
 
         render_order_report(order_of(found.data, None, experiment.order_dependence["alpha"]))
     if found.kpis:

@@ -7,8 +7,7 @@ import argparse
 from benchlang.app.order_sessions import order_of_stores
 from benchlang.cli import add_command
 from benchlang.jsonout import document, dumps
-from benchlang.report.order import order_json, order_tally_json
-from benchlang.report.order_analysis import render_order_report
+from benchlang.report.order import order_json, order_tally_json, render_order_report
 
 
 def configure(p: argparse.ArgumentParser) -> None:

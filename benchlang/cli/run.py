@@ -7,16 +7,17 @@ import asyncio
 import sys
 from pathlib import Path
 
+from benchlang.app.comparisons import compare_all
+from benchlang.app.order import order_report
 from benchlang.app.plan import plan_experiment
 from benchlang.app.spec import forget_secrets
 from benchlang.cli import add_command
 from benchlang.cli.common import load_experiment, print_spec_profile
 from benchlang.errors import UserError
 from benchlang.report.analysis import analyze, build_record
-from benchlang.report.compare_family import compare_all
 from benchlang.report.compare_text import render_comparisons
 from benchlang.report.data import load_data
-from benchlang.report.order_analysis import order_report, render_order_report
+from benchlang.report.order import render_order_report
 from benchlang.report.results import failure_lines, render_run_summary
 from benchlang.report.table import render_table
 from benchlang.run.executor import Executor

@@ -294,7 +294,7 @@ def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> 
                 summary=_summary(data, r),
             )
         )
-    from benchlang.report.compare import record_lines
+    from benchlang.report.compare_text import record_lines
     from benchlang.report.hosts import host_lines, host_warnings
     from benchlang.report.machine import record_json as machine_json
     from benchlang.report.machine import record_lines as machine_lines

@@ -1,6 +1,7 @@
 """Comparisons as terminal text: the two-version bootstrap table (Bakshy & Frachtenberg §5),
 the k-level ratios (clustered bootstrap or, with few clusters, the cluster-level t of Donald &
-Lang 2007), any method's generic outcome, mixed effects and ANOVA (DataMill §5)."""
+Lang 2007), any method's generic outcome, mixed effects and ANOVA (DataMill §5); the record's
+line per bootstrap comparison."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import math
 import sys
 from typing import TextIO
 
-from benchlang.report.compare import _LEGACY, ComparisonResult
+from benchlang.report.comparison_data import compare
+from benchlang.report.data import ExperimentData
 from benchlang.report.table import render_table
+from benchlang.stats.comparison import TOP_LEVEL, ComparisonResult
 from benchlang.stats.contract import ComparisonOutcome
 
 
@@ -140,7 +143,7 @@ def render_comparisons(results: list[ComparisonResult], stream: TextIO | None = 
     generic = [
         r
         for r in results
-        if (o := getattr(r, "outcome", None)) is not None and not _LEGACY.intersection(o.details)
+        if (o := getattr(r, "outcome", None)) is not None and TOP_LEVEL.keys().isdisjoint(o.details)
     ]
     if generic:
         _render_generic(generic, out)
@@ -215,9 +218,9 @@ def _anova_table(metric: str, a, out: TextIO, where: str = "") -> None:
 
 
 def render_family(results: list[ComparisonResult], out: TextIO) -> None:
-    """The run's family of tests (report.compare_family): its sentence, each test's raw and
+    """The run's family of tests (app.comparisons.compare_all): its sentence, each test's raw and
     adjusted p-value and verdict, what the intervals beside them are, and what stays outside."""
-    parts = [r.family for r in results if getattr(r, "family", None) is not None]
+    parts = [f for r in results if (f := getattr(r, "family", None)) is not None]
     if not parts:
         return
     first = parts[0]
@@ -291,3 +294,32 @@ def _render_generic(results: list[ComparisonResult], out: TextIO) -> None:
         title="comparisons (statistics methods: benchlang plugins --describe NAME)",
         stream=out,
     )
+
+
+def record_lines(data: ExperimentData) -> tuple[str, ...]:
+    """One line per bootstrap comparison for the reproducibility record: the interval's method,
+    its cluster scheme and why, and what it assumes (or why it is descriptive only)."""
+    lines = []
+    for comparison in data.experiment.comparisons:
+        if comparison.method != "bootstrap":
+            continue
+        r = compare(data, comparison)
+        head = f"{comparison.metric} by {comparison.by}: "
+        choice = r.detail("cluster_choice")
+        lv = r.levels
+        setting = comparison.settings.get("cluster", "auto")
+        if choice is not None:
+            text = f"cluster auto, {choice.method}, {choice.scheme or 'no'} clusters ({choice.why})"
+            if choice.assumption:
+                text += f"; CONDITIONAL: {choice.assumption}"
+        elif lv is not None:
+            text = (
+                f"cluster {lv.cluster} ({'auto' if setting == 'auto' else 'the spec'}), "
+                f"{lv.method}, {'/'.join(map(str, lv.clusters_per_level))} per level"
+            )
+        else:
+            text = "no interval"
+        if r.problem:
+            text += f"; descriptive only: {r.problem}"
+        lines.append(head + text)
+    return tuple(lines)

@@ -3,8 +3,8 @@ factor, e.g. a layout's requests), with Perflab's footnote-11 SE and the joint c
 bootstrap SE side by side, and the correlation between the benchmarks' effects that the joint
 bootstrap found (stats.composite; docs/statistics.md, "A composite across benchmarks").
 
-The composite is its own test, outside the run's family of ``compare`` items (report.
-compare_family): it is asked for after the run, with weights the spec does not hold, so it is
+The composite is its own test, outside the run's family of ``compare`` items (app.
+comparisons): it is asked for after the run, with weights the spec does not hold, so it is
 one planned test at its own confidence; a reader who also reads the per-benchmark compares reads
 it as one more test."""
 

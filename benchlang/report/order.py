@@ -1,4 +1,5 @@
-"""Order-dependence tables (Duplyakin et al., USENIX ATC 2023, Tables 3–5) and their JSON."""
+"""Order-dependence tables (Duplyakin et al., USENIX ATC 2023, Tables 3–5), their JSON and the
+whole order analysis as text."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 from typing import TextIO
 
 from benchlang.report.table import format_quantity, render_table
+from benchlang.stats.order_analysis import OrderReport
 from benchlang.stats.order_dependence import OrderDependence, format_percent
 from benchlang.stats.position_effects import CarryOver, PositionEffect
 
@@ -247,3 +249,23 @@ def render_carry_over_table(
         )
     else:
         stream.write("verdict: no carry-over found\n")
+
+
+def render_order_report(report: OrderReport, stream: TextIO | None = None) -> None:
+    """An order analysis (``stats.order_analysis``) as text: how sessions were pooled, the
+    fixed-vs-random table, the note on what could not be tested, the position and carry-over
+    tables."""
+    out = stream or sys.stdout
+    if report.stratification:
+        out.write(
+            f"{report.stratification}: the medians, means and shifts below are of the aligned "
+            "values; CMH p = the stratified test's p-value\n"
+        )
+    if report.dependence is not None:
+        render_order_table(report.dependence, out, report.scale)
+    if report.note:
+        out.write(f"note: {report.note}\n")
+    if report.positions is not None:
+        render_position_table(report.positions, out)
+    if report.carry is not None:
+        render_carry_over_table(report.carry, out, report.scale)

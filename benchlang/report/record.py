@@ -242,7 +242,7 @@ class Record:
     """The statistics methods used, each as ``name (package version)``."""
     comparisons: tuple[str, ...] = ()
     """One line per bootstrap comparison: its interval's method, cluster scheme, why, and
-    assumption (report.compare.record_lines)."""
+    assumption (report.compare_text.record_lines)."""
     independence: tuple[str, ...] = ()
     """The run-level independence verdict, one line per metric (stats.run_independence)."""
     machine: tuple[str, ...] = ()

@@ -1,6 +1,6 @@
 """OrderSage's figures (Duplyakin et al., ATC 2023): Figs. 2/3 ``order-pvalues``, 4
 ``order-delta``, 5 ``order-ci``, 6 ``order-cases``, from the fixed-versus-random analysis the
-report's order section shows (``report.order_analysis``). Numbers from
+report's order section shows (``stats.order_analysis``). Numbers from
 ``stats.figure_ordersage``; drawing here (matplotlib, lazily)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 p / η² / Δ% / CI-overlap case table, position and carry-over views) and A/B comparisons
 (Bakshy & Frachtenberg, WWW 2015: the effect with its interval per method and bootstrap scheme,
 variance components, the warm-up curve; DataMill's ANOVA table). Results come from
-``report.order_analysis``, ``report.compare`` and ``report.warmup``; this module draws them."""
+``stats.order_analysis``, ``stats.comparison`` and ``report.warmup``; this module draws them."""
 
 from __future__ import annotations
 
