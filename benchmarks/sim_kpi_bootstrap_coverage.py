@@ -219,7 +219,8 @@ def main() -> None:
     print("\n## smallest n (benchlang/stats/_kpi_bootstrap_table.py MIN_N)\n")
     print("MIN_N = {")
     for key, n in table.items():
-        print(f"    {key!r}: {n!r},")
+        if n is not None:  # a cell absent: no simulated n reached the level
+            print(f"    {key!r}: {n!r},")
     print("}")
     print(f"\n({time.perf_counter() - start:.0f} s)")
 

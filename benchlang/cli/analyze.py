@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from benchlang.app.analysis import analyze_csv, analyze_store, order_of
 from benchlang.cli import add_command
 from benchlang.cli.common import load_experiment, print_spec_profile
-from benchlang.cli.options import stores_and_spec
+from benchlang.cli.options import store_arguments, stores_and_spec
 from benchlang.errors import UserError
 from benchlang.jsonout import document, dumps
 from benchlang.report.analysis_text import render_analysis
@@ -21,16 +21,14 @@ from benchlang.report.analysis_text import render_analysis
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang analyze``; the lazy table in benchlang.cli calls this."""
     p.description = "Analyse a store with the spec's KPIs and variability scores (TriScale, Jacob et al. JSys 2021), or a CSV of values from elsewhere with --data."
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="STORE... [SPEC]",
-        help="the store of the run (an SQLite file, told apart from the spec by its content), "
+    store_arguments(
+        p,
+        "the store of the run (an SQLite file, told apart from the spec by its content), "
         "or several stores of one experiment, read as the sessions of a campaign (sessions are "
         "then the top clusters and their share is shown), and the spec to analyse with "
         "(default: the latest plan in each store)",
+        several=True,
     )
-    p.add_argument("--store", help="the store, as the positional STORE (the older spelling)")
     p.add_argument("--plan", help="plan hash to analyse")
     p.add_argument("--data", help="CSV file: one column per metric, optional series column")
     p.add_argument(

@@ -17,6 +17,16 @@ def percent_argument(text: str) -> float:
     return value
 
 
+def store_arguments(p: argparse.ArgumentParser, paths_help: str, *, several: bool) -> None:
+    """The arguments ``store_and_spec`` and ``stores_and_spec`` read: ``STORE [SPEC]``
+    (``STORE... [SPEC]`` when ``several``) and ``--store``, the positional store's older
+    spelling."""
+    p.add_argument(
+        "paths", nargs="*", metavar=f"STORE{'...' if several else ''} [SPEC]", help=paths_help
+    )
+    p.add_argument("--store", help="the store, as the positional STORE (the older spelling)")
+
+
 def store_and_spec(
     paths: list[str], store_option: str | None, command: str
 ) -> tuple[str, str | None]:

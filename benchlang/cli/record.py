@@ -8,21 +8,19 @@ import sys
 from benchlang.app.analysis import record_of
 from benchlang.app.plan import analysis_target
 from benchlang.cli import add_command
-from benchlang.cli.options import store_and_spec
+from benchlang.cli.options import store_and_spec, store_arguments
 from benchlang.jsonout import document, dumps
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     """The arguments of ``benchlang record``; the lazy table in benchlang.cli calls this."""
     p.description = "Print the 12-parameter reproducibility record (TriScale, JSys 2021, §4.4) with spec and plan hashes, seed and benchlang version; --format methods prints a methods paragraph for a paper with its BibTeX references."
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="STORE [SPEC]",
-        help="the store of the run (an SQLite file, told apart from the spec by its content) "
+    store_arguments(
+        p,
+        "the store of the run (an SQLite file, told apart from the spec by its content) "
         "and the spec whose plan to describe (default: the latest plan in the store)",
+        several=False,
     )
-    p.add_argument("--store", help="the store, as the positional STORE (the older spelling)")
     p.add_argument("--plan", help="plan hash (default: the spec's plan, else the store's latest)")
     p.add_argument(
         "--format",

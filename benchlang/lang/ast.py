@@ -125,8 +125,11 @@ class Measure:
     builtin: str | None = None
     builtin_span: Span | None = None
     stream: str | None = None
+    """``stdout``, ``stderr`` or ``file`` (then ``path`` names the file)."""
     path: Value | None = None
     extractor: str | None = None
+    """``regex``, ``json``, ``column`` or ``lines``; ``argument`` is its pattern, key or
+    column (None for ``lines``)."""
     argument: Value | None = None
 
 
@@ -174,6 +177,9 @@ class Block:
 
 @attrs.frozen
 class Stop:
+    """``stop after N``, ``stop adaptive {...}``, ``stop NAME {...}`` (kind ``method``) or
+    ``stop when kpi METRIC width < W max N`` (kind ``when``)."""
+
     kind: str
     span: Span
     count: Value | None = None
