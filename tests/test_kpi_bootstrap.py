@@ -24,6 +24,7 @@ from benchlang.stats.kpi_bootstrap import (
     sample_rank,
 )
 from benchlang.stats.triscale import analyze_metric
+from tests.lognormal_awk import lognormal_awk
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,15 +143,7 @@ def test_the_simulations_exact_replicates_match_explicit_resampling():
         assert gap / 20000 < 1.95 * math.sqrt(2 / 20000)
 
 
-VALUE_AWK = """\
-BEGIN {
-  u = (ENVIRON["BENCHLANG_SEED"] % 2147483648 + 0.5) / 2147483648; p = u < 0.5 ? u : 1 - u
-  t = sqrt(-2 * log(p))
-  z = t - (2.515517 + 0.802853 * t + 0.010328 * t * t) / (1 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t)
-  if (u < 0.5) z = -z
-  printf "v=%.12g\\n", 100 * exp(0.3 * z)
-}
-"""
+VALUE_AWK = lognormal_awk("v", 100, 0.3, "%.12g")
 
 SPEC = """benchlang 1
 experiment kb {{

@@ -15,16 +15,7 @@ import pytest
 from benchlang.stats._kpi_bootstrap_table import SMOOTHED_MIN_N
 from benchlang.stats.kpi import kpi
 from benchlang.stats.kpi_bootstrap import kpi_bootstrap
-
-VALUE_AWK = """\
-BEGIN {
-  u = (ENVIRON["BENCHLANG_SEED"] % 2147483648 + 0.5) / 2147483648; p = u < 0.5 ? u : 1 - u
-  t = sqrt(-2 * log(p))
-  z = t - (2.515517 + 0.802853 * t + 0.010328 * t * t) / (1 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t)
-  if (u < 0.5) z = -z
-  printf "t=%%.%dfms\\n", 20 * exp(0.3 * z)
-}
-"""
+from tests.lognormal_awk import lognormal_awk
 
 SPEC = """benchlang 1
 experiment lat {{
@@ -45,7 +36,7 @@ def _run(tmp_path, monkeypatch, capsys, p: int, runs: int, decimals: int):
     from benchlang.cli import main
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "value.awk").write_text(VALUE_AWK.replace("%%.%df", f"%.{decimals}f"))
+    (tmp_path / "value.awk").write_text(lognormal_awk("t", 20, 0.3, f"%.{decimals}f", "ms"))
     spec, store = tmp_path / "lat.bench", tmp_path / "lat.sqlite"
     spec.write_text(SPEC.format(p=p, runs=runs))
     assert main(["run", str(spec), "--store", str(store), "-q"]) == 0
