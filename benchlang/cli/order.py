@@ -7,7 +7,7 @@ import argparse
 from benchlang.app.order_sessions import order_of_stores
 from benchlang.cli import add_command
 from benchlang.jsonout import document, dumps
-from benchlang.report.order import order_json, order_tally_json, render_order_report
+from benchlang.report.order import order_report_json, render_order_report
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -34,18 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     report = order_of_stores(args.stores, args.plan, args.metric, args.alpha)
     if args.json:
-        dep = report.dependence
-        body = {
-            "metric": report.metric,
-            "note": report.note,
-            "sessions": report.sessions,
-            "stratification": report.stratification,
-            "configurations": order_json(dep) if dep is not None else None,
-            "tally": order_tally_json(dep) if dep is not None else None,
-            "positions": report.positions.to_dict() if report.positions is not None else None,
-            "carry_over": report.carry.to_dict() if report.carry is not None else None,
-        }
-        print(dumps(document("order", 1, body)))
+        print(dumps(document("order", 1, order_report_json(report))))
     else:
         render_order_report(report)
     return 0

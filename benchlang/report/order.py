@@ -60,6 +60,23 @@ def order_tally_json(result: OrderDependence) -> dict[str, object]:
     return {**tally.to_dict(), "summary": tally.sentence()}
 
 
+def order_report_json(report: OrderReport) -> dict[str, object]:
+    """The body of ``order --json``: the metric, the note, how sessions were pooled, each
+    configuration's fixed-vs-random row, the tallies, the position and carry-over views (None
+    where the plan's orders could not give them)."""
+    dep = report.dependence
+    return {
+        "metric": report.metric,
+        "note": report.note,
+        "sessions": report.sessions,
+        "stratification": report.stratification,
+        "configurations": order_json(dep) if dep is not None else None,
+        "tally": order_tally_json(dep) if dep is not None else None,
+        "positions": report.positions.to_dict() if report.positions is not None else None,
+        "carry_over": report.carry.to_dict() if report.carry is not None else None,
+    }
+
+
 def render_order_tally(result: OrderDependence, stream: TextIO | None = None) -> None:
     """OrderSage's tallies: "k of m configurations significant (x%)" (Table 2) and how many
     compared configurations fall in each CI-overlap case (Fig. 6)."""
@@ -137,12 +154,7 @@ def render_order_table(
             write(f"  {c.configuration}: {c.delta_meaning}\n")
     if clipped:
         write("* η² = (H − 1)/(n − 2) was negative and is shown clipped at 0 (no effect)\n")
-    short = [
-        c
-        for c in result.configurations
-        if c.compared
-        and min(c.ci_level_achieved_fixed, c.ci_level_achieved_random) < result.ci_level
-    ]
+    short = [c for c in result.configurations if c.compared and c.ci_short_of_level]
     if short:
         write(
             "too few trials for a median CI at the corrected level, [min, max] used for: "
