@@ -52,6 +52,9 @@ TRIALS = 1000
 ROUNDS = 3
 TARGET = 1.5
 WALL_TARGET = 1.1
+STALL = 0.005
+"""A gap between two trials longer than this (s) is a stall: the store folding rows into its
+blocks or checkpointing its log inside a trial's commit, or another job."""
 SPEC = f"""benchlang 1
 experiment overhead {{
   benchmark t {{ run "true" }}
@@ -89,19 +92,24 @@ def benchlang_round(workdir: Path, repo: Path = REPO) -> dict[str, float]:
     process = time.perf_counter() - t0
     db = sqlite3.connect(store)
     times = db.execute("SELECT started, ended FROM trials ORDER BY trial").fetchall()
-    (spawn,) = db.execute("SELECT avg(value) FROM measures WHERE name = 'wall_time'").fetchone()
+    walls = [v for (v,) in db.execute("SELECT value FROM measures WHERE name = 'wall_time'")]
     db.close()
     assert len(times) == TRIALS, len(times)
     started, ended = zip(*times, strict=True)
     between = [b - a for a, b in zip(ended[:-1], started[1:], strict=True)]
     cycles = [b - a for a, b in itertools.pairwise(started)]
+    stalls = [gap for gap in between if gap > STALL]
     return {
         "cycle": statistics.median(cycles),
         "process": process / TRIALS,
         "in_run": (ended[-1] - started[0]) / TRIALS,
-        "spawn": spawn,
+        "spawn": statistics.fmean(walls),
+        "spawn_median": statistics.median(walls),
         "execute": statistics.fmean(b - a for a, b in times),
         "between": statistics.fmean(between),
+        "between_median": statistics.median(between),
+        "stalls": len(stalls),
+        "stall_share": sum(stalls) / TRIALS,
     }
 
 
@@ -176,9 +184,11 @@ def floor_time(workdir: Path) -> dict[str, float]:
     """The floor of the guarantees, per trial: a plain loop that hands `true` to the same
     launcher (the session's cgroup, scratch directory and environment, as a local session
     starts it), blocks on its report, and commits the same rows as benchlang (the trial, its
-    seven measures, its one-trial round) in one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on a store
+    seven measures, its one-trial round: schema 6's rows, keyed by the integer ids the store
+    looks up once, ``run/row_keys.py``) in one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on a store
     opened as benchlang opens it (WAL, synchronous=NORMAL, its checkpoint interval), before
-    the next trial starts. No executor, event loop, records or progress."""
+    the next trial starts. No executor, event loop, records or progress, and no folding of
+    rows into blocks (the store's layout, not a guarantee)."""
     from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
     from benchlang.backends.resident import (
         LauncherPool,
@@ -187,7 +197,9 @@ def floor_time(workdir: Path) -> dict[str, float]:
         parse_report,
         report_measures,
     )
+    from benchlang.run.row_keys import kind_id, name_id, plan_id
     from benchlang.run.store import Store
+    from benchlang.run.store.writing import ROUND_INSERT
 
     path = workdir / "floor.sqlite"
     for leftover in workdir.glob("floor.sqlite*"):
@@ -202,6 +214,9 @@ def floor_time(workdir: Path) -> dict[str, float]:
         with Store(path, create=True) as store:
             store.add_plan("sha256:x", "overhead", "sha256:s", 0, "{}")
             db = store.db
+            plan = plan_id(db, "sha256:x")
+            kind = kind_id(db, plan, (0, "t", "t", "{}", "local", "fixed", "measured"))
+            names = {k: name_id(db, k) for k in report_measures(["0"] * 15)}
             t0 = time.perf_counter()
             starts = []
             for t in range(TRIALS):
@@ -217,19 +232,18 @@ def floor_time(workdir: Path) -> dict[str, float]:
                 measures = report_measures(fields)
                 db.execute("BEGIN IMMEDIATE")
                 db.execute(
-                    "INSERT INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
-                        *("sha256:x", t, 0, t, 0, "local", 0, "t", "t", "{}", "fixed", "ok"),
-                        *(None, int(fields[0]), 0, started, ended, 1, b"", b"", "measured"),
+                        *(plan, t, 0, t, 0, kind, "ok", None, int(fields[0]), 0),
+                        *(started, ended, 1, b"", b""),
                     ),
                 )
                 db.executemany(
-                    "INSERT INTO measures VALUES (?,?,?,?)",
-                    [("sha256:x", t, k, v) for k, v in measures.items()],
+                    "INSERT INTO measure_rows VALUES (?,?,?,?)",
+                    [(plan, t, names[k], v) for k, v in measures.items()],
                 )
                 db.execute(
-                    "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)",
-                    ("sha256:x", t, "local", "fixed", "[0]", started, ended, "none"),
+                    ROUND_INSERT, ("sha256:x", t, "local", "fixed", "[0]", started, ended, "none")
                 )
                 db.execute("COMMIT")
             cycles = [b - a for a, b in itertools.pairwise(starts)]
@@ -324,6 +338,7 @@ def measure(workdir: Path, label: str, other: Path | None) -> dict[str, float]:
 RATIOS = (
     ("in_run_ratio", "in_run", "hyperfine"),
     ("wall_ratio", "spawn", "hyperfine"),
+    ("wall_median_ratio", "spawn_median", "hf_median"),
     ("floor_ratio", "floor", "hyperfine"),
     ("over_floor", "in_run", "floor"),
     ("other_over_floor", "other", "floor"),
@@ -383,8 +398,14 @@ def main() -> None:
             f" benchlang/hyperfine {med['cycle_ratio']:.2f}x"
         )
         print(
-            f"  stored wall_time / hyperfine: {med['wall_ratio']:.2f}x"
-            f" ({verdict(med['wall_ratio'], WALL_TARGET)})"
+            f"  stored wall_time / hyperfine: mean {med['wall_ratio']:.2f}x"
+            f" ({verdict(med['wall_ratio'], WALL_TARGET)}), median {med['wall_median_ratio']:.2f}x"
+            f" ({med['spawn_median'] * MS:.3f} vs {med['hf_median'] * MS:.3f} ms)"
+        )
+        print(
+            f"  between trials: median {med['between_median'] * MS:.3f} ms; gaps over"
+            f" {STALL * MS:g} ms (the store's folds and checkpoints, other jobs):"
+            f" {med['stalls']:.0f} a run, {med['stall_share'] * MS:.3f} ms a trial on average"
         )
         print(
             "  where an in-run trial goes (the same runs, from the store's times):"

@@ -135,6 +135,7 @@ class LocalSession(Spawned):
         self._count = 0
         self._previous = None
         self._base_block = environment_block(self._base_env)
+        self._cwds: dict[str, str] = {}
 
     # -- the per-trial path ------------------------------------------------------------------
 
@@ -142,13 +143,21 @@ class LocalSession(Spawned):
         """The request's environment: this process's (encoded once) and the command's."""
         if not extra:
             return self._base_block
-        if self._base_env.keys() & extra.keys():
-            return environment_block({**self._base_env, **extra})
+        base = self._base_env
+        if any(key in base for key in extra):
+            return environment_block({**base, **extra})
         return self._base_block + environment_block(extra)
+
+    def _cwd(self, cwd: str) -> str:
+        """A command's working directory, under the spec's directory (joined once a session)."""
+        joined = self._cwds.get(cwd)
+        if joined is None:
+            joined = self._cwds[cwd] = str(self.spec_dir / cwd)
+        return joined
 
     def _start(self, command: Command) -> Trial | Execution:
         argv = _argv(command.text)
-        cwd = str(self.spec_dir / command.cwd) if command.cwd else None
+        cwd = self._cwd(command.cwd) if command.cwd else None
         started = time.time()
         request = limits_request(command.limits)
         limits = trial_limits(request)

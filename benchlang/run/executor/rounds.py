@@ -29,22 +29,15 @@ else the loop serves (an asyncio cancellation, ``wait_for``, a caller's other ta
 wait for the whole run (tests/test_runner_review.py)."""
 
 
+@attrs.define(eq=False)
 class RoundRunner:
     """A round's life on its host (a part of ``Executor`` over its ``RunState``)."""
 
-    def __init__(
-        self,
-        state: RunState,
-        hooks: Hooks,
-        trials: TrialRunner,
-        stop_rule: StopRule,
-        halting: Halting,
-    ) -> None:
-        self.state = state
-        self.hooks = hooks
-        self.trials = trials
-        self.stop_rule = stop_rule
-        self.halting = halting
+    state: RunState
+    hooks: Hooks
+    trials: TrialRunner
+    stop_rule: StopRule
+    halting: Halting
 
     async def run(self, session: HostSession, r: int) -> None:
         state = self.state

@@ -9,6 +9,7 @@ import heapq
 import time
 from collections.abc import Sequence
 
+import attrs
 import numpy as np
 
 from benchlang.backends.base import HostDown, HostSession
@@ -20,23 +21,16 @@ from benchlang.run.executor.state import RunState
 from benchlang.run.executor.stopping_rule import StopRule
 
 
+@attrs.define(eq=False)
 class Scheduler:
     """Host tasks, their queues of rounds and reassignment (a part of ``Executor`` over its
     ``RunState``)."""
 
-    def __init__(
-        self,
-        state: RunState,
-        rounds: RoundRunner,
-        hooks: Hooks,
-        stop_rule: StopRule,
-        halting: Halting,
-    ) -> None:
-        self.state = state
-        self.rounds = rounds
-        self.hooks = hooks
-        self.stop_rule = stop_rule
-        self.halting = halting
+    state: RunState
+    rounds: RoundRunner
+    hooks: Hooks
+    stop_rule: StopRule
+    halting: Halting
 
     async def run(self) -> None:
         """One task per host, each running its rounds in plan order."""

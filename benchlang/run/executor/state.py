@@ -4,6 +4,7 @@ halting and failing fast. One typed object, handed to each part (``core.Executor
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 
 
 class TrialSetup(NamedTuple):
-    """What a trial's command is made of but its number and seed (``trial.TrialRunner``)."""
+    """What a trial's command is made of but its number and seed (``trial.TrialRunner``),
+    and what is read after it: its levels, the benchmark's counters, simulated measures and
+    the measures read from the execution, its output or files (``reads``)."""
 
     command: str
     env: dict[str, str]
@@ -32,6 +35,10 @@ class TrialSetup(NamedTuple):
     aslr: bool | None
     limits: model.Machine | None
     bench: model.Benchmark
+    levels: Mapping[str, Any]
+    counters: tuple[model.Measure, ...]
+    simulated: tuple[model.Measure, ...]
+    reads: tuple[model.Measure, ...]
 
 
 @attrs.define(eq=False)

@@ -5,6 +5,7 @@ times, with exponential backoff), and committed to the store before the next one
 from __future__ import annotations
 
 import asyncio
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -41,33 +42,32 @@ class TrialRunner:
     async def run(
         self, session: HostSession, t: int, series: int, r: int, order_kind: str
     ) -> TrialRecord:
-        plan = self.state.plan
+        state = self.state
+        plan = state.plan
         config = plan.configurations[int(plan.trial_configuration[t])]
         drawn = plan.plan_levels(t)
         key = (config.index, session.host)
-        setup = None if drawn else self.state.command_kept.get(key)
+        setup = None if drawn else state.command_kept.get(key)
         if setup is None:
             setup = self.command_parts(config, session.host, drawn)
             if not drawn:
-                self.state.command_kept[key] = setup
-        command, template, cwd, timeout, hooks_before, hooks_after, aslr, limits, bench = setup
-        env = dict(template)
+                state.command_kept[key] = setup
+        env = dict(setup.env)
         env["BENCHLANG_TRIAL"] = str(t)
         env["BENCHLANG_SEED"] = str(int(plan.trial_seed[t]))
+        command = Command(
+            setup.command, env, setup.cwd, setup.timeout, aslr=setup.aslr, limits=setup.limits
+        )
         attempts = 0
         while True:
             attempts += 1
             try:
                 status, reason, execution, measures, series_values = await self.attempt(
-                    session,
-                    Command(command, env, cwd, timeout, aslr=aslr, limits=limits),
-                    hooks_before,
-                    hooks_after,
-                    bench,
+                    session, command, setup
                 )
                 if execution.left_running:
-                    self.state.store.record_event(
-                        self.state.plan_hash,
+                    state.store.record_event(
+                        state.plan_hash,
                         "left_running",
                         f"trial {t}: {execution.left_running} processes the command left "
                         "running were killed when it ended",
@@ -75,13 +75,13 @@ class TrialRunner:
                     )
                 break
             except HostDown as err:
-                if attempts > self.state.retries:
+                if attempts > state.retries:
                     raise
                 text = f"trial {t} attempt {attempts}: {err.message}"
-                self.state.store.record_event(self.state.plan_hash, "retry", text, session.host)
-                self.state.progress.note(f"host {session.host}: {text}; trying again")
-                await asyncio.sleep(self.state.backoff * 2 ** (attempts - 1))
-                await session.reconnect(self.state.reconnect_timeout)
+                state.store.record_event(state.plan_hash, "retry", text, session.host)
+                state.progress.note(f"host {session.host}: {text}; trying again")
+                await asyncio.sleep(state.backoff * 2 ** (attempts - 1))
+                await session.reconnect(state.reconnect_timeout)
         return TrialRecord(
             trial=t,
             series=series,
@@ -91,7 +91,7 @@ class TrialRunner:
             configuration=config.index,
             label=config.label,
             benchmark=config.benchmark,
-            levels={**dict(config.levels), **drawn},
+            levels=setup.levels,
             order_kind=order_kind,
             status=status,
             reason=reason,
@@ -163,18 +163,19 @@ class TrialRunner:
             aslr_of(self.state.hidden, drawn),
             limits,
             bench,
+            MappingProxyType({**dict(config.levels), **drawn}),
+            bench.counters,
+            bench.simulated,
+            tuple(
+                m
+                for m in bench.measures
+                if m.builtin not in model.COUNTERS and m.builtin not in model.SIMULATED
+            ),
         )
 
-    async def attempt(
-        self,
-        session: HostSession,
-        trial: Command,
-        hooks_before: list[str],
-        hooks_after: list[str],
-        bench: model.Benchmark,
-    ) -> Attempt:
+    async def attempt(self, session: HostSession, trial: Command, setup: TrialSetup) -> Attempt:
         env, cwd, timeout = trial.env, trial.cwd, trial.timeout
-        for hook in hooks_before:
+        for hook in setup.hooks_before:
             execution = await self.halting.exec(session, Command(hook, env, cwd, timeout))
             if not execution.ok:
                 return (
@@ -187,22 +188,20 @@ class TrialRunner:
         execution = await self.halting.exec(session, trial)
         measures = {k: float(v) for k, v in execution.rusage.items()}
         note = None  # counters perf could not count and no metric needs (run.counters)
-        if bench.counters:
-            execution, measures, missing = read_counters(execution, bench.counters)
+        if setup.counters:
+            execution, measures, missing = read_counters(execution, setup.counters)
             uncounted, note = counter_outcome(missing, self.state.experiment)
             if uncounted is not None and execution.ok:
                 return "failed", f"measure: {uncounted}", execution, measures, {}
-        if bench.simulated:
-            execution, measures, unread, note = read_simulated(execution, bench.simulated)
+        if setup.simulated:
+            execution, measures, unread, note = read_simulated(execution, setup.simulated)
             if unread is not None and execution.ok:
                 return "failed", f"measure: {unread}", execution, measures, {}
         if not execution.ok:
             return "failed", describe_failure(execution, "the command"), execution, measures, {}
         series_values: dict[str, np.ndarray] = {}
         try:
-            for measure in bench.measures:
-                if measure.builtin in model.COUNTERS or measure.builtin in model.SIMULATED:
-                    continue  # read with the execution (run.counters, run.cachegrind)
+            for measure in setup.reads:  # counters and simulated are read with the execution
                 value = await self.read_measure(session, measure, execution, cwd)
                 if isinstance(value, np.ndarray):
                     series_values[measure.name] = value
@@ -210,7 +209,7 @@ class TrialRunner:
                     measures[measure.name] = value
         except MeasureError as err:
             return "failed", f"measure: {err}", execution, measures, series_values
-        for hook in hooks_after:
+        for hook in setup.hooks_after:
             after = await self.halting.exec(session, Command(hook, env, cwd, timeout))
             if not after.ok:
                 return (
