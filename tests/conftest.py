@@ -204,7 +204,27 @@ TESTBEDS = {"needs_sshd": "testbed-sshd", "sshd1": "testbed-sshd", "sshd3": "tes
 it under ``pytest -n``, ``--dist loadgroup``)."""
 
 
-def pytest_collection_modifyitems(items):
+MACHINE_WIDE = (
+    "machine_wide: writes a setting of the whole machine (/proc/sys); never run beside other "
+    "tests: deselected under pytest -n, run alone by .ci/run (pytest -m machine_wide)"
+)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", MACHINE_WIDE)
+
+
+def _parallel(config) -> bool:
+    """Under ``pytest -n N`` (N > 0): on the controller and on each worker."""
+    return hasattr(config, "workerinput") or bool(config.getoption("numprocesses", None))
+
+
+def pytest_collection_modifyitems(config, items):
+    if _parallel(config):
+        alone = [item for item in items if item.get_closest_marker("machine_wide")]
+        if alone:
+            config.hook.pytest_deselected(items=alone)
+            items[:] = [item for item in items if item not in alone]
     for item in items:
         group = next((TESTBEDS[f] for f in item.fixturenames if f in TESTBEDS), None)
         if group is None and "tests/ssh/" in item.nodeid:

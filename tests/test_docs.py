@@ -8,7 +8,15 @@ import pytest
 
 from tests.docs_sessions import PAGES, ROOT, blocks, matches, run_page
 
-SESSION_PAGES = [p for p in PAGES if any(b.session or b.directives for b in blocks(p))]
+SESSION_PAGES = [
+    pytest.param(page, marks=[pytest.mark.machine_wide] * restores)
+    for page in PAGES
+    for found in [blocks(page)]
+    if any(b.session or b.directives for b in found)
+    for restores in [any("restores" in b.directives for b in found)]
+]
+"""A page with a block that writes a setting of the whole machine (``restores: PATH``, e.g.
+docs/machine.md's ``system tune``) runs alone (``machine_wide``), never beside other tests."""
 
 
 @pytest.mark.parametrize("page", SESSION_PAGES)

@@ -201,10 +201,12 @@ def test_tune_without_root_says_which_action_needs_it():
     assert lines == [f"local: restoring {ASLR}: needs root (it writes {ASLR}); run as root"]
 
 
+@pytest.mark.machine_wide
 @pytest.mark.usefixtures("aslr_write")
 def test_tune_sets_aslr_as_root_and_reset_restores_it(tmp_path):
     """A real write of /proc/sys/kernel/randomize_va_space (root in this container), undone at
-    once by ``tune --reset`` (and by the test itself should an assertion fail)."""
+    once by ``tune --reset`` (and by the test itself should an assertion fail). The setting is
+    the whole machine's: the test runs alone (``machine_wide``), never beside other tests."""
     original = ASLR.read_text().strip()
     wanted = "on" if original == "0" else "off"
     spec = tmp_path / "a.bench"
