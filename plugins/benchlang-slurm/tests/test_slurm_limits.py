@@ -1,4 +1,4 @@
-"""The machine block on hosts slurm (issue 38): the allocation is sized from it (named CPUs take
+"""The machine block on hosts slurm (docs/machine.md): the allocation is sized from it (named CPUs take
 the node whole with --exclusive, a memory limit asks --mem of the limit plus the agent's
 share) and the agent in each job step applies the limits, which ``srun --cpu-bind`` could not
 under the test cluster's ``TaskPlugin=task/none``: ``Cpus_allowed_list`` 0 read inside the
