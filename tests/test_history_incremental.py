@@ -9,6 +9,7 @@ import json
 import math
 import re
 
+import attrs
 import numpy as np
 import pytest
 
@@ -17,7 +18,7 @@ from benchlang.cli import main
 from benchlang.history import series_copy
 from benchlang.history.points import Point, Run
 from benchlang.history.series import add_run, read_series
-from benchlang.history.stored import store_changes, stored_changes
+from benchlang.history.stored import store_changes, stored_before, stored_changes
 from benchlang.history.verdicts import changes
 from tests.test_history import history, server  # noqa: F401  (the two engines)
 
@@ -54,6 +55,24 @@ def _same(stored, fresh) -> None:
             np.testing.assert_array_equal(getattr(a.series, name), getattr(b.series, name))
 
 
+def _found_text(found) -> str:
+    return json.dumps([attrs.asdict(c) for c in found])
+
+
+def _same_before(target: str) -> None:
+    """What the history keeps of each series without its newest point is what the gate would
+    find on it (history.gate._baseline)."""
+    with open_history(target) as h:
+        kept = stored_before(h, 0.05, 95.0)
+        every = read_series(h)
+    assert set(kept) == {s.key for s in every if len(s) >= 2}
+    for s in every:
+        if len(s) >= 2:
+            n, found = kept[s.key]
+            assert n == len(s) - 1
+            assert _found_text(found) == _found_text(changes(s.head(n)).changes)
+
+
 def _recomputed(target: str) -> list:
     with open_history(target) as h:
         found = [changes(s) for s in read_series(h)]
@@ -79,6 +98,7 @@ def test_stored_change_points_equal_a_recomputation_after_every_add(history, see
                 with open_history(history) as r:
                     assert stored_changes(r, 0.05, 95.0) is not None
                 _same(history_changes(history), _recomputed(history))
+                _same_before(history)
     time = next(f for f in history_changes(history) if f.series.metric == "time")
     assert [c.kind for c in time.changes] == ["regression"]
     assert abs(time.changes[0].index - 2 * n // 5) <= 1
@@ -103,8 +123,33 @@ def test_a_history_without_stored_change_points_is_recomputed(history):  # noqa:
         _same(history_changes(history), _recomputed(history))
         add_run(h, _run(41, 201), [_point(2.0, 0.03, "memory")], then=store_changes)
         assert stored_changes(h, 0.05, 95.0) is not None
+        assert stored_before(h, 0.05, 95.0)
     _same(history_changes(history), _recomputed(history))
+    _same_before(history)
     assert {len(f.series) for f in history_changes(history)} == {1, 41}
+
+
+def test_the_gate_reads_the_kept_answer_and_says_the_same(tmp_path, capsys):
+    """``history check`` judges the newest run against the change points the history kept
+    for the series without it; its text and JSON are those of a check that finds them anew
+    (the kept rows deleted), and those of another level, which the history does not keep."""
+    target = str(tmp_path / "h.sqlite")
+    values, half, _ = _series(304, 80)
+    values[-1] *= 1.1  # a newest run worse than its segment
+    with open_history(target, create=True) as h:
+        for i in range(80):
+            add_run(h, _run(i), [_point(values[i], half[i])], then=store_changes)
+        assert stored_before(h, 0.05, 95.0)
+    shown = []
+    for argv in (["--json"], []):
+        assert main(["history", "check", "--history", target, *argv]) == 1
+        shown.append(capsys.readouterr().out)
+    with open_history(target) as h, h.write():
+        h.execute("DELETE FROM stored_before")
+    for argv, kept in zip((["--json"], []), shown, strict=True):
+        assert main(["history", "check", "--history", target, *argv]) == 1
+        assert capsys.readouterr().out == kept
+    assert json.loads(shown[0])["series"][0]["verdict"] == "worse"
 
 
 def test_a_noise_change_is_shown_with_its_kind(history, capsys):  # noqa: F811

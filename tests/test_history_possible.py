@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from benchlang.cli import main
+from benchlang.history.stored import STAMP
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -64,7 +65,7 @@ def test_changes_name_the_possible_change_with_its_commit(stepped, capsys):
 def test_stored_and_recomputed_answers_agree(stepped, capsys):
     """The stored answer (history.stored) is the recomputation's; one stored by a benchlang
     before the possible change was kept (the stamp ``stored_through``, no ``possible``) is not
-    used: it is recomputed, and the next add stores every series anew."""
+    used: it is recomputed, and the next add stores every series anew, under today's stamp."""
     csv, history = stepped
     argv = ("history", "changes", "--history", history, "--json")
     stored = json.loads(cli(capsys, *argv)[1])
@@ -74,13 +75,13 @@ def test_stored_and_recomputed_answers_agree(stepped, capsys):
         old = json.loads(text)
         del old["possible"]
         db.execute("UPDATE stored_changes SET found = ?", (json.dumps(old),))
-        db.execute("UPDATE meta SET key = 'stored_through' WHERE key = 'stored_through_2'")
+        db.execute("UPDATE meta SET key = 'stored_through' WHERE key = ?", (STAMP,))
     assert json.loads(cli(capsys, *argv)[1]) == stored
     write_series(csv, 21, 18, 1.15)
     assert cli(capsys, "history", "import", str(csv), "--history", history)[0] == 0
     with sqlite3.connect(history) as db:
         (text,) = db.execute("SELECT found FROM stored_changes").fetchone()
-        stamp = db.execute("SELECT value FROM meta WHERE key = 'stored_through_2'").fetchone()
+        stamp = db.execute("SELECT value FROM meta WHERE key = ?", (STAMP,)).fetchone()
     assert json.loads(text)["possible"] is None and stamp == ("21",)
 
 

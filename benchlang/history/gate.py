@@ -29,7 +29,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -253,17 +253,27 @@ class _Baseline:
 
 
 def _baseline(
-    series: Series, alpha_each: float, margin: float, alpha: float, confidence: float
+    series: Series,
+    alpha_each: float,
+    margin: float,
+    alpha: float,
+    confidence: float,
+    kept: tuple[int, tuple[Change, ...]] | None = None,
 ) -> _Baseline:
-    """The segment the newest run is judged against (module docstring, 1)."""
+    """The segment the newest run is judged against (module docstring, 1); ``kept``: the
+    change points of the series without its newest run as the history stored them (with
+    their point count), found here when absent or of another count."""
     n = len(series)
     new = float(series.values[-1])
     if n < 2 or not (math.isfinite(new) and new > 0):
         why = "no history before this run" if n < 2 else "the newest run has no value"
         return _Baseline(series, 0, np.empty(0), new, None, 0, why, FEWEST if n < 2 else None)
     before = series.head(n - 1)
-    previous = changes(before, alpha=alpha, confidence=confidence)
-    last = previous.changes[-1] if previous.changes else None
+    if kept is not None and kept[0] == n - 1:
+        previous = kept[1]
+    else:
+        previous = changes(before, alpha=alpha, confidence=confidence).changes
+    last = previous[-1] if previous else None
     start = last.index if last else 0
     segment = _logs(before.values[start:])
     bad, chain = _bad(series), 0
@@ -290,11 +300,17 @@ def gate(
     *,
     alpha: float = 0.05,
     confidence: float = 95.0,
+    before: Mapping[tuple[str, str, str], tuple[int, tuple[Change, ...]]] | None = None,
 ) -> list[SeriesCheck]:
     """The verdicts of one check over the series ``found`` (each with its change points on the
-    whole series): the newest runs as one family, and every series' regressions."""
+    whole series): the newest runs as one family, and every series' regressions. ``before``:
+    what the history keeps of each series without its newest run (history.stored)."""
     k = max(1, len(found))
-    bases = [_baseline(f.series, alpha / k, margin, alpha, confidence) for f in found]
+    kept = before or {}
+    bases = [
+        _baseline(f.series, alpha / k, margin, alpha, confidence, kept.get(f.series.key))
+        for f in found
+    ]
     judged = [b for b in bases if b.why is None]
     preds: dict[int, Prediction] = {}
     extras: dict[int, float] = {}

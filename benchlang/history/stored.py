@@ -13,7 +13,13 @@ the add saves is reading and ordering the points of every series; the detection 
 made incremental, because its noise model and dispersion are estimated over the whole series
 (stats._changepoint_scan), so a new point moves every test statistic a little.
 
-Which copies are current is one number: the meta row ``stored_through_2`` holds the ``seq`` of the
+An add that appends a point to a series also keeps the answer it replaces (table
+``stored_before``): the change points of the series without its newest run, which the gate
+judges the newest run against (history.gate), so that ``history check`` need not find them
+again. Where the add does not append (a point older than the series' newest, every series
+stored anew) it finds that answer on the series read back, without its newest point.
+
+Which copies are current is one number: the meta row ``stored_through_3`` holds the ``seq`` of the
 newest run every stored answer includes. An add that finds it one below its own run's extends
 the copies; any other value (a run written by a benchlang without this bookkeeping, an old
 history) makes the add store every series anew from the points, once. ``history changes`` uses
@@ -47,16 +53,21 @@ _TABLES = (
         chunk BIGINT NOT NULL, points BIGINT NOT NULL, header TEXT NOT NULL,
         numbers {blob} NOT NULL, texts {blob} NOT NULL,
         PRIMARY KEY (metric, configuration, host_class, chunk))""",
+    """CREATE TABLE IF NOT EXISTS stored_before (
+        metric TEXT NOT NULL, configuration TEXT NOT NULL, host_class TEXT NOT NULL,
+        points BIGINT NOT NULL, found TEXT NOT NULL,
+        PRIMARY KEY (metric, configuration, host_class))""",
     "DROP TABLE IF EXISTS stored_series",  # the copy as text, before series_copies
     "CREATE INDEX IF NOT EXISTS points_series ON points (metric, configuration, host_class)",
     "CREATE INDEX IF NOT EXISTS runs_seq ON runs (seq)",
 )
 _KEY = "metric, configuration, host_class"
 _WHERE = "metric = ? AND configuration = ? AND host_class = ?"
-STAMP = "stored_through_2"
-"""meta: the seq of the newest run every stored answer includes; "_2": the answers hold the
-possible change in the last runs (one stored by a benchlang before it, under "stored_through",
-is not current: read, it is recomputed; the next add stores every series anew, once)."""
+STAMP = "stored_through_3"
+"""meta: the seq of the newest run every stored answer includes; "_3": ``stored_before`` is
+kept beside them, and the answers hold the possible change in the last runs (since "_2"). One
+stored by an earlier benchlang ("stored_through", "stored_through_2") is not current: read, it
+is recomputed; the next add stores every series anew, once."""
 _CURRENT = (
     f"(SELECT value FROM meta WHERE key = '{STAMP}') = "
     "(SELECT CAST(MAX(seq) {} AS TEXT) FROM runs)"
@@ -72,6 +83,15 @@ _PUT_FOUND = (
     f"VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT ({_KEY}) DO UPDATE SET "
     "points = excluded.points, alpha = excluded.alpha, confidence = excluded.confidence, "
     "found = excluded.found"
+)
+_KEEP_BEFORE = (
+    f"INSERT INTO stored_before ({_KEY}, points, found) SELECT {_KEY}, points, found "
+    f"FROM stored_changes WHERE {_WHERE} ON CONFLICT ({_KEY}) DO UPDATE SET "
+    "points = excluded.points, found = excluded.found"
+)
+_PUT_BEFORE = (
+    f"INSERT INTO stored_before ({_KEY}, points, found) VALUES (?, ?, ?, ?, ?) "
+    f"ON CONFLICT ({_KEY}) DO UPDATE SET points = excluded.points, found = excluded.found"
 )
 _PUT_STAMP = (
     f"INSERT INTO meta (key, value) VALUES ('{STAMP}', "
@@ -137,11 +157,28 @@ def _row(r: Sequence[Any]) -> series_copy.Row:
     return (int(r[0]), r[1], bytes(r[2]), bytes(r[3]))
 
 
-def _put(h: History, series: Series, first: int, rows: Sequence[series_copy.Row]) -> None:
+def _put(
+    h: History,
+    series: Series,
+    first: int,
+    rows: Sequence[series_copy.Row],
+    *,
+    appended: bool = False,
+) -> None:
     """Write ``series``' answer, and the copy's rows from row ``first`` on (earlier ones
-    stay), as the history's stored state for its key."""
+    stay), as the history's stored state for its key; and the answer without its newest
+    point: the one it replaces when ``appended`` (the stored series and one newer point),
+    else found."""
     found = changes(series, alpha=ALPHA, confidence=CONFIDENCE)
     key = series.key
+    n = len(series)
+    if appended:
+        h.execute(_KEEP_BEFORE, key)
+    elif n >= 2:
+        before = changes(series.head(n - 1), alpha=ALPHA, confidence=CONFIDENCE)
+        h.execute(_PUT_BEFORE, (*key, n - 1, _found_json(before)))
+    else:
+        h.execute(f"DELETE FROM stored_before WHERE {_WHERE}", key)
     if first == 0:
         h.execute(f"DELETE FROM series_copies WHERE {_WHERE}", key)
     h.executemany(_PUT_ROW, [(*key, first + c, *row) for c, row in enumerate(rows)])
@@ -155,6 +192,7 @@ def _store_all(h: History) -> None:
         h.execute(statement.format(blob=blob))
     h.execute("DELETE FROM series_copies")
     h.execute("DELETE FROM stored_changes")
+    h.execute("DELETE FROM stored_before")
     for series in read_series(h):
         _put(h, series, 0, series_copy.rows_of(series))
     h.execute(_PUT_STAMP)
@@ -173,7 +211,7 @@ def store_changes(h: History, run: Run, points: Sequence[Point]) -> None:
         kept = copies.get(p.key)
         if kept is not None and series_copy.last_date(kept) <= run.date:
             rows, first = series_copy.appended(kept, run, p)
-            _put(h, series_copy.series_of(p.key, rows), first, rows[first:])
+            _put(h, series_copy.series_of(p.key, rows), first, rows[first:], appended=True)
         else:
             series = read_series(h, p.key)[0]
             _put(h, series, 0, series_copy.rows_of(series))
@@ -205,3 +243,23 @@ def stored_changes(h: History, alpha: float, confidence: float) -> list[SeriesCh
             return None
         out.append(_found(series, text))
     return out
+
+
+def stored_before(
+    h: History, alpha: float, confidence: float
+) -> dict[tuple[str, str, str], tuple[int, tuple[Change, ...]]]:
+    """Per series, the change points of the series without its newest run and how many points
+    that was, where the history keeps them current and found at ``alpha`` and ``confidence``
+    (else none: the gate finds them). A reader checks the count against the series it read
+    (an add committed between two reads makes it differ)."""
+    kept = STAMP in h.meta or h.has_table("stored_before")
+    if (alpha, confidence) != (ALPHA, CONFIDENCE) or not kept:
+        return {}
+    rows = h.query(f"SELECT {_KEY}, points, found FROM stored_before WHERE {_CURRENT.format('')}")
+    return {
+        (str(m), str(c), str(k)): (
+            int(n),
+            tuple(Change(**x) for x in json.loads(text)["changes"]),
+        )
+        for m, c, k, n, text in rows
+    }

@@ -78,6 +78,12 @@ METHOD = "weighted binary segmentation + merge (max-type p-value)"
 ROUNDS = 3  # re-estimations of the dispersion given the change points found
 
 
+def _named(result: object, names: str) -> dict[str, Any]:
+    """The result's attributes ``names`` (space-separated), in that order: a JSON object's
+    plain fields."""
+    return {name: getattr(result, name) for name in names.split()}
+
+
 @attrs.frozen
 class ChangePoint:
     """A shift of level at ``index`` (the first point after it, 0-based).
@@ -100,16 +106,7 @@ class ChangePoint:
 
     def to_dict(self) -> dict[str, Any]:
         """Strict JSON: an undefined ratio (a level of 0 or below) is null with the reason."""
-        fields = {
-            "index": self.index,
-            "before": self.before,
-            "after": self.after,
-            "ratio": self.ratio,
-            "ratio_low": self.ratio_low,
-            "ratio_high": self.ratio_high,
-            "p_value": self.p_value,
-            "statistic": self.statistic,
-        }
+        fields = _named(self, "index before after ratio ratio_low ratio_high p_value statistic")
         return undefined(fields, {"*": "the level before the change is not positive"})
 
 
@@ -145,15 +142,7 @@ class ChangePoints:
 
     def to_dict(self) -> dict[str, Any]:
         fields = {
-            "method": self.method,
-            "alpha": self.alpha,
-            "n": self.n,
-            "confidence": self.confidence,
-            "min_size": self.min_size,
-            "scale": self.scale,
-            "noise_cv": self.noise_cv,
-            "weighted": self.weighted,
-            "note": self.note,
+            **_named(self, "method alpha n confidence min_size scale noise_cv weighted note"),
             "points": [p.to_dict() for p in self.points],
             "spread": [p.to_dict() for p in self.spread],
             "possible": None if self.possible is None else self.possible.to_dict(),

@@ -352,15 +352,17 @@ def history_check(
     every regression still open."""
     from benchlang.history.acks import read_acks
     from benchlang.history.gate import gate
+    from benchlang.history.stored import stored_before
 
     with open_history(history_target(history)) as h:
         found = all_changes(h, alpha, confidence)
+        before = stored_before(h, alpha, confidence)
         acks = read_acks(h)
     if not found:
         raise UserError("the history has no series yet", "benchlang history add STORE")
     newest = max(f.series.dates[-1] for f in found)
     current = [f for f in found if f.series.dates[-1] == newest]
-    return gate(current, acks, margin, alpha=alpha, confidence=confidence)
+    return gate(current, acks, margin, alpha=alpha, confidence=confidence, before=before)
 
 
 def history_report(
