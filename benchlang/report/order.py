@@ -154,12 +154,7 @@ def render_order_table(
             write(f"  {c.configuration}: {c.delta_meaning}\n")
     if clipped:
         write("* η² = (H − 1)/(n − 2) was negative and is shown clipped at 0 (no effect)\n")
-    short = [
-        c
-        for c in result.configurations
-        if c.compared
-        and min(c.ci_level_achieved_fixed, c.ci_level_achieved_random) < result.ci_level
-    ]
+    short = [c for c in result.configurations if c.compared and c.ci_short_of_level]
     if short:
         write(
             "too few trials for a median CI at the corrected level, [min, max] used for: "
