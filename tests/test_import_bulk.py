@@ -36,13 +36,15 @@ def table_of(store: Path):
 
 
 def refolded(store: Path) -> None:
-    """Drop every block and reset the watermarks, as the triggers do when another program
-    changes a row: readers then take the rows themselves."""
+    """Drop every block, list every trial row as pending and reset the measures' watermark,
+    as the triggers do when another program changes a row: readers then take the rows
+    themselves."""
     db = sqlite3.connect(store)
     with db:
         db.execute("DELETE FROM trial_blocks")
+        db.execute("INSERT INTO trial_pending SELECT plan, trial FROM trial_rows")
         db.execute("DELETE FROM measure_blocks")
-        db.execute("UPDATE meta SET value = '0' WHERE key IN ('trials_folded', 'measures_folded')")
+        db.execute("UPDATE meta SET value = '0' WHERE key = 'measures_folded'")
     db.close()
 
 
@@ -61,7 +63,8 @@ def test_bulk_import_reads_as_its_rows(tmp_path, monkeypatch):
     db = sqlite3.connect(store)
     assert db.execute("SELECT count(*) FROM trial_blocks").fetchone()[0] == 3
     triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert {"trial_rows_inserted_below", "measure_rows_inserted_below"} <= triggers
+    assert {"trial_rows_pending", "measure_rows_inserted_below"} <= triggers
+    assert db.execute("SELECT count(*) FROM trial_pending").fetchone()[0] == 0
     db.close()
     refolded(store)
     rows = table_of(store)

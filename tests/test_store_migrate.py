@@ -1,5 +1,5 @@
-"""``benchlang store migrate``: stores of every earlier schema (1 to 5) are refused by readers
-and writers with the command to run, and migrated into schema 6 with the same trials, values
+"""``benchlang store migrate``: stores of every earlier schema (1 to 6) are refused by readers
+and writers with the command to run, and migrated into the current one with the same trials, values
 and other rows, the original kept beside it; a copy that differs is refused and the store left
 as it was."""
 
@@ -92,7 +92,7 @@ def _dump(path, version: int) -> dict[str, list]:
         return {name: sorted(map(repr, db.execute(q))) for name, q in queries.items()}
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
 def test_a_store_of_every_earlier_schema_is_refused_then_migrated(tmp_path, version):
     path = tmp_path / "s.sqlite"
     _fill(path, phases=version > 1)
@@ -138,7 +138,7 @@ def test_reading_an_old_store_is_one_line_exit_2(tmp_path, run_cli):
     ]
     status, out, err = run_cli(["store", "migrate", str(path)], cwd=tmp_path)
     assert status == 0, err
-    assert "from schema 5 to 6: 46 trials and" in out and "compared equal" in out
+    assert f"from schema 5 to {SCHEMA_VERSION}: 46 trials and" in out and "compared equal" in out
     with Store(path) as store:
         assert len(store.trial_table("sha256:p")) == 45
 

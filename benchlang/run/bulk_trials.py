@@ -17,6 +17,7 @@ import numpy as np
 
 from benchlang.run import measure_blocks, trial_blocks
 from benchlang.run import row_keys as keys
+from benchlang.run.row_keys import end_columns
 
 BULK_TRIALS = 1 << 16
 """Trials written in one transaction (and one block) by ``Store.record_trial_columns``."""
@@ -141,13 +142,14 @@ def insert_columns(db: sqlite3.Connection, table: str, n: int, columns: list) ->
 
 @contextlib.contextmanager
 def _insert_checks_suspended(db: sqlite3.Connection) -> Iterator[None]:
-    """Without the triggers that watch for rows inserted below the blocks' watermarks, which
-    cost a subquery per row: inside the writer's transaction no other program can insert,
-    and the rows written here are above the watermarks. Dropped and made again in the same
+    """Without the triggers that list each inserted trial row as pending and watch for
+    measure rows inserted below the blocks' watermark (a row each): inside the writer's
+    transaction no other program can insert, the trials written here get their block at once
+    and their measure rows are above the watermark. Dropped and made again in the same
     transaction, so no reader ever sees the store without them (a rollback restores them)."""
     found = db.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)",
-        ("trial_rows_inserted_below", "measure_rows_inserted_below"),
+        (trial_blocks.PENDING_TRIGGER, "measure_rows_inserted_below"),
     ).fetchall()
     for name, _ in found:
         db.execute(f"DROP TRIGGER {name}")
@@ -167,9 +169,9 @@ def write(
     fold: Callable[[sqlite3.Connection], None],
 ) -> None:
     """Insert ``trials`` (at most ``MAX_BLOCK``) with their measures and blocks, inside the
-    caller's transaction. ``fold`` first folds what earlier writes left, so the new rows are
-    the only ones above the watermarks; should SQLite number them other than densely, the
-    new rows are folded by reading them back instead."""
+    caller's transaction. ``fold`` first folds what earlier writes left, so the new measure
+    rows are the only ones above the watermark; should SQLite number them other than
+    densely, they are folded by reading them back instead."""
     n = len(trials)
     if n == 0:
         return
@@ -181,7 +183,6 @@ def write(
         raise sqlite3.IntegrityError(f"no plan {plan_hash} in the store")
     orders = first_seen(trials.order_kind)
     with _insert_checks_suspended(db):
-        first = _rowids(db, "trial_rows") + 1
         insert_columns(
             db,
             "trial_rows",
@@ -198,13 +199,13 @@ def write(
                 trials.exit_status,
                 0,
                 trials.started,
-                trials.ended,
+                *end_columns(trials.started, trials.ended),
                 1,
                 b"",
                 b"",
             ],
         )
-        last = _rowids(db, "trial_rows")
+        _insert_trial_block(db, plan_hash, trials, orders)
         measure_rows: dict[str, tuple[int, int, np.ndarray, np.ndarray]] = {}
         for name, values in trials.measures.items():
             has = np.isfinite(values)
@@ -221,18 +222,14 @@ def write(
                 trials.trial[has],
                 values[has],
             )
-    dense = last - first + 1 == n and all(
-        end - start + 1 == t.size for start, end, t, _ in measure_rows.values()
-    )
+    dense = all(end - start + 1 == t.size for start, end, t, _ in measure_rows.values())
     if not dense:
-        fold(db)
+        measure_blocks.fold(db)
         return
-    _insert_trial_block(db, plan_hash, trials, orders, first, last)
     for name, (start, end, trial, values) in measure_rows.items():
         if trial.size:
             measure_blocks.insert_block(db, plan_hash, name, start, end, trial, values)
     measures_last = max((end for _, end, _, _ in measure_rows.values()), default=None)
-    db.execute("UPDATE meta SET value = ? WHERE key = 'trials_folded'", (str(last),))
     if measures_last is not None:
         db.execute("UPDATE meta SET value = ? WHERE key = 'measures_folded'", (str(measures_last),))
 
@@ -273,8 +270,6 @@ def _insert_trial_block(
     plan_hash: str,
     trials: TrialColumns,
     orders: tuple[list, np.ndarray],
-    first: int,
-    last: int,
 ) -> None:
     """The trials' block: numbers and codes as ``trial_blocks.fold`` would make them."""
     n = len(trials)
@@ -296,4 +291,4 @@ def _insert_trial_block(
         np.stack([codes for _, codes in coded]).astype(np.int32),
         tuple(dictionary for dictionary, _ in coded),
     )
-    trial_blocks.insert_block(db, plan_hash, first, last, part)
+    trial_blocks.insert_block(db, plan_hash, part)

@@ -1,6 +1,7 @@
-"""Schema 6's integer keys: a plan's ``plans.id``, a trial's ``kinds`` row (configuration,
-label, benchmark, levels, host, order, phase) and a measure's ``measure_names`` row, looked up
-or made inside the writer's transaction (docs/store.md#schema)."""
+"""How a trial row is keyed and shortened (schemas 6 and 7): a plan's ``plans.id``, a trial's
+``kinds`` row (configuration, label, benchmark, levels, host, order, phase) and a measure's
+``measure_names`` row, looked up or made inside the writer's transaction; a trial's end as its
+duration (docs/store.md#schema)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,14 @@ class Keys:
         if found is None:
             found = self._names[name] = name_id(db, name)
         return found
+
+
+def end_columns(started: float | None, ended: float | None) -> tuple[float | None, float | None]:
+    """A trial row's ``ended, duration`` (schema 7): the duration where the start plus it gives
+    the end exactly (the end then NULL: an integral duration such as an import's 0.0 takes no
+    byte in SQLite), else the end; ``schema.end_columns`` is the same in SQL."""
+    if started is not None and ended is not None:
+        duration = ended - started
+        if started + duration == ended:
+            return None, duration
+    return ended, None

@@ -1,13 +1,15 @@
 """The store's columnar copy of the trial rows a reader needs for a trial table (docs/
-store.md, schemas 5 and 6): per plan, blocks of the integer columns and of codes into a small
+store.md, schemas 5 to 7): per plan, blocks of the integer columns and of codes into a small
 dictionary of the text columns, like ``measure_blocks`` for the measures; each column in the
-narrowest integer type that holds it, or as its first number when consecutive (schema 6: the
-count and a byte per column before the data say which).
+narrowest integer type that holds it, or as its first number when consecutive (the count and a
+byte per column before the data say which).
 
-``trial_rows`` stays the record. A writer folds the rows above ``meta.trials_folded`` with the
-measures (``Store._fold_blocks``); a reader decodes the blocks, adds the rows above the
-watermark and keeps, for a trial written twice, the later row. The same triggers as the
-measures' drop the blocks when any program changes or deletes a trial row.
+``trial_rows`` stays the record. Schema 7 stores it by its key ``(plan, trial)``, without a
+rowid, so a trial no block holds yet is listed in ``trial_pending`` (a trigger adds every
+inserted row); a writer folds the pending trials with the measures (``Store._fold``) and
+empties the list; a reader decodes the blocks, adds the pending rows and keeps, for a trial
+written twice, the later row. Triggers drop every block (and list every row) when any program
+changes or deletes a trial row.
 """
 
 from __future__ import annotations
@@ -19,13 +21,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 import numpy as np
 
-from benchlang.run.measure_blocks import (
-    MAX_BLOCK,
-    invalidation_triggers,
-    is_run,
-    narrow,
-    watermark,
-)
+from benchlang.run.measure_blocks import MAX_BLOCK, is_run, narrow
 
 NUMBERS = ("trial", "series", "round", "position", "configuration")
 CODED = ("host", "order_kind", "status", "phase", "configuration")
@@ -40,16 +36,39 @@ _COLUMNS = (
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS trial_blocks (
     plan_hash TEXT NOT NULL,
-    first_row INTEGER NOT NULL,
-    last_row INTEGER NOT NULL,
+    block INTEGER NOT NULL,
     numbers BLOB NOT NULL,
     codes BLOB NOT NULL,
     dictionary TEXT NOT NULL,
-    PRIMARY KEY (plan_hash, first_row)
+    PRIMARY KEY (plan_hash, block)
 )""",
-    "INSERT OR IGNORE INTO meta(key, value) VALUES ('trials_folded', '0')",
-    *invalidation_triggers("trial_rows", "trial_blocks", "trials_folded"),
+    """CREATE TABLE IF NOT EXISTS trial_pending (
+    plan INTEGER NOT NULL,
+    trial INTEGER NOT NULL,
+    PRIMARY KEY (plan, trial)
+) WITHOUT ROWID""",
+    """CREATE TRIGGER IF NOT EXISTS trial_rows_pending AFTER INSERT ON trial_rows
+BEGIN
+    INSERT OR IGNORE INTO trial_pending VALUES (NEW.plan, NEW.trial);
+END""",
+    *(
+        f"""CREATE TRIGGER IF NOT EXISTS trial_rows_{name} AFTER {event} ON trial_rows
+WHEN EXISTS (SELECT 1 FROM trial_blocks)
+BEGIN
+    DELETE FROM trial_blocks;
+    INSERT OR IGNORE INTO trial_pending SELECT plan, trial FROM trial_rows;
+END"""
+        for name, event in (("updated", "UPDATE"), ("deleted", "DELETE"))
+    ),
 ]
+"""Schema 7's blocks: numbered in the order they were written (a later block's copy of a
+trial is the later one), every trial row in a block or in ``trial_pending``. An update or a
+delete of a row by any program drops the blocks and lists every row again (the next fold
+copies them all), so a block never outlives the rows it copies."""
+
+PENDING_TRIGGER = "trial_rows_pending"
+"""The trigger that lists an inserted row (a bulk write, which writes its own block, holds it
+off)."""
 
 
 @attrs.frozen
@@ -75,31 +94,37 @@ def encode(rows: Sequence[Sequence]) -> Part:
     return Part(numbers, np.array(codes, dtype=np.int32).reshape(5, len(rows)), tuple(dictionary))
 
 
-def insert_block(
-    db: sqlite3.Connection, plan_hash: str, first_row: int, last_row: int, part: Part
-) -> None:
-    """Store ``part`` as the block of the ``trials`` rows ``first_row`` to ``last_row``."""
+def insert_block(db: sqlite3.Connection, plan_hash: str, part: Part) -> None:
+    """Store ``part`` as the plan's next block (after every block written before)."""
+    (block,) = db.execute("SELECT coalesce(max(block), 0) + 1 FROM trial_blocks").fetchone()
     db.execute(
-        "INSERT INTO trial_blocks VALUES (?,?,?,?,?,?)",
-        (
-            plan_hash,
-            first_row,
-            last_row,
-            _pack(part.numbers),
-            _pack(part.codes),
-            json.dumps(part.dictionary),
-        ),
+        "INSERT INTO trial_blocks VALUES (?,?,?,?,?)",
+        (plan_hash, block, _pack(part.numbers), _pack(part.codes), json.dumps(part.dictionary)),
     )
+
+
+CONSTANT = 0x80
+"""A column's width byte for one value repeated (schema 7): stored once, as 8 bytes."""
+
+
+def _is_constant(row: np.ndarray) -> bool:
+    return row.size > 8 and bool((row == row[0]).all())
 
 
 def _pack(columns: np.ndarray) -> bytes:
     """Rows of integers as one BLOB: the count (8 bytes), a byte per row giving its width (0: a
-    run of consecutive integers, stored as its first), then each row narrowed."""
-    rows = [np.asarray(row, dtype=np.int64) for row in columns]
-    packed = [np.asarray(row[:1], dtype="<i8") if is_run(row) else narrow(row) for row in rows]
-    widths = bytes(0 if is_run(row) else p.itemsize for row, p in zip(rows, packed, strict=True))
-    count = np.int64(rows[0].size if rows else 0).astype("<i8").tobytes()
-    return count + widths + b"".join(p.tobytes() for p in packed)
+    run of consecutive integers, stored as its first; ``CONSTANT``: one value repeated, stored
+    once), then each row narrowed."""
+    widths, packed = bytearray(), []
+    for row in (np.asarray(row, dtype=np.int64) for row in columns):
+        if _is_constant(row) or is_run(row):
+            widths.append(CONSTANT if _is_constant(row) else 0)
+            packed.append(np.asarray(row[:1], dtype="<i8"))
+        else:
+            packed.append(narrow(row))
+            widths.append(packed[-1].itemsize)
+    count = np.int64(len(columns[0]) if len(columns) else 0).astype("<i8").tobytes()
+    return count + bytes(widths) + b"".join(p.tobytes() for p in packed)
 
 
 def _unpack(data: bytes, rows: int) -> np.ndarray:
@@ -109,10 +134,9 @@ def _unpack(data: bytes, rows: int) -> np.ndarray:
     out = np.empty((rows, n), dtype=np.int64)
     at = 8 + rows
     for i, width in enumerate(widths):
-        if width == 0:
-            out[i] = np.arange(n, dtype=np.int64) + int(
-                np.frombuffer(data, dtype="<i8", count=1, offset=at)[0]
-            )
+        if width in (0, CONSTANT):
+            first = int(np.frombuffer(data, dtype="<i8", count=1, offset=at)[0])
+            out[i] = first if width else np.arange(n, dtype=np.int64) + first
             at += 8
         else:
             out[i] = np.frombuffer(data, dtype=f"<i{width}", count=n, offset=at)
@@ -120,40 +144,49 @@ def _unpack(data: bytes, rows: int) -> np.ndarray:
     return out
 
 
+_PENDING_ROWS = (
+    "FROM trial_pending q JOIN trial_rows t ON t.plan = q.plan AND t.trial = q.trial "
+    "LEFT JOIN kinds k ON k.id = t.kind"
+)
+
+
 def fold(db: sqlite3.Connection) -> None:
-    """Copy every ``trials`` row above the watermark into blocks (one per plan, at most
-    ``MAX_BLOCK`` rows each) and move the watermark; inside the caller's transaction (of a
-    writer, whose store has every column of schema 5)."""
-    last = start = watermark(db, "trials_folded")
+    """Copy every pending trial row into blocks (one per plan, at most ``MAX_BLOCK`` rows
+    each, in trial order) and empty the list; inside the caller's transaction (a writer's)."""
+    after = (-(2**63), -(2**63))
     while True:
         rows = db.execute(
-            f"SELECT t.rowid, p.plan_hash, {_COLUMNS} FROM trial_rows t "
-            "LEFT JOIN plans p ON p.id = t.plan LEFT JOIN kinds k ON k.id = t.kind "
-            "WHERE t.rowid > ? ORDER BY t.rowid LIMIT ?",
-            (last, MAX_BLOCK),
+            f"SELECT q.plan, q.trial, p.plan_hash, {_COLUMNS} {_PENDING_ROWS} "
+            "LEFT JOIN plans p ON p.id = t.plan WHERE (q.plan, q.trial) > (?, ?) "
+            "ORDER BY q.plan, q.trial LIMIT ?",
+            (*after, MAX_BLOCK),
         ).fetchall()
         if not rows:
             break
         plans: dict[str, list] = {}
         for row in rows:
-            if row[1] is None or row[6] is None:
-                raise sqlite3.IntegrityError(f"trial row {row[0]} names no plan or kind")
-            plans.setdefault(row[1], []).append(row)
+            if row[2] is None or row[7] is None:
+                raise sqlite3.IntegrityError(
+                    f"trial {row[1]} of plan {row[0]} names no plan or kind"
+                )
+            plans.setdefault(row[2], []).append(row[3:])
         for plan_hash, mine in plans.items():
-            insert_block(db, plan_hash, mine[0][0], mine[-1][0], encode([row[2:] for row in mine]))
-        last = rows[-1][0]
-    if last != start:
-        db.execute("UPDATE meta SET value = ? WHERE key = 'trials_folded'", (str(last),))
+            insert_block(db, plan_hash, encode(mine))
+        after = rows[-1][:2]
+    db.execute("DELETE FROM trial_pending")
+
+
+def count_pending(db: sqlite3.Connection) -> int:
+    """Trial rows no block holds yet."""
+    return int(db.execute("SELECT count(*) FROM trial_pending").fetchone()[0])
 
 
 def read_parts(db: sqlite3.Connection, plan_hash: str) -> list[Part]:
-    """The plan's blocks and the rows above the watermark, in write order. Call inside a
-    read transaction."""
-    above = watermark(db, "trials_folded")
+    """The plan's blocks and its pending rows, in write order. Call inside a read
+    transaction."""
     parts = []
     for numbers, codes, dictionary in db.execute(
-        "SELECT numbers, codes, dictionary FROM trial_blocks WHERE plan_hash = ? "
-        "ORDER BY first_row",
+        "SELECT numbers, codes, dictionary FROM trial_blocks WHERE plan_hash = ? ORDER BY block",
         (plan_hash,),
     ):
         parts.append(
@@ -164,10 +197,9 @@ def read_parts(db: sqlite3.Connection, plan_hash: str) -> list[Part]:
             )
         )
     tail = db.execute(
-        f"SELECT {_COLUMNS} FROM trial_rows t JOIN kinds k ON k.id = t.kind "
-        "WHERE t.rowid > ? AND +t.plan = (SELECT id FROM plans WHERE plan_hash = ?) "
-        "ORDER BY t.rowid",
-        (above, plan_hash),
+        f"SELECT {_COLUMNS} {_PENDING_ROWS} "
+        "WHERE q.plan = (SELECT id FROM plans WHERE plan_hash = ?) ORDER BY q.trial",
+        (plan_hash,),
     ).fetchall()
     if tail:
         parts.append(encode(tail))

@@ -31,6 +31,7 @@ from benchlang.errors import UserError
 from benchlang.lang.outside import confined_to, is_outside
 from benchlang.plan.plan import Plan
 from benchlang.run.commands import commands_of
+from benchlang.run.store.records import plan_text
 
 MIN_PREFIX = 16
 """Hex digits a ``--plan-hash`` prefix must have (64 bits; a paper should print all 64)."""
@@ -151,6 +152,7 @@ def check_plan(
 def check_store(store: Path, plan: Plan) -> None:
     """Refuse a published store that SQLite finds corrupt or that does not hold ``plan``
     as compiled (the trials are then another plan's)."""
+    expected = plan.json_text()
     try:
         connection = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
         try:
@@ -158,13 +160,14 @@ def check_store(store: Path, plan: Plan) -> None:
             row = connection.execute(
                 "SELECT plan_json FROM plans WHERE plan_hash = ?", (plan.hash,)
             ).fetchone()
+            stored = None if row is None else plan_text(row[0], len(expected.encode()) + 1)
         finally:
             connection.close()
     except (sqlite3.Error, UnicodeError, ValueError) as err:
         raise UserError(f"the bundle's store {store} cannot be read: {shown(err, 80)}") from None
     if verdict != "ok":
         raise UserError(f"the bundle's store {store} is corrupt: {shown(verdict, 80)}")
-    if row is None or row[0] != plan.json_text():
+    if stored != expected:
         raise UserError(f"the bundle's store {store} does not hold the bundle's plan: refused")
 
 

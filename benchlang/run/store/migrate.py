@@ -1,5 +1,5 @@
-"""Copying a store of an earlier schema (1 to 5) into a new file of schema 6, and checking that
-the copy holds the same trials and values (docs/store.md#migrating; ``benchlang store
+"""Copying a store of an earlier schema (1 to 6) into a new file of the current schema, and
+checking that the copy holds the same trials and values (docs/store.md#migrating; ``benchlang store
 migrate``). All in SQL over the old file attached read-only: no row goes through Python but
 those the blocks fold."""
 
@@ -13,7 +13,8 @@ import attrs
 
 from benchlang.errors import UserError
 from benchlang.run.store.core import Store
-from benchlang.run.store.schema import SCHEMA_VERSION
+from benchlang.run.store.records import plan_text, stored_plan
+from benchlang.run.store.schema import SCHEMA_VERSION, end_columns
 
 WATERMARKS = ("schema_version", "measures_folded", "trials_folded")
 """``meta`` keys the new store sets itself; every other key is copied."""
@@ -33,7 +34,12 @@ COPIED = {
     "events": "plan_hash, at, host, kind, message",
     "leases": "id, plan_hash, kind, lease, spec_dir, acquired, released",
 }
-"""Tables whose rows schema 6 keeps as they were (per round, host or event, not per trial)."""
+"""Tables whose rows schemas 6 and 7 keep as they were (per round, host or event, not per
+trial)."""
+
+PLAN_COLUMNS = (
+    "plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, created, run_started"
+)
 
 
 @attrs.frozen
@@ -71,12 +77,15 @@ def _tables(db: sqlite3.Connection, schema: str) -> set[str]:
 
 
 def copy(old: Path, new: Path) -> Copied:
-    """Write the store ``old`` (schema 1 to 5, not being written) into a new schema-6 store at
-    ``new``, fold its blocks, and compare: every trial row (every column, through the
-    ``trials`` view) and every measure value of ``new`` equal ``old``'s, as many and no other.
-    Raises UserError when they differ (``new`` is then left for the caller to remove)."""
+    """Write the store ``old`` (schema 1 to 6, not being written) into a new store of the
+    current schema at ``new``, fold its blocks, and compare: every trial row (every column,
+    through the ``trials`` view), every measure value and every plan of ``new`` equal
+    ``old``'s, as many and no other. Raises UserError when they differ (``new`` is then left
+    for the caller to remove)."""
     with Store(new, create=True) as store:
         db = store.connection
+        db.create_function("stored_plan", 1, stored_plan, deterministic=True)
+        db.create_function("plan_text", 1, plan_text, deterministic=True)
         uri = "file:" + urllib.parse.quote(str(Path(old).resolve())) + "?mode=ro"
         db.execute("ATTACH DATABASE ? AS old", (uri,))
         try:
@@ -100,15 +109,29 @@ def _phase(version: int) -> str:
     return "'measured'" if version == 1 else "t.phase"
 
 
+def _old_measures(version: int) -> str:
+    """The old store's measure rows with their plan hash and name, and the order they were
+    written in (``seq``: a later row of one trial and measure is the one readers take)."""
+    if version >= 6:
+        return (
+            "(SELECT p.plan_hash AS plan_hash, m.trial AS trial, n.name AS name, "
+            "m.value AS value, m.rowid AS seq FROM old.measure_rows m "
+            "JOIN old.plans p ON p.id = m.plan JOIN old.measure_names n ON n.id = m.name)"
+        )
+    return "(SELECT plan_hash, trial, name, value, rowid AS seq FROM old.measures)"
+
+
 def _copy_rows(db: sqlite3.Connection, version: int) -> None:
+    """Every row of the old store (attached as ``old``) into the new one: trials through the
+    old ``trials`` table (a view since schema 6), measures in the order they were written."""
     marks = ", ".join(f"'{k}'" for k in WATERMARKS)
     db.execute(
         f"INSERT OR REPLACE INTO meta SELECT key, value FROM old.meta WHERE key NOT IN ({marks})"
     )
     db.execute(
-        "INSERT INTO plans (plan_hash, experiment, spec_hash, spec_path, spec_text, seed, "
-        "plan_json, created, run_started) SELECT plan_hash, experiment, spec_hash, spec_path, "
-        "spec_text, seed, plan_json, created, run_started FROM old.plans ORDER BY created, rowid"
+        f"INSERT INTO plans ({PLAN_COLUMNS}) SELECT "
+        f"{PLAN_COLUMNS.replace('plan_json', 'stored_plan(plan_json)')} "
+        "FROM old.plans ORDER BY created, rowid"
     )
     phase = _phase(version)
     db.execute(
@@ -118,18 +141,21 @@ def _copy_rows(db: sqlite3.Connection, version: int) -> None:
     )
     db.execute(
         "INSERT INTO trial_rows SELECT p.id, t.trial, t.series, t.round, t.position, k.id, "
-        "t.status, t.reason, t.exit_status, t.timed_out, t.started, t.ended, t.attempts, "
+        "t.status, t.reason, t.exit_status, t.timed_out, t.started, "
+        f"{end_columns('t.started', 't.ended')}, t.attempts, "
         "t.stdout_tail, t.stderr_tail FROM old.trials t "
         "JOIN plans p ON p.plan_hash = t.plan_hash JOIN kinds k ON k.plan = p.id "
         "AND k.configuration = t.configuration AND k.label = t.label "
         "AND k.benchmark = t.benchmark AND k.levels = t.levels AND k.host = t.host "
-        f"AND k.order_kind = t.order_kind AND k.phase = {phase} ORDER BY t.rowid"
+        f"AND k.order_kind = t.order_kind AND k.phase = {phase} ORDER BY p.id, t.trial"
     )
-    db.execute("INSERT INTO measure_names (name) SELECT DISTINCT name FROM old.measures")
+    measures = _old_measures(version)
+    db.execute(f"INSERT INTO measure_names (name) SELECT DISTINCT name FROM {measures}")
     db.execute(
-        "INSERT INTO measure_rows SELECT p.id, m.trial, n.id, m.value FROM old.measures m "
+        "INSERT INTO measure_rows SELECT p.id, m.trial, n.id, m.value "
+        f"FROM {measures} m "
         "JOIN plans p ON p.plan_hash = m.plan_hash JOIN measure_names n ON n.name = m.name "
-        "ORDER BY m.rowid"
+        "ORDER BY m.seq"
     )
     present = _tables(db, "old")
     for table, columns in COPIED.items():
@@ -156,10 +182,8 @@ def _compare(db: sqlite3.Connection, path: Path, version: int) -> Copied:
             "SELECT plan_hash, trial, name, value FROM main.measures",
         ),
         "plans": (
-            "SELECT plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, "
-            "created, run_started FROM old.plans",
-            "SELECT plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, "
-            "created, run_started FROM main.plans",
+            f"SELECT {PLAN_COLUMNS} FROM old.plans",
+            f"SELECT {PLAN_COLUMNS.replace('plan_json', 'plan_text(plan_json)')} FROM main.plans",
         ),
     }
     present = _tables(db, "old")

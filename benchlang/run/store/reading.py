@@ -12,7 +12,7 @@ import numpy as np
 from benchlang.errors import UserError
 from benchlang.run import measure_blocks, trial_blocks
 from benchlang.run import row_keys as keys
-from benchlang.run.store.records import StoredPlan, TrialTable
+from benchlang.run.store.records import StoredPlan, TrialTable, plan_text
 from benchlang.run.store.state import StoreState
 
 
@@ -30,7 +30,19 @@ class StoreReading(StoreState):
         rows = self.connection.execute(
             "SELECT plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, run_started FROM plans ORDER BY created"
         ).fetchall()
-        return [StoredPlan(*row) for row in rows]
+        return [
+            StoredPlan(
+                plan_hash=row[0],
+                experiment=row[1],
+                spec_hash=row[2],
+                spec_path=row[3],
+                spec_text=row[4],
+                seed=row[5],
+                plan_json=plan_text(row[6]),
+                run_started=row[7],
+            )
+            for row in rows
+        ]
 
     def plan(self, plan_hash: str | None = None) -> StoredPlan:
         """The named plan, or the only/latest one when none is named."""

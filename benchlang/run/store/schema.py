@@ -1,9 +1,9 @@
-"""The store's tables (docs/store.md), its schema version, and the DDL of every earlier version
-(for ``benchlang store migrate`` and its tests)."""
+"""The store's tables (docs/store.md) and its schema version; ``legacy`` keeps the DDL of every
+earlier version (for ``benchlang store migrate`` and its tests)."""
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 TAIL_BYTES = 8192
 
 PHASES = "CHECK (phase IN ('measured', 'warmup', 'cooldown'))"
@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS plans (
     spec_path TEXT,
     spec_text TEXT,
     seed INTEGER NOT NULL,
-    plan_json TEXT NOT NULL,
+    plan_json BLOB NOT NULL,
     created REAL NOT NULL,
     run_started REAL
 );
@@ -47,11 +47,12 @@ CREATE TABLE IF NOT EXISTS trial_rows (
     timed_out INTEGER NOT NULL DEFAULT 0,
     started REAL,
     ended REAL,
+    duration REAL,
     attempts INTEGER NOT NULL DEFAULT 1,
     stdout_tail BLOB,
-    stderr_tail BLOB
-);
-CREATE UNIQUE INDEX IF NOT EXISTS trial_rows_key ON trial_rows(plan, trial);
+    stderr_tail BLOB,
+    PRIMARY KEY (plan, trial)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS measure_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS measure_rows (
     plan INTEGER NOT NULL,
@@ -106,10 +107,14 @@ CREATE TABLE IF NOT EXISTS events (
     message TEXT NOT NULL
 );
 """
-"""Schema 6: a trial row carries integer keys (its plan's ``plans.id``, its ``kinds`` row: the
-configuration with its label, benchmark, levels, host, order and phase) and a measure row
-integer keys and its float; ``trial_rows_key`` is the one index a trial needs (resume, one row
-per trial). Readers read the columnar blocks; the views below keep schema 5's SQL."""
+"""Schema 7: a trial row carries integer keys (its plan's ``plans.id``, its ``kinds`` row: the
+configuration with its label, benchmark, levels, host, order and phase) and is stored in the
+B-tree of its key ``(plan, trial)`` (WITHOUT ROWID: one row per trial, what ``--resume`` reads,
+with no second copy of the key in an index); its end is ``started + duration`` where that sum
+gives it exactly (``ended`` is then NULL: an import's trials, which share their times, store
+no time but ``started``); a measure row carries integer keys and its float;
+a plan's JSON above ``PLAN_TEXT_MAX`` bytes is stored compressed (``records.stored_plan``).
+Readers read the columnar blocks; the views below keep schema 5's SQL."""
 
 _KIND_MATCH = (
     "k.configuration = NEW.configuration AND k.label = NEW.label AND k.benchmark = NEW.benchmark "
@@ -118,19 +123,35 @@ _KIND_MATCH = (
 )
 _PLAN_OF_NEW = "(SELECT id FROM plans WHERE plan_hash = NEW.plan_hash)"
 
-VIEWS = [
-    """CREATE VIEW IF NOT EXISTS trials AS SELECT p.plan_hash AS plan_hash, t.trial AS trial,
+
+def end_columns(started: str, ended: str) -> str:
+    """SQL of ``trial_rows``' ``ended, duration`` for a trial's start and end: the duration
+    where the start plus it gives the end exactly (the end is then NULL), else the end."""
+    exact = f"{started} + ({ended} - {started}) = {ended}"
+    return (
+        f"CASE WHEN {exact} THEN NULL ELSE {ended} END, "
+        f"CASE WHEN {exact} THEN {ended} - {started} END"
+    )
+
+
+def views(version: int = SCHEMA_VERSION) -> list[str]:
+    """The ``trials`` and ``measures`` views and their triggers, of schema 6 or 7 (whose trial
+    rows keep a duration)."""
+    ended = "coalesce(t.ended, t.started + t.duration)" if version >= 7 else "t.ended"
+    new_end = end_columns("NEW.started", "NEW.ended") if version >= 7 else "NEW.ended"
+    return [
+        f"""CREATE VIEW IF NOT EXISTS trials AS SELECT p.plan_hash AS plan_hash, t.trial AS trial,
     t.series AS series, t.round AS round, t.position AS position, k.host AS host,
     k.configuration AS configuration, k.label AS label, k.benchmark AS benchmark,
     k.levels AS levels, k.order_kind AS order_kind, t.status AS status, t.reason AS reason,
     t.exit_status AS exit_status, t.timed_out AS timed_out, t.started AS started,
-    t.ended AS ended, t.attempts AS attempts, t.stdout_tail AS stdout_tail,
+    {ended} AS ended, t.attempts AS attempts, t.stdout_tail AS stdout_tail,
     t.stderr_tail AS stderr_tail, k.phase AS phase
     FROM trial_rows t JOIN plans p ON p.id = t.plan JOIN kinds k ON k.id = t.kind""",
-    """CREATE VIEW IF NOT EXISTS measures AS SELECT p.plan_hash AS plan_hash, m.trial AS trial,
+        """CREATE VIEW IF NOT EXISTS measures AS SELECT p.plan_hash AS plan_hash, m.trial AS trial,
     n.name AS name, m.value AS value
     FROM measure_rows m JOIN plans p ON p.id = m.plan JOIN measure_names n ON n.id = m.name""",
-    f"""CREATE TRIGGER IF NOT EXISTS trials_insert INSTEAD OF INSERT ON trials
+        f"""CREATE TRIGGER IF NOT EXISTS trials_insert INSTEAD OF INSERT ON trials
 BEGIN
     INSERT INTO kinds (plan, configuration, label, benchmark, levels, host, order_kind, phase)
     SELECT p.id, NEW.configuration, NEW.label, NEW.benchmark, NEW.levels, NEW.host,
@@ -140,121 +161,29 @@ BEGIN
     INSERT INTO trial_rows VALUES ({_PLAN_OF_NEW}, NEW.trial, NEW.series, NEW.round,
         NEW.position, (SELECT k.id FROM kinds k WHERE k.plan = {_PLAN_OF_NEW} AND {_KIND_MATCH}),
         NEW.status, NEW.reason, NEW.exit_status, coalesce(NEW.timed_out, 0), NEW.started,
-        NEW.ended, coalesce(NEW.attempts, 1), NEW.stdout_tail, NEW.stderr_tail);
+        {new_end}, coalesce(NEW.attempts, 1), NEW.stdout_tail, NEW.stderr_tail);
 END""",
-    """CREATE TRIGGER IF NOT EXISTS trials_delete INSTEAD OF DELETE ON trials
+        """CREATE TRIGGER IF NOT EXISTS trials_delete INSTEAD OF DELETE ON trials
 BEGIN
     DELETE FROM trial_rows WHERE plan = (SELECT id FROM plans WHERE plan_hash = OLD.plan_hash)
         AND trial = OLD.trial;
 END""",
-    f"""CREATE TRIGGER IF NOT EXISTS measures_insert INSTEAD OF INSERT ON measures
+        f"""CREATE TRIGGER IF NOT EXISTS measures_insert INSTEAD OF INSERT ON measures
 BEGIN
     INSERT INTO measure_names (name) SELECT NEW.name
     WHERE NOT EXISTS (SELECT 1 FROM measure_names WHERE name = NEW.name);
     INSERT INTO measure_rows VALUES ({_PLAN_OF_NEW}, NEW.trial,
         (SELECT id FROM measure_names WHERE name = NEW.name), NEW.value);
 END""",
-    """CREATE TRIGGER IF NOT EXISTS measures_delete INSTEAD OF DELETE ON measures
+        """CREATE TRIGGER IF NOT EXISTS measures_delete INSTEAD OF DELETE ON measures
 BEGIN
     DELETE FROM measure_rows WHERE plan = (SELECT id FROM plans WHERE plan_hash = OLD.plan_hash)
         AND trial = OLD.trial AND name = (SELECT id FROM measure_names WHERE name = OLD.name);
 END""",
-]
+    ]
+
+
+VIEWS = views()
 """``trials`` and ``measures`` as schema 5 had them (plan_hash, every text column), for SQL
 written against them (docs/store.md#querying-with-sqlite3): selects, inserts and deletes work
 through them; an update does not (update ``trial_rows`` or ``measure_rows``)."""
-
-_V5_TABLES = f"""
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE plans (
-    plan_hash TEXT PRIMARY KEY, experiment TEXT NOT NULL, spec_hash TEXT NOT NULL,
-    spec_path TEXT, spec_text TEXT, seed INTEGER NOT NULL, plan_json TEXT NOT NULL,
-    created REAL NOT NULL, run_started REAL
-);
-CREATE TABLE trials (
-    plan_hash TEXT NOT NULL, trial INTEGER NOT NULL, series INTEGER NOT NULL,
-    round INTEGER NOT NULL, position INTEGER NOT NULL, host TEXT NOT NULL,
-    configuration INTEGER NOT NULL, label TEXT NOT NULL, benchmark TEXT NOT NULL,
-    levels TEXT NOT NULL, order_kind TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')), reason TEXT, exit_status INTEGER,
-    timed_out INTEGER NOT NULL DEFAULT 0, started REAL, ended REAL,
-    attempts INTEGER NOT NULL DEFAULT 1, stdout_tail BLOB, stderr_tail BLOB,
-    phase TEXT NOT NULL DEFAULT 'measured' {PHASES},
-    PRIMARY KEY (plan_hash, trial)
-);
-CREATE TABLE measures (
-    plan_hash TEXT NOT NULL, trial INTEGER NOT NULL, name TEXT NOT NULL, value REAL,
-    PRIMARY KEY (plan_hash, trial, name)
-);
-CREATE TABLE series_values (
-    plan_hash TEXT NOT NULL, trial INTEGER NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
-    PRIMARY KEY (plan_hash, trial, name)
-);
-CREATE TABLE rounds (
-    plan_hash TEXT NOT NULL, round INTEGER NOT NULL, host TEXT NOT NULL,
-    order_kind TEXT NOT NULL, permutation TEXT NOT NULL, started REAL, ended REAL,
-    reset_status TEXT, PRIMARY KEY (plan_hash, round)
-);
-CREATE TABLE hosts (
-    plan_hash TEXT NOT NULL, host TEXT NOT NULL, facts TEXT NOT NULL, recorded REAL NOT NULL,
-    PRIMARY KEY (plan_hash, host)
-);
-CREATE TABLE stops (
-    plan_hash TEXT NOT NULL, series INTEGER NOT NULL, configuration INTEGER NOT NULL,
-    after_trials INTEGER NOT NULL, action TEXT NOT NULL, rule TEXT NOT NULL,
-    detected_class TEXT, reason TEXT NOT NULL, at REAL NOT NULL,
-    PRIMARY KEY (plan_hash, series, configuration)
-);
-CREATE INDEX trials_failed ON trials(plan_hash, trial) WHERE status = 'failed';
-CREATE INDEX trials_with_reason ON trials(plan_hash, trial) WHERE reason IS NOT NULL;
-CREATE TABLE events (
-    plan_hash TEXT NOT NULL, at REAL NOT NULL, host TEXT, kind TEXT NOT NULL,
-    message TEXT NOT NULL
-);
-"""
-
-_LEASES = """CREATE TABLE leases (
-    id TEXT PRIMARY KEY, plan_hash TEXT NOT NULL, kind TEXT NOT NULL, lease TEXT NOT NULL,
-    spec_dir TEXT, acquired REAL NOT NULL, released REAL
-)"""
-
-
-def _blocks_v4() -> list[str]:
-    return [
-        """CREATE TABLE measure_blocks (
-    plan_hash TEXT NOT NULL, name TEXT NOT NULL, first_row INTEGER NOT NULL,
-    last_row INTEGER NOT NULL, trials BLOB NOT NULL, "values" BLOB NOT NULL,
-    PRIMARY KEY (plan_hash, name, first_row)
-)""",
-        "INSERT INTO meta(key, value) VALUES ('measures_folded', '0')",
-    ]
-
-
-def _blocks_v5() -> list[str]:
-    return [
-        """CREATE TABLE trial_blocks (
-    plan_hash TEXT NOT NULL, first_row INTEGER NOT NULL, last_row INTEGER NOT NULL,
-    numbers BLOB NOT NULL, codes BLOB NOT NULL, dictionary TEXT NOT NULL,
-    PRIMARY KEY (plan_hash, first_row)
-)""",
-        "INSERT INTO meta(key, value) VALUES ('trials_folded', '0')",
-    ]
-
-
-def legacy_schema(version: int) -> list[str]:
-    """The statements that made an empty store of schema ``version`` (1 to 5), as the
-    benchlang of that version made it (blocks empty, their watermarks 0; the triggers that
-    dropped the blocks are left out: the blocks are not read from such a store)."""
-    if not 1 <= version < SCHEMA_VERSION:
-        raise ValueError(f"no earlier store schema {version}")
-    tables = _V5_TABLES
-    if version == 1:
-        tables = tables.replace(f"\n    phase TEXT NOT NULL DEFAULT 'measured' {PHASES},", "")
-    statements = [s for s in tables.split(";") if s.strip()]
-    if version >= 3:
-        statements.append(_LEASES)
-    if version >= 4:
-        statements += _blocks_v4()
-    if version >= 5:
-        statements += _blocks_v5()
-    return [*statements, f"INSERT INTO meta(key, value) VALUES ('schema_version', '{version}')"]

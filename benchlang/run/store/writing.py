@@ -16,9 +16,14 @@ import numpy as np
 from benchlang.errors import UserError
 from benchlang.run import bulk_trials, measure_blocks, trial_blocks
 from benchlang.run.bulk_trials import TrialColumns
-from benchlang.run.row_keys import Keys
+from benchlang.run.row_keys import Keys, end_columns
 from benchlang.run.store.locks import StoreWriteError, describe_sqlite
-from benchlang.run.store.records import StopRecord, TrialRecord, tail
+from benchlang.run.store.records import (
+    StopRecord,
+    TrialRecord,
+    stored_plan,
+    tail,
+)
 from benchlang.run.store.state import StoreState
 
 ROUND_INSERT = "INSERT OR REPLACE INTO rounds VALUES (?,?,?,?,?,?,?,?)"
@@ -90,22 +95,14 @@ class StoreWriting(StoreState):
     _keys: Keys
 
     def _count_unfolded(self) -> int:
-        """About how many measures or trials rows no block holds yet (rowids are dense: rows
-        are only ever inserted)."""
+        """About how many measures rows (rowids are dense: rows are only ever inserted) or
+        trial rows no block holds yet."""
+        db = self.connection
+        above = int(db.execute("SELECT coalesce(max(rowid), 0) FROM measure_rows").fetchone()[0])
         return max(
             0,
-            *(
-                int(
-                    self.connection.execute(
-                        f"SELECT coalesce(max(rowid), 0) FROM {table}"
-                    ).fetchone()[0]
-                )
-                - measure_blocks.watermark(self.connection, key)
-                for table, key in (
-                    ("measure_rows", "measures_folded"),
-                    ("trial_rows", "trials_folded"),
-                )
-            ),
+            above - measure_blocks.watermark(db, "measures_folded"),
+            trial_blocks.count_pending(db),
         )
 
     def _fold(self, db: sqlite3.Connection) -> None:
@@ -160,7 +157,16 @@ class StoreWriting(StoreState):
             )
         self._write(
             "INSERT OR IGNORE INTO plans(plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, created) VALUES (?,?,?,?,?,?,?,?)",
-            (plan_hash, experiment, spec_hash, spec_path, spec_text, seed, plan_json, time.time()),
+            (
+                plan_hash,
+                experiment,
+                spec_hash,
+                spec_path,
+                spec_text,
+                seed,
+                stored_plan(plan_json),
+                time.time(),
+            ),
         )
 
     def mark_run_started(self, plan_hash: str) -> float:
@@ -198,7 +204,7 @@ class StoreWriting(StoreState):
                 record.phase,
             )
             db.execute(
-                "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     plan,
                     record.trial,
@@ -211,7 +217,7 @@ class StoreWriting(StoreState):
                     record.exit_status,
                     int(record.timed_out),
                     record.started,
-                    record.ended,
+                    *end_columns(record.started, record.ended),
                     record.attempts,
                     tail(record.stdout_tail),
                     tail(record.stderr_tail),
