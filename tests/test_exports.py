@@ -240,7 +240,7 @@ def test_headline_text_is_exact(data):
         "  DESCRIPTIVE ONLY: 2 host units are too few clusters for an interval (a bootstrap needs"
         " at least 5," in two
     )
-    assert "Ranking of tool by median v; ratios only, 2 hosts x 10 series x 30 rounds" in two
+    assert "Ranking of tool by median v; ratios only, 30 rounds in 10 series in 2 hosts" in two
     single = one_host(data)
     lines = headline_lines(headline(single, analyze(single)))
     assert lines == HEADLINE, "\n".join(lines)
@@ -254,7 +254,7 @@ HEADLINE = [
     "  b[tool=slow]       29    51.24  50.95 50.53 51.24 51.28 52.28   [50.53, 52.28] 3.4%",
     "  independence (run-level, 2 tests, Holm at 5% (first step 2.5%)): passed (trend over the run p =",
     "    0.2; autocorrelation within series p = 0.8)",
-    "Ranking of tool by median v; jointly at 95% over 1 comparison, bootstrap of 5 series x 30 rounds",
+    "Ranking of tool by median v; jointly at 95% over 1 comparison, bootstrap of 30 rounds in 5 series",
     "  1. b[tool=fast]          40.19",
     "  2. b[tool=slow]          50.44  fast is 1.26× faster than slow [1.23, 1.28]",
     "  Assumes the rounds, each running every configuration once (random order), are independent of each",

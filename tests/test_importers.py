@@ -93,7 +93,7 @@ def test_pyperf_values_become_trials_and_its_metadata_host_facts(pyperf_json, tm
     store = tmp_path / "pp.sqlite"
     assert main(["import", str(pyperf_json), "--store", str(store)]) == 0
     out = capsys.readouterr().out
-    assert "imported 6 trials of 1 configurations in 2 rounds from pyperf" in out
+    assert "imported 6 trials of 1 configuration in 2 rounds from pyperf" in out
     assert "2 warm-up values left out" in out
     rows = trials(store)
     assert [r[5] for r in rows] == pytest.approx(values)

@@ -200,7 +200,7 @@ def test_criterion_samples_are_divided_by_their_iterations(tmp_path, capsys):
 def test_one_criterion_sample_file_and_its_refusals(tmp_path, capsys):
     one = CRITERION / "sort" / "unstable" / "new" / "sample.json"
     store, out = imported(one, tmp_path, capsys)
-    assert "imported 10 trials of 1 configurations" in out
+    assert "imported 10 trials of 1 configuration" in out
     assert stored(store).label.tolist() == ["sort/unstable"] * 10
     saved = json.loads(one.read_text())
     saved["iters"] = saved["iters"][:-1]

@@ -8,6 +8,7 @@ import sys
 from benchlang.app.spec import counts
 from benchlang.cli import add_command
 from benchlang.cli.common import SpecFailed, load_experiment
+from benchlang.report.wording import plural
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -34,8 +35,8 @@ def run(args: argparse.Namespace) -> int:
                 print(warning, file=sys.stderr)
         n_configs, trials, note = counts(experiment, path)
         print(
-            f"{path}: ok: experiment {experiment.name}, {n_configs} configurations, {trials} trials"
-            + (f" ({note})" if note else "")
+            f"{path}: ok: experiment {experiment.name}, {plural(n_configs, 'configuration')}, "
+            f"{plural(trials, 'trial')}" + (f" ({note})" if note else "")
         )
     return status
 

@@ -6,6 +6,7 @@ import argparse
 
 from benchlang.app.importing import import_file
 from benchlang.cli import add_command
+from benchlang.report.wording import plural
 from benchlang.run.importers.csv import DEFAULT_COLUMNS, ROLES
 
 
@@ -56,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
     result = import_file(args.file, args.store, options, args.name, args.tool)
     failed = f", {result.failed} failed" if result.failed else ""
     print(
-        f"imported {result.trials} trials{failed} of {result.configurations} configurations "
-        f"in {result.rounds} rounds from {result.tool} as experiment {result.experiment} "
+        f"imported {plural(result.trials, 'trial')}{failed} of "
+        f"{plural(result.configurations, 'configuration')} in {plural(result.rounds, 'round')} "
+        f"from {result.tool} as experiment {result.experiment} "
         f"(plan {result.plan_hash[:19]}) into {args.store}"
     )
     for note in result.notes:

@@ -27,6 +27,7 @@ from benchlang.report.ranking_basis import (
     trial_host_codes,
 )
 from benchlang.report.table import format_quantity, metric_scale, scale_for
+from benchlang.report.wording import nested_counts, plural
 from benchlang.stats._orderstat import lower_rank, upper_rank
 from benchlang.stats.block_ranking import rank_blocks
 from benchlang.stats.headline import Ranking, rank
@@ -321,10 +322,6 @@ def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, WIDTH, subsequent_indent="    ", break_on_hyphens=False)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 or word.endswith("s") else f"{n} {word}s"
-
-
 def _interval(c: ConfigurationKPI, num: Any) -> str:
     """A one-series two-sided KPI as [lower, upper]."""
     if len(c.series_intervals) != 1:
@@ -402,7 +399,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
         held = ", ".join(f"{k}={v}" for k, v in g.held if k != "benchmark" or len(benchmarks) > 1)
         scope = f" of {g.factor}" if g.factor is not None else ""
         scope += f" ({held})" if held else ""
-        design = " x ".join(_plural(n, lv) for n, lv in zip(rk.units, rk.levels, strict=True))
+        design = nested_counts(rk.units, rk.levels)
         if rk.scheme == "blocks":
             design = f"each configuration's block on its own ({design} or more each)"
         what = f"ratios only, {design}"
@@ -410,9 +407,9 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             n = rk.family.comparisons or len(rk.comparisons)
             how = f"bootstrap of {design}"
             if rk.family.df is not None:
-                top = _plural(rk.units[0], rk.levels[0])
+                top = plural(rk.units[0], rk.levels[0])
                 how = f"cluster-level t on {top} (df {rk.family.df:g})"
-            what = f"jointly at {rk.confidence:g}% over {_plural(n, 'comparison')}, {how}"
+            what = f"jointly at {rk.confidence:g}% over {plural(n, 'comparison')}, {how}"
         lines += _wrap(f"Ranking{scope} by {stat} {h.metric}; {what}")
         for place, j in enumerate(rk.order, start=1):
             comparison = next((c for c in rk.comparisons if c.worse == j), None)

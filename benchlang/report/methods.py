@@ -10,6 +10,7 @@ import json
 from benchlang import __version__
 from benchlang.report.html.inputs import ReportInputs
 from benchlang.report.record import format_duration
+from benchlang.report.wording import plural
 
 BIBTEX = {
     "jacob2021triscale": """@article{jacob2021triscale,
@@ -74,10 +75,6 @@ BIBTEX = {
 }
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 or word.endswith("s") else "s")
-
-
 def _list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -90,11 +87,11 @@ def _design(inputs: ReportInputs, cite: list[str]) -> list[str]:
     factors = [f"{f.name} ({', '.join(str(v) for v in f.levels)})" for f in exp.factors]
     benches = _list([b.name for b in exp.benchmarks])
     out = [
-        f"We ran {_plural(len(data.configurations()), 'configuration')} of {benches}"
+        f"We ran {plural(len(data.configurations()), 'configuration')} of {benches}"
         + (f", crossing {_list(factors)}" if factors else "")
         + f", with benchlang {__version__} (spec {exp.spec_hash[:19]}, plan "
         f"{data.plan.plan_hash[:19]}, seed {data.plan.seed}): {len(t) + data.left_out} trials "
-        f"on {_plural(len(hosts), 'host')} ({_list(hosts)})."
+        f"on {plural(len(hosts), 'host')} ({_list(hosts)})."
     ]
     d = exp.design
     if d.layout is not None:
@@ -108,7 +105,7 @@ def _design(inputs: ReportInputs, cite: list[str]) -> list[str]:
         )
     else:
         out.append(
-            f"The design has {_plural(d.series, 'series')} of {_plural(d.runs, 'run')} per "
+            f"The design has {plural(d.series, 'series')} of {plural(d.runs, 'run')} per "
             "configuration (TriScale's timescales [jacob2021triscale])"
             + (f", each series over a span of {format_duration(d.span)}" if d.span else "")
             + (f", each trial running {format_duration(d.runtime)}" if d.runtime else "")
@@ -117,7 +114,7 @@ def _design(inputs: ReportInputs, cite: list[str]) -> list[str]:
         cite.append("jacob2021triscale")
         if data.left_out:
             out.append(
-                f"{_plural(data.left_out, 'warm-up trial')} (before the first measured trial of "
+                f"{plural(data.left_out, 'warm-up trial')} (before the first measured trial of "
                 "each configuration in each series on each host) ran but were left out of the "
                 "analysis."
             )
@@ -292,7 +289,7 @@ def _population(inputs: ReportInputs, cite: list[str]) -> list[str]:
         each.append(f"for {k.metric}, {what} the {p:g}th percentile of the inputs' KPIs")
     cite += ["jacob2021triscale", "thompson1936"]
     return [
-        f"KPIs were generalised over {_plural(sampled, 'sampled input')} of the factor "
+        f"KPIs were generalised over {plural(sampled, 'sampled input')} of the factor "
         f"{pop.factor}"
         + (f" (of {declared} declared)" if declared != sampled else "")
         + f" (TriScale §5.3): {'; '.join(each)}, from order statistics "

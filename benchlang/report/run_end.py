@@ -12,6 +12,7 @@ from benchlang.report.export_files import write_export_file
 from benchlang.report.headline import headline, render_headline
 from benchlang.report.record import Record
 from benchlang.report.table import render_table, write_wrapped
+from benchlang.report.wording import plural
 
 
 def render_record(record: Record, stream: TextIO | None = None, terminal: bool | None = None):
@@ -49,8 +50,9 @@ def ran_line(data: ExperimentData, store: str) -> str:
     if not n:
         return f"Ran no trial of {data.experiment.name} (store {store})"
     return (
-        f"Ran {n} trials of {data.experiment.name} ({configurations} configurations x "
-        f"{series} series on {where}): {failed} failed"
+        f"Ran {plural(n, 'trial')} of {data.experiment.name} "
+        f"({plural(configurations, 'configuration')} x {plural(series, 'series')} on {where}): "
+        f"{failed} failed"
     )
 
 
