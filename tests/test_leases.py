@@ -11,8 +11,6 @@ import gzip
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ import pytest
 from benchlang.backends.registry import backend_kinds
 from benchlang.testing import conformance
 from benchlang.testing.pool import PoolBackend, ledger
+from tests.conftest import cli_here
 
 TOKEN = "tok-5c1e-secret-9b"
 
@@ -56,8 +55,9 @@ def pool_env(tmp_path_factory) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
+@pytest.fixture(scope="module", autouse=True)
 def registered():
+    """``hosts pool`` resolves in this process too (the CLI runs here: ``bl``)."""
     kinds = backend_kinds()
     kinds["pool"] = PoolBackend
     yield
@@ -71,14 +71,9 @@ def write(where: Path, *, runs: int = 2, slow: str = "", extra: str = "") -> Pat
 
 
 def bl(env: dict[str, str], *args: object, cwd: Path | None = None) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchlang", *map(str, args)],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        timeout=300,
-    )
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
+    """The CLI in this process with exactly ``env``; the process boundary (SIGINT, SIGKILL)
+    is tested through ``conformance``'s subprocesses, which find the pool by ``pool_env``."""
+    return cli_here(args, cwd=cwd, environ=env)
 
 
 def lease_rows(store: Path) -> list[tuple]:
@@ -139,7 +134,7 @@ def test_a_run_acquires_stores_and_releases_its_lease_and_keeps_no_secret(pool_e
     assert 'token from env "POOL_TOKEN"' in spec.read_text()
 
 
-def test_a_literal_for_a_secret_setting_is_a_positioned_error(registered, tmp_path, run_cli):
+def test_a_literal_for_a_secret_setting_is_a_positioned_error(tmp_path):
     spec = tmp_path / "s.bench"
     spec.write_text(
         'benchlang 1\nexperiment s {\n  hosts pool { count 1 ledger "l.json" token "abc" }\n'
@@ -268,14 +263,14 @@ def test_reset_asks_the_provider_for_the_declared_action_before_every_round(tmp_
     ],
 )
 def test_a_reset_the_backend_cannot_do_is_a_positioned_error(
-    tmp_path, run_cli, kind, action, error
+    tmp_path, cli_in_process, kind, action, error
 ):
     spec = tmp_path / "r.bench"
     hosts = 'hosts ssh { nodes ["a"] }\n  ' if kind == "ssh" else ""
     spec.write_text(
         f'benchlang 1\nexperiment r {{\n  {hosts}reset {action}\n  benchmark b {{ run "true" }}\n}}\n'
     )
-    status, _, err = run_cli(["check", spec])
+    status, _, err = cli_in_process(["check", spec])
     assert status == 2 and f"{error}" in err and "Traceback" not in err, err
     if kind == "ssh":
         assert "hosts ssh can reset reboot" in err
@@ -298,8 +293,8 @@ def test_hosts_sweep_finds_tagged_machines_whose_store_is_lost(pool_env, tmp_pat
     assert ledger(tmp_path / "ledger.json") == {}
 
 
-def test_hosts_sweep_refuses_a_backend_without_tags(tmp_path, run_cli):
+def test_hosts_sweep_refuses_a_backend_without_tags(tmp_path, cli_in_process):
     spec = tmp_path / "l.bench"
     spec.write_text('benchlang 1\nexperiment l {\n  benchmark b { run "true" }\n}\n')
-    status, _, err = run_cli(["hosts", "sweep", spec])
+    status, _, err = cli_in_process(["hosts", "sweep", spec])
     assert status == 2 and "hosts local cannot find its machines by tag" in err
