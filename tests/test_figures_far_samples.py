@@ -4,24 +4,10 @@ the notes (stats.figure_convergence.far_outside); the legend is never wider than
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 
-from benchlang.jsonout import loads
 from benchlang.stats.figure_convergence import far_outside
-
-GEN = """import os, random, sys
-rng = random.Random(int(os.environ["BENCHLANG_SEED"]))
-base = float(sys.argv[1])
-with open("lat.csv", "w") as f:
-    f.write("i,latency_us\\n")
-    for i in range(600):
-        v = base + rng.expovariate(1 / 5)
-        f.write(f"{i},{base * 60 if base > 100 and i == 300 else v:.3f}\\n")
-"""
+from tests.figure_stores import figure_json, levels_of, make_store, run_cli
 
 SPEC = """benchlang 1
 experiment conv {
@@ -39,12 +25,14 @@ experiment conv {
 """
 
 
-def _cli(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchlang", *args], cwd=cwd, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout + done.stderr
+def latencies(plan, t) -> dict:
+    """600 latencies a trial, ``payload`` plus an exponential tail (mean 5 us); at payload
+    200 sample 300 is 60 times the payload (12,000 us): the far sample."""
+    base = float(levels_of(plan, t)["payload"])
+    y = base + np.random.default_rng(int(plan.trial_seed[t])).exponential(5, 600)
+    if base > 100:
+        y[300] = base * 60
+    return {"latency": y}
 
 
 def test_only_a_far_sample_cuts_the_panel():
@@ -58,11 +46,10 @@ def test_only_a_far_sample_cuts_the_panel():
     assert view.low < rest.min() and rest.max() < view.high < 2 * rest.max()
 
 
-def test_the_convergence_figure_cuts_the_flattened_panel_and_says_so(tmp_path):
-    (tmp_path / "gen.py").write_text(GEN)
-    (tmp_path / "c.bench").write_text(SPEC)
-    _cli(tmp_path, "run", "c.bench", "--store", "c.sqlite", "-q", "-i")
-    fig = loads(_cli(tmp_path, "figure", "c.sqlite", "convergence", "--json"))
+def test_the_convergence_figure_cuts_the_flattened_panel_and_says_so(tmp_path, capsys):
+    """A store of seeded series written for the spec's plan (measuring is not the point)."""
+    store, _plan = make_store(tmp_path, "c", SPEC, latencies)
+    fig = figure_json(capsys, store, "convergence")
     views = fig["meta"]["y_view"]
     assert list(views) == ["serve[payload=200]"]  # the panel without a far sample is whole
     low, high = views["serve[payload=200]"]
@@ -73,10 +60,12 @@ def test_the_convergence_figure_cuts_the_flattened_panel_and_says_so(tmp_path):
         "serve[payload=200]: 1 far sample outside the drawn range (12,000 us), marked by a "
         "triangle at its edge" in fig["notes"]
     )
-    for style in ([], ["--style", "paper"]):
-        out = tmp_path / f"c{len(style)}.svg"
-        _cli(tmp_path, "figure", "c.sqlite", "convergence", "-o", str(out), *style)
-        assert "tolerance band" in out.read_text()
+    out = tmp_path / "c.svg"
+    code, _said, err = run_cli(
+        capsys, "figure", store, "convergence", "-o", out, "--style", "paper"
+    )
+    assert code == 0, err
+    assert "tolerance band" in out.read_text()
 
 
 def test_a_legend_wider_than_the_figure_takes_fewer_columns():
