@@ -125,8 +125,9 @@ def bonferroni_t(df: float, comparisons: int, confidence: float) -> float:
     return float(t_ppf(1.0 - alpha / (2.0 * max(comparisons, 1)), df))
 
 
-MAX_T_DRAWS = 40_000
-"""Draws of the simulated maximum: the 95% critical value to about 1% (the seed is fixed)."""
+MAX_T_DRAWS = 20_000
+"""Draws of the simulated maximum (seeded): the achieved level of its 95% quantile is within
+sqrt(0.05 · 0.95 / 20,000) = 0.15 points of 95%."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -156,11 +157,13 @@ def cluster_max_t(units: int, k: int, family: str, confidence: float) -> float:
         c, i = np.zeros(k - 1, dtype=np.int64), np.arange(1, k)
     rng = np.random.default_rng(20080603)
     worst = []
-    for start in range(0, MAX_T_DRAWS, 5_000):
-        z = rng.standard_normal((min(5_000, MAX_T_DRAWS - start), units, k))
-        d = z[:, :, i] - z[:, :, c]
-        se = d.std(axis=1, ddof=1) / math.sqrt(units)
-        worst.append(np.max(np.abs(d.mean(axis=1)) / se, axis=1))
+    for start in range(0, MAX_T_DRAWS, 10_000):
+        z = rng.standard_normal((min(10_000, MAX_T_DRAWS - start), units, k))
+        mean = z.mean(axis=1)
+        z -= mean[:, None, :]
+        s = np.matmul(z.transpose(0, 2, 1), z) / (units - 1)
+        var = s[:, i, i] + s[:, c, c] - 2.0 * s[:, c, i]
+        worst.append(np.max(np.abs(mean[:, i] - mean[:, c]) / np.sqrt(var / units), axis=1))
     crit = float(np.quantile(np.concatenate(worst), confidence / 100.0))
     return min(crit, bonferroni)
 
