@@ -54,10 +54,13 @@ def test_ratio_intervals_cover_at_least_nominal(series, rounds, effects):
 
 
 def test_exact_ranking_on_fixed_seeded_data():
+    """The seeded bootstrap, pinned (``min_clusters=5``: by default 5 series get the
+    cluster-level t, tests/test_few_units_ranking.py)."""
     rng = np.random.default_rng(7)
     config, clusters = design(5, 5, k=3)
     values = np.exp(np.array([0.5, 0.0, 0.2])[config] + rng.normal(0, 0.03, config.size))
-    r = rank(values, config, clusters, level_names=["series", "round"], seed=1, replicates=2000)
+    boot = {"level_names": ["series", "round"], "seed": 1, "replicates": 2000, "min_clusters": 5}
+    r = rank(values, config, clusters, **boot)
     assert r.order == (1, 2, 0)
     assert r.levels == ("series", "round") and r.units == (5, 25)
     assert not r.descriptive_only and r.reasons == ()
@@ -67,7 +70,7 @@ def test_exact_ranking_on_fixed_seeded_data():
     ]
     assert got == EXACT, got
     assert all(c.clear for c in r.comparisons)
-    again = rank(values, config, clusters, level_names=["series", "round"], seed=1, replicates=2000)
+    again = rank(values, config, clusters, **boot)
     assert again == r
 
 
