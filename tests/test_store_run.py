@@ -119,11 +119,13 @@ def test_store_refuses_a_missing_directory_and_an_oversized_seed(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def failures(tmp_path_factory, run_cli):
+def failures(tmp_path_factory, cli_in_process):
     workdir = tmp_path_factory.mktemp("failures")
     shutil.copy(SPECS / "failures.bench", workdir)
     store = workdir / "f.sqlite"
-    status, out, err = run_cli(["run", "failures.bench", "--store", store, "--quiet"], cwd=workdir)
+    status, out, err = cli_in_process(
+        ["run", "failures.bench", "--store", store, "--quiet"], cwd=workdir
+    )
     return workdir, store, status, out, err
 
 
@@ -165,9 +167,9 @@ def test_timed_out_trials_leave_no_process(failures):
     assert all(gone(pid) for pid in pids)
 
 
-def test_results_counts_failures(failures, run_cli):
+def test_results_counts_failures(failures, cli_in_process):
     _, store, *_ = failures
-    status, out, err = run_cli(["results", store, "--json"])
+    status, out, err = cli_in_process(["results", store, "--json"])
     assert status == 0, err
     rows = {r["configuration"]["benchmark"]: r for r in json.loads(out)["configurations"]}
     assert rows["fine"]["n"] == 2 and rows["fine"]["failures"] == 0
@@ -177,7 +179,7 @@ def test_results_counts_failures(failures, run_cli):
     )
 
 
-GATE = 25
+GATE = 10
 RESUMABLE = """benchlang 1
 experiment resumable {
   seed 11
@@ -186,7 +188,7 @@ experiment resumable {
     run "echo $BENCHLANG_TRIAL >> ran.txt; sleep 0.02; while [ $BENCHLANG_TRIAL -ge GATE ] && [ ! -e go ]; do sleep 0.01; done; echo k={k}"
     measure v from stdout regex "k=([0-9]+)"
   }
-  design { runs 20 order random }
+  design { runs 8 order random }
 }
 """.replace("GATE", str(GATE))
 
@@ -207,14 +209,15 @@ def started(path: Path) -> list[int]:
 
 
 @pytest.mark.slow
-def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
+def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, cli_in_process):
     """Trial GATE blocks until the file 'go' exists, so the SIGKILL lands deterministically
     while it is in flight, with trials 0..GATE-1 committed. Every trial appends its index to
     ran.txt when it starts: after --resume each index is in the store exactly once, and only
-    the in-flight trial may have started twice."""
+    the in-flight trial may have started twice. The killed run is a process of its own (the
+    SIGKILL is the point); the runs after it are the CLI in this process."""
     (tmp_path / "r.bench").write_text(RESUMABLE)
     store, ran_file = tmp_path / "r.sqlite", tmp_path / "ran.txt"
-    total = 60
+    total = 24
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchlang", "run", "r.bench", "--store", str(store), "--quiet"],
         cwd=tmp_path,
@@ -234,10 +237,12 @@ def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
     assert trials_in(store) == set(range(GATE))
     assert started(ran_file) == list(range(GATE + 1))
 
-    status, _out, err = run_cli(["run", "r.bench", "--store", store, "--quiet"], cwd=tmp_path)
+    status, _out, err = cli_in_process(
+        ["run", "r.bench", "--store", store, "--quiet"], cwd=tmp_path
+    )
     assert status == 2 and "--resume" in err
 
-    status, _out, err = run_cli(
+    status, _out, err = cli_in_process(
         ["run", "r.bench", "--store", store, "--quiet", "--resume"], cwd=tmp_path
     )
     assert status == 0, err
@@ -252,7 +257,7 @@ def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
     assert len(rows) == total
     assert all(json.loads(levels)["k"] == value for levels, value in rows)
     per_configuration = db.execute("SELECT count(*) FROM trials GROUP BY configuration").fetchall()
-    assert per_configuration == [(20,), (20,), (20,)]
+    assert per_configuration == [(8,), (8,), (8,)]
     db.close()
 
     ran = Counter(started(ran_file))
@@ -260,7 +265,7 @@ def test_resume_after_sigkill_runs_every_trial_exactly_once(tmp_path, run_cli):
     assert {t for t, n in ran.items() if n > 1} == {GATE}, "only the in-flight trial may run twice"
     assert ran[GATE] == 2
 
-    status, _out, err = run_cli(
+    status, _out, err = cli_in_process(
         ["run", "r.bench", "--store", store, "--quiet", "--resume"], cwd=tmp_path
     )
     assert status == 0, err
