@@ -1,0 +1,147 @@
+"""Few top-level units (issue 47, items 1 and 3): from 3 to 15 series the ranking's family is the
+cluster-level t on per-series contrasts (df G - 1) with a single-step max-t critical value, not
+a bootstrap maximum over 5 clusters (benchmarks/sim_few_units_ranking.py, docs/statistics.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+
+import numpy as np
+import pytest
+
+from benchlang.cli import main
+from benchlang.stats._special import t_ppf
+from benchlang.stats.headline import BOOTSTRAP_FROM, rank
+from benchlang.stats.simultaneous import bonferroni_t, cluster_max_t
+
+
+def _design(series: int, rounds: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    config = np.tile(np.arange(k), series * rounds)
+    rnd = np.repeat(np.arange(series * rounds), k) % rounds
+    ser = np.repeat(np.arange(series), rounds * k)
+    return config, np.stack([ser, rnd], axis=1)
+
+
+def _quickstart(seed: int, ratio: float = 1.3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """5 series x 5 rounds of 3 configurations, c1 and c2 ``ratio`` slower than c0: a series
+    level (sd 0.05), rounds (0.02), a configuration x series interaction (0.01), noise 0.10."""
+    config, clusters = _design(5, 5, 3)
+    rng = np.random.default_rng(seed)
+    ser, rnd = clusters[:, 0], clusters[:, 1]
+    logs = (
+        np.array([0.0, math.log(ratio), math.log(ratio)])[config]
+        + rng.normal(0, 0.05, 5)[ser]
+        + rng.normal(0, 0.02, (5, 5))[ser, rnd]
+        + rng.normal(0, 0.01, (5, 3))[ser, config]
+        + rng.normal(0, 0.10, config.size)
+    )
+    return np.exp(logs), config, clusters
+
+
+def test_the_quickstart_shape_gets_a_clear_interval_from_the_t():
+    """5 series, 3 configurations, a 1.3x difference: the bootstrap maximum over 5 series
+    (the rule before, ``min_clusters=5``) left it unresolved; the t resolves it."""
+    values, config, clusters = _quickstart(5)
+    names = ["series", "round"]
+    r = rank(values, config, clusters, level_names=names, seed=0)
+    assert r.family.df == 4 and r.family.comparisons == 3
+    assert "cluster-level t over 5 series units" in r.family.method
+    assert "single-step max-t over 3" in r.family.method
+    assert r.order[0] == 0 and all(c.clear for c in r.comparisons)
+    before = rank(values, config, clusters, level_names=names, seed=0, min_clusters=5)
+    assert before.family.df is None and not all(c.clear for c in before.comparisons)
+
+
+def test_the_t_interval_is_the_mean_contrast_with_the_max_t_critical_value():
+    values, config, clusters = _quickstart(2)
+    r = rank(values, config, clusters, level_names=["series", "round"], seed=0)
+    logs = np.log(values)
+    per = np.array(
+        [
+            [np.median(logs[(clusters[:, 0] == s) & (config == j)]) for j in range(3)]
+            for s in range(5)
+        ]
+    )
+    crit = cluster_max_t(5, 3, "pairs", 95.0)
+    assert r.family.critical == crit
+    for c in r.comparisons:
+        d = per[:, c.worse] - per[:, c.better]
+        half = crit * d.std(ddof=1) / math.sqrt(5)
+        assert c.ratio == pytest.approx(math.exp(d.mean()))
+        assert c.lower == pytest.approx(math.exp(d.mean() - half))
+        assert c.upper == pytest.approx(math.exp(d.mean() + half))
+
+
+def test_the_max_t_lies_between_one_t_and_bonferroni():
+    """One contrast: t itself; more: above one contrast's t, at most Bonferroni's; deterministic.
+    Tukey's pooled-scale value q(3, 4) / sqrt 2 = 3.56 is below it: that shortcut treats
+    separately studentized contrasts as if they shared one scale (too liberal, the simulation)."""
+    assert cluster_max_t(5, 2, "pairs", 95.0) == pytest.approx(t_ppf(0.975, 4))
+    assert cluster_max_t(5, 3, "alone", 95.0) == pytest.approx(t_ppf(0.975, 4))
+    for units, k in ((3, 3), (5, 3), (5, 10), (15, 5)):
+        m = k * (k - 1) // 2
+        crit = cluster_max_t(units, k, "pairs", 95.0)
+        assert t_ppf(0.975, units - 1) < crit <= bonferroni_t(units - 1, m, 95.0)
+        assert cluster_max_t(units, k, "mcb", 95.0) < crit
+    assert cluster_max_t(5, 3, "pairs", 95.0) > 3.56
+
+
+def test_few_series_a_and_a_claims_at_most_five_percent():
+    """A/A with 6 series x 5 rounds and 3 configurations: runs with any claim within two Monte
+    Carlo SEs of 5% (300 seeded data sets)."""
+    config, clusters = _design(6, 5, 3)
+    claims = 0
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        ser = clusters[:, 0]
+        logs = (
+            rng.normal(0, 0.05, 6)[ser]
+            + rng.normal(0, 0.01, (6, 3))[ser, config]
+            + rng.normal(0, 0.1, config.size)
+        )
+        r = rank(np.exp(logs), config, clusters, level_names=["series", "round"], seed=seed)
+        assert r.family.df == 5
+        claims += any(c.clear for c in r.comparisons)
+    assert claims / 300 <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 300)
+
+
+def test_from_sixteen_units_the_bootstrap():
+    config, clusters = _design(BOOTSTRAP_FROM, 3, 2)
+    values = np.exp(0.2 * config + np.random.default_rng(1).normal(0, 0.05, config.size))
+    r = rank(values, config, clusters, level_names=["series", "round"], replicates=200)
+    assert r.family.df is None and "bootstrap" in r.family.method
+    fewer = (clusters[:, 0] < BOOTSTRAP_FROM - 1).nonzero()[0]
+    r = rank(values[fewer], config[fewer], clusters[fewer], level_names=["series", "round"])
+    assert r.family.df == BOOTSTRAP_FROM - 2
+
+
+def test_a_missing_configuration_in_a_unit_falls_back_to_bonferroni():
+    values, config, clusters = _quickstart(3)
+    keep = ~((clusters[:, 0] == 4) & (config == 2))
+    r = rank(values[keep], config[keep], clusters[keep], level_names=["series", "round"])
+    assert "Bonferroni over 3" in r.family.method
+    # the pairs with c2 have 4 series: the largest critical value and the smallest df are theirs
+    assert r.family.critical == pytest.approx(bonferroni_t(3, 3, 95.0)) and r.family.df == 3
+
+
+def test_the_quickstart_shape_through_import_and_analyze(tmp_path):
+    values, config, clusters = _quickstart(5)
+    rows = ["test,order,run_seq,position,value,series"]
+    for x in range(config.size):
+        s, r = clusters[x]
+        rows.append(f"c{config[x]},random,{s * 5 + r},{x % 3},{values[x]:.6f},{s}")
+    csv, store = tmp_path / "quick.csv", tmp_path / "quick.sqlite"
+    csv.write_text("\n".join(rows) + "\n")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["import", str(csv), "--store", str(store), "--series-column", "series"]) == 0
+        assert main(["analyze", str(store)]) == 0
+    text = out.getvalue()
+    ranking = " ".join(text[text.index("Ranking") :].split())
+    assert "jointly at 95% over 3 comparisons, cluster-level t on 5 series (df 4)" in ranking, text
+    assert (
+        len(re.findall(r"c0 is 1\.\d\d× lower value than c\d \[1\.\d\d, \d\.\d\d\]", ranking)) == 2
+    )
