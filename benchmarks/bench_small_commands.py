@@ -7,7 +7,8 @@ at once"), interleaved, medians of ``--repeat`` (7) rounds after one warm-up rou
   benchmarks/bench_history_incremental.py builds it, its change points stored) against a plain
   sqlite3 read of the same rows (every run's point, joined to its run, into a numpy array:
   ``python -c "import sqlite3, numpy; ..."``); goal: 0.2 s each. ``add`` adds one new store to
-  a fresh copy of the history each round (the copy is made outside the timing).
+  a fresh copy of the history each round (the copy is made outside the timing), dated after
+  every run of the history (``--date``), as CI adds the newest run.
 
 Each round runs every case once, in turn, so load and drift hit all alike; wall seconds and
 the CPU seconds of the child (user + system, from ``resource.getrusage``) are both printed,
@@ -17,12 +18,15 @@ is first given what an installed benchlang has: its modules' bytecode (``compile
     python benchmarks/bench_small_commands.py [--repeat 7] [--runs 1000] [--checkout DIR]
 
 ``--checkout DIR`` times the benchlang of another tree (e.g. ``git archive REV | tar -x -C
-DIR``, with its ``specs/``) for a before/after table.
+DIR``, with its ``specs/``) for a before/after table. The history is built by the timed tree's
+own benchlang (its ``benchmarks/bench_small_commands.py``), so that it is in the layout that
+tree writes: a history another benchlang wrote is read as not current and recomputed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -38,6 +42,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 PY = sys.executable
+NEWEST = "2026-02-01T00:00:00Z"
+"""A date after every run of the history built (bench_history_incremental's are 2026-01-01)."""
 FLOOR_READ = (
     "import sqlite3, numpy; rows = sqlite3.connect({path!r}).execute("
     "'SELECT r.run_key, r.commit_sha, r.date, p.metric, p.configuration, p.value, p.lower, "
@@ -78,6 +84,21 @@ def make_history(work: Path, runs: int, stores: int) -> tuple[Path, list[Path]]:
     return history, made[1:]
 
 
+def history_of(tree: Path, work: Path, runs: int, stores: int) -> tuple[Path, list[Path]]:
+    """``make_history`` run by ``tree``'s benchlang, in a child process."""
+    code = (
+        "import json, sys; from pathlib import Path; sys.path[:0] = ['', 'benchmarks']; "
+        "from bench_small_commands import make_history; "
+        f"h, s = make_history(Path({str(work)!r}), {runs}, {stores}); "
+        "print(json.dumps([str(h), [str(x) for x in s]]))"
+    )
+    done = subprocess.run([PY, "-c", code], cwd=tree, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"building the history in {tree} failed: {done.stderr[-2000:]}")
+    history, made = json.loads(done.stdout.splitlines()[-1])
+    return Path(history), [Path(m) for m in made]
+
+
 def timed(argv: list[str], tree: Path, ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
     """Wall and child CPU seconds of one command, run in ``tree``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -100,10 +121,10 @@ def main() -> int:
     tree = args.checkout.resolve()
     prepare(tree)
     exe = [PY, "-m", "benchlang"]
-    add = ["--no-commit", "--history"]
+    add = ["--no-commit", "--date", NEWEST, "--history"]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        history, stores = make_history(work, args.runs, args.repeat + 1)
+        history, stores = history_of(tree, work, args.runs, args.repeat + 1)
         fresh = work / "fresh.sqlite"
         floor_read = [PY, "-c", FLOOR_READ.format(path=str(history))]
         # name: (argv or a function of the round giving it, exit codes, floor name, goal)

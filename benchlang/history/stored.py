@@ -16,8 +16,8 @@ made incremental, because its noise model and dispersion are estimated over the 
 An add that appends a point to a series also keeps the answer it replaces (table
 ``stored_before``): the change points of the series without its newest run, which the gate
 judges the newest run against (history.gate), so that ``history check`` need not find them
-again. Where the add does not append (a point older than the series' newest, every series
-stored anew) it finds that answer on the series read back, without its newest point.
+again. Storing every series anew finds that answer too; a point older than its series' newest
+drops it (the gate then finds it: rare, and it costs no add a second search).
 
 Which copies are current is one number: the meta row ``stored_through_3`` holds the ``seq`` of the
 newest run every stored answer includes. An add that finds it one below its own run's extends
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -163,20 +163,20 @@ def _put(
     first: int,
     rows: Sequence[series_copy.Row],
     *,
-    appended: bool = False,
+    before: Literal["kept", "found", "dropped"],
 ) -> None:
     """Write ``series``' answer, and the copy's rows from row ``first`` on (earlier ones
     stay), as the history's stored state for its key; and the answer without its newest
-    point: the one it replaces when ``appended`` (the stored series and one newer point),
-    else found."""
+    point: the one it replaces (``before="kept"``: the stored series and one newer point),
+    ``"found"`` on the series, or ``"dropped"`` (the gate finds it)."""
     found = changes(series, alpha=ALPHA, confidence=CONFIDENCE)
     key = series.key
     n = len(series)
-    if appended:
+    if before == "kept":
         h.execute(_KEEP_BEFORE, key)
-    elif n >= 2:
-        before = changes(series.head(n - 1), alpha=ALPHA, confidence=CONFIDENCE)
-        h.execute(_PUT_BEFORE, (*key, n - 1, _found_json(before)))
+    elif before == "found" and n >= 2:
+        previous = changes(series.head(n - 1), alpha=ALPHA, confidence=CONFIDENCE)
+        h.execute(_PUT_BEFORE, (*key, n - 1, _found_json(previous)))
     else:
         h.execute(f"DELETE FROM stored_before WHERE {_WHERE}", key)
     if first == 0:
@@ -194,7 +194,7 @@ def _store_all(h: History) -> None:
     h.execute("DELETE FROM stored_changes")
     h.execute("DELETE FROM stored_before")
     for series in read_series(h):
-        _put(h, series, 0, series_copy.rows_of(series))
+        _put(h, series, 0, series_copy.rows_of(series), before="found")
     h.execute(_PUT_STAMP)
 
 
@@ -211,10 +211,10 @@ def store_changes(h: History, run: Run, points: Sequence[Point]) -> None:
         kept = copies.get(p.key)
         if kept is not None and series_copy.last_date(kept) <= run.date:
             rows, first = series_copy.appended(kept, run, p)
-            _put(h, series_copy.series_of(p.key, rows), first, rows[first:], appended=True)
+            _put(h, series_copy.series_of(p.key, rows), first, rows[first:], before="kept")
         else:
             series = read_series(h, p.key)[0]
-            _put(h, series, 0, series_copy.rows_of(series))
+            _put(h, series, 0, series_copy.rows_of(series), before="dropped")
     h.execute(_PUT_STAMP)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +52,8 @@ def open_history(target: str, *, create: bool = False, timeout: float = 30.0) ->
 
 
 def _git(args: Sequence[str], where: Path) -> str | None:
+    import subprocess  # add and --since only
+
     try:
         done = subprocess.run(
             ["git", *args], cwd=where, capture_output=True, text=True, timeout=30, check=False
