@@ -1,6 +1,7 @@
 """The store is never corrupted, never shared by two writers, never changed by a reader, and
 never a traceback: read-only opening, 0600 files, the writer lock, --resume refusals, a full
-disk and a read-only store. Real SQLite files and real ``benchlang`` subprocesses."""
+disk and a read-only store. Real SQLite files; the CLI in this process, but for two runs on
+one store, which are two processes (``test_two_runs_on_one_store_never_run_the_same_trials``)."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def tmpfs(where: Path, size: str):
 # -- reading never changes a file ------------------------------------------------------
 
 
-def test_results_on_an_unrelated_sqlite_file_changes_nothing(tmp_path, run_cli):
+def test_results_on_an_unrelated_sqlite_file_changes_nothing(tmp_path, cli_in_process):
     other = tmp_path / "app.db"
     db = sqlite3.connect(other)
     db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
@@ -116,7 +117,7 @@ def test_results_on_an_unrelated_sqlite_file_changes_nothing(tmp_path, run_cli):
         ["analyze", "--store", other],
         ["record", "--store", other],
     ):
-        status, out, err = run_cli(command)
+        status, out, err = cli_in_process(command)
         assert status == 2, (command, out, err)
         assert f"{other} is not a benchlang store" in err and "Traceback" not in err
     assert snapshot(tmp_path) == before, "a read-only command changed or added a file"
@@ -173,17 +174,19 @@ def test_a_schema_1_store_is_refused_unchanged_until_migrated(tmp_path):
     assert int(version) == SCHEMA_VERSION
 
 
-def test_a_store_on_read_only_media_can_be_read(tmp_path, run_cli):
+def test_a_store_on_read_only_media_can_be_read(tmp_path, cli_in_process):
     write_spec(tmp_path)
-    status, _out, err = run_cli(["run", "small.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path)
+    status, _out, err = cli_in_process(
+        ["run", "small.bench", "--store", "s.sqlite", "-q"], cwd=tmp_path
+    )
     assert status == 0, err
     with tmpfs(tmp_path / "media", "4m") as media:
         (media / "s.sqlite").write_bytes((tmp_path / "s.sqlite").read_bytes())
         subprocess.run(["mount", "-o", "remount,ro", str(media)], check=True)
-        status, out, err = run_cli(["results", media / "s.sqlite", "--json"])
+        status, out, err = cli_in_process(["results", media / "s.sqlite", "--json"])
         assert status == 0, err
         assert '"failures": 0' in out
-        status, _out, err = run_cli(
+        status, _out, err = cli_in_process(
             ["run", "small.bench", "--store", media / "s.sqlite", "--resume", "-q"], cwd=tmp_path
         )
         assert status == 1, err
@@ -215,21 +218,21 @@ def test_a_new_store_and_its_wal_files_are_private(tmp_path):
 # -- one writer ----------------------------------------------------------------------------
 
 
-def test_a_second_writer_is_refused_with_the_owner_named(tmp_path, run_cli):
+def test_a_second_writer_is_refused_with_the_owner_named(tmp_path, cli_in_process):
     write_spec(tmp_path)
     path = tmp_path / "small.sqlite"
     with Store(path, create=True) as held:
         with pytest.raises(StoreBusy) as info:
             Store(path, create=True)
         assert f"pid {os.getpid()} on host {socket.gethostname()} since" in info.value.message
-        status, _out, err = run_cli(["run", "small.bench", "-q"], cwd=tmp_path)
+        status, _out, err = cli_in_process(["run", "small.bench", "-q"], cwd=tmp_path)
         assert status == 2, err
         lines = err.strip().splitlines()
         assert lines[0].startswith(f"benchlang: error: {path.name} is in use by another writer")
         assert f"pid {os.getpid()}" in lines[0] and "Traceback" not in err
         assert held.plans() == []
     # the lock goes with its holder: the same run now succeeds
-    status, _out, err = run_cli(["run", "small.bench", "-q"], cwd=tmp_path)
+    status, _out, err = cli_in_process(["run", "small.bench", "-q"], cwd=tmp_path)
     assert status == 0, err
     assert trials(path) == list(range(6))
 
@@ -257,7 +260,7 @@ def test_two_runs_on_one_store_never_run_the_same_trials(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "foreign", "other-plan"])
-def test_resume_refuses_a_store_that_holds_no_run_of_this_plan(tmp_path, run_cli, case):
+def test_resume_refuses_a_store_that_holds_no_run_of_this_plan(tmp_path, cli_in_process, case):
     write_spec(tmp_path)
     store = tmp_path / "r.sqlite"
     if case == "empty":
@@ -268,12 +271,12 @@ def test_resume_refuses_a_store_that_holds_no_run_of_this_plan(tmp_path, run_cli
         db.commit()
         db.close()
     elif case == "other-plan":
-        status, _out, err = run_cli(
+        status, _out, err = cli_in_process(
             ["run", "small.bench", "--store", store, "--seed", "99", "-q"], cwd=tmp_path
         )
         assert status == 0, err
     before = snapshot(tmp_path, lock=False)
-    status, _out, err = run_cli(
+    status, _out, err = cli_in_process(
         ["run", "small.bench", "--store", store, "--resume", "-q"], cwd=tmp_path
     )
     assert status == 2, err
@@ -289,7 +292,7 @@ def test_resume_refuses_a_store_that_holds_no_run_of_this_plan(tmp_path, run_cli
         assert "seed 99" in err and "--resume-or-start" in err
     assert snapshot(tmp_path, lock=False) == before, "a refused --resume changed the store"
     if case != "foreign":
-        status, _out, err = run_cli(
+        status, _out, err = cli_in_process(
             ["run", "small.bench", "--store", store, "--resume-or-start", "-q"], cwd=tmp_path
         )
         assert status == 0, err
@@ -298,20 +301,20 @@ def test_resume_refuses_a_store_that_holds_no_run_of_this_plan(tmp_path, run_cli
 # -- write errors ------------------------------------------------------------------------
 
 
-def test_a_full_disk_is_one_line_and_resume_completes_the_run(tmp_path, run_cli):
+def test_a_full_disk_is_one_line_and_resume_completes_the_run(tmp_path, cli_in_process):
     """Trial 2 fills the file system the store is on; its commit fails."""
     with tmpfs(tmp_path / "small", "1m") as disk:
         fill = f"if [ $BENCHLANG_TRIAL = 2 ] && [ ! -e {disk}/done ]; then cat /dev/zero > {disk}/fill 2>/dev/null; touch {disk}/done; fi"
         write_spec(tmp_path, fill)
         store = disk / "s.sqlite"
-        status, _out, err = run_cli(["run", "small.bench", "--store", store], cwd=tmp_path)
+        status, _out, err = cli_in_process(["run", "small.bench", "--store", store], cwd=tmp_path)
         assert status == 1, err
         assert "Traceback" not in err and "no transaction" not in err
         assert f"benchlang: error: cannot write to the store {store}: the disk is full" in err
         assert "continue with: benchlang run small.bench --store" in err
         assert trials(store) == [0, 1]
         (disk / "fill").unlink()
-        status, _out, err = run_cli(
+        status, _out, err = cli_in_process(
             ["run", "small.bench", "--store", store, "--resume", "-q"], cwd=tmp_path
         )
         assert status == 0, err
