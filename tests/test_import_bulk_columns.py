@@ -51,6 +51,44 @@ def test_constant_columns_are_stored_as_bound_ones():
     assert kinds == [("integer", "real")]
 
 
+def test_packed_columns_read_as_bound_ones(monkeypatch):
+    """Above PACKED_ROWS the columns go as one JSON array of packed integers: every row and
+    every value's type as ``executemany`` of the same tuples gives them, whether a column is
+    a run, integers, a few texts with NULLs, a value bound once, or too many texts to code."""
+    rng = np.random.default_rng(7)
+    n = 3 * bulk_trials.PACKED_ROWS + 5
+    many = np.array([f"t{i}" for i in rng.integers(0, 10 * bulk_trials.CODED_MAX, n)], dtype=object)
+    reasons = np.array([None, "exit 3", "it's"], dtype=object)[rng.integers(0, 3, n)]
+    cases = {
+        "packed": [np.arange(10, 10 + n), rng.integers(-5, 2**20, n), reasons,
+                   np.array(["ok", "failed"])[rng.integers(0, 2, n)], 1795891434.4879513, float("nan")],
+        "bound": [np.arange(10, 10 + n), rng.integers(-5, 2**20, n), many,
+                  np.full(n, "ok"), 0.25, rng.lognormal(0, 1, n)],
+    }  # fmt: skip
+    packed, taken = bulk_trials._insert_packed, []
+    monkeypatch.setattr(
+        bulk_trials, "_insert_packed", lambda *args: taken.append(packed(*args)) or taken[-1]
+    )
+    for name, columns in cases.items():
+        db = sqlite3.connect(":memory:")
+        db.execute("CREATE TABLE t (a INTEGER, b INTEGER, c TEXT, d TEXT, e REAL, f REAL)")
+        db.execute("CREATE TABLE u (a INTEGER, b INTEGER, c TEXT, d TEXT, e REAL, f REAL)")
+        insert_columns(db, "t", n, columns)
+        rows = zip(
+            *[c.tolist() if isinstance(c, np.ndarray) else [c] * n for c in columns], strict=True
+        )
+        db.executemany("INSERT INTO u VALUES (?,?,?,?,?,?)", rows)
+        typed = (
+            "SELECT {0}, "
+            + ", ".join(f"typeof({c})" for c in "abcdef")
+            + " FROM {1} ORDER BY rowid"
+        )
+        got = db.execute(typed.format("a, b, c, d, e, f", "t")).fetchall()
+        assert got == db.execute(typed.format("a, b, c, d, e, f", "u")).fetchall(), name
+        assert len(got) == n
+    assert taken == [True, False], "the packed form was not the one taken"
+
+
 def test_first_seen_codes_text_as_numbers():
     for dtype in (object, str):
         text = np.array(["b", "a", "b", "c", "a"], dtype=dtype)

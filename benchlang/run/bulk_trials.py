@@ -111,33 +111,113 @@ def literal(value: object) -> str | None:
     return None
 
 
+PACKED_ROWS = 256
+"""Rows from which ``insert_columns`` sends its columns as one JSON array of integers."""
+
+CODED_MAX = 64
+"""Distinct values at most of a text (or object) column sent as codes, decoded by a CASE."""
+
+
 def insert_columns(db: sqlite3.Connection, table: str, n: int, columns: list) -> None:
-    """One ``executemany`` of ``n`` rows into ``table``, zipped from ``columns`` (one per
-    table column, in order: an array of ``n``, or a scalar for every row); a column holding
-    one value is written as its ``literal``, not bound row by row."""
-    sql, bound = [], []
-    for column in columns:
+    """Insert ``n`` rows into ``table``, zipped from ``columns`` (one per table column, in
+    order: an array of ``n``, or a scalar for every row). A column holding one value is
+    written as its ``literal``; the others go, where they are integers or a few distinct
+    values, as one JSON array of integers (``_insert_packed``), else in one ``executemany``
+    that binds them row by row."""
+    sql: list[str | None] = []
+    arrays: dict[int, np.ndarray] = {}
+    scalars: dict[int, object] = {}
+    for i, column in enumerate(columns):
         if isinstance(column, np.ndarray):
-            if column.size and column.dtype.kind in "iuOUS":
-                first = column[0]
-                if (column == first).all() and literal(first) is not None:
-                    column = first.item() if isinstance(first, np.generic) else first
-                else:
-                    column = column.tolist()
+            first = column[0] if column.size else None
+            if (
+                column.size
+                and column.dtype.kind in "iuOUS"
+                and (column == first).all()
+                and literal(first) is not None
+            ):
+                column = first.item() if isinstance(first, np.generic) else first
             else:
-                column = column.tolist()
-        if isinstance(column, list):
-            sql.append("?")
-            bound.append(column)
-            continue
+                arrays[i] = column
+                sql.append(None)
+                continue
         text = literal(column)
         if text is None:
-            sql.append("?")
-            bound.append([column] * n)
-        else:
-            sql.append(text)
+            scalars[i] = column
+        sql.append(text)
+    if arrays and n >= PACKED_ROWS and _insert_packed(db, table, sql, arrays, scalars):
+        return
+    bound = [
+        arrays[i].tolist() if i in arrays else [scalars[i]] * n for i in sorted({*arrays, *scalars})
+    ]
+    places = ["?" if text is None else text for text in sql]
     rows = zip(*bound, strict=True) if bound else repeat((), n)
-    db.executemany(f"INSERT INTO {table} VALUES ({','.join(sql)})", rows)
+    db.executemany(f"INSERT INTO {table} VALUES ({','.join(places)})", rows)
+
+
+def _codes(column: np.ndarray) -> tuple[np.ndarray, int, Callable[[str], str]] | None:
+    """``column`` as integers in ``[0, radix)`` and the SQL that turns one back into its
+    value (an integer: the code plus the least; a text or other value: a CASE over its
+    ``literal``s); None for what has no such form (floats, many distinct texts)."""
+    if column.dtype.kind in "iu":
+        low, high = int(column.min()), int(column.max())
+        if high - low >= 2**62:
+            return None
+        return column.astype(np.int64) - low, high - low + 1, lambda code: f"({code} + {low})"
+    if column.dtype.kind not in "OUS":
+        return None
+    values, codes = first_seen(column)
+    if len(values) > CODED_MAX:
+        return None
+    texts = [literal(v) for v in values]
+    if any(t is None for t in texts):
+        return None
+    whens = " ".join(f"WHEN {c} THEN {t}" for c, t in enumerate(texts))
+    return codes, len(values), lambda code: f"(CASE {code} {whens} END)"
+
+
+def _insert_packed(
+    db: sqlite3.Connection,
+    table: str,
+    sql: list[str | None],
+    arrays: dict[int, np.ndarray],
+    scalars: dict[int, object],
+) -> bool:
+    """``insert_columns``' rows as one ``INSERT ... SELECT`` over ``json_each`` of one JSON
+    array: each row's array columns packed into one integer (mixed radix, below 2**62), taken
+    apart by integer division in SQL; a column of consecutive integers is the array's index
+    plus its first. Binding a value costs ``executemany`` about 90 ns and a row's tuple more;
+    SQLite parses the array in C (a million trial rows: 0.6 CPU s against 1.3). False, having
+    written nothing, when a column has no integer form."""
+    parts: dict[int, str] = {}
+    coded: dict[int, tuple[np.ndarray, int, Callable[[str], str]]] = {}
+    radix = 1
+    for i, column in arrays.items():
+        if column.dtype.kind in "iu" and measure_blocks.is_run(column):
+            parts[i] = f"(key + {int(column[0])})"
+            continue
+        found = _codes(column)
+        if found is None:
+            return False
+        coded[i] = found
+        radix *= found[1]
+        if radix >= 2**62:
+            return False
+    packed = np.zeros(len(next(iter(arrays.values()))), dtype=np.int64)
+    below = 1
+    for i in sorted(coded, reverse=True):
+        codes, size, decode = coded[i]
+        packed += codes * below
+        parts[i] = decode(f"(value / {below} % {size})")
+        below *= size
+    places = [
+        text if text is not None else f":c{i}" if i in scalars else parts[i]
+        for i, text in enumerate(sql)
+    ]
+    params = {f"c{i}": value for i, value in scalars.items()}
+    params["packed"] = "[" + ",".join(map(str, packed.tolist())) + "]"
+    db.execute(f"INSERT INTO {table} SELECT {','.join(places)} FROM json_each(:packed)", params)
+    return True
 
 
 @contextlib.contextmanager
