@@ -1,7 +1,9 @@
 """Large specs: ``check`` and ``fmt`` refuse a spec above MAX_BYTES at once
 with a positioned error and exit 2 (an 8 MB spec took 31 s and 416 MB in ``check``), and are
-linear below it (``fmt`` compared every brace of a block with every statement in it).
-benchmarks/bench_large_specs.py times them on 100 KB to 8 MB."""
+linear below it (``fmt`` compared every brace of a block with every statement in it: its
+replacement finds the brace the quadratic scan found). How fast is a benchmark's question, not
+a test's: benchmarks/bench_large_specs.py times them on 100 KB to 8 MB (250 KB within 10 s
+for both was this file's bound)."""
 
 from __future__ import annotations
 
@@ -48,13 +50,13 @@ def test_a_spec_above_the_bound_is_refused_at_once_by_check_and_fmt(tmp_path, ca
     assert path.read_text() == text  # fmt left it as it was
 
 
-def test_a_quarter_megabyte_spec_is_checked_and_formatted_within_seconds(tmp_path, capsys):
+def test_a_large_spec_below_the_bound_is_checked_and_formatted(tmp_path, capsys):
+    """A spec of 250 KB, below the bound, is read whole: checked, and already as ``fmt`` lays
+    it out."""
     path = tmp_path / "large.bench"
     path.write_text(bench.spec(250_000))
-    started = time.monotonic()
     assert main(["check", str(path)]) == 0
     assert main(["fmt", "--check", str(path)]) == 0
-    assert time.monotonic() - started < 10
     assert "ok: experiment big" in capsys.readouterr().out
 
 
