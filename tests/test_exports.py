@@ -237,8 +237,8 @@ def test_headline_text_is_exact(data):
     two = headline_lines(headline(data, analyze(data)))
     assert "  2. b[tool=slow]          50.44  fast is 1.26× faster than slow" in two
     assert (
-        "  DESCRIPTIVE ONLY: 2 host units are too few clusters for an interval (a bootstrap needs"
-        " at least 5," in two
+        "  DESCRIPTIVE ONLY: 2 host units are too few clusters for an interval (the cluster-level t"
+        " needs at" in two
     )
     assert "Ranking of tool by median v; ratios only, 30 rounds in 10 series in 2 hosts" in two
     single = one_host(data)
@@ -254,9 +254,9 @@ HEADLINE = [
     "  b[tool=slow]       29    51.24  50.95 50.53 51.24 51.28 52.28   [50.53, 52.28] 3.4%",
     "  independence (run-level, 2 tests, Holm at 5% (first step 2.5%)): passed (trend over the run p =",
     "    0.2; autocorrelation within series p = 0.8)",
-    "Ranking of tool by median v; jointly at 95% over 1 comparison, bootstrap of 30 rounds in 5 series",
+    "Ranking of tool by median v; jointly at 95% over 1 comparison, cluster-level t on 5 series (df 4)",
     "  1. b[tool=fast]          40.19",
-    "  2. b[tool=slow]          50.44  fast is 1.26× faster than slow [1.23, 1.28]",
+    "  2. b[tool=slow]          50.44  fast is 1.25× faster than slow [1.24, 1.26]",
     "  Assumes the rounds, each running every configuration once (random order), are independent of each",
     "    other; measured on one host: the ratios hold for this host.",
     "  Check: the independence check of the run passed (run-level verdict above).",
