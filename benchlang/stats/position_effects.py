@@ -11,6 +11,8 @@ Over several sessions both are stratified by session (aligned ranks, Hodges & Le
 
 from __future__ import annotations
 
+from typing import cast
+
 import attrs
 import numpy as np
 from numpy.typing import ArrayLike
@@ -55,18 +57,26 @@ def _sessions(session: ArrayLike | None, n: int) -> np.ndarray:
     return s
 
 
-def _to_dict(obj: attrs.AttrsInstance) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for field in attrs.fields(type(obj)):
-        value = getattr(obj, field.name)
-        if isinstance(value, float) and not np.isfinite(value):
-            value = None
-        out[field.name] = value
-    return out
+class _Plain:
+    """``to_dict`` of the rows and results below, one function for all: the fields in order,
+    a non-finite float as None, a tuple of rows as their dicts."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for field in attrs.fields(cast(type[attrs.AttrsInstance], type(self))):
+            value = getattr(self, field.name)
+            if isinstance(value, float) and not np.isfinite(value):
+                value = None
+            elif isinstance(value, tuple) and all(isinstance(v, _Plain) for v in value):
+                value = [v.to_dict() for v in value]
+            out[field.name] = value
+        return out
 
 
 @attrs.frozen
-class PositionRow:
+class PositionRow(_Plain):
     """Does position in the round predict this configuration's metric?"""
 
     configuration: str
@@ -81,12 +91,9 @@ class PositionRow:
     threshold: float
     significant: bool
 
-    def to_dict(self) -> dict[str, object]:
-        return _to_dict(self)
-
 
 @attrs.frozen
-class PositionEffect:
+class PositionEffect(_Plain):
     """Per-configuration position tests; Bonferroni over 2 tests x m configurations."""
 
     alpha: float
@@ -96,16 +103,6 @@ class PositionEffect:
     configurations: tuple[PositionRow, ...]
     sessions: int = 1
     """Sessions pooled; above 1 each session's level was removed first."""
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "alpha": self.alpha,
-            "m": self.m,
-            "threshold": self.threshold,
-            "position_matters": self.position_matters,
-            "configurations": [c.to_dict() for c in self.configurations],
-            "sessions": self.sessions,
-        }
 
 
 def position_effect(
@@ -199,7 +196,7 @@ def position_effect(
 
 
 @attrs.frozen
-class CarryOverPair:
+class CarryOverPair(_Plain):
     """Trials of ``configuration`` right after ``predecessor`` vs all its other trials."""
 
     configuration: str
@@ -214,12 +211,9 @@ class CarryOverPair:
     threshold: float
     significant: bool
 
-    def to_dict(self) -> dict[str, object]:
-        return _to_dict(self)
-
 
 @attrs.frozen
-class CarryOver:
+class CarryOver(_Plain):
     """For each configuration, the predecessor that shifts its median most; Bonferroni over all pairs."""
 
     alpha: float
@@ -231,17 +225,6 @@ class CarryOver:
     sessions: int = 1
     """Sessions pooled; above 1 each session's level was removed first, and a predecessor is
     looked up in the trial's own session."""
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "alpha": self.alpha,
-            "n_tests": self.n_tests,
-            "threshold": self.threshold,
-            "carry_over_found": self.carry_over_found,
-            "strongest": [p.to_dict() for p in self.strongest],
-            "pairs": [p.to_dict() for p in self.pairs],
-            "sessions": self.sessions,
-        }
 
 
 def predecessors(
