@@ -184,7 +184,7 @@ def floor_time(workdir: Path) -> dict[str, float]:
     """The floor of the guarantees, per trial: a plain loop that hands `true` to the same
     launcher (the session's cgroup, scratch directory and environment, as a local session
     starts it), blocks on its report, and commits the same rows as benchlang (the trial, its
-    seven measures, its one-trial round: schema 6's rows, keyed by the integer ids the store
+    seven measures, its one-trial round: schema 7's rows, keyed by the integer ids the store
     looks up once, ``run/row_keys.py``) in one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on a store
     opened as benchlang opens it (WAL, synchronous=NORMAL, its checkpoint interval), before
     the next trial starts. No executor, event loop, records or progress, and no folding of
@@ -197,7 +197,7 @@ def floor_time(workdir: Path) -> dict[str, float]:
         parse_report,
         report_measures,
     )
-    from benchlang.run.row_keys import kind_id, name_id, plan_id
+    from benchlang.run.row_keys import end_columns, kind_id, name_id, plan_id
     from benchlang.run.store import Store
     from benchlang.run.store.writing import ROUND_INSERT
 
@@ -232,10 +232,10 @@ def floor_time(workdir: Path) -> dict[str, float]:
                 measures = report_measures(fields)
                 db.execute("BEGIN IMMEDIATE")
                 db.execute(
-                    "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         *(plan, t, 0, t, 0, kind, "ok", None, int(fields[0]), 0),
-                        *(started, ended, 1, b"", b""),
+                        *(started, *end_columns(started, ended), 1, b"", b""),
                     ),
                 )
                 db.executemany(

@@ -111,20 +111,22 @@ print([float(np.median(v[c == k])) for k in range(int(c.max()) + 1)][:1])
 
 
 def block_floor(store: Path) -> tuple[float, int]:
-    """Plain sqlite3 + numpy on the store's columnar blocks (schema 6: the count, a byte of
-    width per column, each column in its narrowest type or a run as its first number): the
+    """Plain sqlite3 + numpy on the store's columnar blocks (schema 7: the count, a byte of
+    width per column, each column in its narrowest type, a run as its first number or one
+    repeated number once): the
     same medians, the floor of any reader of that layout (seconds, peak KiB)."""
     code = f"""
 import sqlite3, numpy as np
 def column(b, i):
     n = int(np.frombuffer(b, "<i8", count=1)[0]); w = list(b[8:13])
-    at = 13 + sum(x * n if x else 8 for x in w[:i])
-    if w[i] == 0:
-        return np.arange(n) + int(np.frombuffer(b, "<i8", count=1, offset=at)[0])
+    at = 13 + sum(x * n if x not in (0, 128) else 8 for x in w[:i])
+    if w[i] in (0, 128):
+        first = int(np.frombuffer(b, "<i8", count=1, offset=at)[0])
+        return np.full(n, first) if w[i] else np.arange(n) + first
     return np.frombuffer(b, f"<i{{w[i]}}", count=n, offset=at)
 db = sqlite3.connect({str(store)!r})
 c = np.concatenate([column(b, 4) for (b,) in
-    db.execute("SELECT numbers FROM trial_blocks ORDER BY first_row")])
+    db.execute("SELECT numbers FROM trial_blocks ORDER BY block")])
 v = np.concatenate([np.frombuffer(b, "<f8") for (b,) in
     db.execute("SELECT \\"values\\" FROM measure_blocks WHERE name='time' ORDER BY first_row")])
 print([float(np.median(v[c == k])) for k in range(int(c.max()) + 1)][:1])
