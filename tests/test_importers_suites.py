@@ -71,7 +71,7 @@ def pytest_benchmark_json(tmp_path_factory) -> Path:
             "pytest",
             "-q",
             "-p",
-            "no:xdist",
+            "pytest_benchmark.plugin",
             "-p",
             "no:cacheprovider",
             "test_tiny.py",
@@ -81,11 +81,16 @@ def pytest_benchmark_json(tmp_path_factory) -> Path:
         check=True,
         capture_output=True,
         timeout=120,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
-    )  # fmt: skip (an xdist worker's PYTEST_XDIST_WORKER disables pytest-benchmark inside)
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        },
+    )  # fmt: skip (an xdist worker's PYTEST_XDIST_WORKER disables pytest-benchmark inside; the
+    # other plugins installed here, not loaded, halve the start)
     return out
 
 
+@pytest.mark.xdist_group("pytest-benchmark-file")  # the file made once (pytest -n)
 def test_pytest_benchmark_rounds_are_kept_as_divided_by_the_tool(
     pytest_benchmark_json, tmp_path, capsys
 ):
@@ -105,6 +110,7 @@ def test_pytest_benchmark_rounds_are_kept_as_divided_by_the_tool(
     assert ranking["scheme"] == "blocks" and "drift" in ranking["assumption"]
 
 
+@pytest.mark.xdist_group("pytest-benchmark-file")
 def test_a_pytest_benchmark_summary_without_data_is_refused(
     pytest_benchmark_json, tmp_path, capsys
 ):
