@@ -1,7 +1,8 @@
-"""`benchlang diff` across sessions (issue 48): each store one session made by `benchlang run`
-of a spec whose command reports its own value (benchmarks/sim_diff_sessions.py: a log-normal
-trial draw, sigma 2%, times the session's level read from a file written before the run, times
-a slowdown of tool=slow). The levels are fixed here, so every outcome is seeded."""
+"""`benchlang diff` across sessions (docs/cli.md, docs/statistics.md): each store one session
+made by `benchlang run` of a spec whose command reports its own value
+(benchmarks/sim_diff_sessions.py: a log-normal trial draw, sigma 2%, times the session's level
+read from a file written before the run, times a slowdown of tool=slow). The levels are fixed
+here, so every outcome is seeded."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from sim_diff_sessions import cli, make_session
 
+pytestmark = pytest.mark.xdist_group("test_diff_sessions")
+"""Its sessions (16 runs, 8 of them a second apart) made once under pytest -n, not once per
+worker."""
 LEVELS_A = (1.04, 0.95, 1.01)
 LEVELS_B = (0.98, 1.06, 0.97)
 LEVELS_H = (0.98, 0.99, 1.01, 1.02, 1.00, 0.99, 1.01, 1.03)
