@@ -1,8 +1,9 @@
 """docs/figures.md shows every figure of the registry, rendered from the example specs: each
 example spec's real plan is written with seeded synthetic values (benchlang.testing.synthetic),
-``figure --list`` names what applies (every listed figure's numbers are built), and each figure
-is drawn to SVG from the example the page shows it from, through the same functions as
-``benchlang figure`` (the store's inputs gathered once), and must parse. With
+the numbers of every figure that applies to each example are built (what ``figure --list``
+builds; the command itself is tests/test_figures.py's), and each figure is drawn to SVG from the
+example the page shows it from, through the same functions as ``benchlang figure`` (the store's
+inputs gathered once), and must parse. With
 ``BENCHLANG_REGEN_FIGURES=1`` the figures the page embeds are written to docs/figures/: SVG
 when under 60 KB, else PNG at 80 dpi.
 
@@ -14,7 +15,6 @@ small spec of this file (``TWO_KPIS``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -146,11 +146,6 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def listed(store: Path, capsys) -> list[str]:
-    assert main(["figure", str(store), "--list", "--json"]) == 0
-    return [f["name"] for f in json.loads(capsys.readouterr().out)["figures"] if f["applies"]]
-
-
 def shown(name: str, svg: bytes, tmp: Path, draw_png) -> None:
     """Write the page's copy of a figure: the SVG when small, else a PNG at 80 dpi."""
     for old in SHOWN.glob(f"{name}.*"):
@@ -170,36 +165,42 @@ def parsed(svg: bytes) -> ET.Element:
     return root
 
 
-def test_every_figure_is_drawn_from_an_example(stores, capsys, tmp_path):
+def test_every_figure_of_the_registry_has_an_example():
+    from benchlang.report.figures import registry
+
+    assert set(SOURCE) == set(registry()), "give each figure of the registry an example in SOURCE"
+    assert set(SOURCE.values()) == {*EXAMPLES, "aa-check"}
+
+
+@pytest.mark.parametrize("example", list(EXAMPLES))
+def test_every_figure_is_drawn_from_an_example(stores, tmp_path, example):
+    """The example's every applicable figure built (each paper's tests draw them all), and the
+    figures the page shows from it drawn."""
     from benchlang.app.report import report_inputs
-    from benchlang.report.figures import applicable, labels, registry
+    from benchlang.report.figures import applicable, labels
     from benchlang.report.figures.render import Palette, draw
 
-    kinds = registry()
-    assert set(SOURCE) == set(kinds), "give each figure of the registry an example in SOURCE"
-    assert set(listed(stores["stopping"], capsys)) >= {"stopping-ks", "series-boxes"}
-    drawn: dict[str, set[str]] = {}
-    for example in EXAMPLES:
-        inputs = report_inputs(stores[example], with_headline=False)  # as figure --list
-        palette = Palette(labels(inputs))
-        for kind, data, _why in applicable(inputs):
-            if data is None:
-                continue
-            drawn.setdefault(kind.name, set()).add(example)
-            if SOURCE[kind.name] != example:
-                continue  # built above; drawn from its own example (each paper's tests draw all)
-            svg = draw(data, kind.draw, palette, "svg")
-            parsed(svg)
-            if REGEN:
-                shown(
-                    kind.name,
-                    svg,
-                    tmp_path,
-                    lambda style, k=kind, d=data, p=palette: draw(d, k.draw, p, "png", style),
-                )
-    for name, example in SOURCE.items():
-        if example != "aa-check":
-            assert example in drawn.get(name, set()), f"{example} does not list {name}"
+    inputs = report_inputs(stores[example], with_headline=False)  # as figure --list
+    palette = Palette(labels(inputs))
+    built = {kind.name: (kind, data) for kind, data, _why in applicable(inputs) if data is not None}
+    own = [name for name, source in SOURCE.items() if source == example]
+    assert set(own) <= set(built), f"{example} does not list {set(own) - set(built)}"
+    if example == "stopping":
+        assert "series-boxes" in built  # a figure of another paper applies too
+    for name in own:
+        kind, data = built[name]
+        svg = draw(data, kind.draw, palette, "svg")
+        parsed(svg)
+        if REGEN:
+            shown(
+                name,
+                svg,
+                tmp_path,
+                lambda style, k=kind, d=data, p=palette: draw(d, k.draw, p, "png", style),
+            )
+
+
+def test_aa_empirical_is_drawn_from_several_aa_stores(stores, capsys, tmp_path):
     svg = tmp_path / "aa-empirical.svg"
     aa = [str(stores[f"aa{seed}"]) for seed in range(1, AA_STORES + 1)]
     assert main(["aa-check", *aa, "-o", str(svg)]) == 0, capsys.readouterr().err
