@@ -1,5 +1,6 @@
 """``benchlang system show|check|tune`` on this machine, the check ``run`` performs first, and
-the host state in the record, the methods paragraph and ``replicate``.
+the host state in the record, the methods paragraph and ``replicate``. The CLI in this process,
+but for ``tune``'s real write, a process of its own run alone (``machine_wide``).
 
 What this host has is read from the filesystem here, never assumed: an item whose sysfs or
 procfs file is absent must say "not available on this host"."""
@@ -23,7 +24,7 @@ from benchlang.lang.check import compile_source
 from benchlang.lang.diagnostics import Source
 from benchlang.report.machine import HOST_STATE, methods_sentence
 from benchlang.run.store import Store
-from tests.conftest import cli, cli_many, spec_text
+from tests.conftest import cli, cli_here, spec_text
 
 CPU = "/sys/devices/system/cpu"
 ASLR = Path("/proc/sys/kernel/randomize_va_space")
@@ -73,8 +74,9 @@ def _strict(text: str):
 
 @pytest.mark.usefixtures("aslr_read")
 def test_show_prints_every_item_and_says_what_this_host_lacks():
-    (status, out, _), (jstatus, jout, _) = cli_many(
-        [["system", "show"], ["system", "show", "--json"]]
+    (status, out, _), (jstatus, jout, _) = (
+        cli_here(["system", "show"]),
+        cli_here(["system", "show", "--json"]),
     )
     assert status == 0 and jstatus == 0
     shown = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in out.splitlines())
@@ -97,7 +99,7 @@ def test_show_prints_every_item_and_says_what_this_host_lacks():
 def test_check_exits_1_with_one_line_per_unmet_requirement(tmp_path):
     spec = tmp_path / "g.bench"
     spec.write_text(spec_text('machine { governor performance }\nbenchmark b { run "true" }'))
-    status, out, _ = cli(["system", "check", spec], cwd=tmp_path)
+    status, out, _ = cli_here(["system", "check", spec], cwd=tmp_path)
     governors = {Path(f).read_text().strip() for f in ITEMS["governor"]}
     if not governors:
         assert (status, out) == (1, "governor: performance required, not available on this host\n")
@@ -110,7 +112,9 @@ def test_check_exits_1_with_one_line_per_unmet_requirement(tmp_path):
 def _run(tmp_path: Path, body: str, store: str, *extra: str) -> tuple[int, str, str]:
     spec = tmp_path / f"{store}.bench"
     spec.write_text(spec_text(body, name="m"))
-    return cli(["run", spec, "--store", tmp_path / f"{store}.sqlite", "-q", *extra], cwd=tmp_path)
+    return cli_here(
+        ["run", spec, "--store", tmp_path / f"{store}.sqlite", "-q", *extra], cwd=tmp_path
+    )
 
 
 @pytest.mark.usefixtures("aslr_read")
@@ -126,11 +130,9 @@ def test_run_refuses_an_unmet_requirement_unless_forced_and_the_record_says_so(t
     assert status == 0, err
     assert "warning: forced past: governor: performance required" in err
     store = tmp_path / "forced.sqlite"
-    (_, md, _), (_, js, _), (_, methods, _), (_, tex, _) = cli_many(
-        [
-            ["record", "--store", store, "--format", f]
-            for f in ("markdown", "json", "methods", "latex")
-        ]
+    (_, md, _), (_, js, _), (_, methods, _), (_, tex, _) = (
+        cli_here(["record", "--store", store, "--format", f])
+        for f in ("markdown", "json", "methods", "latex")
     )
     record = _strict(js)
     machine = (record.get("record") or record)["machine"]
