@@ -1,5 +1,5 @@
-"""Adding one run to a history of 10,000 points, then asking for its change points (issue 30,
-item 1: "incremental add + changes <= 50 ms at 10,000 points"), on SQLite and PostgreSQL.
+"""Adding one run to a history of 10,000 points, then asking for its change points (the goal:
+incremental add + changes <= 50 ms at 10,000 points), on SQLite and PostgreSQL.
 
 A history of one series (a spec with one configuration) is made with 9,999 points in bulk:
 lognormal values (2% noise) with five steps of 1-5% and intervals of about +-3%; the stored

@@ -1,5 +1,5 @@
-"""The small commands side by side with their floors (issue 53, item 3: "small commands answer
-at once"), interleaved, medians of ``--repeat`` (7) rounds after one warm-up round.
+"""The small commands side by side with their floors (the goal: small commands answer at
+once), interleaved, medians of ``--repeat`` (7) rounds after one warm-up round.
 
 - ``benchlang check specs/quickstart.bench`` against ``python -c "import lark, numpy"`` (what
   any command that parses a spec must load); goal: within 2x.
