@@ -74,9 +74,9 @@ experiment orphan {
 """
 
 
-def test_the_orphan_spec_stores_its_own_values_and_leaves_nothing(tmp_path, run_cli):
+def test_the_orphan_spec_stores_its_own_values_and_leaves_nothing(tmp_path, cli_in_process):
     (tmp_path / "orphan.bench").write_text(ORPHAN)
-    status, _out, err = run_cli(
+    status, _out, err = cli_in_process(
         ["run", "orphan.bench", "--store", "s.sqlite", "--quiet"], cwd=tmp_path
     )
     assert status == 0, err
@@ -183,17 +183,19 @@ def gnu_time_kib(argv: list[str], cwd: Path) -> int:
 
 
 def agree(ours: float, theirs: float) -> bool:
-    """Within 5% or 512 KiB (the issue's tolerance)."""
+    """Within 5% or 512 KiB (the tolerance asked of the max_rss measure)."""
     return abs(ours - theirs) <= max(0.05 * theirs, 512)
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> Path:
-    """1 MiB of seeded, half-compressible data (words from a small vocabulary and noise)."""
+    """256 KiB of seeded, half-compressible data (words from a small vocabulary and noise):
+    xz's dictionary still makes it the largest of the three (about 20 MiB, bzip2 8, gzip 2) in
+    a third of the time 1 MiB took."""
     rng = random.Random(7)
     words = [bytes(rng.randrange(97, 123) for _ in range(rng.randrange(2, 9))) for _ in range(500)]
     chunks, size = [], 0
-    while size < 1024 * 1024:
+    while size < 256 * 1024:
         chunk = rng.choice(words) + (b" " if rng.random() < 0.9 else rng.randbytes(3))
         chunks.append(chunk)
         size += len(chunk)
