@@ -6,7 +6,8 @@ The stores are made as a user makes them: `benchlang import` of a generated per-
 (10 configurations in rounds of 10, random order, seeded log-normal values; OrderSage's
 columns; ``mixed``: every other round in the fixed order, OrderSage's design, for which
 analyze adds the order report). The floor and `analyze` (and, with ``--before DIR``,
-`analyze` of another checkout: the code before) run interleaved, in turns whose order
+`analyze` of another checkout, the code before, of the store its own `import` writes: the
+same trials in its store schema) run interleaved, in turns whose order
 rotates, ``--repeat`` turns (5-9 for the docs); printed: medians of CPU seconds (user + system, the children's rusage) and of wall
 seconds, the peak RSS, and the median of the per-turn CPU ratios to the floor. Goal: <= 3x the
 floor's CPU, <= 400 MB.
@@ -60,14 +61,18 @@ def make_csv(path: Path, rows: int, orders: str) -> None:
         )
 
 
-def make_store(root: Path, rows: int, orders: str) -> Path:
-    """The store `benchlang import` writes from the CSV of ``rows`` trials (reused if kept)."""
-    store = root / f"import-{orders}-{rows}.sqlite"
+def make_store(
+    root: Path, rows: int, orders: str, env: dict[str, str] | None = None, tag: str = ""
+) -> Path:
+    """The store `benchlang import` writes from the CSV of ``rows`` trials (reused if kept),
+    by the checkout of ``env``'s PYTHONPATH (``tag`` names its file: a checkout of another
+    store schema writes and reads its own store of the same trials)."""
+    store = root / f"import-{orders}-{rows}{tag}.sqlite"
     if not store.exists():
         csv = root / f"trials-{orders}-{rows}.csv"
         make_csv(csv, rows, orders)
         cmd = [sys.executable, "-m", "benchlang", "import", str(csv), "--store", str(store)]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env, cwd="/")
         csv.unlink()
     return store
 
@@ -123,11 +128,12 @@ def main() -> int:
     )
     sizes = [int(x) for x in args.sizes.split(",")]
     for rows, orders in ((r, o) for r in sizes for o in args.orders.split(",")):
-        store = make_store(root, rows, orders)
+        store = make_store(root, rows, orders, after_env)
         analyze = [sys.executable, "-m", "benchlang", "analyze", "--store", str(store)]
         cases = {"floor: sqlite3 + numpy": ([sys.executable, "-c", FLOOR, str(store)], env)}
         if before_env:
-            cases["analyze (before)"] = (analyze, before_env)
+            own = make_store(root, rows, orders, before_env, "-before")
+            cases["analyze (before)"] = ([*analyze[:-1], str(own)], before_env)
         cases["analyze"] = (analyze, after_env)
         for argv, case_env in cases.values():  # a warm-up turn: bytecode, page cache
             run(argv, case_env)
