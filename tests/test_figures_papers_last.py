@@ -54,21 +54,11 @@ def fig4(plan, t, far: bool = False):
     return {"latency": y}
 
 
-def test_runtimes_side_by_side_with_their_convergence(tmp_path, capsys, monkeypatch):
-    """FIG4 run for real (``benchlang run``: each trial a python3 process printing its seeded
-    series), the figure's samples equal to what each configuration's first trial printed."""
-    import random
-
-    from benchlang.lang.check import compile_source
-    from benchlang.lang.syntax import decode
-    from benchlang.plan.compile import compile_plan
-
-    monkeypatch.chdir(tmp_path)
-    spec, store = tmp_path / "fig4.bench", tmp_path / "fig4.sqlite"
-    spec.write_text(FIG4, encoding="utf-8")
-    code, _o, err = run_cli(capsys, "run", spec, "--store", store, "--quiet")
-    assert code == 0, err
-    plan = compile_plan(compile_source(decode("fig4.bench", FIG4.encode())))
+def test_runtimes_side_by_side_with_their_convergence(tmp_path, capsys):
+    """FIG4's plan with ``fig4``'s seeded series (its real run, each trial a python3 process
+    printing its series, is tests/test_runtime_factor.py's), the figure's samples equal to
+    each configuration's first trial's series."""
+    store, plan = make_store(tmp_path, "fig4", FIG4, fig4)
     body = figure_json(capsys, store, "runtimes")
     assert body["paper"].endswith("Fig. 4")
     runtimes = body["meta"]["runtimes"]
@@ -84,14 +74,13 @@ def test_runtimes_side_by_side_with_their_convergence(tmp_path, capsys, monkeypa
         assert ("did NOT converge" in verdict) == (seconds == 1.0)
         index = next(c.index for c in plan.configurations if c.label == label)
         first = int(np.flatnonzero(plan.trial_configuration == index)[0])
-        rng = random.Random(int(plan.trial_seed[first]))
-        series = [100 + 20 * min(i, 50) / 50 + rng.gauss(0, 0.5) for i in range(int(50 * seconds))]
+        series = fig4(plan, first)["latency"]
         samples = [r for r in body["rows"] if r[0] == label and r[1] == "sample"]
         assert len(samples) == len(series)
         for _l, _p, x, y, _lo, _hi in samples:  # time in the run: sample i at i / 50 s
             i = round(x * len(series) / seconds)
             assert x == pytest.approx(i * seconds / len(series))
-            assert y == pytest.approx(series[i], abs=1e-4)  # printed with 4 decimals
+            assert y == pytest.approx(series[i])
     out = tmp_path / "runtimes.svg"
     code, _said, err = run_cli(capsys, "figure", store, "runtimes", "-o", out)
     assert code == 0, err
@@ -269,20 +258,18 @@ def test_stopping_synthetic_figure_replays_the_specs_rule(tmp_path, capsys):
         assert (verdicts[name] == "pass") == s["passed"]
 
 
-@pytest.mark.parametrize(
-    ("name", "spec", "ext"),
-    [("bootstrap-model", "ab-layout", "svg"), ("stopping-synthetic", "stopping", "pdf")],
-)
-def test_each_new_figure_exports_in_its_other_format(tmp_path, capsys, name, spec, ext):
-    """With the tests above, each new figure is written as SVG and as PDF."""
-    from tests.test_figures_docs import EXAMPLES  # it imports fig4 from here
+def test_bootstrap_model_exports_as_svg(tmp_path, capsys):
+    """With the tests above, each new figure is written as SVG and as PDF; stopping-synthetic's
+    PDF is stopping-density's drawing (``draw_synthetic``), exported as PDF in
+    tests/test_figures_stopping.py."""
+    from tests.test_figures_docs import ab_layout  # it imports fig4 from here
 
-    store, _plan = make_store(tmp_path, spec, *EXAMPLES[spec])
-    out = tmp_path / f"{name}.{ext}"
-    code, said, err = run_cli(capsys, "figure", store, name, "-o", out)
+    store, _plan = make_store(tmp_path, "ab", SPECS / "ab-layout.bench", ab_layout)
+    out = tmp_path / "bootstrap-model.svg"
+    code, said, err = run_cli(capsys, "figure", store, "bootstrap-model", "-o", out)
     assert code == 0, err
     assert said.startswith(f"wrote {out}")
-    (_svg if ext == "svg" else _pdf)(out)
+    _svg(out)
 
 
 def test_docs_table_lists_every_figure_of_the_five_papers():

@@ -1,14 +1,13 @@
 """The stopping rule's figures (Mittal et al., PMBS 2023; docs/figures.md) and
 ``stopping-eval --json``'s KS curve, through the real CLI: a store of seeded synthetic values for
 the real plan of ``specs/stopping.bench`` (every planned trial, a long reference), and a real
-run whose rule stopped each configuration, which the replay must reproduce."""
+run (the CLI in process, real trials) whose rule stopped each configuration, which the replay
+must reproduce."""
 
 from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from benchlang.stats.stopping import AdaptiveStop
 from benchlang.stats.stopping_eval import evaluate, prefix_ks_distances
 from benchlang.testing.synthetic import synthetic_store
+from tests.conftest import cli_here
 from tests.figure_stores import ROOT, figure_json, run_cli
 
 NAMES = ("stopping-ks", "stopping-density")
@@ -55,13 +55,8 @@ def ran(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("ran")
     spec, store = root / "stopped.bench", root / "stopped.sqlite"
     spec.write_text(RUN, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "benchlang", "run", str(spec), "--store", str(store), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    code, _out, err = cli_here(["run", spec, "--store", store, "--quiet"], cwd=root)
+    assert code == 0, err
     return store
 
 
