@@ -86,12 +86,19 @@ def _check_export(path: Path) -> None:
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
 
 
-@pytest.mark.parametrize(  # runtimes needs a runtime factor: tests/test_figures_papers_last.py
-    ("name", "ext"),
-    [(name, FORMATS[i % 3]) for i, name in enumerate(n for n in FIGURES if n != "runtimes")],
+ONE_LABEL = ("convergence", "profile", "runtimes")
+"""The figures that do not draw each configuration (all 14 are drawn in the others)."""
+EXPORTS = [(name, FORMATS[i % 3]) for i, name in enumerate(n for n in FIGURES if n != "runtimes")]
+"""Each figure in one format, the formats in turn (runtimes needs a runtime factor:
+tests/test_figures_papers_last.py)."""
+
+
+@pytest.mark.parametrize(
+    ("name", "ext"), [(n, ext) for n, ext in EXPORTS if ext != "svg" or n in ONE_LABEL]
 )
 def test_every_figure_exports(stores, capsys, tmp_path, name, ext):
-    """Each figure drawn once, in one format; the formats taken in turn cover all three."""
+    """Each figure drawn once, in one format; the formats taken in turn cover all three (the
+    SVGs of those drawing every configuration are test_all_14_configurations_are_drawn's)."""
     path = tmp_path / f"{name}.{ext}"
     code, out, err = run_cli(capsys, "figure", str(stores[store_of(name)]), name, "-o", str(path))
     assert code == 0, err
@@ -102,8 +109,10 @@ def test_every_figure_exports(stores, capsys, tmp_path, name, ext):
 def test_one_figure_exports_svg_pdf_png(stores, capsys, tmp_path):
     """The format is what is tested: one figure written as each of the three."""
     for ext in FORMATS:
-        path = tmp_path / f"cdf.{ext}"
-        code, out, err = run_cli(capsys, "figure", str(stores["many"]), "cdf", "-o", str(path))
+        path = tmp_path / f"variability.{ext}"
+        code, out, err = run_cli(
+            capsys, "figure", str(stores["many"]), "variability", "-o", str(path)
+        )
         assert code == 0, err
         assert out.startswith(f"wrote {path}")
         _check_export(path)
@@ -115,15 +124,14 @@ def _texts(svg: Path) -> set[str]:
     return {"".join(t.itertext()).strip() for t in root.iter("{http://www.w3.org/2000/svg}text")}
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in FIGURES if n not in ("convergence", "profile", "runtimes")]
-)
+@pytest.mark.parametrize("name", [n for n in FIGURES if n not in ONE_LABEL])
 def test_all_14_configurations_are_drawn(stores, capsys, tmp_path, name):
     svg, data = tmp_path / f"{name}.svg", tmp_path / f"{name}.csv"
     code, _, err = run_cli(
         capsys, "figure", str(stores["many"]), name, "-o", str(svg), "--data", str(data)
     )
     assert code == 0, err
+    _check_export(svg)
     labels = {f"job[n={n}]" for n in LEVELS}
     with data.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -201,9 +209,9 @@ def test_a_figure_that_does_not_apply_exits_2_with_the_reason(stores, capsys, tm
 
 def test_paper_style_and_a_style_of_ones_own(stores, capsys, tmp_path):
     store = str(stores["many"])
-    pdf = tmp_path / "cdf-overlay.pdf"
+    pdf = tmp_path / "variability.pdf"
     assert (
-        run_cli(capsys, "figure", store, "cdf-overlay", "-o", str(pdf), "--style", "paper")[0] == 0
+        run_cli(capsys, "figure", store, "variability", "-o", str(pdf), "--style", "paper")[0] == 0
     )
     box = re.search(rb"/MediaBox \[\s*0 0 ([0-9.]+) ([0-9.]+)\s*\]", pdf.read_bytes())
     assert box and float(box.group(1)) == pytest.approx(3.3 * 72)
@@ -211,7 +219,7 @@ def test_paper_style_and_a_style_of_ones_own(stores, capsys, tmp_path):
     style.write_text('axes.facecolor: "#abcdef"\n', encoding="utf-8")
     svg = tmp_path / "mine.svg"
     assert (
-        run_cli(capsys, "figure", store, "cdf-overlay", "-o", str(svg), "--style", str(style))[0]
+        run_cli(capsys, "figure", store, "variability", "-o", str(svg), "--style", str(style))[0]
         == 0
     )
     assert "#abcdef" in svg.read_text(encoding="utf-8")
@@ -412,15 +420,17 @@ def test_json_without_output_draws_nothing_with_it_says_what_was_written(
 
 
 def test_a_file_that_cannot_be_written_names_those_written_before_it(stores, capsys, tmp_path):
-    (tmp_path / "cdf-overlay.svg").mkdir()
+    (tmp_path / "order-ci.svg").mkdir()
     code, out, err = run_cli(
-        capsys, "figure", str(stores["many"]), "cdf", "cdf-overlay", "-o", tmp_path
+        capsys, "figure", str(stores["many"]), "variability", "order-ci", "-o", tmp_path
     )
     assert code == 2 and not out and "Traceback" not in err
-    assert f"cannot write {tmp_path / 'cdf-overlay.svg'}: Is a directory" in err
-    assert f"(written before it: {tmp_path / 'cdf.svg'})" in err
+    assert f"cannot write {tmp_path / 'order-ci.svg'}: Is a directory" in err
+    assert f"(written before it: {tmp_path / 'variability.svg'})" in err
     one, csv_path = tmp_path / "one.svg", tmp_path / "no" / "one.csv"
-    code, _, err = run_cli(capsys, "figure", stores["many"], "cdf", "-o", one, "--data", csv_path)
+    code, _, err = run_cli(
+        capsys, "figure", stores["many"], "variability", "-o", one, "--data", csv_path
+    )
     assert code == 2 and f"(written before it: {tmp_path / 'one.svg'})" in err
 
 
@@ -428,12 +438,12 @@ def test_what_matplotlib_warns_is_a_note_not_a_warning(stores, capsys, tmp_path)
     style = tmp_path / "odd.mplstyle"
     style.write_text("font.family: NoFontCalledThisInTestFigures\n", encoding="utf-8")
     code, out, err = run_cli(
-        capsys, "figure", str(stores["many"]), "cdf", "-o", tmp_path / "a.svg", "--style", style
+        capsys, "figure", stores["many"], "variability", "-o", tmp_path / "a.svg", "--style", style
     )
     assert code == 0 and err == ""
     assert "  note: matplotlib: findfont: Font family 'NoFontCalledThisInTestFigures'" in out
     style.write_text("figure.figsize: 0.1, 0.1\n", encoding="utf-8")
-    names, opts = ("cdf", "order-ci"), ("-o", tmp_path / "b", "--style", style, "--json")
+    names, opts = ("variability", "order-ci"), ("-o", tmp_path / "b", "--style", style, "--json")
     code, out, err = run_cli(capsys, "figure", stores["many"], *names, *opts)
     assert code == 0 and err == ""
     for figure in json.loads(out)["figures"]:
@@ -443,9 +453,9 @@ def test_what_matplotlib_warns_is_a_note_not_a_warning(stores, capsys, tmp_path)
 def test_names_may_follow_the_options(stores, capsys, tmp_path):
     store = str(stores["many"])
     code, _, err = run_cli(
-        capsys, "figure", "-o", tmp_path, store, "--format", "pdf", "cdf", "order-ci"
+        capsys, "figure", "-o", tmp_path, store, "--format", "pdf", "variability", "order-ci"
     )
     assert code == 0, err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cdf.pdf", "order-ci.pdf"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["order-ci.pdf", "variability.pdf"]
     code, _, err = run_cli(capsys, "figure", store, "--plan", "nosuch", "cdf")
     assert code == 2 and "holds no plan nosuch" in err
