@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import attrs
 import numpy as np
@@ -68,14 +69,14 @@ MIDPOINT = (-0.5, 1.0, -0.5)
 class BisectResult:
     first_bad: str | None
     subject: str
-    steps: tuple[dict, ...]
+    steps: tuple[dict[str, Any], ...]
     runs: int
     """Sessions run: the endpoints' and every look of every step."""
     log: str
-    endpoints: tuple[dict, ...] = ()
-    method: dict = attrs.field(factory=dict)
+    endpoints: tuple[dict[str, Any], ...] = ()
+    method: dict[str, Any] = attrs.field(factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
 
@@ -87,7 +88,7 @@ def _interval(x: np.ndarray, weights: tuple[float, ...], confidence: float) -> l
 
 def endpoint_pairs(
     grids: dict[tuple[str, str], np.ndarray], better: dict[str, str], confidence: float
-) -> tuple[list[dict], list[dict]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every (metric, configuration)'s bad/good ratio within the endpoints' session, and the
     pairs whose bad endpoint is worse with confidence (Bonferroni over the pairs)."""
     from benchlang.stats.round_contrast import round_contrast
@@ -114,14 +115,14 @@ def _reading(vote: str | None, vs_good: list[float], vs_bad: list[float]) -> str
 
 
 def judge(
-    grids: dict[tuple[str, str], np.ndarray], regressed: list[dict], confidence: float
-) -> tuple[str | None, list[dict]]:
+    grids: dict[tuple[str, str], np.ndarray], regressed: list[dict[str, Any]], confidence: float
+) -> tuple[str | None, list[dict[str, Any]]]:
     """good, bad, or None (undecided) for a step's rounds (rounds x [old, mid, new] per pair),
     with the evidence per regressed pair: the midpoint contrast decides; the ratios to each
     endpoint (same level) are what a reader checks (an unchanged commit reads x1 of good)."""
     from benchlang.stats.round_contrast import round_contrast
 
-    evidence: list[dict] = []
+    evidence: list[dict[str, Any]] = []
     votes: list[str | None] = []
     for pair in regressed:
         x = grids.get((pair["metric"], pair["configuration"]))
@@ -167,7 +168,9 @@ def step_alpha(alpha: float, k: int, planned: int) -> float:
     return alpha * (1.0 - PLANNED_SHARE) * 0.5 ** (k - planned)
 
 
-def _session(config: dict, slots: dict[str, Path], tag: str, look: int, commit: str):
+def _session(
+    config: dict[str, Any], slots: dict[str, Path], tag: str, look: int, commit: str
+) -> tuple[dict[tuple[str, str], np.ndarray], dict[str, str]]:
     from benchlang.app.spec import compile_spec
 
     spec = Path(config["spec"])
@@ -191,7 +194,7 @@ def step(state: Path) -> int:
     k = 1 + (sum(1 for line in done.read_text().splitlines() if line) if done.exists() else 0)
     alpha = step_alpha(config["alpha"], k, config["planned_steps"])
     level = 100.0 * (1.0 - alpha / config["looks"] / len(config["regressed"]))
-    record: dict = {"commit": commit, "verdict": "skip", "sessions": 0, "evidence": [],
+    record: dict[str, Any] = {"commit": commit, "verdict": "skip", "sessions": 0, "evidence": [],
                     "step": k, "alpha": alpha, "level": level}  # fmt: skip
     try:
         mid = checkout(root, trees, "mid", commit)
@@ -203,7 +206,7 @@ def step(state: Path) -> int:
             record["reason"] = failed
         else:
             slots = {s: trees / s for s in ("old", "mid", "new")}
-            pooled: dict = {}
+            pooled: dict[tuple[str, str], np.ndarray] = {}
             for look in range(config["looks"]):
                 grids, _ = _session(config, slots, f"step-{commit[:12]}", look, commit)
                 record["sessions"] += 1

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchlang.errors import UserError
+from benchlang.history.db import History
 from benchlang.history.points import Point, Run, run_key
 from benchlang.history.series import add_runs
 from benchlang.history.stored import store_changes
@@ -150,6 +151,6 @@ def read_otava_csv(
     return out
 
 
-def import_rows(h, read: Sequence[tuple[Run, list[Point]]]) -> list[bool]:
+def import_rows(h: History, read: Sequence[tuple[Run, list[Point]]]) -> list[bool]:
     """The rows into an open history, one transaction."""
     return add_runs(h, read, then=store_changes)

@@ -7,7 +7,7 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -257,7 +257,7 @@ def import_csv(
     ]
 
 
-def list_history(history: str | None = None) -> dict:
+def list_history(history: str | None = None) -> dict[str, Any]:
     """The history's runs and series, for ``history list``."""
     from benchlang.history.acks import read_acks
 

@@ -18,7 +18,7 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -28,9 +28,10 @@ from benchlang.errors import UserError
 
 if TYPE_CHECKING:
     from benchlang.plan.plan import Plan
+    from benchlang.report.data import ExperimentData
 
 
-def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """``git ARGS`` in ``repo``; a failure is a UserError with git's first line."""
     done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
     if check and done.returncode != 0:
@@ -142,7 +143,7 @@ def blocked(plan: Plan) -> Plan:
     across the whole round."""
     from benchlang.plan.plan import Derived
 
-    names: dict = {}
+    names: dict[tuple[str, Any], int] = {}
     for c in plan.configurations:
         names.setdefault((c.benchmark.rsplit("@", 1)[0], c.levels), len(names))
     group = np.array(
@@ -240,7 +241,9 @@ def run_session(
     return rounds_by_build(data, slots)
 
 
-def rounds_by_build(data, order: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
+def rounds_by_build(
+    data: ExperimentData, order: Sequence[str]
+) -> dict[tuple[str, str], np.ndarray]:
     """(metric, configuration) -> rounds x slots metric values, the slots in ``order``, the
     configuration named as in the spec (without ``@SLOT``)."""
     table = data.table
