@@ -95,6 +95,7 @@ def copy(old: Path, new: Path) -> Copied:
             with store._transaction():
                 _copy_rows(db, version)
             store.fold_blocks()
+            db.execute("VACUUM main")  # the pages of the emptied trial_pending list
             copied = _compare(db, old, version)
         finally:
             db.execute("DETACH DATABASE old")
