@@ -219,6 +219,19 @@ def _parallel(config) -> bool:
     return hasattr(config, "workerinput") or bool(config.getoption("numprocesses", None))
 
 
+FIRST = ("wheel-install", "test_strict_outputs", "test_diff_sessions", "testbed-sshd")
+"""The longest xdist groups (a wheel built and installed, one -W error interpreter running
+every command, sessions a second apart, the sshd testbed): scheduled first, so that under
+pytest -n none is left to run alone at the end."""
+
+
+def _group(item) -> str | None:
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None:
+        return None
+    return marker.args[0] if marker.args else marker.kwargs.get("name")
+
+
 def pytest_collection_modifyitems(config, items):
     if _parallel(config):
         alone = [item for item in items if item.get_closest_marker("machine_wide")]
@@ -231,3 +244,5 @@ def pytest_collection_modifyitems(config, items):
             group = "testbed-sshd"
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+    if _parallel(config):
+        items.sort(key=lambda item: _group(item) not in FIRST)
