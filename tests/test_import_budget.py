@@ -142,12 +142,15 @@ def history(tmp_path_factory) -> Path:
 )
 def test_history_readers_load_neither_heavy_libraries_nor_the_analysis(history, tmp_path, action):
     """`history changes` reads the stored change points, `history list` the runs and `history
-    check` judges the newest run (its change-point search and prediction bounds in numpy,
-    stats._special): none loads the spec checker, the store or the analysis (history.points imported the report's types at start-up), nor a heavy library."""
+    check` judges the newest run against the change points the history keeps for the series
+    without it (its prediction bounds in numpy, stats._special): none searches for change
+    points, nor loads the spec checker, the store or the analysis (history.points imported the
+    report's types at start-up), nor a heavy library."""
     target = Path(shutil.copy(history, tmp_path / "h.sqlite"))
     loaded = loaded_by("history", *action, "--history", str(target), ok=(0, 1))
     assert loaded["heavy"] == []
-    prefixes = ("benchlang.lang.check", "benchlang.report.analysis", "benchlang.run.store")
+    prefixes = ("benchlang.lang.check", "benchlang.report.analysis", "benchlang.run.store",
+                "benchlang.stats.changepoints")  # fmt: skip
     assert [m for m in loaded["benchlang"] if m.startswith(prefixes)] == []
 
 
