@@ -20,6 +20,7 @@ FILES = [
     "tests/test_lsp_fuzz.py",
     "tests/test_lsp_incremental.py",
     "tests/test_lsp_hostile.py",
+    "tests/test_hostile_imports.py",
 ]
 
 

@@ -3,8 +3,10 @@
 deep nesting, truncation, flipped bytes, a BOM, negative, infinite and NaN values, exit-code
 and memory lists of the wrong length) and on hypothesis-made JSON documents and CSV files. No
 input may end in an exception: each is refused with exit 2 and one error line, or imported
-whole (as many trials stored as the file holds values). benchmarks/hostile_imports.py prints
-the corpus' counts against any checkout."""
+whole (as many trials stored as the file holds values). The suite imports 40 corpus files of
+each reader and 60 hypothesis documents of each kind; ``BENCHLANG_FUZZ=full``
+(tests/fuzz_budget.py) 300 and 1,000. benchmarks/hostile_imports.py prints the corpus' counts
+against any checkout."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchlang.cli import main
+from tests.fuzz_budget import cases
 
 WRONG = [None, True, False, -1, -0.5, 0, 1.5, "", "x", "1", [], [1], [["x"]], {}, {"a": 1},
          10**30, math.inf, -math.inf, math.nan]  # fmt: skip
@@ -146,6 +149,7 @@ def corpus(seed: int, count: int) -> list[tuple[str, str, bytes]]:
 DRIVER = r"""
 import contextlib, io, json, sys, traceback
 from benchlang.cli import main
+from tests.fuzz_budget import cases
 out = []
 for line in sys.stdin:
     path, tool, store = json.loads(line)
@@ -216,9 +220,10 @@ def check_outcome(row: list) -> str:
 
 
 def test_the_hostile_import_corpus_is_refused_in_one_line_or_imported_whole(tmp_path):
-    rows = run_corpus(corpus(seed=49, count=100), tmp_path)
+    count = cases(40, 300)
+    rows = run_corpus(corpus(seed=49, count=count), tmp_path)
     outcomes = [check_outcome(row) for row in rows]
-    assert len(outcomes) == 300
+    assert len(outcomes) == 3 * count
     for tool in ("hyperfine", "pyperf", "csv"):
         seen = {o for row, o in zip(rows, outcomes, strict=True) if row[1] == tool}
         assert seen == {"refused", "imported"}, (tool, seen)
@@ -314,7 +319,7 @@ pyperf_like = st.fixed_dictionaries(
 )  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=cases(60, 1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.builds(lambda r: {"results": r}, st.lists(run_like, max_size=3)), pyperf_like))
 def test_any_json_shaped_like_an_export_is_refused_or_imported(tmp_path_factory, document):
     """Hypothesis' documents, in this process: a RecursionError cannot arise at this depth."""
@@ -335,7 +340,7 @@ cells = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=cases(60, 1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     header=st.sampled_from(
         ["test,order,run_seq,position,value", "\ufefftest,order,run_seq,position,value", "a,b"]
