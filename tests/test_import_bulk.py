@@ -88,6 +88,27 @@ def test_import_again_adds_nothing(tmp_path):
     db.close()
 
 
+def test_an_import_completes_a_store_missing_some_trials(tmp_path):
+    """The trials an import adds to a store that holds some of them (not consecutive: their
+    numbers packed as codes, not as a run) read as a whole import's."""
+    csv_path = tmp_path / "t.csv"
+    write_csv(csv_path, 1200, missing=5)
+    whole, part = tmp_path / "whole.sqlite", tmp_path / "part.sqlite"
+    for store in (whole, part):
+        assert main(["import", str(csv_path), "--store", str(store)]) == 0
+    with sqlite3.connect(part) as db:
+        db.execute("DELETE FROM measures WHERE trial % 3 = 1 OR trial > 1100")
+        db.execute("DELETE FROM trials WHERE trial % 3 = 1 OR trial > 1100")
+    db.close()
+    assert main(["import", str(csv_path), "--store", str(part)]) == 0
+    a, b = table_of(whole), table_of(part)
+    for name in ("trial", "series", "round", "position", "configuration", "ok"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    for name in ("label", "order_kind", "host", "phase", "reason"):
+        assert list(getattr(a, name)) == list(getattr(b, name)), name
+    assert np.array_equal(a.measures["value"], b.measures["value"], equal_nan=True)
+
+
 def test_read_columns_fast_and_careful_agree(tmp_path):
     path = tmp_path / "t.csv"
     values = write_csv(path, 50)
