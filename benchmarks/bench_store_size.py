@@ -6,14 +6,16 @@ test, order, run_seq, position, value; 10 configurations in rounds of 10, seeded
 values).
 
     python benchmarks/bench_store_size.py [--rows 10000 100000 1000000] [--repeat 3]
-        [--run-trials 3000] [--pythonpath DIR] [--keep DIR]
+        [--run-trials 3000] [--pythonpath DIR] [--keep DIR] [--dbstat]
 
 First a run's store: ``--run-trials`` trials written one transaction each as ``benchlang run``
 writes them, the seven built-in measures a trial (bytes a trial, a commit's time).
 ``--pythonpath`` runs `benchlang import` (and the run case) from another checkout (e.g. one of the commit before
 schema 6, ``git archive``d into DIR) for the before/after table. Each case runs ``--repeat``
 times (the median wall and CPU times are printed, with the peak RSS of the worst run); the
-floor and benchlang alternate run by run.
+floor and benchlang alternate run by run. ``--dbstat`` then imports each size once more and
+prints where the store's bytes go: bytes a trial per table and index, SQLite's ``dbstat``
+(free space within pages counted with its table).
 """
 
 from __future__ import annotations
@@ -102,6 +104,26 @@ def run_trials(n: int, env: dict[str, str]) -> None:
     )
 
 
+def dbstat(argv: list[str], target: Path, env: dict[str, str], rows: int) -> None:
+    """Bytes a trial of each table and index of the store ``argv`` writes (``dbstat``)."""
+    import sqlite3
+    import subprocess
+
+    _clean(target.parent)
+    subprocess.run([*argv, str(target)], env=env, check=True, stdout=subprocess.DEVNULL)
+    db = sqlite3.connect(target)
+    parts = db.execute(
+        "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC"
+    ).fetchall()
+    db.close()
+    _clean(target.parent)
+    shown = [f"{name} {size / rows:.1f}" for name, size in parts if size / rows >= 1]
+    rest = sum(size for _, size in parts if size / rows < 1) / rows
+    print(
+        f"{rows:>9} bytes a trial: {', '.join(shown)}, the other {len(parts) - len(shown)} {rest:.1f}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
@@ -111,6 +133,7 @@ def main() -> int:
     parser.add_argument(
         "--run-trials", type=int, default=3000, help="trials of the run case (0: none)"
     )
+    parser.add_argument("--dbstat", action="store_true", help="where the store's bytes go")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.pythonpath:
@@ -150,6 +173,8 @@ def main() -> int:
                 f"{size / 1e6:9.1f} {seconds / base_s:7.2f} {cpu / base_c:6.2f} "
                 f"{size / base_b:8.2f}"
             )
+        if args.dbstat:
+            dbstat(cases["benchlang import"], target, env, rows)
         if not args.keep:
             shutil.rmtree(root.parent)
     return 0
