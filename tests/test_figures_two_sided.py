@@ -1,21 +1,19 @@
 """Two-sided KPIs (`kpi M { ... bound both }`) drawn as intervals in every figure that shows a
 KPI: `series-kpis` (TriScale Fig. 3b), `variability` (Figs. 3c, 8) and `kpi-scatter` (Fig. 1b)
-(item 2). The commands report their own values (drawn from the trial's seed), and
-each series' interval is recomputed here from the trials the figure carries: the equal-tailed
+(item 2). Each trial's values are drawn from its seed (``values``, what the spec's command
+prints, written for the spec's real plan: measuring is not the point), and each series' interval is recomputed here from the trials the figure carries: the equal-tailed
 order-statistic interval of the median, each side at (1 + C) / 2 (Hahn & Meeker, Statistical
 Intervals, §5.2; Le Boudec, Performance Evaluation, §2.2.1)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchlang.jsonout import loads
+from tests.figure_stores import figure_json, levels_of, make_store, run_cli
 
 SPEC = """benchlang 1
 experiment two {
@@ -36,31 +34,19 @@ experiment two {
 """
 
 
-def _cli(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchlang", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def values(plan, t) -> dict:
+    """What the spec's command prints for trial ``t`` (BENCHLANG_SEED is its trial seed)."""
+    seed = int(plan.trial_seed[t])
+    return {"t": float(seed % 997 + levels_of(plan, t)["base"]), "w": float(seed % 991 + 5000)}
 
 
 def _store(where: Path, bound: str) -> Path:
-    (where / "two.bench").write_text(SPEC.replace("BOUND", bound))
-    _cli(where, "run", "two.bench", "--store", "two.sqlite", "-q", "-i")
-    return where
+    return make_store(where, "two", SPEC.replace("BOUND", bound), values)[0]
 
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory) -> Path:
     return _store(tmp_path_factory.mktemp("both"), "bound both")
-
-
-def _figure(where: Path, name: str) -> dict:
-    return loads(_cli(where, "figure", "two.sqlite", name, "--json"))
 
 
 def _interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -84,8 +70,8 @@ def _trials(fig: dict) -> dict[tuple[str, float], np.ndarray]:
     return {k: np.array(v) for k, v in out.items()}
 
 
-def test_series_kpis_draws_each_series_interval(both):
-    fig = _figure(both, "series-kpis")
+def test_series_kpis_draws_each_series_interval(both, capsys):
+    fig = figure_json(capsys, both, "series-kpis")
     trials = _trials(fig)
     kpis = [r for r in fig["rows"] if r[1] == "KPI"]
     assert len(kpis) == 10 and {len(v) for v in trials.values()} == {9}
@@ -97,14 +83,15 @@ def test_series_kpis_draws_each_series_interval(both):
     assert "bar: the interval" in fig["caption"] and "both bound" not in fig["caption"]
 
 
-def test_variability_and_kpi_scatter_draw_the_same_intervals(both):
-    series = {(r[0], r[2]): r[3:] for r in _figure(both, "series-kpis")["rows"] if r[1] == "KPI"}
-    var = _figure(both, "variability")
+def test_variability_and_kpi_scatter_draw_the_same_intervals(both, capsys):
+    kpis = figure_json(capsys, both, "series-kpis")["rows"]
+    series = {(r[0], r[2]): r[3:] for r in kpis if r[1] == "KPI"}
+    var = figure_json(capsys, both, "variability")
     rows = [r for r in var["rows"] if r[1] == "series KPI"]
     assert {(r[0], r[2]): r[3:] for r in rows} == series
     assert "thin bars: each series' interval" in var["caption"]
     assert "95% two-sided confidence interval" in var["caption"]
-    scatter = _figure(both, "kpi-scatter")
+    scatter = figure_json(capsys, both, "kpi-scatter")
     points = [r for r in scatter["rows"] if r[1].startswith("series ")]
     assert len(points) == 10
     for label, part, x, _y, x_low, x_high, y_low, y_high in points:
@@ -115,18 +102,20 @@ def test_variability_and_kpi_scatter_draw_the_same_intervals(both):
     assert "w: the sample p50 with its 90% two-sided confidence interval" in caption
 
 
-def test_the_svg_carries_the_intervals_and_the_caption(both):
+def test_the_svg_carries_the_intervals_and_the_caption(both, capsys, tmp_path):
     """One capped bar collection per configuration (matplotlib's errorbar), the caption in the
     file's metadata."""
-    _cli(both, "figure", "two.sqlite", "series-kpis", "-o", "kpis.svg")
-    svg = (both / "kpis.svg").read_text()
+    out = tmp_path / "kpis.svg"
+    code, _said, err = run_cli(capsys, "figure", both, "series-kpis", "-o", out)
+    assert code == 0, err
+    svg = out.read_text()
     assert "two-sided confidence interval" in svg
     assert svg.count('id="LineCollection_') == 2
 
 
-def test_a_one_sided_kpi_draws_no_interval(tmp_path):
-    where = _store(tmp_path, "bound upper")
-    fig = _figure(where, "series-kpis")
+def test_a_one_sided_kpi_draws_no_interval(tmp_path, capsys):
+    store = _store(tmp_path, "bound upper")
+    fig = figure_json(capsys, store, "series-kpis")
     kpis = [r for r in fig["rows"] if r[1] == "KPI"]
     assert kpis and all(r[4] is None and r[5] is None for r in kpis)
     trials = _trials(fig)
@@ -135,5 +124,6 @@ def test_a_one_sided_kpi_draws_no_interval(tmp_path):
         assert value in values and value >= np.median(values)  # an order statistic above
     assert "the upper bound of the p50 at 95% confidence; large marker)" in fig["caption"]
     assert json.dumps(fig)  # strict JSON: null, not NaN
-    _cli(where, "figure", "two.sqlite", "series-kpis", "-o", "kpis.svg")
-    assert 'id="LineCollection_' not in (where / "kpis.svg").read_text()
+    code, _said, err = run_cli(capsys, "figure", store, "series-kpis", "-o", tmp_path / "k.svg")
+    assert code == 0, err
+    assert 'id="LineCollection_' not in (tmp_path / "k.svg").read_text()
