@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -64,37 +61,33 @@ def test_it_refuses_below_its_n_and_runs_auto_asks_it():
     assert HUTSON.needs({"percentile": 95, "confidence": 95}) == 59
 
 
-def test_a_spec_runs_with_the_plugins_kpi(tmp_path):
+def test_a_spec_runs_with_the_plugins_kpi(tmp_path, capsys, monkeypatch):
+    """The real CLI in this process; the plugin found through its installed entry point."""
     from benchlang.app.analysis import analyze_store
+    from benchlang.cli import main
 
     (tmp_path / "value.awk").write_text(VALUE_AWK)
     (tmp_path / "hk.bench").write_text(SPEC)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "200"}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
 
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "benchlang", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=env,
-        )
+    def cli(*args: str) -> tuple[int, str, str]:
+        status = main(list(args))
+        out = capsys.readouterr()
+        return status, out.out, out.err
 
-    run = cli("run", "hk.bench", "--store", "hk.sqlite", "--quiet")
-    assert run.returncode == 0, run.stdout + run.stderr
-    analysis = cli("analyze", "hk.bench", "--store", "hk.sqlite", "--json")
-    assert analysis.returncode == 0, analysis.stderr
-    (got,) = json.loads(analysis.stdout)["kpis"]
+    status, out, err = cli("run", "hk.bench", "--store", "hk.sqlite", "--quiet")
+    assert status == 0, out + err
+    status, out, err = cli("analyze", "hk.bench", "--store", "hk.sqlite", "--json")
+    assert status == 0, err
+    (got,) = json.loads(out)["kpis"]
     (series,) = got["series"]
     assert got["kpi_method"] == "hutson" and series["method"] == "hutson"
     assert series["n"] == 29  # runs auto: p90 at 95% needs 29 (TriScale Table 2)
     data = analyze_store(tmp_path / "hk.sqlite").data
     values = data.metrics["v"].values[data.table.ok]
     assert series["value"] == pytest.approx(hutson(values, 90, 95, "upper").value)
-    record = cli("record", "hk.bench", "--store", "hk.sqlite", "--format", "json")
-    assert (
-        "hutson (benchlang-trimmed-mean 0.1.0)" in json.loads(record.stdout)["statistics_methods"]
-    )
-    text = cli("analyze", "hk.bench", "--store", "hk.sqlite")
-    assert "KPIs (TriScale §4.2; hutson)" in text.stdout and "Traceback" not in text.stderr
+    record = cli("record", "hk.bench", "--store", "hk.sqlite", "--format", "json")[1]
+    assert "hutson (benchlang-trimmed-mean 0.1.0)" in json.loads(record)["statistics_methods"]
+    status, out, err = cli("analyze", "hk.bench", "--store", "hk.sqlite")
+    assert status == 0 and "KPIs (TriScale §4.2; hutson)" in out and "Traceback" not in err
