@@ -94,3 +94,11 @@ def test_braces_and_quotes_in_commands_stay_literal_in_the_spec(tmp_path, cli_in
     assert status == 0, err
     assert (tmp_path / "out.txt").read_text() == "{}\n"
     assert "kpi" not in text  # one round: no median bound (TriScale needs 5)
+
+
+def test_a_command_that_always_fails_is_named_by_its_command(tmp_path, cli_in_process):
+    """The reason the ranking has no interval names the command, not "configuration 0"."""
+    status, out, _ = cli_in_process(["compare", "false", "true"], cwd=tmp_path)
+    assert status == 1
+    assert "No interval: false has no positive values." in out
+    assert "configuration 0" not in out

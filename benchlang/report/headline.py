@@ -191,6 +191,8 @@ def _metric_rankings(data: ExperimentData, k, clusters: np.ndarray) -> tuple[Ran
         index[list(members)] = np.arange(len(members))
         picked = slice(None) if mask.all() else mask
         blocks = ran_in_blocks(table, mask)
+        labels = [next(lb for i, lb, _, _ in configs if i == c) for c in members]
+        names = tuple(_short(by_label[lb][2], factor, lb) for lb in labels)
         ranking = (rank_blocks if blocks else rank)(
             mv.values[picked],
             index[table.configuration[picked]],
@@ -200,9 +202,8 @@ def _metric_rankings(data: ExperimentData, k, clusters: np.ndarray) -> tuple[Ran
             better=mv.metric.better,
             level_names=("session", "host", "series", "round"),
             seed=data.plan.seed or 0,
+            config_names=names,
         )
-        labels = [next(lb for i, lb, _, _ in configs if i == c) for c in members]
-        names = tuple(_short(by_label[lb][2], factor, lb) for lb in labels)
         basis = assumption(table, mask, blocks)
         groups.append(RankingGroup(factor, held, tuple(labels), names, ranking, basis))
     return tuple(groups)

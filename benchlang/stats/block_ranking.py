@@ -26,7 +26,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchlang.stats._weighted import unit_percentile
-from benchlang.stats.headline import METHODS, MIN_CLUSTERS, Comparison, Ranking, best_first
+from benchlang.stats.headline import (
+    METHODS,
+    MIN_CLUSTERS,
+    Comparison,
+    Ranking,
+    best_first,
+    configuration_name,
+)
 from benchlang.stats.simultaneous import Family, column_max
 from benchlang.stats.two_sample import ratio_of_percentiles
 
@@ -52,6 +59,7 @@ def rank_blocks(
     replicates: int = 2000,
     seed: int = 0,
     min_clusters: int = MIN_CLUSTERS,
+    config_names: Sequence[str] | None = None,
 ) -> Ranking:
     """:func:`benchlang.stats.headline.rank` for configurations measured in separate blocks.
 
@@ -77,7 +85,11 @@ def rank_blocks(
     stats = np.array([unit_percentile(np.sort(np.log(v[m[keep[m]]])), percentile) for m in members])
     order = best_first(stats, better)
     best = order[0] if order else 0
-    failed = [f"configuration {j} has no positive values" for j in range(k) if np.isnan(stats[j])]
+    failed = [
+        f"{configuration_name(config_names, j)} has no positive values"
+        for j in range(k)
+        if np.isnan(stats[j])
+    ]
     left_out = int((~keep).sum())
     notes = [f"{left_out} values left out (missing or not positive)"] if left_out else []
     needed = min_units(percentile, min_clusters)

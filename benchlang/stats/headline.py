@@ -197,6 +197,11 @@ def _distinct_per(group: np.ndarray, unit: np.ndarray, k: int, units: int) -> np
     return np.bincount(distinct // units, minlength=k)
 
 
+def configuration_name(config_names: Sequence[str] | None, j: int) -> str:
+    """Configuration ``j`` as a reason names it: by its name where the caller gave names."""
+    return f"configuration {j}" if config_names is None else config_names[j]
+
+
 def best_first(statistics: np.ndarray, better: str) -> list[int]:
     """Configuration indices best first (ties in index order), those without a statistic last."""
     sign = 1.0 if better == "lower" else -1.0
@@ -230,6 +235,7 @@ def rank(
     stages: str = "all",
     family: str = "pairs",
     few_units: str = "max-t",
+    config_names: Sequence[str] | None = None,
 ) -> Ranking:
     """Rank configurations by their KPI statistic and bound each one's ratio to the best.
 
@@ -250,6 +256,8 @@ def rank(
     value the single-step max-t over the family when every configuration is in every unit
     (``few_units="max-t"``, ``stats.simultaneous.cluster_max_t``; Hothorn, Bretz & Westfall
     2008), else Bonferroni's (``few_units="bonferroni"``).
+
+    ``config_names`` name the configurations in the reasons (else "configuration j").
 
     ``stages`` is "all" (resample every level, the default) or "top" (the top level only,
     each unit kept whole: cheaper, and below nominal coverage in simulations).
@@ -304,9 +312,11 @@ def rank(
     needed = MIN_CLUSTERS_T["paired"] if few else 2
     for j in range(k):
         if not present[j]:
-            failed.append(f"configuration {j} has no positive values")
+            failed.append(f"{configuration_name(config_names, j)} has no positive values")
         elif top_units[j] < needed:
-            failed.append(f"configuration {j} is measured in fewer than {needed} {names[0]} units")
+            failed.append(
+                f"{configuration_name(config_names, j)} is measured in fewer than {needed} {names[0]} units"
+            )
     if units[0] < MIN_CLUSTERS_T["paired"]:
         failed.append(
             f"{units[0]} {names[0]} units are too few clusters for an interval (the "
