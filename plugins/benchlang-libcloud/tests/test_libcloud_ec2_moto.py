@@ -15,6 +15,8 @@ listener that never answers for the run that is killed).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -162,12 +164,19 @@ def env() -> dict[str, str]:
     }
 
 
-def benchlang(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "benchlang", *args],
-        env=env(),
-        capture_output=True,
-        timeout=timeout,
+def benchlang(*args: str) -> subprocess.CompletedProcess:
+    """The CLI in this process, with ``env()``; only the run that is SIGKILLed is a process of
+    its own (the kill is the point)."""
+    from benchlang.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env().items():
+            patch.setenv(key, value)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(args))
+    return subprocess.CompletedProcess(
+        args, status, out.getvalue().encode(), err.getvalue().encode()
     )
 
 
