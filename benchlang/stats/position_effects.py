@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 from numpy.typing import ArrayLike
 
-from benchlang.stats._groups import group_codes
+from benchlang.stats._groups import finite_median, group_codes
 from benchlang.stats._special import rankdata
 from benchlang.stats.order_dependence import (
     eta_squared_h,
@@ -319,7 +319,7 @@ def carry_over(
             p_values = mann_whitney_splits(xv, [after for _, after in tested])
         for (before, after), p in zip(tested, p_values, strict=True):
             a, b = xv[after], xv[~after]
-            med_a, med_b = float(np.median(a)), float(np.median(b))
+            med_a, med_b = finite_median(a), finite_median(b)
             shift = med_a - med_b
             pct = shift / med_b * 100.0 if med_b != 0 else float("nan")
             raw.append((name, before, a.size, b.size, med_a, med_b, shift, pct, p))
