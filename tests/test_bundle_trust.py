@@ -348,3 +348,25 @@ def test_the_sandbox_refuses_when_bwrap_is_missing(pub, tmp_path):
     line = refused(status, out, err, ran_nothing=pub["mark"])
     assert "bwrap (bubblewrap) is not installed" in line and "nothing was run" in line
     assert "rerunning" not in out
+
+
+def test_a_bundle_of_an_earlier_store_schema_replicates(pub, tmp_path):
+    """A bundle published before a store schema change: its extracted store is migrated in
+    the working copy (said in a note), the published trials analysed as before."""
+    from benchlang.run.store import SCHEMA_VERSION
+    from tests.store_versions import downgrade
+
+    members = {k: v for k, v in pub["members"].items() if not k.endswith(".sig")}
+    store = tmp_path / "old.sqlite"
+    store.write_bytes(members["probe/data/store.sqlite"])
+    downgrade(store, 6)
+    members["probe/data/store.sqlite"] = store.read_bytes()
+    bundle = write_bundle(tmp_path / "old.tar.gz", members)
+    status, out, err = replicate(pub, bundle, tmp_path, "--analyze-only")
+    assert status in (0, 3) and "re-analysing the published trials" in out, out + err
+    assert (
+        f"note: the bundle's store has store schema 6: migrated to schema {SCHEMA_VERSION} in "
+        "the working copy (12 trials compared value by value; the bundle is unchanged)"
+    ) in out
+    assert "replication: " in out and not pub["mark"].exists()
+    assert members_of(bundle)["probe/data/store.sqlite"] == members["probe/data/store.sqlite"]

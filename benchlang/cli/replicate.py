@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from benchlang.app.publish.bundle import files_read
 from benchlang.app.publish.bundle_archive import shown
-from benchlang.app.publish.replicate import judge, open_bundle, rerun
+from benchlang.app.publish.replicate import current_store, judge, open_bundle, rerun
 from benchlang.cli import add_command
 from benchlang.errors import UserError
 from benchlang.lang.rewrite import replace_hosts
@@ -185,6 +185,9 @@ def run(args: argparse.Namespace) -> int:
         opened.spec, opened.root / "plan.json", opened.plan_hash, args.plan_hash, opened.root
     )
     check_store(opened.store, published.plan)
+    migrated = current_store(opened.store)
+    if migrated is not None:
+        print(f"note: {migrated}")
     print(
         "plan hash: the bundled spec compiles to the plan its manifest states"
         + (" and to the one given with --plan-hash" if args.plan_hash else "")

@@ -101,6 +101,23 @@ def open_bundle(
     )
 
 
+def current_store(store: Path) -> str | None:
+    """Bring the extracted copy of a bundle's store of an earlier schema to today's
+    (``app.store_migrate``: copied, compared value by value, swapped in; the original kept
+    beside it), so that a bundle published before a schema change still replicates; the
+    bundle itself is untouched. What was done, or None when it had today's schema."""
+    from benchlang.app.store_migrate import migrate_store
+
+    migrated = migrate_store(store)
+    if migrated.before == migrated.after:
+        return None
+    return (
+        f"the bundle's store has store schema {migrated.before}: migrated to schema "
+        f"{migrated.after} in the working copy ({migrated.trials} trials compared value by value; "
+        "the bundle is unchanged)"
+    )
+
+
 def rerun(
     spec: Path, store: Path, seed: int, *, sandbox: Path | None = None, network: bool = False
 ) -> int:
