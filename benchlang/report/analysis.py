@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -15,7 +15,6 @@ import numpy as np
 from benchlang import __version__, model
 from benchlang.report.data import ExperimentData
 from benchlang.report.ranking_basis import with_drift_bases
-from benchlang.report.record import MetricRecord, Record, two_sided_record
 from benchlang.report.table import metric_scale
 from benchlang.stats.run_independence import (
     IndependenceTest,
@@ -25,6 +24,9 @@ from benchlang.stats.run_independence import (
     run_verdict,
 )
 from benchlang.stats.triscale import MetricAnalysis, analyze_metric, with_run_verdict
+
+if TYPE_CHECKING:
+    from benchlang.report.record import Record
 
 
 @attrs.frozen
@@ -238,6 +240,7 @@ def finite_or_none(x: float | None) -> float | None:
 
 
 def build_record(data: ExperimentData, results: list[ConfigurationAnalysis]) -> Record:
+    from benchlang.report.record import MetricRecord, Record, two_sided_record
     from benchlang.stats.registry import kpi_method_text
 
     exp = data.experiment
