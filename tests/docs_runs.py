@@ -23,15 +23,12 @@ from benchlang.testing.synthetic import synthetic_store
 from tests.store_versions import downgrade
 
 
-def _cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "benchlang", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        check=False,
-        timeout=300,
-    )
+def _cli(cwd: Path, *args: str) -> None:
+    """The CLI in this process (the runs that are SIGKILLed are processes of their own)."""
+    from tests.conftest import cli_here
+
+    status, out, err = cli_here(args, cwd=cwd)
+    assert status == 0, f"benchlang {' '.join(args)}: {out}{err}"
 
 
 def _count(store: Path) -> int:
