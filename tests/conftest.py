@@ -151,6 +151,38 @@ def cli_in_process() -> Callable[..., tuple[int, str, str]]:
     return cli_here
 
 
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path]:
+    """``built_once(key, build)``: a directory that ``build(directory)`` fills once per test
+    session for ``key`` (the spec's text and seed, say: what makes the store what it is), and
+    a copy of it for the caller, who may change it. Under ``pytest -n`` the workers share the
+    one build: the first to ask makes it under a file lock in the run's common base
+    directory, the others wait for it and copy."""
+    import fcntl
+    import hashlib
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built-once"
+    shared.mkdir(exist_ok=True)
+
+    def get(key: str, build: Callable[[Path], None]) -> Path:
+        name = hashlib.sha256(key.encode()).hexdigest()[:16]
+        made = shared / name
+        with (shared / f"{name}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (made / ".built").exists():
+                shutil.rmtree(made, ignore_errors=True)
+                made.mkdir()
+                build(made)
+                (made / ".built").touch()
+        copy = tmp_path_factory.mktemp(f"copy-{name}") / "built"
+        shutil.copytree(made, copy, symlinks=True)
+        return copy
+
+    return get
+
+
 def spec_text(body: str, *, name: str = "t") -> str:
     """A complete spec around an experiment body (dedented)."""
     return f"benchlang 1\n\nexperiment {name} {{\n{textwrap.dedent(body).strip()}\n}}\n"

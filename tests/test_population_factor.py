@@ -69,12 +69,15 @@ def hand_upper_rank(n: int, p: float, c: float) -> tuple[int, float]:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    root = tmp_path_factory.mktemp("population")
-    spec, path = root / "traces.bench", root / "traces.sqlite"
-    spec.write_text(POPULATION, encoding="utf-8")
-    assert main(["run", str(spec), "--store", str(path), "--quiet"]) == 0
-    return path
+def store(built_once):
+    """``benchlang run`` of POPULATION, made once for the session (a copy per module)."""
+
+    def build(root):
+        (root / "traces.bench").write_text(POPULATION, encoding="utf-8")
+        args = ["run", str(root / "traces.bench"), "--store", str(root / "traces.sqlite"), "-q"]
+        assert main(args) == 0
+
+    return built_once(POPULATION, build) / "traces.sqlite"
 
 
 def test_the_declaration_compiles_and_formats():

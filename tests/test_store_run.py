@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -119,14 +118,21 @@ def test_store_refuses_a_missing_directory_and_an_oversized_seed(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def failures(tmp_path_factory, cli_in_process):
-    workdir = tmp_path_factory.mktemp("failures")
-    shutil.copy(SPECS / "failures.bench", workdir)
-    store = workdir / "f.sqlite"
-    status, out, err = cli_in_process(
-        ["run", "failures.bench", "--store", store, "--quiet"], cwd=workdir
-    )
-    return workdir, store, status, out, err
+def failures(built_once, cli_in_process):
+    """The run of failures.bench, made once for the session (each module gets a copy): the
+    store, and the run's status and output."""
+    spec = (SPECS / "failures.bench").read_text()
+
+    def build(workdir: Path) -> None:
+        (workdir / "failures.bench").write_text(spec)
+        done = cli_in_process(
+            ["run", "failures.bench", "--store", "f.sqlite", "--quiet"], cwd=workdir
+        )
+        (workdir / "run.json").write_text(json.dumps(done))
+
+    workdir = built_once(spec, build)
+    status, out, err = json.loads((workdir / "run.json").read_text())
+    return workdir, workdir / "f.sqlite", status, out, err
 
 
 def test_failed_trials_keep_reason_status_and_output(failures):
