@@ -251,10 +251,10 @@ def _parallel(config) -> bool:
     return hasattr(config, "workerinput") or bool(config.getoption("numprocesses", None))
 
 
-FIRST = ("wheel-install", "test_strict_outputs", "test_diff_sessions", "testbed-sshd")
+FIRST = ("wheel-install", "test_strict_outputs", "test_diff_sessions", "testbed-")
 """The longest xdist groups (a wheel built and installed, one -W error interpreter running
-every command, sessions a second apart, the sshd testbed): scheduled first, so that under
-pytest -n none is left to run alone at the end."""
+every command, sessions a second apart, the testbeds: sshd, Slurm, PostgreSQL): scheduled
+first, so that under pytest -n none is left to run alone at the end."""
 
 
 def _group(item) -> str | None:
@@ -264,6 +264,7 @@ def _group(item) -> str | None:
     return marker.args[0] if marker.args else marker.kwargs.get("name")
 
 
+@pytest.hookimpl(trylast=True)  # after the plugins' conftests have named their groups
 def pytest_collection_modifyitems(config, items):
     if _parallel(config):
         alone = [item for item in items if item.get_closest_marker("machine_wide")]
@@ -277,4 +278,4 @@ def pytest_collection_modifyitems(config, items):
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
     if _parallel(config):
-        items.sort(key=lambda item: _group(item) not in FIRST)
+        items.sort(key=lambda item: not (_group(item) or "-").startswith(FIRST))
