@@ -9,12 +9,15 @@ machine as found (its load average is printed), then with both cores kept busy b
 
 The floor (``floor_time``) is what the guarantees cost with nothing else: a plain loop that
 hands each `true` to the same launcher (the command measured alone, docs/measures.md) and
-commits the same rows in one transaction per trial before the next starts (docs/store.md).
+commits the same trial through the store's ``record_trial``, one transaction per trial, before
+the next starts (docs/store.md).
 So floor/hyperfine is what the guarantees themselves add to hyperfine's mean, and
 benchlang/floor what the runner adds to them. Per trial, benchlang's time is:
   - in-run: (last trial's end - first trial's start) / 1000, from the store,
-  - wall_time: the mean stored wall_time (the launcher's fork to wait4, what hyperfine times).
-Targets (issue 28 item 5): in-run at most 1.5x hyperfine's mean, wall_time at most 1.1x.
+  - wall_time: the stored wall_time (the launcher's fork to wait4, what hyperfine times),
+    its mean against hyperfine's mean and its median against hyperfine's median.
+Targets (issue 53 item 4): in-run at most 1.5x hyperfine's mean, wall_time at most 1.1x
+(benchmarks/bench_wall_time.py checks wall_time on commands of known duration too).
 On a shared machine another job's stall lands in some trials: the medians of the time from
 one trial's start to the next (benchlang's from the store, the floor's) against hyperfine's
 median are printed too, as they are robust to those.
@@ -22,11 +25,13 @@ median are printed too, as they are robust to those.
 Where an in-run trial goes, from the same runs' stored times: the command's wall_time, the
 rest of its `execute` (the request to the session's launcher, its report and output files),
 and the time between one trial's end and the next one's start (the store's commit of the
-trial and of its one-trial round, the executor's bookkeeping). Then each layer timed alone in
-this process (at other moments, so only roughly comparable): the session's launcher driven
-without an event loop (``run_blocking``), the same through asyncio (``execute``), and the
-store's commit of a trial with its round's row (one transaction, as the executor writes them
-for a plan of one configuration).
+trial and of its one-trial round, the executor's bookkeeping); the stored wall_time's mean and
+median; the gaps between trials over STALL (the store folding rows into blocks or
+checkpointing its log inside a commit, or another job). Then layer by layer in this process
+(at other moments, so only roughly comparable; medians of one trial's start to the next): the
+launcher's pool alone, the local session's ``run_blocking`` (no event loop), its ``execute`` on
+an event loop, that with ``Store.record_trial`` of each trial and its round's row (the commit's
+median in that cycle beside its mean alone in a tight loop), against the whole run's median.
 
     python benchmarks/bench_runner.py [OTHER_CHECKOUT]
 """
@@ -49,7 +54,7 @@ import time
 from pathlib import Path
 
 TRIALS = 1000
-ROUNDS = 3
+ROUNDS = 5
 TARGET = 1.5
 WALL_TARGET = 1.1
 STALL = 0.005
@@ -183,12 +188,12 @@ def commit_time(workdir: Path) -> float:
 def floor_time(workdir: Path) -> dict[str, float]:
     """The floor of the guarantees, per trial: a plain loop that hands `true` to the same
     launcher (the session's cgroup, scratch directory and environment, as a local session
-    starts it), blocks on its report, and commits the same rows as benchlang (the trial, its
-    seven measures, its one-trial round: schema 7's rows, keyed by the integer ids the store
-    looks up once, ``run/row_keys.py``) in one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on a store
-    opened as benchlang opens it (WAL, synchronous=NORMAL, its checkpoint interval), before
-    the next trial starts. No executor, event loop, records or progress, and no folding of
-    rows into blocks (the store's layout, not a guarantee)."""
+    starts it), blocks on its report, and commits the trial with its seven measures and its
+    one-trial round through ``Store.record_trial`` (one ``BEGIN IMMEDIATE`` ... ``COMMIT`` on
+    a store opened as benchlang opens it: WAL, synchronous=NORMAL, its checkpoint interval)
+    before the next trial starts. The store's own statements, whatever its schema (the rows
+    changed twice in a week), with its folding of rows into blocks. No executor, session,
+    event loop or progress."""
     from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
     from benchlang.backends.resident import (
         LauncherPool,
@@ -197,9 +202,8 @@ def floor_time(workdir: Path) -> dict[str, float]:
         parse_report,
         report_measures,
     )
-    from benchlang.run.row_keys import end_columns, kind_id, name_id, plan_id
-    from benchlang.run.store import Store
-    from benchlang.run.store.writing import ROUND_INSERT
+    from benchlang.run.store import Store, TrialRecord
+    from benchlang.run.store.writing import round_values
 
     path = workdir / "floor.sqlite"
     for leftover in workdir.glob("floor.sqlite*"):
@@ -213,10 +217,6 @@ def floor_time(workdir: Path) -> dict[str, float]:
     try:
         with Store(path, create=True) as store:
             store.add_plan("sha256:x", "overhead", "sha256:s", 0, "{}")
-            db = store.db
-            plan = plan_id(db, "sha256:x")
-            kind = kind_id(db, plan, (0, "t", "t", "{}", "local", "fixed", "measured"))
-            names = {k: name_id(db, k) for k in report_measures(["0"] * 15)}
             t0 = time.perf_counter()
             starts = []
             for t in range(TRIALS):
@@ -229,27 +229,19 @@ def floor_time(workdir: Path) -> dict[str, float]:
                 fields = parse_report(resident.wait_report(None))
                 pool.idle(resident)
                 ended = time.time()
-                measures = report_measures(fields)
-                db.execute("BEGIN IMMEDIATE")
-                db.execute(
-                    "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        *(plan, t, 0, t, 0, kind, "ok", None, int(fields[0]), 0),
-                        *(started, *end_columns(started, ended), 1, b"", b""),
+                store.record_trial(
+                    "sha256:x",
+                    TrialRecord(
+                        *(t, 0, t, 0, "local", 0, "t", "t", {}, "fixed", "ok", None),
+                        *(int(fields[0]), False, started, ended, 1, b"", b""),
+                        *(report_measures(fields), {}),
                     ),
+                    None,
+                    round_values("sha256:x", t, "local", "fixed", [0], started, ended, "none"),
                 )
-                db.executemany(
-                    "INSERT INTO measure_rows VALUES (?,?,?,?)",
-                    [(plan, t, names[k], v) for k, v in measures.items()],
-                )
-                db.execute(
-                    ROUND_INSERT, ("sha256:x", t, "local", "fixed", "[0]", started, ended, "none")
-                )
-                db.execute("COMMIT")
-            cycles = [b - a for a, b in itertools.pairwise(starts)]
             return {
                 "floor": (time.perf_counter() - t0) / TRIALS,
-                "floor_cycle": statistics.median(cycles),
+                "floor_cycle": median_cycle(starts),
             }
     finally:
         pool.close()
@@ -258,31 +250,88 @@ def floor_time(workdir: Path) -> dict[str, float]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def session_times() -> dict[str, float]:
-    """Per trial: the local session's launcher driven directly (``run_blocking``: no event
-    loop, no store) and through ``execute`` on an event loop, with a trial's environment."""
+def session_times(workdir: Path) -> dict[str, float]:
+    """Medians of one trial's start to the next (robust to other jobs' stalls), each layer
+    added in turn, with a trial's environment: the session's launcher driven through its pool
+    alone (the request and the report), the local session's ``run_blocking`` (no event loop),
+    its ``execute`` on an event loop, and that with ``Store.record_trial`` of each trial and its
+    round's row (as the executor writes a trial of a one-configuration plan), whose own median
+    in that cycle is ``commit_cycle``."""
     from benchlang.backends.base import Command
+    from benchlang.backends.launcher import TrialCgroup, launcher, scratch_dir
     from benchlang.backends.local import LocalSession
+    from benchlang.backends.resident import LauncherPool, encode_request, environment_block
+    from benchlang.run.store import Store, TrialRecord
+    from benchlang.run.store.writing import round_values
 
-    command = Command("true", {"BENCHLANG_TRIAL": "0", "BENCHLANG_SEED": "1"})
+    env = {"BENCHLANG_TRIAL": "0", "BENCHLANG_SEED": "1"}
+    command = Command("true", env)
+    cgroup = TrialCgroup.create()
+    scratch = scratch_dir()
+    pool = LauncherPool(
+        launcher().path, scratch, cgroup if isinstance(cgroup, TrialCgroup) else None
+    )
+    request = encode_request(["true"], environment_block({**os.environ, **env}), None, None, "0")
+    starts = []
+    try:
+        for _ in range(TRIALS):
+            starts.append(time.perf_counter())
+            resident = pool.hand_over(request)
+            resident.wait_report(None)
+            pool.idle(resident)
+    finally:
+        pool.close()
+        if isinstance(cgroup, TrialCgroup):
+            cgroup.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    cycles = {"pool_cycle": median_cycle(starts)}
 
-    async def measure() -> dict[str, float]:
+    async def measure() -> None:
         session = LocalSession()
         try:
             session.run_blocking(command)  # the launcher is started on the first trial
-            t0 = time.perf_counter()
+            starts = []
             for _ in range(TRIALS):
+                starts.append(time.perf_counter())
                 session.run_blocking(command)
-            blocking = (time.perf_counter() - t0) / TRIALS
-            t0 = time.perf_counter()
+            cycles["launcher"] = median_cycle(starts)
+            starts = []
             for _ in range(TRIALS):
+                starts.append(time.perf_counter())
                 await session.execute(command)
-            on_loop = (time.perf_counter() - t0) / TRIALS
+            cycles["asyncio"] = median_cycle(starts)
+            path = workdir / "layers.sqlite"
+            for leftover in workdir.glob("layers.sqlite*"):
+                leftover.unlink()
+            starts, commits = [], []
+            with Store(path, create=True) as store:
+                store.add_plan("sha256:x", "overhead", "sha256:s", 0, "{}")
+                for t in range(TRIALS):
+                    starts.append(time.perf_counter())
+                    done = await session.execute(command)
+                    c0 = time.perf_counter()
+                    store.record_trial(
+                        "sha256:x",
+                        TrialRecord(
+                            *(t, 0, t, 0, "local", 0, "t", "t", {}, "fixed", "ok", None, 0),
+                            *(False, done.started, done.ended, 1, b"", b"", done.rusage, {}),
+                        ),
+                        None,
+                        round_values("sha256:x", t, "local", "fixed", [0], 0.0, 0.0, "none"),
+                    )
+                    commits.append(time.perf_counter() - c0)
+            cycles["with_store"] = median_cycle(starts)
+            cycles["commit_cycle"] = statistics.median(commits)
         finally:
             await session.close()
-        return {"launcher": blocking, "asyncio": on_loop}
 
-    return asyncio.run(measure())
+    asyncio.run(measure())
+    return cycles
+
+
+def median_cycle(starts: list[float]) -> float:
+    """The median time from one trial's start to the next."""
+    return statistics.median(b - a for a, b in itertools.pairwise(starts))
 
 
 @contextlib.contextmanager
@@ -312,14 +361,16 @@ def measure(workdir: Path, label: str, other: Path | None) -> dict[str, float]:
     rows = []
     for r in range(ROUNDS):
         ours = benchlang_round(workdir)
-        theirs = benchlang_round(workdir, other)["in_run"] if other else None
+        their_round = benchlang_round(workdir, other) if other else None
+        theirs = their_round["in_run"] if their_round else None
         floors = floor_time(workdir)
         hfs = hyperfine_round(workdir)
-        layers = session_times()
+        layers = session_times(workdir)
         row = {**ours, **layers, **hfs, **floors, "commit": commit_time(workdir)}
         hf, floor = hfs["hyperfine"], floors["floor"]
-        if theirs is not None:
-            row["other"] = theirs
+        if their_round is not None:
+            row["other"] = their_round["in_run"]
+            row["other_cycle"] = their_round["cycle"]
         rows.append(row)
         print(
             f"{r + 1:>5}  {hf * MS:9.3f}  {floor * MS:6.3f}  {ours['in_run'] * MS:6.3f}"
@@ -346,6 +397,7 @@ RATIOS = (
     ("cycle_floor_ratio", "floor_cycle", "hf_median"),
     ("cycle_over_floor", "cycle", "floor_cycle"),
     ("cycle_ratio", "cycle", "hf_median"),
+    ("other_cycle_ratio", "other_cycle", "hf_median"),
 )
 
 
@@ -396,6 +448,12 @@ def main() -> None:
             f" hyperfine's median {med['hf_median'] * MS:.3f}: floor/hyperfine"
             f" {med['cycle_floor_ratio']:.2f}x, benchlang/floor {med['cycle_over_floor']:.2f}x,"
             f" benchlang/hyperfine {med['cycle_ratio']:.2f}x"
+            + (
+                f"; other {med['other_cycle'] * MS:.3f} ms, other/hyperfine"
+                f" {med['other_cycle_ratio']:.2f}x"
+                if "other_cycle" in med
+                else ""
+            )
         )
         print(
             f"  stored wall_time / hyperfine: mean {med['wall_ratio']:.2f}x"
@@ -415,10 +473,14 @@ def main() -> None:
             f" + between trials (commit, executor, progress) {med['between'] * MS:.3f}"
         )
         print(
-            "  each layer alone (other moments, this process): the session's launcher without"
-            f" an event loop {med['launcher'] * MS:.3f} ms a trial, through asyncio"
-            f" {med['asyncio'] * MS:.3f}; the store's commit of a trial and its round"
-            f" {med['commit'] * MS:.3f}"
+            "  layer by layer (other moments, this process; medians of one trial's start to the"
+            f" next): the launcher's pool alone {med['pool_cycle'] * MS:.3f} ms"
+            f" ({med['pool_cycle'] / med['hf_median']:.2f}x hyperfine's median), the session"
+            f" without an event loop {med['launcher'] * MS:.3f}, through asyncio"
+            f" {med['asyncio'] * MS:.3f}, with the store's record_trial"
+            f" {med['with_store'] * MS:.3f} (the commit's median in that cycle"
+            f" {med['commit_cycle'] * MS:.3f}, its mean alone in a loop"
+            f" {med['commit'] * MS:.3f}); the whole run {med['cycle'] * MS:.3f}"
         )
 
 

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-ROUNDS = 2
+ROUNDS = 6
 TARGET = 1.1
 GNU_TIME = "/usr/bin/time"
 BUSY = "#!/bin/sh\ni=0\nwhile [ $i -lt 20000 ]; do i=$((i+1)); done\n"
@@ -85,17 +85,17 @@ def commands(workdir: Path) -> list[tuple[str, str, int, Path | None]]:
     busy.write_text(BUSY)
     busy.chmod(0o755)
     found = [
-        ("true", "true", 300, None),
-        ("sleep 0.01", "sleep 0.01", 100, None),
-        ("sleep 0.05", "sleep 0.05", 30, None),
-        ("busy loop", str(busy), 30, None),
+        ("true", "true", 100, None),
+        ("sleep 0.01", "sleep 0.01", 35, None),
+        ("sleep 0.05", "sleep 0.05", 10, None),
+        ("busy loop", str(busy), 10, None),
     ]
     source, nap, log = workdir / "nap.c", workdir / "nap", workdir / "nap.log"
     source.write_text(NAP)
     for flags in (["-static"], []):
         built = subprocess.run(["cc", "-O2", *flags, "-o", str(nap), str(source)], check=False)
         if built.returncode == 0:
-            found.append(("nap (own)", f"{nap} {log}", 100, log))
+            found.append(("nap (own)", f"{nap} {log}", 35, log))
             break
     return found
 
