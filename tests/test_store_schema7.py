@@ -10,6 +10,7 @@ import sqlite3
 import struct
 import zlib
 
+import attrs
 import numpy as np
 import pytest
 
@@ -137,3 +138,51 @@ def test_an_import_store_is_within_3x_the_plain_table(tmp_path):
     assert len(table) == rows and np.allclose(
         np.sort(table.measures["value"]), np.sort(values), rtol=1e-5
     )
+
+
+def test_output_tails_live_apart_and_read_back_as_written(tmp_path):
+    """Tails are in ``trial_outputs`` (a row only when they are not both empty), and the
+    ``trials`` view and ``failed_trials`` give them back as written, NULLs and texts too, a
+    trial replaced through the view included."""
+    path = tmp_path / "s.sqlite"
+    written = [(b"out", b""), (b"", b""), (b"", b"err")]
+    with Store(path, create=True) as store:
+        store.add_plan("sha256:p", "e", "sha256:s", 1, "{}")
+        for trial, (out, err) in enumerate(written):
+            record = attrs.evolve(
+                _record(trial, 1.0, 2.0),
+                stdout_tail=out,
+                stderr_tail=err,
+                status="failed",
+                reason="exit 1",
+            )
+            store.record_trial("sha256:p", record)
+    through_view = [(None, None), ("", b""), (b"", b""), (b"\x00\xff", None)]
+    with sqlite3.connect(path) as db:
+        for trial, (out, err) in enumerate(through_view, start=len(written)):
+            db.execute(
+                "INSERT INTO trials (plan_hash, trial, series, round, position, host, "
+                "configuration, label, benchmark, levels, order_kind, status, stdout_tail, "
+                "stderr_tail) VALUES ('sha256:p', ?, 0, ?, 0, 'local', 0, 'b', 'b', '{}', "
+                "'fixed', 'ok', ?, ?)",
+                (trial, trial, out, err),
+            )
+        db.execute(
+            "INSERT OR REPLACE INTO trials SELECT plan_hash, trial, series, round, position, "
+            "host, configuration, label, benchmark, levels, order_kind, status, reason, "
+            "exit_status, timed_out, started, ended, attempts, X'', X'', phase FROM trials "
+            "WHERE trial = 0"
+        )
+    db.close()
+    expected = [(b"", b""), *written[1:], *through_view]
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT stdout_tail, stderr_tail FROM trials ORDER BY trial").fetchall()
+    assert rows == expected
+    kinds = db.execute("SELECT typeof(stdout_tail) FROM trials ORDER BY trial").fetchall()
+    assert [k for (k,) in kinds] == ["blob", "blob", "blob", "null", "text", "blob", "blob"]
+    outputs = db.execute("SELECT trial FROM trial_outputs ORDER BY trial").fetchall()
+    assert outputs == [(2,), (3,), (4,), (6,)], "a row only for tails not both empty"
+    db.close()
+    with Store(path) as store:
+        failed = [(t, out, err) for t, _, _, _, out, err in store.failed_trials("sha256:p")]
+    assert failed == [(0, b"", b""), (1, b"", b""), (2, b"", b"err")]

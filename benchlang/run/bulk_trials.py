@@ -281,8 +281,6 @@ def write(
                 trials.started,
                 *end_columns(trials.started, trials.ended),
                 1,
-                b"",
-                b"",
             ],
         )
         _insert_trial_block(db, plan_hash, trials, orders)

@@ -85,15 +85,20 @@ def _blocks_v5() -> list[str]:
 
 def _schema_v6() -> list[str]:
     """Schema 6: the current tables but a trial row in a rowid table beside its unique key
-    index and with its end, not its duration; a plan's JSON always text; trial blocks of rowid
-    ranges above a watermark."""
+    index, with its end, not its duration, and its output tails; a plan's JSON always text;
+    trial blocks of rowid ranges above a watermark."""
     tables = SCHEMA.replace("    plan_json BLOB NOT NULL,", "    plan_json TEXT NOT NULL,")
-    tables = tables.replace("    ended REAL,\n    duration REAL,\n", "    ended REAL,\n")
-    keyed = "    stderr_tail BLOB,\n    PRIMARY KEY (plan, trial)\n) WITHOUT ROWID;"
-    if keyed not in tables or "duration" in tables:
+    v7 = (
+        "    ended REAL,\n    duration REAL,\n    attempts INTEGER NOT NULL DEFAULT 1,\n"
+        "    PRIMARY KEY (plan, trial)\n) WITHOUT ROWID;"
+    )
+    outputs = tables[tables.index("CREATE TABLE IF NOT EXISTS trial_outputs") :]
+    outputs = outputs[: outputs.index(";") + 1]
+    if v7 not in tables:
         raise AssertionError("schema 7's trial_rows changed: update schema 6's DDL")
-    tables = tables.replace(
-        keyed,
+    tables = tables.replace(outputs, "").replace(
+        v7,
+        "    ended REAL,\n    attempts INTEGER NOT NULL DEFAULT 1,\n    stdout_tail BLOB,\n"
         "    stderr_tail BLOB\n);\n"
         "CREATE UNIQUE INDEX IF NOT EXISTS trial_rows_key ON trial_rows(plan, trial);",
     )

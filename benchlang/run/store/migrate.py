@@ -143,12 +143,16 @@ def _copy_rows(db: sqlite3.Connection, version: int) -> None:
     db.execute(
         "INSERT INTO trial_rows SELECT p.id, t.trial, t.series, t.round, t.position, k.id, "
         "t.status, t.reason, t.exit_status, t.timed_out, t.started, "
-        f"{end_columns('t.started', 't.ended')}, t.attempts, "
-        "t.stdout_tail, t.stderr_tail FROM old.trials t "
+        f"{end_columns('t.started', 't.ended')}, t.attempts FROM old.trials t "
         "JOIN plans p ON p.plan_hash = t.plan_hash JOIN kinds k ON k.plan = p.id "
         "AND k.configuration = t.configuration AND k.label = t.label "
         "AND k.benchmark = t.benchmark AND k.levels = t.levels AND k.host = t.host "
         f"AND k.order_kind = t.order_kind AND k.phase = {phase} ORDER BY p.id, t.trial"
+    )
+    db.execute(
+        "INSERT INTO trial_outputs SELECT p.id, t.trial, t.stdout_tail, t.stderr_tail "
+        "FROM old.trials t JOIN plans p ON p.plan_hash = t.plan_hash "
+        "WHERE NOT (t.stdout_tail IS X'' AND t.stderr_tail IS X'') ORDER BY p.id, t.trial"
     )
     measures = _old_measures(version)
     db.execute(f"INSERT INTO measure_names (name) SELECT DISTINCT name FROM {measures}")

@@ -251,8 +251,11 @@ class StoreReading(StoreState):
         self, plan_hash: str
     ) -> Iterator[tuple[int, str, str, int | None, bytes, bytes]]:
         yield from self.connection.execute(
-            "SELECT t.trial, k.label, t.reason, t.exit_status, t.stdout_tail, t.stderr_tail "
+            "SELECT t.trial, k.label, t.reason, t.exit_status, "
+            "CASE WHEN o.trial IS NULL THEN X'' ELSE o.stdout_tail END, "
+            "CASE WHEN o.trial IS NULL THEN X'' ELSE o.stderr_tail END "
             "FROM trial_rows t JOIN kinds k ON k.id = t.kind "
+            "LEFT JOIN trial_outputs o ON o.plan = t.plan AND o.trial = t.trial "
             "WHERE t.plan = ? AND t.status = 'failed' ORDER BY t.trial",
             (self._plan_id(plan_hash),),
         )

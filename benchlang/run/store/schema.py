@@ -49,6 +49,11 @@ CREATE TABLE IF NOT EXISTS trial_rows (
     ended REAL,
     duration REAL,
     attempts INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (plan, trial)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trial_outputs (
+    plan INTEGER NOT NULL,
+    trial INTEGER NOT NULL,
     stdout_tail BLOB,
     stderr_tail BLOB,
     PRIMARY KEY (plan, trial)
@@ -112,7 +117,9 @@ configuration with its label, benchmark, levels, host, order and phase) and is s
 B-tree of its key ``(plan, trial)`` (WITHOUT ROWID: one row per trial, what ``--resume`` reads,
 with no second copy of the key in an index); its end is ``started + duration`` where that sum
 gives it exactly (``ended`` is then NULL: an import's trials, which share their times, store
-no time but ``started``); a measure row carries integer keys and its float;
+no time but ``started``); its output tails are in ``trial_outputs``, a row for a trial whose
+tails are not both empty (so the rows a resume or a fold reads stay small); a measure row
+carries integer keys and its float;
 a plan's JSON above ``PLAN_TEXT_MAX`` bytes is stored compressed (``records.stored_plan``).
 Readers read the columnar blocks; the views below keep schema 5's SQL."""
 
@@ -136,18 +143,32 @@ def end_columns(started: str, ended: str) -> str:
 
 def views(version: int = SCHEMA_VERSION) -> list[str]:
     """The ``trials`` and ``measures`` views and their triggers, of schema 6 or 7 (whose trial
-    rows keep a duration)."""
-    ended = "coalesce(t.ended, t.started + t.duration)" if version >= 7 else "t.ended"
-    new_end = end_columns("NEW.started", "NEW.ended") if version >= 7 else "NEW.ended"
+    rows keep a duration and whose tails are in ``trial_outputs``)."""
+    if version < 7:
+        ended, tails, outputs = "t.ended", "t.{0}", ""
+        new_row = "NEW.ended, coalesce(NEW.attempts, 1), NEW.stdout_tail, NEW.stderr_tail"
+        write_outputs = delete_outputs = ""
+    else:
+        ended = "coalesce(t.ended, t.started + t.duration)"
+        tails = "CASE WHEN o.trial IS NULL THEN X'' ELSE o.{0} END"
+        outputs = " LEFT JOIN trial_outputs o ON o.plan = t.plan AND o.trial = t.trial"
+        new_row = f"{end_columns('NEW.started', 'NEW.ended')}, coalesce(NEW.attempts, 1)"
+        write_outputs = f"""
+    DELETE FROM trial_outputs WHERE plan = {_PLAN_OF_NEW} AND trial = NEW.trial;
+    INSERT INTO trial_outputs SELECT {_PLAN_OF_NEW}, NEW.trial, NEW.stdout_tail, NEW.stderr_tail
+    WHERE NOT (NEW.stdout_tail IS X'' AND NEW.stderr_tail IS X'');"""
+        delete_outputs = """
+    DELETE FROM trial_outputs WHERE plan = (SELECT id FROM plans WHERE plan_hash = OLD.plan_hash)
+        AND trial = OLD.trial;"""
     return [
         f"""CREATE VIEW IF NOT EXISTS trials AS SELECT p.plan_hash AS plan_hash, t.trial AS trial,
     t.series AS series, t.round AS round, t.position AS position, k.host AS host,
     k.configuration AS configuration, k.label AS label, k.benchmark AS benchmark,
     k.levels AS levels, k.order_kind AS order_kind, t.status AS status, t.reason AS reason,
     t.exit_status AS exit_status, t.timed_out AS timed_out, t.started AS started,
-    {ended} AS ended, t.attempts AS attempts, t.stdout_tail AS stdout_tail,
-    t.stderr_tail AS stderr_tail, k.phase AS phase
-    FROM trial_rows t JOIN plans p ON p.id = t.plan JOIN kinds k ON k.id = t.kind""",
+    {ended} AS ended, t.attempts AS attempts, {tails.format("stdout_tail")} AS stdout_tail,
+    {tails.format("stderr_tail")} AS stderr_tail, k.phase AS phase
+    FROM trial_rows t JOIN plans p ON p.id = t.plan JOIN kinds k ON k.id = t.kind{outputs}""",
         """CREATE VIEW IF NOT EXISTS measures AS SELECT p.plan_hash AS plan_hash, m.trial AS trial,
     n.name AS name, m.value AS value
     FROM measure_rows m JOIN plans p ON p.id = m.plan JOIN measure_names n ON n.id = m.name""",
@@ -161,12 +182,12 @@ BEGIN
     INSERT INTO trial_rows VALUES ({_PLAN_OF_NEW}, NEW.trial, NEW.series, NEW.round,
         NEW.position, (SELECT k.id FROM kinds k WHERE k.plan = {_PLAN_OF_NEW} AND {_KIND_MATCH}),
         NEW.status, NEW.reason, NEW.exit_status, coalesce(NEW.timed_out, 0), NEW.started,
-        {new_end}, coalesce(NEW.attempts, 1), NEW.stdout_tail, NEW.stderr_tail);
+        {new_row});{write_outputs}
 END""",
-        """CREATE TRIGGER IF NOT EXISTS trials_delete INSTEAD OF DELETE ON trials
+        f"""CREATE TRIGGER IF NOT EXISTS trials_delete INSTEAD OF DELETE ON trials
 BEGIN
     DELETE FROM trial_rows WHERE plan = (SELECT id FROM plans WHERE plan_hash = OLD.plan_hash)
-        AND trial = OLD.trial;
+        AND trial = OLD.trial;{delete_outputs}
 END""",
         f"""CREATE TRIGGER IF NOT EXISTS measures_insert INSTEAD OF INSERT ON measures
 BEGIN

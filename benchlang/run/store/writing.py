@@ -204,7 +204,7 @@ class StoreWriting(StoreState):
                 record.phase,
             )
             db.execute(
-                "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO trial_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     plan,
                     record.trial,
@@ -219,10 +219,13 @@ class StoreWriting(StoreState):
                     record.started,
                     *end_columns(record.started, record.ended),
                     record.attempts,
-                    tail(record.stdout_tail),
-                    tail(record.stderr_tail),
                 ),
             )
+            outputs = tail(record.stdout_tail), tail(record.stderr_tail)
+            if outputs != (b"", b""):
+                db.execute(
+                    "INSERT INTO trial_outputs VALUES (?,?,?,?)", (plan, record.trial, *outputs)
+                )
             if record.measures:
                 db.executemany(
                     "INSERT INTO measure_rows VALUES (?,?,?,?)",
