@@ -24,8 +24,8 @@ departure from the exchangeability the max-t's critical value assumes).
 ``python benchmarks/sim_few_units_ranking.py [--k 2 3 5 10] [--runs 1000] [--power-runs 400]
 [--rounds 5] [--hetero] [--cli]``; ``--cli`` imports one generated CSV (5 series x 5 rounds,
 3 configurations, 1.3x) through ``benchlang import`` + ``benchlang analyze`` and prints the
-ranking. Seeded: the same table every time. Each k took 1-4 minutes at nice 10 on two shared
-cores.
+ranking. Seeded: the same table every time. Each k took 2-9 minutes at nice 10 on two shared
+cores (about 20 in all), ``--hetero`` 4.
 """
 
 from __future__ import annotations
