@@ -146,8 +146,10 @@ def test_the_contrasts_cancel_a_common_drift_and_keep_a_configurations_own():
 
 
 def test_false_alarms_under_a_common_drift_stay_at_the_level_and_own_trends_are_found():
-    """200 seeded A/A runs per cell (Holm at 5% over the two tests; 3 standard errors)."""
-    n = 200
+    """A small seeded check, 50 A/A runs per cell (Holm at 5% over the two tests; 3 standard
+    errors) and 30 with an own trend: the calibration, 1,000 runs a row, is
+    benchmarks/sim_drift_contrasts.py's table (docs/statistics.md)."""
+    n = 50
     for k, rounds, series in ((2, 30, 1), (3, 5, 5), (5, 20, 1)):
         rng = np.random.default_rng(k)
         alarms = sum(
@@ -158,9 +160,9 @@ def test_false_alarms_under_a_common_drift_stay_at_the_level_and_own_trends_are_
     rng = np.random.default_rng(5)
     found = sum(
         not contrast_independence("t", *aa(rng, 3, 5, 5, drift=0.2, own=0.5), seed=i).passed
-        for i in range(50)
+        for i in range(30)
     )
-    assert found >= 45
+    assert found >= 27
 
 
 def test_autocorrelated_contrasts_are_found_and_too_few_rounds_are_not_tested():
