@@ -316,11 +316,16 @@ def _ratio_sentence(h: MetricHeadline, g: RankingGroup, c) -> str:
     return f"{g.names[c.better]} is {r} {word} {g.names[c.worse]}{interval}"
 
 
+NO_BREAK = "\u00a0"
+
+
 def _wrap(text: str) -> list[str]:
-    """``text`` in lines of at most ``WIDTH``, continuation lines indented by four."""
+    """``text`` in lines of at most ``WIDTH``, continuation lines indented by four; a
+    no-break space keeps its two words on one line (``(df 4)``) and prints as a space."""
     import textwrap
 
-    return textwrap.wrap(text, WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+    lines = textwrap.wrap(text, WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+    return [line.replace(NO_BREAK, " ") for line in lines]
 
 
 def _interval(c: ConfigurationKPI, num: Any) -> str:
@@ -409,7 +414,7 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             how = f"bootstrap of {design}"
             if rk.family.df is not None:
                 top = plural(rk.units[0], rk.levels[0])
-                how = f"cluster-level t on {top} (df {rk.family.df:g})"
+                how = f"cluster-level t on {top} (df{NO_BREAK}{rk.family.df:g})"
             what = f"jointly at {rk.confidence:g}% over {plural(n, 'comparison')}, {how}"
         lines += _wrap(f"Ranking{scope} by {stat} {h.metric}; {what}")
         for place, j in enumerate(rk.order, start=1):
