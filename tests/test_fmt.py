@@ -198,9 +198,14 @@ def test_a_syntax_error_raises_the_diagnostics_of_check():
     assert str(err.value).startswith("bad.bench:3:8: error: unexpected character")
 
 
-def test_the_command(run_cli_many, tmp_path):
+def test_the_command(cli_in_process, tmp_path):
     """--check names the files and exits 1; fmt rewrites them; a spec with a syntax error is
-    refused with check's output and left as it was; --diff and stdin change nothing."""
+    refused with check's output and left as it was; --diff and stdin change nothing (the CLI
+    in this process: statuses and both streams as a process gives them)."""
+
+    def run_cli_many(calls):
+        return [cli_in_process(args) for args in calls]
+
     messy = tmp_path / "messy.bench"
     messy.write_text("benchlang 1\nexperiment x {  seed 7 # s\n}\n")
     tidy = tmp_path / "tidy.bench"
