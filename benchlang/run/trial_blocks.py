@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 import numpy as np
 
-from benchlang.run.measure_blocks import MAX_BLOCK, is_run, narrow
+from benchlang.run.measure_blocks import is_run, narrow
 
 NUMBERS = ("trial", "series", "round", "position", "configuration")
 CODED = ("host", "order_kind", "status", "phase", "configuration")
@@ -150,8 +150,13 @@ _PENDING_ROWS = (
 )
 
 
+FOLD_CHUNK = 1 << 16
+"""Pending rows a fold reads at once (a block's rows at most): Python's tuples of a million
+rows took a migration to 1.3 GB."""
+
+
 def fold(db: sqlite3.Connection) -> None:
-    """Copy every pending trial row into blocks (one per plan, at most ``MAX_BLOCK`` rows
+    """Copy every pending trial row into blocks (one per plan, at most ``FOLD_CHUNK`` rows
     each, in trial order) and empty the list; inside the caller's transaction (a writer's)."""
     after = (-(2**63), -(2**63))
     while True:
@@ -159,7 +164,7 @@ def fold(db: sqlite3.Connection) -> None:
             f"SELECT q.plan, q.trial, p.plan_hash, {_COLUMNS} {_PENDING_ROWS} "
             "LEFT JOIN plans p ON p.id = t.plan WHERE (q.plan, q.trial) > (?, ?) "
             "ORDER BY q.plan, q.trial LIMIT ?",
-            (*after, MAX_BLOCK),
+            (*after, FOLD_CHUNK),
         ).fetchall()
         if not rows:
             break
