@@ -126,19 +126,22 @@ def test_a_store_of_every_earlier_schema_is_refused_then_migrated(tmp_path, vers
     assert main(["store", "migrate", str(path)]) == 0
 
 
-def test_reading_an_old_store_is_one_line_exit_2(tmp_path, run_cli):
+@pytest.mark.parametrize("version", [5, 6])
+def test_reading_an_old_store_is_one_line_exit_2(tmp_path, run_cli, version):
     path = tmp_path / "s.sqlite"
     _fill(path)
-    downgrade(path, 5)
-    status, out, err = run_cli(["results", str(path)], cwd=tmp_path)
-    assert status == 2 and out == ""
-    assert err.strip().splitlines() == [
-        f"benchlang: error: {path} has store schema 5 (this benchlang reads schema "
-        f"{SCHEMA_VERSION}): run `benchlang store migrate {path}`"
-    ]
+    downgrade(path, version)
+    for command in (["results", str(path)], ["analyze", str(path)]):
+        status, out, err = run_cli(command, cwd=tmp_path)
+        assert status == 2 and out == ""
+        assert err.strip().splitlines() == [
+            f"benchlang: error: {path} has store schema {version} (this benchlang reads schema "
+            f"{SCHEMA_VERSION}): run `benchlang store migrate {path}`"
+        ]
     status, out, err = run_cli(["store", "migrate", str(path)], cwd=tmp_path)
     assert status == 0, err
-    assert f"from schema 5 to {SCHEMA_VERSION}: 46 trials and" in out and "compared equal" in out
+    assert f"from schema {version} to {SCHEMA_VERSION}: 46 trials and" in out
+    assert "compared equal" in out
     with Store(path) as store:
         assert len(store.trial_table("sha256:p")) == 45
 
