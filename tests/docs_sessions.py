@@ -1,4 +1,4 @@
-"""Executed documentation (issue 29): the shell sessions of README.md and docs/*.md, parsed,
+"""Executed documentation: the shell sessions of README.md and docs/*.md, parsed,
 run and compared with what the page shows. The conventions are in docs/testing.md.
 
 A session is a fenced block whose first line starts with ``$ ``: each ``$ `` line is a command

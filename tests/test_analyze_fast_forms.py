@@ -1,4 +1,4 @@
-"""The fast forms analyze uses at scale (issue 53 item 2) give the numbers of the forms they
+"""The fast forms analyze uses at scale give the numbers of the forms they
 replace: the median CI's binomial from scipy's kernels without ``scipy.stats``, the ranking
 basis's one-key sort beside the lexsort it falls back to, the family's vectorised bootstrap
 quantiles beside numpy's nan forms."""

@@ -1,4 +1,4 @@
-"""What analyze of a small store pays for besides its arithmetic (issue 53 item 2): the
+"""What analyze of a small store pays for besides its arithmetic: the
 forms that cut it give the numbers of the forms they replace."""
 
 from __future__ import annotations

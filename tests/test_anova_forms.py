@@ -1,6 +1,6 @@
 """Every `anova` form the docs show (docs/language.md, statistics.md, hidden-factors.md,
 hardware-factors.md, specs/datamill.bench), pooled and `by host`, through the CLI on one seeded
-store (issue 54, item 1: the reduced model by host failed on every host). The command reports
+store (the reduced model by host failed on every host). The command reports
 its own value and logs its levels, so each table is checked against sums of squares computed by
 hand from the cell means of the balanced design (Montgomery, Design and Analysis of
 Experiments, 8th ed., §5.3) rather than against the code under test."""

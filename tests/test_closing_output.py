@@ -1,4 +1,4 @@
-"""The first ten minutes (issue 29 items 2, 3, 5): the README's spec, copied into an empty
+"""The first ten minutes: the README's spec, copied into an empty
 directory, runs in a 100-column pseudo-terminal with no failed trial and ends with the answer
 for a person (what ran, the ranking in a few lines, where the rest is, no raw Markdown); every
 view of the store shows the metric in one unit; the store's lock and WAL files are gone after a

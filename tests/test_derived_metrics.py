@@ -1,4 +1,4 @@
-"""Derived metrics: ``metric efficiency = bytes_saved / wall_time`` (issue 17, DataMill §4).
+"""Derived metrics: ``metric efficiency = bytes_saved / wall_time`` (DataMill §4).
 
 The expression is parsed by the grammar and checked with positioned diagnostics; its values
 are computed from the stored measures of each trial, with no value (nan) where it is not

@@ -1,4 +1,4 @@
-"""Few top-level units (issue 47, items 1 and 3): from 3 to 15 series the ranking's family is the
+"""Few top-level units: from 3 to 15 series the ranking's family is the
 cluster-level t on per-series contrasts (df G - 1) with a single-step max-t critical value, not
 a bootstrap maximum over 5 clusters (benchmarks/sim_few_units_ranking.py, docs/statistics.md)."""
 

@@ -1,4 +1,4 @@
-"""The papers' last figures (issue 54, items 5 and 6; docs/figures.md): TriScale Fig. 4
+"""The papers' last figures (docs/figures.md): TriScale Fig. 4
 (``runtimes``), Perflab Fig. 6 (``bootstrap-model``) and the stopping rule's Figs. 4/5 on
 synthetic ground truth (``stopping-synthetic``, ``stopping-eval --synthetic``), each from a
 store of seeded synthetic values written for an example spec's real plan and exported through

@@ -1,7 +1,7 @@
 """A large import writes its trials in bulk (run/bulk_trials.py) and reads CSV columns with
 numpy's parser (csvrows.read_columns): the store it makes reads exactly as the same rows
 folded one by one would, a resumed import adds nothing, and a file numpy's parser refuses
-still gets the careful reader's error with its line (issue 28, item 3)."""
+still gets the careful reader's error with its line."""
 
 from __future__ import annotations
 

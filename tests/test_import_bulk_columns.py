@@ -1,4 +1,4 @@
-"""The bulk write's columns (run/bulk_trials.py, issue 53 item 2): a column holding one value
+"""The bulk write's columns (run/bulk_trials.py): a column holding one value
 is written as an SQL literal that SQLite reads back exactly, text is coded in order of first
 appearance, and an import is one transaction (a failure in a later part leaves no trial)."""
 

@@ -1,4 +1,4 @@
-"""The ``machine { ... }`` block (issue 38 item 1): every diagnostic positioned with a hint
+"""The ``machine { ... }`` block: every diagnostic positioned with a hint
 through the real ``benchlang check``, the block compiled into ``model.Machine``, its limits in
 the plan hash (its required state not), and ``benchlang fmt``'s canonical layout."""
 

@@ -1,4 +1,4 @@
-"""The order report's median CI ranks from numpy's Binomial(n, 1/2) CDF (issue 53 item 2) are
+"""The order report's median CI ranks from numpy's Binomial(n, 1/2) CDF are
 the ranks scipy's kernels give, including where a bound falls exactly on a CDF value; the
 "too few trials" check agrees with the exact coverage; and the order report of a store runs
 without importing scipy."""

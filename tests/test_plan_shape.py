@@ -1,4 +1,4 @@
-"""Analysis-only changes reuse the store (issue 13): a plan's shape hash covers what shapes its
+"""Analysis-only changes reuse the store: a plan's shape hash covers what shapes its
 trials, so a spec that differs from a stored run's only in its analysis (a variability
 confidence, an added order_dependence, comments) is analysed and resumed on the stored trials
 with its own analysis; a change that shapes the trials is still a new plan."""

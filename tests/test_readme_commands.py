@@ -1,4 +1,4 @@
-"""The README's two commands for a fresh machine (issue 51 item 0): each makes a virtual
+"""The README's two commands for a fresh machine: each makes a virtual
 environment with the system's python3 (Debian's is externally managed, PEP 668), and CI's
 `.ci/run` installs and tests exactly as the second one does, so a green CI proves the README."""
 
@@ -58,7 +58,7 @@ def test_ci_makes_the_environment_with_the_system_python():
 
 
 def test_help_groups_every_command_once_and_the_readme_names_each(capsys):
-    """`benchlang --help` shows the commands in groups (issue 51 item 3); the README's table
+    """`benchlang --help` shows the commands in groups; the README's table
     has the same groups, in order, and names every command; its docs list links every page."""
     from benchlang.cli import COMMANDS, GROUPS, main
 
@@ -113,7 +113,7 @@ def test_a_store_is_positional_where_a_run_is_read(tmp_path, cli_in_process):
 
 
 def test_every_argument_of_every_command_is_described():
-    """`benchlang COMMAND --help` describes each argument (issue 51 item 3)."""
+    """`benchlang COMMAND --help` describes each argument."""
     import argparse
 
     from benchlang.cli import COMMANDS, build_parser

@@ -1,4 +1,4 @@
-"""How a run ends (issue 51 item 1): by default the short answer (what ran, the ranking in
+"""How a run ends: by default the short answer (what ran, the ranking in
 words with its joint intervals, what was checked, where the rest is); ``-v`` adds the
 per-configuration table, the record and the whole headline; ``-q`` drops the progress. Values
 come from the command itself (a seeded draw per trial), so the answer does not depend on this

@@ -1,7 +1,7 @@
 """Store schema 7 (docs/store.md#schema): a trial's end kept as its duration where that is
 exact, read back bit for bit through the ``trials`` view whoever wrote it; a big plan's JSON
 compressed and read back whole (a small one stays text for ``json_extract``); an import's
-store within 3x the plain table of its rows (issue 53)."""
+store within 3x the plain table of its rows."""
 
 from __future__ import annotations
 
