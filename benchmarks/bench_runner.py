@@ -408,7 +408,8 @@ def verdict(ratio: float, target: float) -> str:
 def main() -> None:
     if shutil.which("hyperfine") is None:
         sys.exit("hyperfine is not installed (Debian package hyperfine)")
-    other = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else None
+    trees = [arg for arg in sys.argv[1:] if not arg.startswith("-")]  # chaos_runner's --quick
+    other = Path(trees[0]).resolve() if trees else None
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
         workdir = Path(tmp)
         (workdir / "overhead.bench").write_text(SPEC)
