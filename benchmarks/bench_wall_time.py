@@ -32,20 +32,19 @@ median.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import shutil
-import signal
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+
+from bench_runner import cores_busy  # the two `yes` loops, as bench_runner.py runs them
 
 ROUNDS = 6
 TARGET = 1.1
@@ -162,20 +161,6 @@ def gnu_times(workdir: Path, command: str, runs: int) -> list[float]:
 def hundredths(values: list[float]) -> list[float]:
     """Values truncated to whole hundredths of a second, as GNU time's `%e` prints them."""
     return [math.floor(v * 100 + 1e-9) / 100 for v in values]
-
-
-@contextlib.contextmanager
-def cores_busy(n: int = 2) -> Iterator[None]:
-    """``n`` processes of `yes > /dev/null` for the duration, killed (by their pid) after."""
-    busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(n)]
-    try:
-        time.sleep(0.5)
-        yield
-    finally:
-        for process in busy:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 Tool = Callable[[Path, str, int], list[float]]
