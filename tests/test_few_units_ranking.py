@@ -1,6 +1,7 @@
-"""Few top-level units: from 3 to 15 series the ranking's family is the
-cluster-level t on per-series contrasts (df G - 1) with a single-step max-t critical value, not
-a bootstrap maximum over 5 clusters (benchmarks/sim_few_units_ranking.py, docs/statistics.md)."""
+"""Few top-level units: from 3 series, when every configuration has enough trials in every
+series for its percentile, the ranking's family is the cluster-level t on per-series contrasts
+(df G - 1) with a single-step max-t critical value, not a bootstrap maximum over the series
+(benchmarks/sim_few_units_ranking.py, docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from benchlang.cli import main
 from benchlang.stats._special import t_ppf
-from benchlang.stats.headline import BOOTSTRAP_FROM, rank
+from benchlang.stats.headline import MIN_CLUSTERS, rank
 from benchlang.stats.simultaneous import bonferroni_t, cluster_max_t
 
 
@@ -108,23 +109,48 @@ def test_few_series_a_and_a_claims_at_most_five_percent():
     assert claims / 300 <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 300)
 
 
-def test_from_sixteen_units_the_bootstrap():
-    config, clusters = _design(BOOTSTRAP_FROM, 3, 2)
+def test_many_balanced_units_keep_the_t():
+    """20 series x 5 rounds: every configuration has the median's 5 trials in every series, so
+    the t (no power cliff where the bootstrap would start)."""
+    config, clusters = _design(20, 5, 2)
     values = np.exp(0.2 * config + np.random.default_rng(1).normal(0, 0.05, config.size))
     r = rank(values, config, clusters, level_names=["series", "round"], replicates=200)
+    assert r.family.df == 19 and "cluster-level t over 20 series" in r.family.method
+
+
+def test_units_too_thin_for_the_percentile_take_the_bootstrap():
+    """1 series x 10 rounds (one trial per configuration per round) ranked by p90: a round's p90
+    would be its one trial, so the bootstrap of the p90 (the ratio is of the p90s); below 5
+    rounds the t all the same; 4 trials per series for the median: the bootstrap from 5 series."""
+    config, clusters = _design(1, 10, 2)
+    rng = np.random.default_rng(2)
+    values = np.exp(rng.normal(0, 0.05, config.size))
+    values = np.where((config == 1) & (rng.random(config.size) < 0.25), 1.6 * values, values)
+    r = rank(values, config, clusters, level_names=["series", "round"], percentile=90)
     assert r.family.df is None and "bootstrap" in r.family.method
-    fewer = (clusters[:, 0] < BOOTSTRAP_FROM - 1).nonzero()[0]
-    r = rank(values[fewer], config[fewer], clusters[fewer], level_names=["series", "round"])
-    assert r.family.df == BOOTSTRAP_FROM - 2
+    assert r.comparisons[0].ratio == pytest.approx(max(r.statistics) / min(r.statistics))
+    four = clusters[:, 1] < 4
+    r = rank(values[four], config[four], clusters[four], level_names=["s", "r"], percentile=90)
+    assert r.family.df == 3
+    config, clusters = _design(MIN_CLUSTERS, 4, 2)
+    r = rank(np.exp(0.1 * config + rng.normal(0, 0.05, config.size)), config, clusters)
+    assert r.family.df is None
+    r = rank(np.exp(0.1 * config + rng.normal(0, 0.05, config.size)), config, clusters[:, :1])
+    assert r.family.df is None  # 4 trials per series: fewer than the median's 5
 
 
 def test_a_missing_configuration_in_a_unit_falls_back_to_bonferroni():
+    """With 4 series (no bootstrap below 5) the t, Bonferroni's critical value; with 5 series the
+    layout is unbalanced, so the bootstrap."""
     values, config, clusters = _quickstart(3)
-    keep = ~((clusters[:, 0] == 4) & (config == 2))
+    keep = ~((clusters[:, 0] == 3) & (config == 2)) & (clusters[:, 0] < 4)
     r = rank(values[keep], config[keep], clusters[keep], level_names=["series", "round"])
     assert "Bonferroni over 3" in r.family.method
-    # the pairs with c2 have 4 series: the largest critical value and the smallest df are theirs
-    assert r.family.critical == pytest.approx(bonferroni_t(3, 3, 95.0)) and r.family.df == 3
+    # the pairs with c2 have 3 series: the largest critical value and the smallest df are theirs
+    assert r.family.critical == pytest.approx(bonferroni_t(2, 3, 95.0)) and r.family.df == 2
+    keep = ~((clusters[:, 0] == 4) & (config == 2))
+    r = rank(values[keep], config[keep], clusters[keep], level_names=["series", "round"])
+    assert r.family.df is None and "bootstrap" in r.family.method
 
 
 def test_the_quickstart_shape_through_import_and_analyze(tmp_path):

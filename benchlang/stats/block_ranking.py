@@ -33,6 +33,7 @@ from benchlang.stats.headline import (
     Ranking,
     best_first,
     configuration_name,
+    unit_trials,
 )
 from benchlang.stats.simultaneous import Family, column_max
 from benchlang.stats.two_sample import ratio_of_percentiles
@@ -43,8 +44,7 @@ def min_units(percentile: float, min_clusters: int = MIN_CLUSTERS) -> int:
     beyond the percentile on its rarer side (25 for p90, 50 for p95). Below that the simulated
     coverage of a p90 fell under the 95% asked (benchmarks/sim_block_ratio.py: 92.2-94.3% at 5
     and 10 trials, 94.7% at 20 with exponential noise; 97.1% at 25; docs/statistics.md)."""
-    q = percentile / 100.0
-    return max(min_clusters, math.ceil(2.5 / min(q, 1.0 - q) - 1e-9))
+    return max(min_clusters, unit_trials(percentile))
 
 
 def rank_blocks(

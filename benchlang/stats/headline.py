@@ -60,17 +60,33 @@ METHODS = {
 """The families ``rank`` can make its intervals hold over (``stats.simultaneous``)."""
 
 MIN_CLUSTERS = 5
-"""The fewest top-level units of a pairwise cluster bootstrap (``stats.two_sample``,
-``stats.block_ranking``); ``rank`` uses the bootstrap from ``BOOTSTRAP_FROM`` units."""
+"""The fewest top-level units of a cluster bootstrap (``stats.two_sample``,
+``stats.block_ranking``, ``rank``): below it ``rank`` takes the cluster-level t."""
 
-BOOTSTRAP_FROM = 16
-"""``rank``'s few-units rule: from ``MIN_CLUSTERS_T`` (3) to 15 top-level units the family is the
-cluster-level t on per-unit contrasts (df G - 1, the single-step max-t over the family), below 3
-none (descriptive only), from 16 the studentized bootstrap maximum. benchmarks/
-sim_few_units_ranking.py (docs/statistics.md, "Few units"): with G = 5 to 15 series the
-bootstrap maximum claimed 0.0-0.5% of A/A runs (nominal 5%) and had far less power than the t
-(G = 5, k = 3, a 1.2x difference: 49% against 83%), whose joint error stayed within Monte Carlo
-error of 5% in every cell; 15 is the largest G simulated."""
+
+def unit_trials(percentile: float) -> int:
+    """The trials a unit needs for its percentile to be more than one order statistic: 2.5
+    expected values beyond the percentile on its rarer side (5 for the median, 25 for p90, 50
+    for p95; the rule of ``stats.block_ranking.min_units``, from benchmarks/sim_block_ratio.py).
+    With fewer, a per-unit p90 is the unit's largest value or close to it, and the mean of the
+    units' contrasts bounds something else than the ratio of the p90s."""
+    q = percentile / 100.0
+    return math.ceil(2.5 / min(q, 1.0 - q) - 1e-9)
+
+
+def takes_the_t(units: int, per_unit: np.ndarray, percentile: float) -> bool:
+    """``rank``'s few-units rule: the cluster-level t with the max-t (df G - 1) from 3 top-level
+    units when every configuration is in every unit with at least ``unit_trials`` trials there
+    (``per_unit``: configurations x units), and always from 3 to ``MIN_CLUSTERS`` - 1 units (no
+    bootstrap over fewer than 5); else (units too thin for the percentile, or unbalanced, from
+    5 units) the studentized bootstrap maximum. docs/statistics.md, "Few units" (k = 3, a 1.05x
+    difference): at 16 series of 5 rounds the t claimed 3.9% of A/A runs and found 55.5% of the
+    differences; the bootstrap maximum (16 series of 4 rounds) 0.0% and 12%."""
+    if units < MIN_CLUSTERS_T["paired"]:
+        return False
+    if units < MIN_CLUSTERS:
+        return True
+    return bool(per_unit.size) and int(per_unit.min()) >= unit_trials(percentile)
 
 
 @attrs.frozen
@@ -231,7 +247,7 @@ def rank(
     level_names: Sequence[str] | None = None,
     replicates: int = 2000,
     seed: int = 0,
-    min_clusters: int = BOOTSTRAP_FROM,
+    min_clusters: int | None = None,
     stages: str = "all",
     family: str = "pairs",
     few_units: str = "max-t",
@@ -249,13 +265,15 @@ def rank(
     the others); ``alone`` (each comparison with the observed best on its own, the intervals
     the ranking printed before it was one family, kept so that
     benchmarks/sim_ranking_family.py can show what the family costs and buys). With two configurations every family is the single comparison's interval.
-    From ``min_clusters`` (``BOOTSTRAP_FROM``, 16) top-level units on the families come from
-    the cluster bootstrap (a studentized maximum); from 3 to 15 units (the 5 series of
-    ``series auto``) from the cluster-level t on one contrast per unit with G - 1 degrees of
-    freedom (Donald & Lang 2007), never resampling the rounds across those units, the critical
-    value the single-step max-t over the family when every configuration is in every unit
+    The families come from the cluster-level t on one contrast per top-level unit with G - 1
+    degrees of freedom (Donald & Lang 2007), never resampling the rounds across those units,
+    by ``takes_the_t``: from 3 units when every configuration has ``unit_trials(percentile)``
+    trials in every unit (5 for the median: the 5 series x 5 runs of the quickstart), and always
+    below 5 units; else from the cluster bootstrap (a studentized maximum). The t's critical
+    value is the single-step max-t over the family when every configuration is in every unit
     (``few_units="max-t"``, ``stats.simultaneous.cluster_max_t``; Hothorn, Bretz & Westfall
-    2008), else Bonferroni's (``few_units="bonferroni"``).
+    2008), else Bonferroni's (``few_units="bonferroni"``). ``min_clusters`` given replaces the
+    rule: the t from 3 to ``min_clusters`` - 1 units, the bootstrap from ``min_clusters``.
 
     ``config_names`` name the configurations in the reasons (else "configuration j").
 
@@ -263,7 +281,7 @@ def rank(
     each unit kept whole: cheaper, and below nominal coverage in simulations).
 
     Assumptions, and what happens when they fail: at least 3 units at the top level (else
-    descriptive only: ratios without intervals), a bootstrap from ``min_clusters`` units, and
+    descriptive only: ratios without intervals), a bootstrap from 5 units, and
     every configuration measured in at least two top-level units (three for the t).
     """
     if better not in ("lower", "higher"):
@@ -308,7 +326,11 @@ def rank(
     order = best_first(stats, better)
     failed: list[str] = []
     top_units = _distinct_per(c, nested[0], k, units[0])
-    few = MIN_CLUSTERS_T["paired"] <= units[0] < min_clusters
+    if min_clusters is None:
+        cells = np.bincount(c * units[0] + nested[0], minlength=k * units[0])
+        few = takes_the_t(units[0], cells.reshape(k, units[0]), percentile)
+    else:
+        few = MIN_CLUSTERS_T["paired"] <= units[0] < min_clusters
     needed = MIN_CLUSTERS_T["paired"] if few else 2
     for j in range(k):
         if not present[j]:
