@@ -106,9 +106,14 @@ def _trials(results: dict, benchmark: str) -> list[dict]:
 def test_a_single_process_counts_the_same_on_every_trial_as_valgrind_alone(ran):
     directory, results = ran
     trials = _trials(results, "direct")
-    counts = {(t["measures"]["i"], t["measures"]["c"]) for t in trials}
-    assert len(counts) == 1, counts
-    ((count, cycles),) = counts
+    counts = {t["measures"]["i"] for t in trials}
+    assert len(counts) == 1, counts  # instructions repeat exactly
+    (count,) = counts
+    # the cycles estimate weighs simulated cache misses, which were seen to move by a few
+    # between identical trials (4 in 10.9 million: where memory lands): equal to a millionth
+    every = [t["measures"]["c"] for t in trials]
+    assert (max(every) - min(every)) / min(every) < 1e-6, every
+    cycles = every[0]
     alone = _valgrind_alone(directory, ["gzip", "-1", "-c", "data.txt"], children=False)
     assert abs(count - alone["Ir"]) / alone["Ir"] < 0.01, (count, alone)
     assert abs(cycles - _iai_cycles(alone)) / _iai_cycles(alone) < 0.01, (cycles, alone)
