@@ -244,6 +244,20 @@ MACHINE_WIDE = (
 
 def pytest_configure(config):
     config.addinivalue_line("markers", MACHINE_WIDE)
+    version = tuple(int(part) for part in pytest.__version__.split(".")[:2] if part.isdigit())
+    if _parallel(config) and _loadgroup(config) and version >= (9, 2):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} reads a test's node id from _id, so pytest-xdist's "
+            "loadgroup cannot group the testbeds' tests: install the test extra's pytest<9.2 "
+            "(pip install -e '.[test]')"
+        )
+
+
+def _loadgroup(config) -> bool:
+    """``--dist loadgroup`` (the controller's option; a worker also has ``loadgroup``)."""
+    return getattr(config.option, "dist", None) == "loadgroup" or bool(
+        getattr(config.option, "loadgroup", False)
+    )
 
 
 def _parallel(config) -> bool:
@@ -279,3 +293,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(group))
     if _parallel(config):
         items.sort(key=lambda item: not (_group(item) or "-").startswith(FIRST))
+    if _loadgroup(config):
+        _suffix_groups(items)
+
+
+def _suffix_groups(items) -> None:
+    """pytest-xdist's ``loadgroup`` sends the tests whose node id ends in ``@GROUP`` to one
+    worker; it adds the suffix in its own collection hook, before this one has added the
+    testbeds' groups, so the suffix is added here where missing. A node id that does not take
+    it (pytest 9.2 reads ``nodeid`` from ``_id``) would scatter a group over the workers: each
+    would start its own testbed, and a module's fixtures would be built once per worker."""
+    for item in items:
+        group = _group(item)
+        if group is None or "@" in item.nodeid:
+            continue
+        item._nodeid = f"{item.nodeid}@{group}"
+        if not item.nodeid.endswith(f"@{group}"):
+            raise pytest.UsageError(
+                f"xdist_group {group!r} cannot be applied to {item.nodeid} under this pytest "
+                f"{pytest.__version__}: install the test extra's pytest (pyproject.toml)"
+            )
