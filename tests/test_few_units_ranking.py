@@ -140,8 +140,7 @@ def test_units_too_thin_for_the_percentile_take_the_bootstrap():
 
 
 def test_a_missing_configuration_in_a_unit_falls_back_to_bonferroni():
-    """With 4 series (no bootstrap below 5) the t, Bonferroni's critical value; with 5 series the
-    layout is unbalanced, so the bootstrap."""
+    """A configuration missing from a series: the t with Bonferroni's critical value."""
     values, config, clusters = _quickstart(3)
     keep = ~((clusters[:, 0] == 3) & (config == 2)) & (clusters[:, 0] < 4)
     r = rank(values[keep], config[keep], clusters[keep], level_names=["series", "round"])
@@ -150,7 +149,30 @@ def test_a_missing_configuration_in_a_unit_falls_back_to_bonferroni():
     assert r.family.critical == pytest.approx(bonferroni_t(2, 3, 95.0)) and r.family.df == 2
     keep = ~((clusters[:, 0] == 4) & (config == 2))
     r = rank(values[keep], config[keep], clusters[keep], level_names=["series", "round"])
-    assert r.family.df is None and "bootstrap" in r.family.method
+    assert "Bonferroni over 3" in r.family.method and r.family.df == 3
+
+
+def test_the_best_is_never_slower_than_another_with_a_missing_unit():
+    """5 series whose levels differ 2.7x; B is 10% faster than A in the 3 series it ran in, C
+    1.35x slower than A in two series and 14% faster in three. Per-pair means over different
+    series are not transitive (the best printed a ratio of 0.95); the levels of the additive
+    model order them, and every ratio to the best is at least 1, on the t and in the column."""
+    level = np.array([0.0, 0.0, 0.0, 1.0, 1.0])
+    rows = []
+    for g in range(5):
+        for r in range(5):
+            rows.append((0, g, r, level[g] + 0.001 * r))
+            if g >= 2:
+                rows.append((1, g, r, level[g] - 0.1 + 0.001 * r))
+            rows.append((2, g, r, level[g] + (0.3 if g < 2 else -0.15) + 0.001 * r))
+    config = np.array([x[0] for x in rows])
+    clusters = np.array([[x[1], x[2]] for x in rows])
+    values = np.exp([x[3] for x in rows])
+    r = rank(values, config, clusters, level_names=["series", "round"])
+    assert r.family.df == 2 and r.order[0] == 1
+    assert all(c.better == 1 and c.ratio >= 1.0 for c in r.comparisons)
+    for c in r.comparisons:
+        assert c.ratio == pytest.approx(r.statistics[c.worse] / r.statistics[c.better])
 
 
 def test_the_quickstart_shape_through_import_and_analyze(tmp_path):

@@ -414,7 +414,10 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             how = f"bootstrap of {design}"
             if rk.family.df is not None:
                 top = plural(rk.units[0], rk.levels[0])
-                how = f"cluster-level t on {top} (df{NO_BREAK}{rk.family.df:g})"
+                how = (
+                    f"cluster-level t on {top} (df{NO_BREAK}{rk.family.df:g}); each value the "
+                    f"geometric mean of its {rk.levels[0]} {stat}s"
+                )
             what = f"jointly at {rk.confidence:g}% over {plural(n, 'comparison')}, {how}"
         lines += _wrap(f"Ranking{scope} by {stat} {h.metric}; {what}")
         for place, j in enumerate(rk.order, start=1):

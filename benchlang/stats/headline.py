@@ -75,18 +75,22 @@ def unit_trials(percentile: float) -> int:
 
 
 def takes_the_t(units: int, per_unit: np.ndarray, percentile: float) -> bool:
-    """``rank``'s few-units rule: the cluster-level t with the max-t (df G - 1) from 3 top-level
-    units when every configuration is in every unit with at least ``unit_trials`` trials there
-    (``per_unit``: configurations x units), and always from 3 to ``MIN_CLUSTERS`` - 1 units (no
-    bootstrap over fewer than 5); else (units too thin for the percentile, or unbalanced, from
-    5 units) the studentized bootstrap maximum. docs/statistics.md, "Few units" (k = 3, a 1.05x
-    difference): at 16 series of 5 rounds the t claimed 3.9% of A/A runs and found 55.5% of the
-    differences; the bootstrap maximum (16 series of 4 rounds) 0.0% and 12%."""
+    """``rank``'s few-units rule, on ``per_unit`` (configurations x top-level units: trials):
+    the cluster-level t (df G - 1) from 3 units when every configuration is in at least 3 units
+    and has at least ``unit_trials`` trials in each unit it is in, and always from 3 to
+    ``MIN_CLUSTERS`` - 1 units (no bootstrap over fewer than 5); else (units too thin for the
+    percentile, from 5 units) the studentized bootstrap maximum. docs/statistics.md, "Few
+    units" (k = 3, a 1.05x difference): at 16 series of 5 rounds the t claimed 3.9% of A/A runs
+    and found 55.5% of the differences; the bootstrap maximum (16 series of 4 rounds) 0.0% and
+    12%. A configuration missing from some units keeps the t (Bonferroni's critical value): the
+    bootstrap's pooled percentiles move with the mix of units a configuration is in."""
     if units < MIN_CLUSTERS_T["paired"]:
         return False
     if units < MIN_CLUSTERS:
         return True
-    return bool(per_unit.size) and int(per_unit.min()) >= unit_trials(percentile)
+    if not per_unit.size or ((per_unit > 0).sum(axis=1) < MIN_CLUSTERS_T["paired"]).any():
+        return False
+    return int(per_unit[per_unit > 0].min()) >= unit_trials(percentile)
 
 
 @attrs.frozen
@@ -268,8 +272,11 @@ def rank(
     The families come from the cluster-level t on one contrast per top-level unit with G - 1
     degrees of freedom (Donald & Lang 2007), never resampling the rounds across those units,
     by ``takes_the_t``: from 3 units when every configuration has ``unit_trials(percentile)``
-    trials in every unit (5 for the median: the 5 series x 5 runs of the quickstart), and always
-    below 5 units; else from the cluster bootstrap (a studentized maximum). The t's critical
+    trials in each unit it is in (5 for the median: the 5 series x 5 runs of the quickstart),
+    and always below 5 units; else from the cluster bootstrap (a studentized maximum). On the t
+    the statistics are the configurations' levels in the additive model of the per-unit
+    statistics (``_unit_levels``; with every unit, the mean of the units' log percentiles), the
+    levels the ratios are of. The t's critical
     value is the single-step max-t over the family when every configuration is in every unit
     (``few_units="max-t"``, ``stats.simultaneous.cluster_max_t``; Hothorn, Bretz & Westfall
     2008), else Bonferroni's (``few_units="bonferroni"``). ``min_clusters`` given replaces the
@@ -354,23 +361,29 @@ def rank(
         size = {"pairs": k * (k - 1) // 2, "mcb": k - 1, "alone": 1}[family]
         if few:
             units_stats = sign * _unit_statistics(groups, orders, nested[0], units[0], percentile)
-            estimate = _unit_contrast_means(units_stats)
-            # the order the units' contrasts give, so that every ratio shown is >= 1 (with
-            # unbalanced units the pooled percentiles may order the configurations otherwise)
-            order = best_first(sign * np.where(present, estimate[order[0]], np.nan), better)
+            level = _unit_levels(units_stats)
+            estimate = level[None, :] - level[:, None]
+            # the levels the ratios are of, and their order, so that every ratio shown is >= 1
+            # (the pooled percentiles may order the configurations otherwise)
+            stats = np.where(present, sign * level, np.nan)
+            order = best_first(stats, better)
             best = order[0]
             joint = None
             if few_units == "max-t" and np.isfinite(units_stats).all():
                 joint = cluster_max_t(units[0], k, family, float(confidence))
             lo, hi, crit, df = _cluster_t_families(units_stats, estimate, confidence, size, joint)
             over = (
-                f"single-step max-t over {size} (Hothorn, Bretz & Westfall 2008)"
-                if joint is not None and size > 1
-                else f"Bonferroni over {size}"
+                ""
+                if size == 1
+                else f", single-step max-t over {size} (Hothorn, Bretz & Westfall 2008)"
+                if joint is not None
+                else f", Bonferroni over {size}"
             )
+            shared = "" if df == units[0] - 1 else ", the fewest units a pair shares less 1"
             method = (
                 f"{METHODS[family]}: cluster-level t over {units[0]} {names[0]} units, one "
-                f"contrast each (df {units[0] - 1}; Donald & Lang 2007), {over}"
+                f"contrast each (df {df if df is None else f'{df:g}'}{shared}; Donald & Lang "
+                f"2007){over}"
             )
         else:
             rng = np.random.default_rng(seed)
@@ -448,21 +461,27 @@ def _unit_statistics(
     return out
 
 
-def _unit_contrast_means(unit_stats: np.ndarray) -> np.ndarray:
-    """[c, i]: the mean over top-level units of log(i / c) within each unit, the estimate the
-    cluster-level t is centred on (Donald & Lang 2007, §2: the contrast is estimated in each
-    cluster, then averaged). The pooled statistics' difference is not: when the units' levels
-    differ, a percentile of the pooled trials moves with the mixture of levels, a variance the
-    units' contrasts do not carry (benchmarks/sim_campaign.py: 11% false claims at a nominal 5%
-    with four sessions, centred on the pooled medians)."""
-    k = unit_stats.shape[1]
-    out = np.zeros((k, k))
-    for c in range(k):
-        d = unit_stats - unit_stats[:, [c]]
-        with np.errstate(invalid="ignore"):
-            counts = np.isfinite(d).sum(axis=0)
-            out[c] = np.where(counts > 0, np.nansum(d, axis=0) / np.maximum(counts, 1), np.nan)
-    return out
+def _unit_levels(unit_stats: np.ndarray) -> np.ndarray:
+    """Each configuration's level mu_j: least squares on the additive model s_gj = a_g + mu_j over
+    the cells (unit g, configuration j) that have a statistic, a_g centred to mean 0; with every
+    cell present mu_j is the mean of configuration j's per-unit statistics, and mu_i - mu_c the
+    mean over the units of log(i / c) within each unit, the estimate the cluster-level t is
+    centred on (Donald & Lang 2007, §2: the contrast is estimated in each cluster, then
+    averaged). The pooled statistics' difference is not: when the units' levels differ, a
+    percentile of the pooled trials moves with the mixture of levels, a variance the units'
+    contrasts do not carry (benchmarks/sim_campaign.py: 11% false claims at a nominal 5% with
+    four sessions, centred on the pooled medians). With a cell missing, per-pair means over
+    different units are not transitive (the best could be slower than another); the model's
+    levels are one order (two-way layout with missing cells: Searle, *Linear Models for
+    Unbalanced Data*, Wiley 1987, §4). nan for a configuration without a statistic."""
+    count, k = unit_stats.shape
+    g, j = np.nonzero(np.isfinite(unit_stats))
+    design = np.zeros((g.size, count + k))
+    design[np.arange(g.size), g] = 1.0
+    design[np.arange(g.size), count + j] = 1.0
+    coef = np.linalg.lstsq(design, unit_stats[g, j], rcond=None)[0]
+    mu = coef[count:] + coef[:count].mean()
+    return np.where(np.bincount(j, minlength=k) > 0, mu, np.nan)
 
 
 def _cluster_t_families(
