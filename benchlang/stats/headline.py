@@ -80,9 +80,9 @@ def takes_the_t(units: int, per_unit: np.ndarray, percentile: float) -> bool:
     and has at least ``unit_trials`` trials in each unit it is in, and always from 3 to
     ``MIN_CLUSTERS`` - 1 units (no bootstrap over fewer than 5); else (units too thin for the
     percentile, from 5 units) the studentized bootstrap maximum. docs/statistics.md, "Few
-    units" (``--rule``; k = 3, a 1.05x difference): at 16 series of 5 rounds the t claimed 5.2%
-    of A/A runs (Monte Carlo SE 0.5) and found 50.3% of the differences; the bootstrap maximum
-    (16 series of 4 rounds) 0.1% and 7.6%. A configuration missing from some units keeps the t (Bonferroni's critical value): the
+    units" (``--rule``; k = 3, a 1.05x difference): at 16 series of 5 rounds the t claimed 5.0%
+    of A/A runs (Monte Carlo SE 0.24) and found 46.6% of the differences; the bootstrap maximum
+    (16 series of 4 rounds) 0.2% and 8.5%. A configuration missing from some units keeps the t (Bonferroni's critical value): the
     bootstrap's pooled percentiles move with the mix of units a configuration is in."""
     if units < MIN_CLUSTERS_T["paired"]:
         return False
