@@ -1,9 +1,9 @@
 """The headline: per configuration the KPI statistic, and ratios between configurations with
 cluster-bootstrap confidence intervals that respect the design's clustering, jointly at the
 stated confidence over every pair of configurations (``stats.simultaneous``: a single-step
-studentized max-t, Westfall & Young 1993, Romano & Wolf 2005; with 3 to 15 top-level units the
-cluster-level t of Donald & Lang 2007 with the single-step max-t of Hothorn, Bretz & Westfall
-2008 over the pairs).
+studentized max-t, Westfall & Young 1993, Romano & Wolf 2005; from 3 top-level units that hold
+the percentile's trials, ``takes_the_t``, the cluster-level t of Donald & Lang 2007 with the
+single-step max-t of Hothorn, Bretz & Westfall 2008 over the pairs).
 
 Sources:
 
