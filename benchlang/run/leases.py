@@ -7,19 +7,14 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from benchlang.backends.base import (
-    HostDown,
-    Lease,
-    acquire_lease,
-    attach_lease,
-    capabilities_of,
-    release_lease,
-)
 from benchlang.errors import SettingError, UserError
+
+if TYPE_CHECKING:
+    from benchlang.backends.base import Lease
 
 LEASES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
@@ -109,7 +104,12 @@ class LeaseRows:
             if plan_hash is not None
             else self.db.execute(sql + " ORDER BY acquired")
         )
-        return [StoredLease(Lease.from_json(row[0]), *row[1:]) for row in rows]
+        stored = rows.fetchall()
+        if not stored:
+            return []
+        from benchlang.backends.base import Lease  # here: a store without leases needs none
+
+        return [StoredLease(Lease.from_json(row[0]), *row[1:]) for row in stored]
 
     def open_lease(self, plan_hash: str) -> StoredLease | None:
         """The newest unreleased lease of a plan (``--resume`` attaches to it)."""
@@ -141,6 +141,8 @@ class LeaseKeeper:
         self._extending = asyncio.Lock()
 
     async def take(self) -> Lease:
+        from benchlang.backends.base import HostDown, acquire_lease, attach_lease
+
         stored = self.store.open_lease(self.plan_hash)
         if stored is not None:
             try:
@@ -181,6 +183,8 @@ class LeaseKeeper:
     async def _release(self, lease: Lease, stored: bool = True) -> str | None:
         import asyncio
 
+        from benchlang.backends.base import release_lease
+
         try:
             await asyncio.wait_for(release_lease(self.backend, lease), RELEASE_TIMEOUT)
         except (Exception, asyncio.CancelledError) as err:
@@ -198,6 +202,8 @@ class LeaseKeeper:
         now = time.time()
         if now + needed <= lease.expires:
             return None
+        from benchlang.backends.base import HostDown, capabilities_of
+
         if "extend" in capabilities_of(self.backend):
             async with self._extending:
                 lease = self.lease or lease  # another host task may have extended it

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping
-from importlib.metadata import EntryPoint
 
 from benchlang import model
-from benchlang.entrypoints import entry_points_of
+from benchlang.entrypoints import Point, declared_in
 from benchlang.stats.contract import Method
 
 GROUP = "benchlang.statistics"
@@ -24,7 +23,7 @@ class MethodCatalogue(Mapping[str, Method]):
     that fails to load, or names something that is not a :class:`Method`, is absent
     (``benchlang plugins`` shows why). ``register`` adds one directly (tests, embedding)."""
 
-    def __init__(self, points: tuple[EntryPoint, ...]) -> None:
+    def __init__(self, points: tuple[Point, ...]) -> None:
         self._points = {ep.name: ep for ep in points}
         self._loaded: dict[str, Method] = {}
         self._broken: set[str] = set()
@@ -80,7 +79,7 @@ class MethodCatalogue(Mapping[str, Method]):
 @functools.cache
 def statistics_methods() -> MethodCatalogue:
     """The installed statistics methods, by name."""
-    return MethodCatalogue(entry_points_of(GROUP))
+    return MethodCatalogue(declared_in(GROUP))
 
 
 def kpi_method_text(k: model.Kpi) -> str:

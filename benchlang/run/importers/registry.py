@@ -5,19 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchlang.entrypoints import entry_points_of
+from benchlang.entrypoints import declared_in
 from benchlang.run.importers.base import ImportFileError
 
 GROUP = "benchlang.importers"
 
 
 def importer_names() -> tuple[str, ...]:
-    return tuple(ep.name for ep in entry_points_of(GROUP))
+    return tuple(ep.name for ep in declared_in(GROUP))
 
 
 def load_importer(name: str) -> Any:
     """The importer class registered as ``name``; ImportFileError naming the installed ones."""
-    points = {ep.name: ep for ep in entry_points_of(GROUP)}
+    points = {ep.name: ep for ep in declared_in(GROUP)}
     if name not in points:
         raise ImportFileError(
             f"no importer named '{name}' is installed",
