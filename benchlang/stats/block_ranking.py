@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchlang.stats._weighted import unit_percentile
+from benchlang.stats.cluster_t import unit_trials
 from benchlang.stats.headline import (
     METHODS,
     MIN_CLUSTERS,
@@ -33,7 +34,6 @@ from benchlang.stats.headline import (
     Ranking,
     best_first,
     configuration_name,
-    unit_trials,
 )
 from benchlang.stats.simultaneous import Family, column_max
 from benchlang.stats.two_sample import ratio_of_percentiles

@@ -1,0 +1,94 @@
+"""The ranking's few-units path: one statistic per configuration and top-level unit, each
+configuration's level from them, and every pair's cluster-level t interval (Donald & Lang,
+"Inference with difference-in-differences and other panel data", Rev. Econ. Stat. 89(2) 2007,
+§2: aggregate to one value per cluster, then t with G - 1 degrees of freedom). Used by
+``stats.headline.rank`` when ``takes_the_t`` says the units hold the percentile."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from benchlang.stats._weighted import unit_percentile
+from benchlang.stats.simultaneous import bonferroni_t
+
+
+def unit_trials(percentile: float) -> int:
+    """The trials a unit needs for its percentile to be more than one order statistic: 2.5
+    expected values beyond the percentile on its rarer side (5 for the median, 25 for p90, 50
+    for p95; the rule of ``stats.block_ranking.min_units``, from benchmarks/sim_block_ratio.py).
+    With fewer, a per-unit p90 is the unit's largest value or close to it, and the mean of the
+    units' contrasts bounds something else than the ratio of the p90s."""
+    q = percentile / 100.0
+    return math.ceil(2.5 / min(q, 1.0 - q) - 1e-9)
+
+
+def unit_statistics(
+    groups: list[Any], orders: list[np.ndarray], top: np.ndarray, count: int, percentile: float
+) -> np.ndarray:
+    """Each configuration's statistic within each top-level unit, (units, k); nan where a
+    configuration has no value in a unit."""
+    out = np.full((count, len(groups)), np.nan)
+    for j, ((sorted_logs, _), o) in enumerate(zip(groups, orders, strict=True)):
+        unit = top[o]
+        for g in range(count):
+            out[g, j] = unit_percentile(sorted_logs[unit == g], percentile)
+    return out
+
+
+def unit_levels(unit_stats: np.ndarray) -> np.ndarray:
+    """Each configuration's level mu_j: least squares on the additive model s_gj = a_g + mu_j over
+    the cells (unit g, configuration j) that have a statistic, a_g centred to mean 0; with every
+    cell present mu_j is the mean of configuration j's per-unit statistics, and mu_i - mu_c the
+    mean over the units of log(i / c) within each unit, the estimate the cluster-level t is
+    centred on (Donald & Lang 2007, §2: the contrast is estimated in each cluster, then
+    averaged). The pooled statistics' difference is not: when the units' levels differ, a
+    percentile of the pooled trials moves with the mixture of levels, a variance the units'
+    contrasts do not carry (benchmarks/sim_campaign.py: 11% false claims at a nominal 5% with
+    four sessions, centred on the pooled medians). With a cell missing, per-pair means over
+    different units are not transitive (the best could be slower than another); the model's
+    levels are one order (two-way layout with missing cells: Searle, *Linear Models for
+    Unbalanced Data*, Wiley 1987, §4). nan for a configuration without a statistic."""
+    count, k = unit_stats.shape
+    g, j = np.nonzero(np.isfinite(unit_stats))
+    design = np.zeros((g.size, count + k))
+    design[np.arange(g.size), g] = 1.0
+    design[np.arange(g.size), count + j] = 1.0
+    coef = np.linalg.lstsq(design, unit_stats[g, j], rcond=None)[0]
+    mu = coef[count:] + coef[:count].mean()
+    return np.where(np.bincount(j, minlength=k) > 0, mu, np.nan)
+
+
+def cluster_t_families(
+    unit_stats: np.ndarray,
+    estimate: np.ndarray,
+    confidence: float,
+    comparisons: int,
+    joint: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, float, float | None]:
+    """Every family's intervals from the per-unit contrasts: the pooled estimate ± t · sd / sqrt(G)
+    with G - 1 degrees of freedom (Donald & Lang 2007, §2: one contrast per cluster), t the
+    family's ``joint`` critical value when given (``simultaneous.cluster_max_t``: every
+    configuration in every unit) else Bonferroni's at alpha / (2 m), m the ``comparisons`` of a
+    family. Returns lo[c, i], hi[c, i], the largest critical value and the smallest df."""
+    k = unit_stats.shape[1]
+    lo = np.full((k, k), np.nan)
+    hi = np.full((k, k), np.nan)
+    crit, least = 0.0, math.inf
+    for c in range(k):
+        for i in range(k):
+            if i == c:
+                continue
+            d = unit_stats[:, i] - unit_stats[:, c]
+            d = d[np.isfinite(d)]
+            df = d.size - 1
+            if df < 1:
+                lo[c, i], hi[c, i] = -math.inf, math.inf
+                continue
+            t = joint if joint is not None else bonferroni_t(df, comparisons, confidence)
+            half = t * float(d.std(ddof=1)) / math.sqrt(d.size)
+            lo[c, i], hi[c, i] = estimate[c, i] - half, estimate[c, i] + half
+            crit, least = max(crit, t), min(least, df)
+    return lo, hi, crit, float(least) if math.isfinite(least) else None
