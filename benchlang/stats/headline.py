@@ -125,7 +125,8 @@ class Ranking:
     """Configurations ordered best first by their KPI statistic, and each one compared with
     the best.
 
-    ``statistics`` is each configuration's statistic (input order), ``order`` the indices
+    ``statistics`` is each configuration's statistic (input order; on the cluster-level t its
+    level over the units, ``stats.cluster_t.unit_levels``, the ratios' own), ``order`` the indices
     best first, ``comparisons`` one per configuration after the best. ``levels`` names the
     cluster levels resampled (top first) and ``units`` how many units each has.
     """
