@@ -121,7 +121,8 @@ def test_many_balanced_units_keep_the_t():
 def test_units_too_thin_for_the_percentile_take_the_bootstrap():
     """1 series x 10 rounds (one trial per configuration per round) ranked by p90: a round's p90
     would be its one trial, so the bootstrap of the p90 (the ratio is of the p90s); below 5
-    rounds the t all the same; 4 trials per series for the median: the bootstrap from 5 series."""
+    rounds the t all the same; for the median 2 trials a series are enough (4 take the t), one
+    trial a series takes the bootstrap from 5 series."""
     config, clusters = _design(1, 10, 2)
     rng = np.random.default_rng(2)
     values = np.exp(rng.normal(0, 0.05, config.size))
@@ -134,9 +135,12 @@ def test_units_too_thin_for_the_percentile_take_the_bootstrap():
     assert r.family.df == 3
     config, clusters = _design(MIN_CLUSTERS, 4, 2)
     r = rank(np.exp(0.1 * config + rng.normal(0, 0.05, config.size)), config, clusters)
-    assert r.family.df is None
+    assert r.family.df == MIN_CLUSTERS - 1
     r = rank(np.exp(0.1 * config + rng.normal(0, 0.05, config.size)), config, clusters[:, :1])
-    assert r.family.df is None  # 4 trials per series: fewer than the median's 5
+    assert r.family.df == MIN_CLUSTERS - 1  # 4 trials per series: the median's 2 and more
+    config, clusters = _design(MIN_CLUSTERS + 1, 1, 2)
+    r = rank(np.exp(0.1 * config + rng.normal(0, 0.05, config.size)), config, clusters)
+    assert r.family.df is None and "bootstrap" in r.family.method  # one trial a series
 
 
 def test_a_missing_configuration_in_a_unit_falls_back_to_bonferroni():

@@ -72,12 +72,12 @@ def _design(series: int, rounds: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 def test_two_configurations_keep_the_single_comparisons_interval():
     """A family of one: the expanded percentile interval of the cluster bootstrap, as before
     the ranking became a family (recomputed here from the same replicates); 20 series of 4
-    rounds, too few trials per series for the median's cluster-level t, so the bootstrap."""
+    rounds, the bootstrap asked for (``min_clusters``: the t below 5 units, the bootstrap from)."""
     rng = np.random.default_rng(3)
     config, clusters = _design(20, 4, 2)
     values = np.exp(0.03 * config + rng.normal(0, 0.1, config.size))
     for better in ("lower", "higher"):
-        r = rank(values, config, clusters, better=better, seed=9, replicates=1000)
+        r = rank(values, config, clusters, better=better, seed=9, replicates=1000, min_clusters=5)
         (c,) = r.comparisons
         sign = 1.0 if better == "lower" else -1.0
         logs = np.log(values)

@@ -45,9 +45,9 @@ from benchlang.stats._weighted import cores, replicate_percentiles, unit_percent
 from benchlang.stats.ab.fewclusters import MIN_CLUSTERS_T
 from benchlang.stats.cluster_t import (
     cluster_t_families,
+    t_unit_trials,
     unit_levels,
     unit_statistics,
-    unit_trials,
 )
 from benchlang.stats.simultaneous import (
     Family,
@@ -72,7 +72,7 @@ MIN_CLUSTERS = 5
 def takes_the_t(units: int, per_unit: np.ndarray, percentile: float) -> bool:
     """``rank``'s few-units rule, on ``per_unit`` (configurations x top-level units: trials):
     the cluster-level t (df G - 1) from 3 units when every configuration is in at least 3 units
-    and has at least ``unit_trials`` trials in each unit it is in, and always from 3 to
+    and has at least ``t_unit_trials`` trials in each unit it is in, and always from 3 to
     ``MIN_CLUSTERS`` - 1 units (no bootstrap over fewer than 5); else (units too thin for the
     percentile, from 5 units) the studentized bootstrap maximum. docs/statistics.md, "Few
     units" (``--rule``; k = 3, a 1.05x difference): at 16 series of 5 rounds the t claimed 5.0%
@@ -85,7 +85,7 @@ def takes_the_t(units: int, per_unit: np.ndarray, percentile: float) -> bool:
         return True
     if not per_unit.size or ((per_unit > 0).sum(axis=1) < MIN_CLUSTERS_T["paired"]).any():
         return False
-    return int(per_unit[per_unit > 0].min()) >= unit_trials(percentile)
+    return int(per_unit[per_unit > 0].min()) >= t_unit_trials(percentile)
 
 
 @attrs.frozen
@@ -267,8 +267,8 @@ def rank(
     benchmarks/sim_ranking_family.py can show what the family costs and buys). With two configurations every family is the single comparison's interval.
     The families come from the cluster-level t on one contrast per top-level unit with G - 1
     degrees of freedom (Donald & Lang 2007), never resampling the rounds across those units,
-    by ``takes_the_t``: from 3 units when every configuration has ``unit_trials(percentile)``
-    trials in each unit it is in (5 for the median: the 5 series x 5 runs of the quickstart),
+    by ``takes_the_t``: from 3 units when every configuration has ``t_unit_trials(percentile)``
+    trials in each unit it is in (2 for the median, 10 for p90; the 5 series x 5 runs of the quickstart),
     and always below 5 units; else from the cluster bootstrap (a studentized maximum). On the t
     the statistics are the configurations' levels in the additive model of the per-unit
     statistics (``stats.cluster_t.unit_levels``; with every unit, the mean of the units' log percentiles), the
