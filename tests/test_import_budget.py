@@ -194,3 +194,20 @@ def test_import_and_analyze_of_a_csv_read_no_package_metadata(tmp_path):
     assert loaded["heavy"] == []
     loaded = loaded_by("analyze", str(store), heavy=watched)
     assert "importlib.metadata" not in loaded["heavy"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_import_loads_numpy_on_one_blas_thread():
+    """`benchlang import` runs no BLAS routine: its numpy starts no OpenBLAS threads (they
+    spun for 0.1 CPU s of a 100k-row import), and the setting does not outlive numpy's load."""
+    code = (
+        "import os, benchlang.cli.import_data, numpy\n"
+        "status = open('/proc/self/status').read()\n"
+        "print(status.split('Threads:')[1].split()[0], 'OPENBLAS_NUM_THREADS' in os.environ)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "False"]
