@@ -196,18 +196,33 @@ def test_import_and_analyze_of_a_csv_read_no_package_metadata(tmp_path):
     assert "importlib.metadata" not in loaded["heavy"]
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
-def test_import_loads_numpy_on_one_blas_thread():
-    """`benchlang import` runs no BLAS routine: its numpy starts no OpenBLAS threads (they
-    spun for 0.1 CPU s of a 100k-row import), and the setting does not outlive numpy's load."""
-    code = (
-        "import os, benchlang.cli.import_data, numpy\n"
-        "status = open('/proc/self/status').read()\n"
-        "print(status.split('Threads:')[1].split()[0], 'OPENBLAS_NUM_THREADS' in os.environ)"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+IDLE = """
+import importlib, os, sys, time
+importlib.import_module(sys.argv[1])
+import numpy
+a = numpy.ones((512, 512))
+a @ a
+start = time.process_time()
+time.sleep(0.3)
+print(time.process_time() - start, "OPENBLAS_THREAD_TIMEOUT" in os.environ)
+"""
+
+
+@pytest.mark.parametrize("command", ["import_data", "analyze"])
+def test_numpy_threads_sleep_when_idle_in_import_and_analyze(command):
+    """`import` and `analyze` load numpy with OpenBLAS's idle threads sleeping at once (they
+    spun 0.1 CPU s after numpy's load and after each routine: app/blas_threads.py), and the
+    setting does not outlive numpy's load. Sleeping 0.3 s after a matrix product OpenBLAS
+    splits over its threads costs no CPU time; spinning threads took about 0.1 s."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env
+        [sys.executable, "-c", IDLE, f"benchlang.cli.{command}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "False"]
+    idle_cpu, still_set = done.stdout.split()
+    assert float(idle_cpu) < 0.03 and still_set == "False"

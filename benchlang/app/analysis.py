@@ -7,6 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchlang.app import blas_threads  # noqa: F401  (before numpy: see its docstring)
+
+# isort: split
 import attrs
 import numpy as np
 
