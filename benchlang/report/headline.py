@@ -414,10 +414,13 @@ def _metric_lines(h: MetricHeadline) -> list[str]:
             how = f"bootstrap of {design}"
             if rk.family.df is not None:
                 top = plural(rk.units[0], rk.levels[0])
-                how = (
-                    f"cluster-level t on {top} (df{NO_BREAK}{rk.family.df:g}); each value the "
-                    f"geometric mean of its {rk.levels[0]} {stat}s"
+                value = (
+                    f"its level fitted over the {rk.levels[0]} units (configuration + unit, "
+                    "least squares: some configurations miss units)"
+                    if "levels fitted" in rk.family.method
+                    else f"the geometric mean of its {rk.levels[0]} {stat}s"
                 )
+                how = f"cluster-level t on {top} (df{NO_BREAK}{rk.family.df:g}); each value {value}"
             what = f"jointly at {rk.confidence:g}% over {plural(n, 'comparison')}, {how}"
         lines += _wrap(f"Ranking{scope} by {stat} {h.metric}; {what}")
         for place, j in enumerate(rk.order, start=1):

@@ -45,9 +45,12 @@ from benchlang.stats._weighted import cores, replicate_percentiles, unit_percent
 from benchlang.stats.ab.fewclusters import MIN_CLUSTERS_T
 from benchlang.stats.cluster_t import (
     cluster_t_families,
+    connected,
+    jackknife_families,
     t_unit_trials,
     unit_levels,
     unit_statistics,
+    unit_trials,
 )
 from benchlang.stats.simultaneous import (
     Family,
@@ -71,21 +74,53 @@ MIN_CLUSTERS = 5
 
 def takes_the_t(units: int, per_unit: np.ndarray, percentile: float) -> bool:
     """``rank``'s few-units rule, on ``per_unit`` (configurations x top-level units: trials):
-    the cluster-level t (df G - 1) from 3 units when every configuration is in at least 3 units
-    and has at least ``t_unit_trials`` trials in each unit it is in, and always from 3 to
-    ``MIN_CLUSTERS`` - 1 units (no bootstrap over fewer than 5); else (units too thin for the
-    percentile, from 5 units) the studentized bootstrap maximum. docs/statistics.md, "Few
-    units" (``--rule``; k = 3, a 1.05x difference): at 16 series of 5 rounds the t claimed 5.0%
-    of A/A runs (Monte Carlo SE 0.24) and found 46.6% of the differences; the bootstrap maximum
-    (16 series of 4 rounds) 0.2% and 8.5%. A configuration missing from some units keeps the t (Bonferroni's critical value): the
+    the cluster-level t (df G - 1) from 3 units when every configuration has at least
+    ``t_unit_trials`` trials in each unit it is in and, from ``MIN_CLUSTERS`` units, is in at
+    least 3 units; else the studentized bootstrap maximum (``thin_units`` says when neither
+    serves). docs/statistics.md, "Few units" (``--rule``; k = 3, a 1.05x difference): at 16
+    series of 5 rounds the t claimed 5.0% of A/A runs (Monte Carlo SE 0.24) and found 46.6% of
+    the differences; the bootstrap maximum (16 series of 4 rounds) 0.2% and 8.5%. A
+    configuration missing from some units keeps the t (``cluster_t.jackknife_families``): the
     bootstrap's pooled percentiles move with the mix of units a configuration is in."""
-    if units < MIN_CLUSTERS_T["paired"]:
+    if units < MIN_CLUSTERS_T["paired"] or not per_unit.size:
+        return False
+    if int(per_unit[per_unit > 0].min()) < t_unit_trials(percentile):
         return False
     if units < MIN_CLUSTERS:
         return True
-    if not per_unit.size or ((per_unit > 0).sum(axis=1) < MIN_CLUSTERS_T["paired"]).any():
-        return False
-    return int(per_unit[per_unit > 0].min()) >= t_unit_trials(percentile)
+    return not ((per_unit > 0).sum(axis=1) < MIN_CLUSTERS_T["paired"]).any()
+
+
+def _trials(n: int) -> str:
+    return f"{n} trial" if n == 1 else f"{n} trials"
+
+
+def thin_units(units: int, per_unit: np.ndarray, percentile: float, name: str) -> str | None:
+    """Why no interval, when the units are too thin for the t (fewer than ``t_unit_trials``
+    trials of a configuration in a unit: a one-trial round's p90 is its only value) and the
+    bootstrap cannot serve either: below ``MIN_CLUSTERS`` units, or fewer than ``unit_trials``
+    trials of a configuration in all (the bootstrap of a p90 from 10 single trials claimed a
+    difference in 13.8% of A/A runs, from 20 in 6.4%, from 25 in 4.0%: a second reader's
+    simulation, docs/statistics.md "Few units"). None when one of them serves."""
+    if units < MIN_CLUSTERS_T["paired"] or not per_unit.size:
+        return None
+    thinnest = int(per_unit[per_unit > 0].min())
+    if thinnest >= t_unit_trials(percentile):
+        return None
+    total = int(per_unit.sum(axis=1).min())
+    if units >= MIN_CLUSTERS and total >= unit_trials(percentile):
+        return None
+    p = f"p{percentile:g}"
+    return (
+        f"a configuration has {_trials(thinnest)} in a {name} unit, too few for its {p} there "
+        f"(the cluster-level t needs {t_unit_trials(percentile)}), and "
+        + (
+            f"{units} {name} units are too few for a bootstrap (it needs {MIN_CLUSTERS})"
+            if units < MIN_CLUSTERS
+            else f"{_trials(total)} in all are too few for a bootstrap of the {p} "
+            f"(it needs {unit_trials(percentile)})"
+        )
+    )
 
 
 @attrs.frozen
@@ -331,7 +366,15 @@ def rank(
     top_units = _distinct_per(c, nested[0], k, units[0])
     if min_clusters is None:
         cells = np.bincount(c * units[0] + nested[0], minlength=k * units[0])
-        few = takes_the_t(units[0], cells.reshape(k, units[0]), percentile)
+        per_unit = cells.reshape(k, units[0])[present]
+        few = takes_the_t(units[0], per_unit, percentile)
+        if (why := thin_units(units[0], per_unit, percentile, names[0])) is not None:
+            failed.append(why)
+        elif few and not connected(np.where(per_unit.T > 0, 0.0, np.nan)):
+            failed.append(
+                f"the configurations do not share {names[0]} units enough to be compared "
+                "(every two must be linked through units they share)"
+            )
     else:
         few = MIN_CLUSTERS_T["paired"] <= units[0] < min_clusters
     needed = MIN_CLUSTERS_T["paired"] if few else 2
@@ -364,10 +407,16 @@ def rank(
             stats = np.where(present, sign * level, np.nan)
             order = best_first(stats, better)
             best = order[0]
+            complete = bool(np.isfinite(units_stats[:, present]).all())
             joint = None
-            if few_units == "max-t" and np.isfinite(units_stats).all():
+            if complete and few_units == "max-t":
                 joint = cluster_max_t(units[0], k, family, float(confidence))
-            lo, hi, crit, df = cluster_t_families(units_stats, estimate, confidence, size, joint)
+            if complete:
+                lo, hi, crit, df = cluster_t_families(
+                    units_stats, estimate, confidence, size, joint
+                )
+            else:
+                lo, hi, crit, df = jackknife_families(units_stats, estimate, confidence, size)
             over = (
                 ""
                 if size == 1
@@ -376,10 +425,15 @@ def rank(
                 else f", Bonferroni over {size}"
             )
             shared = "" if df == units[0] - 1 else ", the fewest units a pair shares less 1"
+            shown_df = df if df is None else f"{df:g}"
             method = (
                 f"{METHODS[family]}: cluster-level t over {units[0]} {names[0]} units, one "
-                f"contrast each (df {df if df is None else f'{df:g}'}{shared}; Donald & Lang "
-                f"2007){over}"
+                f"contrast each (df {shown_df}{shared}; Donald & Lang 2007){over}"
+                if complete
+                else f"{METHODS[family]}: levels fitted over {units[0]} {names[0]} units "
+                "(configuration + unit, least squares: some configurations miss units), each "
+                f"contrast's delete-one-unit jackknife SE, t with df {shown_df} (the fewest "
+                f"units a pair shares less 1){over}"
             )
         else:
             rng = np.random.default_rng(seed)
