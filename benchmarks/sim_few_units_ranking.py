@@ -21,7 +21,7 @@ configuration 0 is 1.1x (1.2x) faster than the k - 1 others, the share of those 
 claimed. ``--hetero``: A/A with configuration 0's interaction and noise 3x the others' (a
 departure from the exchangeability the max-t's critical value assumes).
 
-``--rule``: the rule ``rank`` applies by default (``stats.headline.takes_the_t``) at G = 15 ...
+``--rule``: the rule ``rank`` applies by default (``stats.cluster_t.takes_the_t``) at G = 15 ...
 30 series of 4 or 5 rounds, k = 3: which path each cell took, A/A and the power for a 1.05x
 difference (no cliff where the bootstrap would start); ``--missing`` drops configuration k - 1
 from series 0 (the t with Bonferroni's critical value).

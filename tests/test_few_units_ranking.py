@@ -15,7 +15,8 @@ import pytest
 
 from benchlang.cli import main
 from benchlang.stats._special import t_ppf
-from benchlang.stats.headline import MIN_CLUSTERS, rank
+from benchlang.stats.cluster_t import MIN_CLUSTERS
+from benchlang.stats.headline import rank
 from benchlang.stats.simultaneous import bonferroni_t, cluster_max_t
 
 

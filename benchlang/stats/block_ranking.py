@@ -26,10 +26,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchlang.stats._weighted import unit_percentile
-from benchlang.stats.cluster_t import unit_trials
+from benchlang.stats.cluster_t import MIN_CLUSTERS, unit_trials
 from benchlang.stats.headline import (
     METHODS,
-    MIN_CLUSTERS,
     Comparison,
     Ranking,
     best_first,

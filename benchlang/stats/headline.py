@@ -47,10 +47,10 @@ from benchlang.stats.cluster_t import (
     cluster_t_families,
     connected,
     jackknife_families,
-    t_unit_trials,
+    takes_the_t,
+    thin_units,
     unit_levels,
     unit_statistics,
-    unit_trials,
 )
 from benchlang.stats.simultaneous import (
     Family,
@@ -66,61 +66,6 @@ METHODS = {
     "alone": "each alone against the observed best (not simultaneous)",
 }
 """The families ``rank`` can make its intervals hold over (``stats.simultaneous``)."""
-
-MIN_CLUSTERS = 5
-"""The fewest top-level units of a cluster bootstrap (``stats.two_sample``,
-``stats.block_ranking``, ``rank``): below it ``rank`` takes the cluster-level t."""
-
-
-def takes_the_t(units: int, per_unit: np.ndarray, percentile: float) -> bool:
-    """``rank``'s few-units rule, on ``per_unit`` (configurations x top-level units: trials):
-    the cluster-level t (df G - 1) from 3 units when every configuration has at least
-    ``t_unit_trials`` trials in each unit it is in and, from ``MIN_CLUSTERS`` units, is in at
-    least 3 units; else the studentized bootstrap maximum (``thin_units`` says when neither
-    serves). docs/statistics.md, "Few units" (``--rule``; k = 3, a 1.05x difference): at 16
-    series of 5 rounds the t claimed 5.0% of A/A runs (Monte Carlo SE 0.24) and found 46.6% of
-    the differences; the bootstrap maximum (16 series of 4 rounds) 0.2% and 8.5%. A
-    configuration missing from some units keeps the t (``cluster_t.jackknife_families``): the
-    bootstrap's pooled percentiles move with the mix of units a configuration is in."""
-    if units < MIN_CLUSTERS_T["paired"] or not per_unit.size:
-        return False
-    if int(per_unit[per_unit > 0].min()) < t_unit_trials(percentile):
-        return False
-    if units < MIN_CLUSTERS:
-        return True
-    return not ((per_unit > 0).sum(axis=1) < MIN_CLUSTERS_T["paired"]).any()
-
-
-def _trials(n: int) -> str:
-    return f"{n} trial" if n == 1 else f"{n} trials"
-
-
-def thin_units(units: int, per_unit: np.ndarray, percentile: float, name: str) -> str | None:
-    """Why no interval, when the units are too thin for the t (fewer than ``t_unit_trials``
-    trials of a configuration in a unit: a one-trial round's p90 is its only value) and the
-    bootstrap cannot serve either: below ``MIN_CLUSTERS`` units, or fewer than ``unit_trials``
-    trials of a configuration in all (the bootstrap of a p90 from 10 single trials claimed a
-    difference in 13.8% of A/A runs, from 20 in 6.4%, from 25 in 4.0%: a second reader's
-    simulation, docs/statistics.md "Few units"). None when one of them serves."""
-    if units < MIN_CLUSTERS_T["paired"] or not per_unit.size:
-        return None
-    thinnest = int(per_unit[per_unit > 0].min())
-    if thinnest >= t_unit_trials(percentile):
-        return None
-    total = int(per_unit.sum(axis=1).min())
-    if units >= MIN_CLUSTERS and total >= unit_trials(percentile):
-        return None
-    p = f"p{percentile:g}"
-    return (
-        f"a configuration has {_trials(thinnest)} in a {name} unit, too few for its {p} there "
-        f"(the cluster-level t needs {t_unit_trials(percentile)}), and "
-        + (
-            f"{units} {name} units are too few for a bootstrap (it needs {MIN_CLUSTERS})"
-            if units < MIN_CLUSTERS
-            else f"{_trials(total)} in all are too few for a bootstrap of the {p} "
-            f"(it needs {unit_trials(percentile)})"
-        )
-    )
 
 
 @attrs.frozen

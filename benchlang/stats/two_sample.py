@@ -21,7 +21,8 @@ import numpy as np
 from benchlang.jsonout import undefined
 from benchlang.stats._multistage import multistage_weights
 from benchlang.stats._weighted import weighted_percentile
-from benchlang.stats.headline import MIN_CLUSTERS, expansion
+from benchlang.stats.cluster_t import MIN_CLUSTERS
+from benchlang.stats.headline import expansion
 
 
 @attrs.frozen
