@@ -1,4 +1,5 @@
-"""Imported first by the commands whose cost is mostly start-up (`import`, `analyze`): numpy is
+"""Imported first by the commands whose cost is mostly start-up (`import`, `analyze`, the
+`history` commands): numpy is
 loaded with OpenBLAS's idle threads sleeping at once instead of spinning.
 
 OpenBLAS starts a thread a core when numpy is loaded, and a thread without work busy-waits

@@ -3,6 +3,10 @@ change points, the CI gate and the dashboard, over one history (SQLite or Postgr
 
 from __future__ import annotations
 
+from benchlang.app import blas_threads  # noqa: F401  (before numpy: see its docstring)
+
+# isort: split
+
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
