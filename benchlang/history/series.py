@@ -47,6 +47,17 @@ class Series:
     def key(self) -> tuple[str, str, str]:
         return (self.metric, self.configuration, self.host_class)
 
+    def described(self) -> dict[str, Any]:
+        """What the JSON of ``history list`` and ``changes`` says of the series itself."""
+        return {
+            "metric": self.metric,
+            "configuration": self.configuration,
+            "host_class": self.host_class,
+            "unit": self.unit,
+            "better": self.better,
+            "points": len(self),
+        }
+
     def head(self, n: int) -> Series:
         """The series' first ``n`` points (the history as it was before a newer point)."""
         cut = {f.name: getattr(self, f.name) for f in attrs.fields(Series)}

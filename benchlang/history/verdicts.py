@@ -88,13 +88,7 @@ class SeriesChanges:
             d = c.to_dict()
             d["id"] = change_id(s, c)
             level.append(d)
-        return {
-            "metric": s.metric,
-            "configuration": s.configuration,
-            "host_class": s.host_class,
-            "unit": s.unit,
-            "better": s.better,
-            "points": len(s),
+        return s.described() | {
             "method": self.method,
             "changes": level,
             "spread": [c.to_dict() for c in self.spread],

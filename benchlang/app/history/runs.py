@@ -274,19 +274,7 @@ def list_history(history: str | None = None) -> dict[str, Any]:
         "history": name,
         "runs": all_runs,
         "acknowledged": [a.to_dict() for a in acks],
-        "series": [
-            {
-                "metric": s.metric,
-                "configuration": s.configuration,
-                "host_class": s.host_class,
-                "unit": s.unit,
-                "better": s.better,
-                "points": len(s),
-                "first": s.dates[0],
-                "last": s.dates[-1],
-            }
-            for s in series
-        ],
+        "series": [s.described() | {"first": s.dates[0], "last": s.dates[-1]} for s in series],
     }
 
 
