@@ -131,3 +131,32 @@ def test_an_imports_factor_does_not_take_the_configuration_column(stores, tmp_pa
     frame = benchlang.open_store(stores[1]).trials()
     assert frame["configuration"].tolist() == [0] * 5 + [1] * 5, "the API's index stays an index"
     assert frame["factor_configuration"].astype(str).tolist()[0] == "sleep 0.01"
+
+
+def test_duckdb_reads_a_run_and_an_import_with_the_same_columns_and_types(stores, tmp_path, capsys):
+    """DuckDB, the other reader the exports are for: each store's Parquet and CSV (the CSV with
+    the column types the JSON document states, as a reader of it would pass them) have the
+    same names and types for a run and an import, and the two Parquet files read as one."""
+    duckdb = pytest.importorskip("duckdb")
+    sql_type = {"string": "VARCHAR", "int64": "BIGINT", "float64": "DOUBLE"}
+    described = []
+    for store in stores:
+        doc, _, _, _ = exports(store, tmp_path, capsys)
+        assert main(["results", str(store), "--format", "csv"]) == 0
+        csv = tmp_path / f"{store.stem}.csv"
+        csv.write_text(capsys.readouterr().out)
+        types = {c["name"]: sql_type[c["type"]] for c in doc["trial_columns"]}
+        parquet = duckdb.sql(f"DESCRIBE SELECT * FROM '{tmp_path / f'{store.stem}.parquet'}'")
+        from_csv = duckdb.read_csv(str(csv), dtype=types)
+        columns = {row[0]: row[1] for row in parquet.fetchall()}
+        assert list(columns) == [c["name"] for c in doc["trial_columns"]] == from_csv.columns
+        assert list(columns.values()) == [str(t) for t in from_csv.types], store.stem
+        described.append(columns)
+    shared = FIXED + AFTER + ["time_s", "metric:time_s"]
+    assert {n: described[0][n] for n in shared} == {n: described[1][n] for n in shared}
+    both = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet(['{tmp_path / 'run.parquet'}', "
+        f"'{tmp_path / 'imp.parquet'}'], union_by_name = true)"
+    ).fetchall()
+    run_rows = duckdb.sql(f"SELECT count(*) FROM '{tmp_path / 'run.parquet'}'").fetchall()
+    assert both == [(run_rows[0][0] + 10,)]
