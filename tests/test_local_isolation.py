@@ -30,6 +30,13 @@ if CGROUP:
     probe.close()
 
 
+TAG = f"{os.getpid():07d}"
+"""In every sleep's duration (``sleep 61.<TAG>01``), so that a test's look for its processes
+does not find another worker's: the cgroup and pgroup forms of a test can run at the same time
+under pytest -n, and a loaded CI run found a `sleep 72.01` alive after the launcher's kill had
+waited for its own process group to end (most likely the other form's, running then)."""
+
+
 def live(marker: str) -> list[int]:
     """Processes (not zombies) whose command line holds ``marker``."""
     found = []
@@ -97,33 +104,33 @@ def test_the_orphan_spec_stores_its_own_values_and_leaves_nothing(tmp_path, cli_
 
 
 def test_background_child_is_killed_when_the_command_exits(session):
-    run = session.run_blocking(Command("sleep 61.01 & echo v=1"))
+    run = session.run_blocking(Command(f"sleep 61.{TAG}01 & echo v=1"))
     assert run.ok and run.stdout == b"v=1\n"
     assert run.left_running >= 1
-    assert live("61.01") == []
+    assert live(f"61.{TAG}01") == []
 
 
 def test_setsid_child_is_killed_after_the_trial(session):
-    run = session.run_blocking(Command("setsid -f sleep 62.02; echo started"))
+    run = session.run_blocking(Command(f"setsid -f sleep 62.{TAG}02; echo started"))
     assert run.ok and run.stdout == b"started\n"
-    assert live("62.02") == []
+    assert live(f"62.{TAG}02") == []
 
 
 def test_setsid_child_is_killed_on_timeout(session):
     t0 = time.monotonic()
     run = session.run_blocking(
-        Command("setsid sh -c 'sleep 63.03' & sleep 63.04; echo never", timeout=0.3)
+        Command(f"setsid sh -c 'sleep 63.{TAG}03' & sleep 63.{TAG}04; echo never", timeout=0.3)
     )
     assert run.timed_out and run.exit_status == -9 and run.stdout == b""
     assert time.monotonic() - t0 < 30
-    assert live("63.03") == [] and live("63.04") == []
+    assert live(f"63.{TAG}03") == [] and live(f"63.{TAG}04") == []
 
 
 def test_cancelled_execute_kills_setsid_children(session, tmp_path):
     async def go():
         task = asyncio.ensure_future(
             session.execute(
-                Command("setsid -f sleep 64.05; echo $$ > started; sleep 64.06", cwd=".")
+                Command(f"setsid -f sleep 64.{TAG}05; echo $$ > started; sleep 64.{TAG}06", cwd=".")
             )
         )
         while not (tmp_path / "started").exists():
@@ -133,7 +140,7 @@ def test_cancelled_execute_kills_setsid_children(session, tmp_path):
             await task
 
     asyncio.run(asyncio.wait_for(go(), 30))
-    assert live("64.05") == [] and live("64.06") == []
+    assert live(f"64.{TAG}05") == [] and live(f"64.{TAG}06") == []
 
 
 def test_each_trial_writes_its_own_scratch_files(session):
@@ -267,7 +274,7 @@ def test_without_a_compiler_max_rss_is_unavailable_with_the_reason(tmp_path, no_
     assert found.path is None and "no-such-cc" in found.reason
     session = LocalSession("local", tmp_path)
     try:
-        run = session.run_blocking(Command("sleep 65.07 & echo v=1"))
+        run = session.run_blocking(Command(f"sleep 65.{TAG}07 & echo v=1"))
         facts = asyncio.run(session.facts())
     finally:
         asyncio.run(session.close())
@@ -276,19 +283,21 @@ def test_without_a_compiler_max_rss_is_unavailable_with_the_reason(tmp_path, no_
     assert "no-such-cc" in run.unavailable["max_rss"]
     assert {"wall_time", "user_time", "sys_time", "cpu_time"} <= set(run.rusage)
     assert facts["launcher"].startswith("none")
-    assert live("65.07") == [], "the process group is killed without the launcher too"
+    assert live(f"65.{TAG}07") == [], "the process group is killed without the launcher too"
 
 
 @pytest.mark.skipif(not CGROUP, reason="no writable cgroup v2 here")
 def test_without_a_compiler_the_cgroup_still_catches_setsid(tmp_path, no_compiler):
     session = LocalSession("local", tmp_path)
     try:
-        run = session.run_blocking(Command("setsid -f sleep 66.08; echo started"))
-        timed = session.run_blocking(Command("setsid -f sleep 66.09; sleep 66.10", timeout=0.3))
+        run = session.run_blocking(Command(f"setsid -f sleep 66.{TAG}08; echo started"))
+        timed = session.run_blocking(
+            Command(f"setsid -f sleep 66.{TAG}09; sleep 66.{TAG}10", timeout=0.3)
+        )
     finally:
         asyncio.run(session.close())
     assert run.ok and timed.timed_out
-    assert live("66.08") == [] and live("66.09") == [] and live("66.10") == []
+    assert live(f"66.{TAG}08") == [] and live(f"66.{TAG}09") == [] and live(f"66.{TAG}10") == []
 
 
 def test_the_launcher_is_cached_under_its_source_hash(tmp_path, monkeypatch):
@@ -343,12 +352,14 @@ def test_scratch_directories_of_killed_runs_are_removed(tmp_path, monkeypatch):
 def test_kill_group_returns_once_nothing_of_the_group_runs():
     from benchlang.backends.launcher import kill_group
 
-    leader = subprocess.Popen(["sh", "-c", "sleep 93.41 & sleep 93.42"], start_new_session=True)
+    leader = subprocess.Popen(
+        ["sh", "-c", f"sleep 93.{TAG}41 & sleep 93.{TAG}42"], start_new_session=True
+    )
     deadline = time.monotonic() + 10
-    while not (live("93.41") and live("93.42")) and time.monotonic() < deadline:
+    while not (live(f"93.{TAG}41") and live(f"93.{TAG}42")) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert live("93.41") and live("93.42")
+    assert live(f"93.{TAG}41") and live(f"93.{TAG}42")
     kill_group(leader.pid)
-    assert live("93.41") == [] and live("93.42") == []
+    assert live(f"93.{TAG}41") == [] and live(f"93.{TAG}42") == []
     assert leader.wait(10) == -9
     kill_group(leader.pid)  # a group that is gone: returns at once

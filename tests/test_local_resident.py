@@ -19,7 +19,7 @@ import pytest
 from benchlang.backends.base import Command
 from benchlang.backends.launcher import ISOLATION_ENV
 from benchlang.backends.local import LocalSession
-from tests.test_local_isolation import CGROUP, live, probe
+from tests.test_local_isolation import CGROUP, TAG, live, probe
 
 
 @pytest.fixture(params=["cgroup", "pgroup"])
@@ -39,11 +39,11 @@ def children(pid: int) -> str:
 
 def test_orphans_of_one_trial_do_not_survive_into_the_next(session):
     first = session.run_blocking(
-        Command("setsid -f sleep 71.01; sleep 71.02 & (sleep 71.03 &); echo $PPID")
+        Command(f"setsid -f sleep 71.{TAG}1; sleep 71.{TAG}2 & (sleep 71.{TAG}3 &); echo $PPID")
     )
     launcher = int(first.stdout)
     assert first.ok and first.left_running >= 2
-    assert live("71.0") == [], "trial k's orphans outlived it"
+    assert live(f"71.{TAG}") == [], "trial k's orphans outlived it"
     assert children(launcher) == "", "the launcher kept a child between trials"
     second = session.run_blocking(Command("echo $PPID"))
     assert second.ok and int(second.stdout) == launcher, "the launcher was not kept"
@@ -58,11 +58,13 @@ def test_commands_start_with_sigpipe_and_sigxfsz_at_their_default(session):
 
 
 def test_a_launcher_killed_mid_trial_fails_the_trial_and_is_replaced(session):
-    first = session.run_blocking(Command("echo $PPID; sleep 72.01 & kill -9 $PPID; sleep 72.02"))
+    first = session.run_blocking(
+        Command(f"echo $PPID; sleep 72.{TAG}1 & kill -9 $PPID; sleep 72.{TAG}2")
+    )
     assert not first.ok and first.failure is not None
     assert "launcher ended (killed by signal 9)" in first.failure
     assert "max_rss" in first.unavailable and "max_rss" not in first.rusage
-    assert live("72.01") == [] and live("72.02") == [], "the dead launcher's trial kept running"
+    assert live(f"72.{TAG}") == [], "the dead launcher's trial kept running"
     assert first.stdout.strip().isdigit(), "the dead launcher's trial lost its output"
     second = session.run_blocking(Command("echo $PPID"))
     assert second.ok and second.rusage["max_rss"] > 0
@@ -72,7 +74,9 @@ def test_a_launcher_killed_mid_trial_fails_the_trial_and_is_replaced(session):
 def test_a_cancelled_trial_leaves_a_working_session(session, tmp_path):
     async def go():
         task = asyncio.ensure_future(
-            session.execute(Command("setsid -f sleep 73.01; touch started; sleep 73.02", cwd="."))
+            session.execute(
+                Command(f"setsid -f sleep 73.{TAG}1; touch started; sleep 73.{TAG}2", cwd=".")
+            )
         )
         while not (tmp_path / "started").exists():
             await asyncio.sleep(0.01)
@@ -85,7 +89,7 @@ def test_a_cancelled_trial_leaves_a_working_session(session, tmp_path):
     # Killed, but on a machine whose two cores are busy a SIGKILLed process may take a moment
     # to be scheduled and exit (seen in 2 of 5 loaded suite runs): gone within 2 s, or a leak.
     deadline = time.monotonic() + 2.0
-    while (left := live("73.01") + live("73.02")) and time.monotonic() < deadline:
+    while (left := live(f"73.{TAG}")) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert left == [], [Path(f"/proc/{pid}/stat").read_text() for pid in left]
     assert after.ok and after.stdout == b"after\n"
