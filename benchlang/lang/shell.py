@@ -173,7 +173,7 @@ class _Frame:
 
 
 _Item = str | tuple[str, int, int, bool]
-"""A template's character, or a placeholder as (name, offset, width, code)."""
+"""A template's character, or a ``{name}`` substitution as (name, offset, width, code)."""
 
 
 def _split(template: str) -> tuple[list[_Item], bool]:
