@@ -27,7 +27,9 @@ difference (no cliff where the bootstrap would start); ``--missing`` drops confi
 from series 0 (the t with Bonferroni's critical value).
 
 ``python benchmarks/sim_few_units_ranking.py [--k 2 3 5 10] [--runs 1000] [--power-runs 400]
-[--rounds 5] [--hetero] [--cli] [--rule [--missing]]``; ``--cli`` imports one generated CSV (5 series x 5 rounds,
+[--rounds 5] [--hetero] [--cli] [--cli-rates N] [--rule [--missing]]``; ``--cli-rates N``: A/A and
+1.2x power of N quickstart-shaped data sets a row through ``benchlang import`` + ``analyze
+--json`` (about 5 minutes for 1,000); ``--cli`` imports one generated CSV (5 series x 5 rounds,
 3 configurations, 1.3x) through ``benchlang import`` + ``benchlang analyze`` and prints the
 ranking. Seeded: the same table every time. Each k took 2-9 minutes at nice 10 on two shared
 cores (about 20 in all), ``--hetero`` 4.
@@ -173,6 +175,62 @@ def cli_check(seed: int = 5) -> None:
         print("\n".join(lines[start : start + 5]))
 
 
+def cli_rates(runs: int, seed: int = 11) -> None:
+    """The rates as a reader meets them: quickstart-shaped data sets (5 series x 5 rounds, 3
+    configurations; also with c2 missing from 2 series) each through ``benchlang import`` +
+    ``benchlang analyze --json``, a run counted when its headline ranking states any clear
+    comparison: A/A (all equal) and power (c1 and c2 1.2x slower than c0)."""
+    import json
+
+    from benchlang.cli import main
+
+    se = math.sqrt(0.05 * 0.95 / runs)
+    print(f"through the CLI, {runs} data sets a row (MC SE {100 * se:.1f} points at 5%)")
+    print("| layout | A/A: runs with a claim | 1.2x: comparisons found |")
+    print("| --- | ---: | ---: |")
+    for missing in (False, True):
+        config, clusters = design(5, 5, 3)
+        keep = ~((config == 2) & (clusters[:, 0] < 2)) if missing else config >= 0
+        config, clusters = config[keep], clusters[keep]
+        rates = []
+        for effect in (0.0, math.log(1.2)):
+            hits = total = 0
+            for r in range(runs):
+                rng = np.random.default_rng(seed * 100_003 + r)
+                v = values(rng, config, clusters, 3, np.array([0.0, effect, effect]))
+                rows = ["test,order,run_seq,position,value,series"]
+                for x in range(config.size):
+                    s, rnd = clusters[x]
+                    rows.append(f"c{config[x]},random,{s * 5 + rnd},{x % 3},{v[x]:.6f},{s}")
+                with tempfile.TemporaryDirectory() as tmp:
+                    csv, store = Path(tmp) / "q.csv", Path(tmp) / "q.sqlite"
+                    csv.write_text("\n".join(rows) + "\n")
+                    out = io.StringIO()
+                    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                        main(
+                            ["import", str(csv), "--store", str(store), "--series-column", "series"]
+                        )
+                    out = io.StringIO()
+                    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                        main(["analyze", str(store), "--json"])
+                doc = json.loads(out.getvalue())
+                clear = [
+                    c["clear"]
+                    for h in doc["headline"]
+                    for rk in h["rankings"]
+                    for c in rk["comparisons"]
+                ]
+                if effect == 0.0:
+                    hits += any(clear)
+                    total += 1
+                else:
+                    hits += sum(clear)
+                    total += 2
+            rates.append(100.0 * hits / total)
+        name = "c2 missing from 2 of 5 series" if missing else "every configuration in every series"
+        print(f"| {name} | {rates[0]:.1f}% | {rates[1]:.1f}% |")
+
+
 def rule_table(runs: int, power_runs: int, k: int, missing: bool) -> None:
     """A/A and 1.05x power of ``rank``'s default rule per (G, rounds)."""
     se = math.sqrt(0.05 * 0.95 / runs)
@@ -213,11 +271,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--hetero", action="store_true", help="A/A only, configuration 0 noisier")
     ap.add_argument("--cli", action="store_true")
+    ap.add_argument("--cli-rates", type=int, metavar="N", help="N data sets a row through the CLI")
     ap.add_argument("--rule", action="store_true", help="rank()'s default rule, G = 15-30")
     ap.add_argument("--missing", action="store_true", help="with --rule: a configuration missing")
     a = ap.parse_args()
     if a.cli:
         cli_check()
+        return
+    if a.cli_rates:
+        cli_rates(a.cli_rates)
         return
     if a.rule:
         rule_table(a.runs, a.power_runs, a.k[0] if a.k != [2, 3, 5, 10] else 3, a.missing)
