@@ -9,7 +9,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import textwrap
 
 import attrs
 import numpy as np
@@ -21,6 +20,7 @@ from benchlang.errors import UserError
 from benchlang.run.store import SCHEMA_VERSION, StopRecord, Store, StoreBusy, TrialRecord
 from benchlang.run.store import migrate as migration
 from benchlang.run.store.locks import WriterLock
+from tests.docs_runs import Q_SPEC
 from tests.store_versions import downgrade
 
 
@@ -147,20 +147,7 @@ def test_reading_an_old_store_is_one_line_exit_2(tmp_path, run_cli, version):
 
 
 def test_resume_of_a_migrated_run_runs_only_the_missing_trials(tmp_path, run_cli):
-    (tmp_path / "q.bench").write_text(
-        textwrap.dedent("""\
-        benchlang 1
-        experiment q {
-          seed 4
-          factor k in [1, 2]
-          benchmark b {
-            run "echo v={k}"
-            measure v from stdout regex "v=([0-9]+)"
-          }
-          design { runs 5 order fixed }
-        }
-        """)
-    )
+    (tmp_path / "q.bench").write_text(Q_SPEC)
     status, _, err = run_cli(["run", "q.bench", "--store", "q.sqlite", "-q"], cwd=tmp_path)
     assert status == 0, err
     path = tmp_path / "q.sqlite"
