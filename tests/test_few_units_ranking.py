@@ -122,7 +122,7 @@ def test_many_balanced_units_keep_the_t():
 def test_units_too_thin_for_the_percentile_take_the_bootstrap_or_none():
     """One trial per configuration per round, ranked by p90: a round's p90 would be its one
     trial, so no t; 30 rounds (p90's 25 trials and more) take the bootstrap of the p90 (the
-    ratio is of the p90s); 10 rounds, too few for that bootstrap (13.8% false claims in A/A),
+    ratio is of the p90s); 10 rounds, too few for that bootstrap (13.8-14.8% false claims in A/A),
     and 4 rounds, too few units for any, are descriptive only with the reason. For the median 2
     trials a series are enough for the t; one trial a series takes the bootstrap from 5."""
     config, clusters = _design(1, 30, 2)
@@ -245,3 +245,38 @@ def test_configurations_that_share_no_units_are_not_compared():
     r = rank(values, config[keep], clusters[keep], level_names=["series", "round"])
     assert r.descriptive_only
     assert "the configurations do not share series units enough to be compared" in r.reasons[0]
+
+
+def test_layouts_that_give_no_sound_interval_say_so():
+    """Three layouts a second reader found giving claims without sound intervals: a pair that
+    shares no series (the jackknife has no bound for it), a configuration in only 2 of 5 series
+    (a bootstrap over 2 units of a noisy configuration claimed 13-30% of A/A runs), and 7
+    one-trial rounds of 3 configurations at the median (the bootstrap: 6.0%); two
+    configurations from 6 one-trial rounds keep the bootstrap (2.4-3.6%)."""
+    rng = np.random.default_rng(8)
+    config, clusters = _design(6, 5, 3)
+    ser = clusters[:, 0]
+    keep = (config == 0) | ((config == 1) & (ser < 3)) | ((config == 2) & (ser >= 3))
+    values = np.exp(rng.normal(0, 0.1, int(keep.sum())))
+    r = rank(values, config[keep], clusters[keep], level_names=["series", "round"])
+    assert r.descriptive_only and r.reasons == (
+        "some configurations share too few series units for an interval (fewer than 2 in "
+        "common, or removing one series unit separates them)",
+    )
+    assert all(math.isnan(c.lower) and not c.clear for c in r.comparisons)
+    config, clusters = _design(5, 5, 3)
+    keep = ~((config == 2) & (clusters[:, 0] < 3))
+    values = np.exp(rng.normal(0, 0.1, int(keep.sum())))
+    r = rank(values, config[keep], clusters[keep], level_names=["series", "round"])
+    assert r.descriptive_only and r.reasons == (
+        "configuration 2 is measured in fewer than 3 series units",
+    )
+    config, clusters = _design(1, 7, 3)
+    r = rank(np.exp(rng.normal(0, 0.1, config.size)), config, clusters, level_names=["s", "round"])
+    assert (
+        r.descriptive_only
+        and "7 trials in all are too few for a bootstrap of the p50" in (r.reasons[0])
+    )
+    config, clusters = _design(1, 6, 2)
+    r = rank(np.exp(rng.normal(0, 0.1, config.size)), config, clusters, level_names=["s", "round"])
+    assert not r.descriptive_only and "bootstrap" in r.family.method

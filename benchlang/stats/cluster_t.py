@@ -67,12 +67,20 @@ def _trials(n: int) -> str:
     return f"{n} trial" if n == 1 else f"{n} trials"
 
 
+BOOTSTRAP_TRIALS = 10
+"""The fewest trials of a configuration, in all, whose one-trial units the bootstrap may serve
+for any percentile when more than two configurations are ranked: a median from 5 one-trial
+rounds claimed a difference in 6.5-6.8% of A/A runs at k = 3 and 13-16% at k = 5, from 7 in
+6.0% and 10.4%, from 10 in 1.7-3.8%; two configurations from 5 rounds 2.4-3.6% (a second
+reader, 2,000-4,000 runs a cell, MC SE <= 0.5)."""
+
+
 def thin_units(units: int, per_unit: np.ndarray, percentile: float, name: str) -> str | None:
     """Why no interval, when the units are too thin for the t (fewer than ``t_unit_trials``
     trials of a configuration in a unit: a one-trial round's p90 is its only value) and the
     bootstrap cannot serve either: below ``MIN_CLUSTERS`` units, or fewer than ``unit_trials``
-    trials of a configuration in all (the bootstrap of a p90 from 10 single trials claimed a
-    difference in 13.8% of A/A runs, from 20 in 6.4%, from 25 in 4.0%: a second reader's
+    (and ``BOOTSTRAP_TRIALS``) trials of a configuration in all (the bootstrap of a p90 from 10 single trials claimed a
+    difference in 13.8-14.8% of A/A runs, from 20 in 6.4%, from 25 in 4.0%: a second reader's
     simulation, docs/statistics.md "Few units"). None when one of them serves."""
     if units < MIN_CLUSTERS_T["paired"] or not per_unit.size:
         return None
@@ -80,7 +88,10 @@ def thin_units(units: int, per_unit: np.ndarray, percentile: float, name: str) -
     if thinnest >= t_unit_trials(percentile):
         return None
     total = int(per_unit.sum(axis=1).min())
-    if units >= MIN_CLUSTERS and total >= unit_trials(percentile):
+    enough = unit_trials(percentile)
+    if per_unit.shape[0] > 2:
+        enough = max(enough, BOOTSTRAP_TRIALS)
+    if units >= MIN_CLUSTERS and total >= enough:
         return None
     p = f"p{percentile:g}"
     return (
@@ -90,7 +101,7 @@ def thin_units(units: int, per_unit: np.ndarray, percentile: float, name: str) -
             f"{units} {name} units are too few for a bootstrap (it needs {MIN_CLUSTERS})"
             if units < MIN_CLUSTERS
             else f"{_trials(total)} in all are too few for a bootstrap of the {p} "
-            f"(it needs {unit_trials(percentile)})"
+            f"(it needs {enough})"
         )
     )
 
@@ -163,8 +174,9 @@ def jackknife_families(
     not match a centre that also leans on the other configurations' cells: with one
     configuration noisier (its interaction sd 0.5) and another missing from 3 of 8 series, that
     mismatch claimed a difference between two quiet configurations in 11% of A/A runs (a second
-    reader's simulation; the jackknife: 1.6%). A pair whose jackknife is undefined (a unit's
-    removal disconnects the layout or leaves a configuration without units) gets no bound.
+    reader's simulation; the jackknife: 1.5-1.9%). A pair whose jackknife is undefined (a unit's
+    removal disconnects the layout or leaves a configuration without units) gets no bound, and
+    ``rank`` then gives no interval at all (descriptive only, with the reason).
     Returns lo[c, i], hi[c, i], the largest critical value and the smallest df."""
     count, k = unit_stats.shape
     lo = np.full((k, k), -math.inf)

@@ -322,11 +322,12 @@ def rank(
             )
     else:
         few = MIN_CLUSTERS_T["paired"] <= units[0] < min_clusters
-    needed = MIN_CLUSTERS_T["paired"] if few else 2
+    # 3 on either path: a bootstrap over 2 units of a noisy configuration claimed 13-30%
+    needed = MIN_CLUSTERS_T["paired"]
     for j in range(k):
         if not present[j]:
             failed.append(f"{configuration_name(config_names, j)} has no positive values")
-        elif top_units[j] < needed:
+        elif top_units[j] < needed and units[0] >= MIN_CLUSTERS_T["paired"]:
             failed.append(
                 f"{configuration_name(config_names, j)} is measured in fewer than {needed} {names[0]} units"
             )
@@ -362,6 +363,11 @@ def rank(
                 )
             else:
                 lo, hi, crit, df = jackknife_families(units_stats, estimate, confidence, size)
+            pairs = np.ix_(present, present)
+            off = ~np.eye(int(present.sum()), dtype=bool)
+            undefined = not (
+                np.isfinite(lo[pairs][off]).all() and np.isfinite(hi[pairs][off]).all()
+            )
             over = (
                 ""
                 if size == 1
@@ -381,6 +387,7 @@ def rank(
                 f"units a pair shares less 1){over}"
             )
         else:
+            undefined = False
             rng = np.random.default_rng(seed)
             blocks = level_blocks(nested if stages == "all" else nested[:1], replicates, rng)
             if stages == "top":
@@ -393,26 +400,34 @@ def rank(
                 f"{METHODS[family]}: single-step studentized bootstrap max-t "
                 "(Westfall & Young 1993; Romano & Wolf 2005)"
             )
-        if family == "mcb":
-            lower, upper = with_the_best(lo, hi)
-            shown = lower, upper
-        else:
-            lower, upper = column_max(lo), column_max(hi)
-            shown = lo[best], hi[best]
-        if family == "alone":
-            method = METHODS[family]
-        held = Family(
-            method,
-            size,
-            float(confidence),
-            crit,
-            df,
-            tuple(
-                (float(math.exp(a)), float(math.exp(b))) for a, b in zip(lower, upper, strict=True)
-            ),
-        )
-        bounds = np.exp(np.stack(shown, axis=1))
         ratios = estimate[best]
+        if undefined:
+            descriptive = True
+            failed.append(
+                f"some configurations share too few {names[0]} units for an interval (fewer "
+                f"than 2 in common, or removing one {names[0]} unit separates them)"
+            )
+        else:
+            if family == "mcb":
+                lower, upper = with_the_best(lo, hi)
+                shown = lower, upper
+            else:
+                lower, upper = column_max(lo), column_max(hi)
+                shown = lo[best], hi[best]
+            if family == "alone":
+                method = METHODS[family]
+            held = Family(
+                method,
+                size,
+                float(confidence),
+                crit,
+                df,
+                tuple(
+                    (float(math.exp(a)), float(math.exp(b)))
+                    for a, b in zip(lower, upper, strict=True)
+                ),
+            )
+            bounds = np.exp(np.stack(shown, axis=1))
     lower, upper = bounds[:, 0], bounds[:, 1]
     comparisons = tuple(
         Comparison(
