@@ -321,6 +321,9 @@ def _execute(args, signals, experiment, backend, plan, store, store_path) -> int
         render_run_summary(data)
     if experiment.kpis:
         analysis = analyze(data)
+        from benchlang.app.history.kept import keep_points
+
+        keep_points(store, data, analysis)  # what history add takes (docs/history.md)
     for item in experiment.profiles:
         print_spec_profile(item)
     if experiment.comparisons:

@@ -8,13 +8,13 @@ from benchlang.app import blas_threads  # noqa: F401  (before numpy: see its doc
 # isort: split
 
 import datetime as dt
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from benchlang.app.history.kept import kept_points, run_end
 from benchlang.errors import UserError
 from benchlang.history.db import History, is_postgres
 from benchlang.history.points import Point, Run, points_of, run_facts, run_key
@@ -103,26 +103,35 @@ def _store_end(path: Path, plan_hash: str) -> float:
     from benchlang.run.store import Store
 
     with Store(path) as store:
-        try:
-            row = store.connection.execute(
-                "SELECT MAX(ended) FROM trials WHERE plan_hash = ?", (plan_hash,)
-            ).fetchone()
-        except Exception:
-            row = None
-    if row and row[0] is not None and math.isfinite(row[0]):
-        return float(row[0])
-    return path.stat().st_mtime
+        ended = run_end(store.connection, plan_hash)
+    return path.stat().st_mtime if ended is None else ended
 
 
 def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
+    """The run a store adds: the points its run kept (app.history.kept) when they are
+    current, else computed from its trials with its spec (compiled from the store's text)."""
+    path = Path(store)
+    if not path.is_file():
+        raise UserError(f"no store at {path}")
+    kept = kept_points(path)
+    if kept is not None:
+        run = Run(
+            run_key(kept.plan_hash, kept.points),
+            kept.experiment,
+            kept.plan_hash,
+            None,
+            None,
+            _iso(path.stat().st_mtime if kept.ended is None else kept.ended),
+            str(path),
+            kept.facts,
+            {},
+        )
+        return run, kept.points
     from benchlang.app.analysis import no_values
     from benchlang.app.history.worktrees import session_builds
     from benchlang.app.stores import load_store
     from benchlang.report.analysis import analyze
 
-    path = Path(store)
-    if not path.is_file():
-        raise UserError(f"no store at {path}")
     data = load_store(path, every_measure=False)
     spec_names = (b.name for b in data.experiment.benchmarks)
     builds = session_builds(data.table.benchmark.tolist(), spec_names)
@@ -213,7 +222,10 @@ def _recorded(store: str | Path) -> str | None:
     from benchlang.run.store import Store
 
     with Store(store) as s:
-        return s.plan().spec_path
+        plans = s.connection.execute("SELECT spec_path FROM plans ORDER BY created").fetchall()
+    if not plans:
+        raise UserError(f"{Path(store)} holds no experiment yet")
+    return plans[-1][0]
 
 
 def spec_of(store: str | Path) -> Path | None:

@@ -1,0 +1,223 @@
+"""``benchlang run`` keeps its history points in its store (app/history/kept.py) and ``history
+add`` takes them while they are current: the same history rows as compiling the spec and
+analysing the trials; points kept before the store's trials changed are never used; stores
+without them (written before, or by ``import``) are added as before. And the CLI's exit
+without the interpreter's teardown (``cli.leave``) loses nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+from benchlang.app.history import kept as kept_module
+from benchlang.app.history.kept import KEY, keep_points, kept_points
+from benchlang.app.history.runs import _store_points
+from benchlang.cli import main
+from benchlang.run.store import Store, TrialRecord
+from benchlang.testing.synthetic import synthetic_store
+
+ROOT = Path(__file__).resolve().parents[1]
+DRAW = "awk -v k={k} -v t=$BENCHLANG_TRIAL 'NR == t + 1 {{{{ print k * $1 }}}}' {noise}"
+"""A trial prints k times its own line of a seeded table (as tests/test_run_independence.py)."""
+SPEC = """benchlang 1
+experiment kept {{
+  seed 3
+  factor k in [1, 2]
+  benchmark draw {{
+    run "{run}"
+    measure v from stdout regex "([0-9.]+)"
+  }}
+  metric v {{ measure mean unit "s" better lower }}
+  kpi v {{ percentile 50 confidence 95% }}
+  variability v {{ percentile 25 confidence 75% }}
+  design {{ runs 5 series 5 order random }}
+}}
+"""
+
+
+def _run(folder: Path) -> Path:
+    """A real ``benchlang run`` of SPEC (50 trials of seeded lognormal values) into a store."""
+    draws = np.random.default_rng(53).lognormal(0, 0.1, 64)
+    noise = folder / "noise.txt"
+    noise.write_text("".join(f"{v:.9f}\n" for v in draws))
+    spec = folder / "kept.bench"
+    spec.write_text(SPEC.format(run=DRAW.format(k="{k}", noise=noise)))
+    store = folder / "kept.sqlite"
+    assert main(["run", str(spec), "--store", str(store), "-q"]) == 0
+    return store
+
+
+@pytest.fixture
+def ran(tmp_path, capsys) -> Path:
+    store = _run(tmp_path)
+    capsys.readouterr()
+    return store
+
+
+def _history_rows(history: Path) -> dict[str, list[tuple]]:
+    """Every row of every table of a history, in a stable order."""
+    with sqlite3.connect(history) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: sorted(map(repr, db.execute(f"SELECT * FROM {t}"))) for t in sorted(tables)}
+
+
+def _add(store: Path, history: Path) -> None:
+    argv = ["history", "add", str(store), "--history", str(history), "--no-commit"]
+    assert main([*argv, "--date", "2026-01-02T03:04:05Z"]) == 0
+
+
+def _drop_kept(store: Path) -> None:
+    with sqlite3.connect(store) as db:
+        assert db.execute("DELETE FROM meta WHERE key LIKE ?", (KEY + "%",)).rowcount == 1
+
+
+def _compiled(store: Path, monkeypatch) -> tuple:
+    """What ``add`` takes from the store by compiling its spec and analysing its trials."""
+    with monkeypatch.context() as m:
+        m.setattr("benchlang.app.history.runs.kept_points", lambda path: None)
+        return _store_points(store)
+
+
+def test_add_takes_the_kept_points_and_writes_the_rows_the_trials_give(ran, tmp_path, capsys,
+                                                                       monkeypatch):  # fmt: skip
+    kept = kept_points(ran)
+    assert kept is not None and len(kept.points) == 2
+    assert {p.interval_kind for p in kept.points} == {"variability"}
+    assert repr(_store_points(ran)) == repr(_compiled(ran, monkeypatch))
+    with monkeypatch.context() as m:  # the kept points alone: no spec compiled, no trial read
+        m.setattr("benchlang.app.stores.load_store", lambda *a, **k: pytest.fail("compiled"))
+        _add(ran, tmp_path / "kept.history")
+    _drop_kept(ran)
+    assert kept_points(ran) is None
+    _add(ran, tmp_path / "compiled.history")
+    capsys.readouterr()
+    kept_rows = _history_rows(tmp_path / "kept.history")
+    assert kept_rows["points"] and kept_rows["runs"]
+    assert kept_rows == _history_rows(tmp_path / "compiled.history")
+
+
+def _add_trial(store: Path) -> None:
+    """A trial more, as a resumed or extended run writes one (its own transaction)."""
+    with Store(store, write=True) as s:
+        plan_hash = s.plan().plan_hash
+        last = s.connection.execute("SELECT max(trial) FROM trial_rows").fetchone()[0]
+        s.record_trial(
+            plan_hash,
+            TrialRecord(trial=last + 1, series=0, round=0, position=0, host="local",
+                        configuration=0, label="draw[k=1]", benchmark="draw",
+                        levels={"k": 1}, order_kind="random", status="ok", reason=None,
+                        exit_status=0, timed_out=False, started=1.0, ended=2.0, attempts=1,
+                        stdout_tail=b"", stderr_tail=b"", measures={"v": 50.0},
+                        series_values={}, phase="measured"),
+        )  # fmt: skip
+
+
+def _sql(*statements: str):
+    def edit(store: Path) -> None:
+        with sqlite3.connect(store) as db:
+            for statement in statements:
+                assert db.execute(statement).rowcount >= 1, statement
+
+    return edit
+
+
+EDITS = {
+    "a trial added": _add_trial,
+    "a measure changed": _sql("UPDATE measure_rows SET value = value * 3 WHERE trial = 4"),
+    "a trial deleted": _sql(
+        "DELETE FROM measure_rows WHERE trial = 7", "DELETE FROM trial_rows WHERE trial = 7"
+    ),
+    "a trial's status changed": _sql("UPDATE trial_rows SET status = 'failed' WHERE trial = 2"),
+    "the host's facts changed": _sql('UPDATE hosts SET facts = \'{"cores": "64"}\''),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_points_kept_before_the_trials_changed_are_not_used(ran, tmp_path, monkeypatch, edit):
+    before = kept_points(ran)
+    assert before is not None
+    EDITS[edit](ran)
+    assert kept_points(ran) is None
+    run, points = _store_points(ran)
+    assert repr((run, points)) == repr(_compiled(ran, monkeypatch))
+    assert repr(points) != repr(before.points)
+
+
+def test_a_store_without_kept_points_is_added_as_before(tmp_path, capsys, monkeypatch):
+    """A store written before points were kept (or by ``import``, or synthetic here)."""
+    spec = tmp_path / "kept.bench"
+    spec.write_text(SPEC.format(run="echo {k}"))
+    rng = np.random.default_rng(5)
+    store = tmp_path / "old.sqlite"
+    synthetic_store(spec, store, lambda p, t: {"v": float(rng.lognormal(0, 0.1))})
+    assert kept_points(store) is None
+    _add(store, tmp_path / "h.sqlite")
+    assert "1 run(s) added" in capsys.readouterr().out
+    rows = _history_rows(tmp_path / "h.sqlite")
+    assert len(rows["runs"]) == 1 and len(rows["points"]) == 2
+
+
+def test_points_are_kept_only_where_add_would_compile_the_spec_analysed(ran):
+    """A run continued with a spec that differs in its analysis (its hash) keeps nothing;
+    the points of the spec stored with the plan are the ones ``add`` computes."""
+    from benchlang.report.analysis import analyze
+    from benchlang.report.data import load_data
+
+    _drop_kept(ran)
+    with Store(ran, write=True) as s:
+        data = load_data(s)
+        other = attrs.evolve(data, experiment=attrs.evolve(data.experiment, spec_hash="sha256:x"))
+        assert keep_points(s, other, analyze(other)) is False
+        assert keep_points(s, data, []) is False
+    assert kept_points(ran) is None
+
+
+def test_kept_points_from_another_schema_or_unreadable_are_not_used(ran):
+    with sqlite3.connect(ran) as db:
+        (value,) = db.execute("SELECT value FROM meta WHERE key LIKE ?", (KEY + "%",)).fetchone()
+        record = json.loads(value)
+        db.execute(
+            "UPDATE meta SET value = ? WHERE key LIKE ?",
+            (json.dumps({**record, "schema": "6"}), KEY + "%"),
+        )
+    assert kept_points(ran) is None
+    with sqlite3.connect(ran) as db:
+        db.execute("UPDATE meta SET value = 'not json' WHERE key LIKE ?", (KEY + "%",))
+    assert kept_points(ran) is None
+    assert kept_module.kept_points(ran.parent / "nothing.sqlite") is None
+
+
+def test_python_m_benchlang_history_add_leaves_at_once_with_everything_written(ran, tmp_path):
+    history = tmp_path / "h.sqlite"
+    argv = [sys.executable, "-m", "benchlang", "history", "add", str(ran), "--history",
+            str(history), "--no-commit"]  # fmt: skip
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("1 run(s) added")
+    assert len(_history_rows(history)["points"]) == 2
+    again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "0 run(s) added" in again.stdout
+    bad = subprocess.run([*argv[:5], str(tmp_path / "none.sqlite")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert bad.returncode == 2 and "no store at" in bad.stderr
+
+
+def test_leave_flushes_and_runs_the_exit_functions(tmp_path):
+    code = (
+        "import atexit, sys; from benchlang.cli import leave; "
+        "atexit.register(lambda: print('atexit ran')); "
+        "f = open(sys.argv[1], 'w'); f.write('kept'); f.close(); "
+        "print('answer', end=' '); sys.stderr.write('note'); leave(3)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "f")], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (3, "answer atexit ran\n", "note")
+    assert (tmp_path / "f").read_text() == "kept"
