@@ -1,3 +1,3 @@
-from benchlang.cli import main
+from benchlang.cli import entry
 
-raise SystemExit(main())
+entry()

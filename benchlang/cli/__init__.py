@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from benchlang import __version__
 
@@ -180,20 +180,50 @@ def grouped_commands(width: int = 15) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; people's errors print as ``benchlang: error: ...`` and exit 2."""
     parser = build_parser()
-    args = parser.parse_args(argv)  # --version and --help exit here, having imported nothing
+    return _dispatch(parser, parser.parse_args(argv))  # --version, --help exit in the parse
+
+
+def entry() -> NoReturn:
+    """``python -m benchlang`` and the ``benchlang`` script: ``main``, then the exit. A command
+    that sets ``exit_at_once`` (the ``history`` commands: when they return, every file they
+    wrote and every store and history they opened is closed) leaves without the interpreter's
+    teardown (``leave``)."""
+    parser = build_parser()
+    args = parser.parse_args()
+    code = _dispatch(parser, args)
+    if getattr(args, "exit_at_once", False):
+        leave(code)
+    raise SystemExit(code)
+
+
+def leave(code: int) -> None:
+    """Exit now, as the interpreter would but without its teardown: standard output and error
+    flushed, the ``atexit`` functions run, then ``os._exit``. The teardown (the collection of
+    every object, a ``history add`` holds about 200,000 of numpy's, lark's and attrs') is about
+    a sixth of a ``history`` command's CPU (docs/benchmarks.md). Where the flush fails (a
+    closed pipe), returns, so that the interpreter's own exit reports it as it always has."""
+    import atexit
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     from benchlang.cli.common import SpecFailed
     from benchlang.errors import UserError
-    from benchlang.lang.diagnostics import SpecError
 
     try:
         return int(args.func(args) or 0)
     except SpecFailed:
-        return 2
-    except SpecError as err:
-        print(str(err), file=sys.stderr)
         return 2
     except UserError as err:
         print(f"benchlang: error: {err.message}", file=sys.stderr)
@@ -205,3 +235,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as err:
+        if not _spec_error(err):
+            raise
+        print(str(err), file=sys.stderr)
+        return 2
+
+
+def _spec_error(err: Exception) -> bool:
+    """Whether ``err`` is a spec's diagnostics (``lang.diagnostics.SpecError``): none can be
+    raised before that module is loaded, so a command that parses no spec does not load it."""
+    diagnostics = sys.modules.get("benchlang.lang.diagnostics")
+    return diagnostics is not None and isinstance(err, diagnostics.SpecError)

@@ -118,7 +118,7 @@ def configure(p: argparse.ArgumentParser) -> None:
             default=95.0,
             help="percent, for the change points' and the gate's intervals (default: 95)",
         )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, exit_at_once=True)  # cli.leave: each action closes what it opened
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
