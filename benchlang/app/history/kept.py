@@ -114,6 +114,7 @@ class Kept:
     facts: dict[str, Any]
     points: list[Point]
     ended: float | None
+    spec_path: str | None
 
 
 def run_end(db: sqlite3.Connection, plan_hash: str) -> float | None:
@@ -151,10 +152,10 @@ def kept_points(path: str | Path) -> Kept | None:
 
 
 def _current(db: sqlite3.Connection) -> Kept | None:
-    plans = db.execute("SELECT plan_hash FROM plans ORDER BY created").fetchall()
+    plans = db.execute("SELECT plan_hash, spec_path FROM plans ORDER BY created").fetchall()
     if not plans:
         return None
-    plan_hash = plans[-1][0]
+    plan_hash, spec_path = plans[-1]
     row = db.execute("SELECT value FROM meta WHERE key = ?", (KEY + plan_hash,)).fetchone()
     if row is None:
         return None
@@ -170,4 +171,5 @@ def _current(db: sqlite3.Connection) -> Kept | None:
         record["facts"],
         [_point(p) for p in record["points"]],
         run_end(db, plan_hash),
+        spec_path,
     )

@@ -108,8 +108,15 @@ def _store_end(path: Path, plan_hash: str) -> float:
 
 
 def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
-    """The run a store adds: the points its run kept (app.history.kept) when they are
-    current, else computed from its trials with its spec (compiled from the store's text)."""
+    """The run a store adds and its points (``_read_store``)."""
+    run, points, _ = _read_store(store)
+    return run, points
+
+
+def _read_store(store: str | Path) -> tuple[Run, list[Point], str | None]:
+    """The run a store adds, its points and its spec's path as recorded: the points its run
+    kept (app.history.kept) when they are current, else computed from its trials with its
+    spec (compiled from the store's text)."""
     path = Path(store)
     if not path.is_file():
         raise UserError(f"no store at {path}")
@@ -126,7 +133,7 @@ def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
             kept.facts,
             {},
         )
-        return run, kept.points
+        return run, kept.points, kept.spec_path
     from benchlang.app.analysis import no_values
     from benchlang.app.history.worktrees import session_builds
     from benchlang.app.stores import load_store
@@ -162,7 +169,7 @@ def _store_points(store: str | Path) -> tuple[Run, list[Point]]:
         run_facts(data),
         {},
     )
-    return run, points
+    return run, points, plan.spec_path
 
 
 def add_stores(
@@ -184,10 +191,10 @@ def add_stores(
         raise UserError("--commit and --no-commit: choose one")
     read = []
     for store in stores:  # every store read and placed before anything is written
-        run, points = _store_points(store)
+        run, points, recorded = _read_store(store)
         found_commit = found_branch = None
         if commit is None:
-            spec = spec_of(store)
+            spec = spec_of(store, recorded)
             if spec is not None:
                 found_commit, found_branch = git_position(spec.resolve())
             if found_commit is None and not no_commit:
@@ -196,7 +203,7 @@ def add_stores(
                     + (
                         f"its spec {spec} is in no git repository"
                         if spec is not None
-                        else f"its spec {_recorded(store)!r} is not found (as recorded, nor "
+                        else f"its spec {recorded!r} is not found (as recorded, nor "
                         "from here, nor from the store's folder)"
                     ),
                     "pass --commit SHA, or --no-commit to add it without one",
@@ -218,21 +225,11 @@ def add_stores(
     return target, out
 
 
-def _recorded(store: str | Path) -> str | None:
-    from benchlang.run.store import Store
-
-    with Store(store) as s:
-        plans = s.connection.execute("SELECT spec_path FROM plans ORDER BY created").fetchall()
-    if not plans:
-        raise UserError(f"{Path(store)} holds no experiment yet")
-    return plans[-1][0]
-
-
-def spec_of(store: str | Path) -> Path | None:
-    """The spec the store's run was made from, where it still is: its path as recorded when
-    absolute; a relative one (relative to where ``run`` started, which the store does not
-    keep) from the current directory, else from the store's folder; None when not found."""
-    recorded = _recorded(store)
+def spec_of(store: str | Path, recorded: str | None) -> Path | None:
+    """The spec the store's run was made from (``recorded``: its path as the store keeps it),
+    where it still is: as recorded when absolute; a relative one (relative to where ``run``
+    started, which the store does not keep) from the current directory, else from the
+    store's folder; None when not found."""
     if not recorded:
         return None
     path = Path(recorded)
