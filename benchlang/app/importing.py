@@ -6,10 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchlang.app import blas_threads  # noqa: F401  (before numpy: see its docstring)
+from benchlang.app import blas_threads  # before numpy: see its docstring
 from benchlang.run.importers.registry import detect_importer, load_importer
 from benchlang.run.importers.writer import Imported, experiment_name, write_trials
 from benchlang.run.store import Store
+
+blas_threads.started()
 
 
 def import_file(

@@ -7,7 +7,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import sqlite3
 import sys
 import time
@@ -120,7 +119,7 @@ class WriterLock:
     def _describe(fd: int) -> None:
         owner = {
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": os.uname().nodename,
             "since": time.time(),
             "command": " ".join(["benchlang", *sys.argv[1:2]]) if sys.argv else "benchlang",
         }
