@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchlang import model
-from benchlang.backends.base import Backend, Secret
 from benchlang.backends.registry import backend_kinds
 from benchlang.errors import SettingError, UserError
 from benchlang.lang.check import Compiled, check_file
+
+if TYPE_CHECKING:
+    from benchlang.backends.base import Backend
 
 
 def compile_spec(path: str | Path) -> Compiled:
@@ -46,6 +48,8 @@ def open_backend_in(experiment: model.Experiment, spec_dir: Path) -> Backend:
 def resolve_secrets(kind: str, settings: Mapping[str, Any], cls: Any) -> dict[str, Any]:
     """``key from env "NAME"`` settings read from the environment now: a ``Secret`` (masked
     in every repr) for the keys the backend marks secret, the plain text for the others."""
+    from benchlang.backends.base import Secret
+
     secret = frozenset(getattr(cls, "secret_settings", ()))
     out = dict(settings)
     for key, value in settings.items():

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, MutableMapping
-from importlib.metadata import EntryPoint
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
-from benchlang.entrypoints import entry_points_of
+from benchlang.entrypoints import Point, declared_in, entry_points_of
 
 __all__ = ["GROUPS", "BackendCatalogue", "backend_kinds", "describe_plugins", "entry_points_of"]
 
@@ -26,12 +25,19 @@ class BackendCatalogue(MutableMapping[str, Any]):
     A spec uses one kind; importing every installed backend (and what each imports) would
     make `check` pay for plugins it never touches. A kind whose plugin fails to load is
     absent (`benchlang plugins` shows why); iteration lists the registered names. A class
-    can also be registered directly (tests, applications embedding benchlang).
+    can also be registered directly (tests, applications embedding benchlang). Given a
+    function, the entry points are found when first needed: a spec without a ``hosts``
+    block never asks.
     """
 
-    def __init__(self, points: tuple[EntryPoint, ...]) -> None:
-        self._points = {ep.name: ep for ep in points}
+    def __init__(self, points: tuple[Point, ...] | Callable[[], tuple[Point, ...]]) -> None:
+        self._found = points
         self._loaded: dict[str, Any] = {}
+
+    @functools.cached_property
+    def _points(self) -> dict[str, Point]:
+        found = self._found() if callable(self._found) else self._found
+        return {ep.name: ep for ep in found}
 
     def __getitem__(self, kind: str) -> Any:
         if kind not in self._loaded:
@@ -60,8 +66,9 @@ class BackendCatalogue(MutableMapping[str, Any]):
 
 @functools.cache
 def backend_kinds() -> BackendCatalogue:
-    """The installed backends, by kind (loaded on first use of each)."""
-    return BackendCatalogue(entry_points_of("benchlang.backends"))
+    """The installed backends, by kind (each loaded on first use; the entry points read by
+    the quick reader, ``declared_in``, when first asked for)."""
+    return BackendCatalogue(lambda: declared_in("benchlang.backends"))
 
 
 def describe_plugins() -> list[dict[str, str]]:

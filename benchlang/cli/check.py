@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from benchlang.app import blas_threads  # noqa: F401  (before numpy: see its docstring)
 from benchlang.app.spec import counts
 from benchlang.cli import add_command
 from benchlang.cli.common import SpecFailed, load_experiment
@@ -17,7 +18,7 @@ def configure(p: argparse.ArgumentParser) -> None:
         "Parse and check specs; report every error. Exit status 2 when any spec has an error."
     )
     p.add_argument("specs", nargs="+", metavar="SPEC", help=".bench file(s)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, exit_at_once=True)  # cli.leave: it opens nothing but its output
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Iterable
 
@@ -76,6 +75,8 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     names = sorted(set(candidates))
     if len(names) > MAX_SUGGESTION_CANDIDATES:
         return None  # a guess among thousands of names costs more than it helps
+    import difflib  # only when a name is unknown
+
     close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 

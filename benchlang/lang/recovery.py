@@ -5,7 +5,6 @@ server), with the same messages, spans and hints."""
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING
 
 from lark import Token, Tree
@@ -67,6 +66,8 @@ def syntax_diagnostic(error: UnexpectedInput, source: Source) -> Diagnostic:
             keywords = [e.strip("'") for e in expected if e.startswith("'")]
             hint = None
             if text.isidentifier() and keywords:
+                import difflib  # a syntax error's hint only
+
                 close = difflib.get_close_matches(text, keywords, n=1, cutoff=0.6)
                 hint = f"did you mean '{close[0]}'?" if close else None
             if (
@@ -132,6 +133,8 @@ def _repair(error: UnexpectedToken) -> None:
             for t in parser_state.accepts()
             if t in keywords and keywords[t].isidentifier()
         }
+        import difflib  # a syntax error's recovery only
+
         close = difflib.get_close_matches(str(bad), sorted(options), n=1, cutoff=0.6)
         if close:
             parser_state.feed_token(Token(options[close[0]], close[0]))

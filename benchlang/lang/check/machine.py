@@ -11,7 +11,6 @@ hidden ``aslr`` factor contradicts the design.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -236,6 +235,8 @@ def _declared_cores(ctx: Context, hosts: model.Hosts) -> dict[str, int]:
     facts = hosts.settings.get("facts") if hosts.settings else None
     if not (isinstance(facts, dict) and isinstance(facts.get("file"), str)):
         return {}
+    import json  # a spec with declared facts only
+
     try:
         check_readable(facts["file"])
         with open(facts["file"], encoding="utf-8") as handle:

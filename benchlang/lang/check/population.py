@@ -15,7 +15,6 @@ from benchlang.design.counting import covered_count
 from benchlang.lang import ast
 from benchlang.lang import settings as s
 from benchlang.lang.check.context import Context
-from benchlang.stats.population import population_min_inputs
 
 SCHEMA = {"percentile": s.percentile, "confidence": s.percent}
 EXAMPLE = 'factor trace in ["a", "b", "c", "d", "e"] population { percentile 50 confidence 95% }'
@@ -68,6 +67,8 @@ def check_population(
             EXAMPLE,
         )
         return None
+    from benchlang.stats.population import population_min_inputs  # a population spec's only
+
     sampled = covered_count(len(factor.levels), factor.coverage)
     kept = "" if sampled == len(factor.levels) else f" ({sampled} kept by its coverage)"
     for k in kpis:
