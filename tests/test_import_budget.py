@@ -226,3 +226,11 @@ def test_numpy_threads_sleep_when_idle_in_import_and_analyze(command):
     assert done.returncode == 0, done.stderr
     idle_cpu, still_set = done.stdout.split()
     assert float(idle_cpu) < 0.03 and still_set == "False"
+
+
+def test_check_of_a_spec_without_hosts_reads_no_package_metadata():
+    """`check` of a spec without a ``hosts`` block never asks for a backend: it loads neither
+    ``importlib.metadata`` (20-25 ms with its scan) nor the backends' module, and difflib only
+    for a misspelt name (docs/benchmarks.md, "Small commands against their floors")."""
+    watched = ("importlib.metadata", "benchlang.backends.base", "difflib")
+    assert loaded_by("check", "specs/quickstart.bench", heavy=watched)["heavy"] == []
