@@ -8,7 +8,11 @@ once), interleaved, medians of ``--repeat`` (7) rounds after one warm-up round.
   sqlite3 read of the same rows (every run's point, joined to its run, into a numpy array:
   ``python -c "import sqlite3, numpy; ..."``); goal: 0.2 s each. ``add`` adds one new store to
   a fresh copy of the history each round (the copy is made outside the timing), dated after
-  every run of the history (``--date``), as CI adds the newest run.
+  every run of the history (``--date``), as CI adds the newest run. Twice: a store as
+  ``benchlang run`` leaves it (its points kept: docs/history.md#kept-points; synthetic trials,
+  then the closing analysis ``run`` ends with, ``app.history.kept.keep_points``), made by this
+  script's benchlang and the same files for every tree timed; and a store without kept points
+  (written before, or by ``import``: ``add`` compiles its spec), made by the timed tree.
 
 Each round runs every case once, in turn, so load and drift hit all alike; wall seconds and
 the CPU seconds of the child (user + system, from ``resource.getrusage``) are both printed,
@@ -84,6 +88,35 @@ def make_history(work: Path, runs: int, stores: int) -> tuple[Path, list[Path]]:
     return history, made[1:]
 
 
+def run_stores(work: Path, n: int) -> list[Path]:
+    """``n`` stores of the history's experiment and series as ``benchlang run`` leaves them:
+    synthetic trials (as ``make_history``'s), then the points kept by the analysis a run ends
+    with (``keep_points``, which ``run`` calls)."""
+    from bench_history_incremental import SPEC
+
+    from benchlang.app.history.kept import keep_points
+    from benchlang.report.analysis import analyze
+    from benchlang.report.data import load_data
+    from benchlang.run.store import Store
+    from benchlang.testing.synthetic import synthetic_store
+
+    spec = work / "app.bench"
+    spec.write_text(SPEC)
+    made = []
+    for k in range(n):
+        store = work / f"run-{k}.sqlite"
+        noise = np.random.default_rng(1000 + k)
+        synthetic_store(
+            spec, store, lambda p, t, g=noise: {"time": 0.01 * float(np.exp(g.normal(0, 0.02)))}
+        )
+        with Store(store, write=True) as s:
+            data = load_data(s)
+            if not keep_points(s, data, analyze(data)):
+                raise SystemExit(f"{store}: no points kept")
+        made.append(store)
+    return made
+
+
 def history_of(tree: Path, work: Path, runs: int, stores: int) -> tuple[Path, list[Path]]:
     """``make_history`` run by ``tree``'s benchlang, in a child process."""
     code = (
@@ -125,6 +158,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         history, stores = history_of(tree, work, args.runs, args.repeat + 1)
+        kept = run_stores(work, args.repeat + 1)
         fresh = work / "fresh.sqlite"
         floor_read = [PY, "-c", FLOOR_READ.format(path=str(history))]
         # name: (argv or a function of the round giving it, exit codes, floor name, goal)
@@ -133,6 +167,10 @@ def main() -> int:
             "benchlang check quickstart": ([*exe, "check", "specs/quickstart.bench"], (0,)),
             "floor: sqlite3 read of the points": (floor_read, (0,)),
             "benchlang history add": (
+                lambda r: [*exe, "history", "add", str(kept[r]), *add, str(fresh)],
+                (0,),
+            ),
+            "benchlang history add, no kept points": (
                 lambda r: [*exe, "history", "add", str(stores[r]), *add, str(fresh)],
                 (0,),
             ),
@@ -149,7 +187,7 @@ def main() -> int:
         cpus: dict[str, list[float]] = {name: [] for name in cases}
         for r in range(args.repeat + 1):
             for name, (argv, ok) in cases.items():
-                if name == "benchlang history add":
+                if name.startswith("benchlang history add"):
                     shutil.copyfile(history, fresh)
                 wall, cpu = timed(argv(r) if callable(argv) else argv, tree, ok)
                 if r:  # round 0 warms the caches
@@ -165,6 +203,7 @@ def main() -> int:
     rows = [
         ("benchlang check quickstart", "floor: import lark, numpy", "<= 2x"),
         ("benchlang history add", "floor: sqlite3 read of the points", "<= 0.2 s"),
+        ("benchlang history add, no kept points", "floor: sqlite3 read of the points", "-"),
         ("benchlang history check", "floor: sqlite3 read of the points", "<= 0.2 s"),
         ("benchlang history changes", "floor: sqlite3 read of the points", "<= 0.2 s"),
     ]

@@ -5,11 +5,12 @@ and ``add`` reads that back instead of compiling the spec and analysing the tria
 The points are kept in the store's ``meta`` table (``history_points <plan hash>``), with a
 *stamp* of the rows they came from: the plan's trial rows (count, largest trial, sums of their
 times, kinds, statuses and attempts), its measure rows (count, sums of the values), its raw
-series, rounds, stops, host facts and spec hash, and the benchlang version that computed them.
-``add`` uses them only when the stamp it computes from the store now is the one kept: a trial
-added, written again or deleted (a resumed or extended run, an import into the store, an edit
-by hand) or another benchlang makes it recompute them from the trials, as a store written
-before points were kept, or by an import, always does. Either way it adds the same run.
+series, rounds, stops, host facts, spec hash and seed, and the benchlang version that computed
+them; beside it the store's schema version. ``add`` uses them only when the stamp it computes
+from the store now is the one kept: a trial added, written again, changed or deleted (a resumed
+or extended run, an import into the store, an edit by hand), another schema or another
+benchlang makes it recompute them from the trials, as a store written before points were kept,
+or by an import, always does. Either way it adds the same run.
 """
 
 from __future__ import annotations
