@@ -221,3 +221,16 @@ def test_leave_flushes_and_runs_the_exit_functions(tmp_path):
     )
     assert (done.returncode, done.stdout, done.stderr) == (3, "answer atexit ran\n", "note")
     assert (tmp_path / "f").read_text() == "kept"
+
+
+def test_leave_waits_for_a_live_thread_as_the_interpreter_does(tmp_path):
+    code = (
+        "import sys, threading, time; from benchlang.cli import leave; "
+        "t = threading.Thread(target=lambda: (time.sleep(0.2), "
+        "open(sys.argv[1], 'w').write('done'))); t.start(); leave(0)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "f")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "f").read_text() == "done"
