@@ -20,6 +20,7 @@ from benchlang.app.history import kept as kept_module
 from benchlang.app.history.kept import KEY, keep_points, kept_points
 from benchlang.app.history.runs import _store_points
 from benchlang.cli import main
+from benchlang.errors import UserError
 from benchlang.run.store import Store, TrialRecord
 from benchlang.testing.synthetic import synthetic_store
 
@@ -148,6 +149,33 @@ def test_points_kept_before_the_trials_changed_are_not_used(ran, tmp_path, monke
     run, points = _store_points(ran)
     assert repr((run, points)) == repr(_compiled(ran, monkeypatch))
     assert repr(points) != repr(before.points)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE kinds SET label = 'renamed' WHERE configuration = 0",
+        "UPDATE measure_names SET name = 'renamed' WHERE name = 'v'",
+        "UPDATE plans SET spec_text = spec_text || ' '",
+        "UPDATE rounds SET reset_status = 'failed' WHERE round = 1",
+    ],
+)
+def test_points_kept_before_other_rows_changed_are_not_used(ran, monkeypatch, statement):
+    """Rows the points may depend on besides the trials: stale too (``add`` then gives what
+    compiling gives, whatever that is for such an edit)."""
+    assert kept_points(ran) is not None
+    _sql(statement)(ran)
+    assert kept_points(ran) is None
+    assert _outcome(_store_points, ran) == _outcome(_compiled, ran, monkeypatch)
+
+
+def _outcome(read, *args) -> str:
+    """What reading the store gives: the run and points, or the error said (the measure
+    renamed leaves no value)."""
+    try:
+        return repr(read(*args))
+    except UserError as err:
+        return f"error: {err.message}"
 
 
 def test_a_store_without_kept_points_is_added_as_before(tmp_path, capsys, monkeypatch):

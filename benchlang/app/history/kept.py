@@ -5,12 +5,13 @@ and ``add`` reads that back instead of compiling the spec and analysing the tria
 The points are kept in the store's ``meta`` table (``history_points <plan hash>``), with a
 *stamp* of the rows they came from: the plan's trial rows (count, largest trial, sums of their
 times, kinds, statuses and attempts), its measure rows (count, sums of the values), its raw
-series, rounds, stops, host facts, spec hash and seed, and the benchlang version that computed
-them; beside it the store's schema version. ``add`` uses them only when the stamp it computes
-from the store now is the one kept: a trial added, written again, changed or deleted (a resumed
-or extended run, an import into the store, an edit by hand), another schema or another
-benchlang makes it recompute them from the trials, as a store written before points were kept,
-or by an import, always does. Either way it adds the same run.
+series, rounds, stops, host facts, configurations (``kinds``), measure names, spec text, hash
+and seed, and the benchlang version that computed them; beside it the store's schema version.
+``add`` uses them only when the stamp it computes from the store now is the one kept: a trial
+added, written again, changed or deleted (a resumed or extended run, an import into the store,
+an edit by hand), another schema or another benchlang makes it recompute them from the trials,
+as a store written before points were kept, or by an import, always does. Either way it adds
+the same run.
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ UNION ALL SELECT 'rounds', count(*), total(started), total(ended), total(round *
 UNION ALL SELECT 'stops', count(*), total(after_trials), 0, 0, 0, 0, 0, 0, 0
     FROM stops WHERE plan_hash = ?1
 UNION ALL SELECT 'host', host, facts, 0, 0, 0, 0, 0, 0, 0 FROM hosts WHERE plan_hash = ?1
-UNION ALL SELECT 'plan', spec_hash, seed, 0, 0, 0, 0, 0, 0, 0 FROM plans WHERE plan_hash = ?1
+UNION ALL SELECT 'kind', id, configuration, label, benchmark, levels, host, order_kind, phase, 0
+    FROM kinds WHERE plan = (SELECT id FROM plans WHERE plan_hash = ?1)
+UNION ALL SELECT 'measure', id, name, 0, 0, 0, 0, 0, 0, 0 FROM measure_names
+UNION ALL SELECT 'plan', spec_hash, seed, spec_text, spec_path, 0, 0, 0, 0, 0
+    FROM plans WHERE plan_hash = ?1
 """
 """One statement, so one snapshot of a store another process may be writing."""
 
