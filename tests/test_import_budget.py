@@ -196,6 +196,52 @@ def test_import_and_analyze_of_a_csv_read_no_package_metadata(tmp_path):
     assert "importlib.metadata" not in loaded["heavy"]
 
 
+def test_import_of_a_csv_loads_neither_the_socket_module_nor_the_suites_blocks(tmp_path):
+    """`import` of a per-trial CSV loads only what it uses: the store's writer lock names its
+    host with ``os.uname`` (``socket``'s import cost 2-3 ms of a 10k-row import), and the
+    importers asked whether they recognize the file load the suites' blocks module only when
+    one reads (docs/benchmarks.md, "The import at 10k rows")."""
+    data = tmp_path / "trials.csv"
+    rows = [f"t{(i * 7) % 3},random,{i // 3},{i % 3},{1 + 0.01 * (i % 11)}\n" for i in range(90)]
+    data.write_text("test,order,run_seq,position,value\n" + "".join(rows))
+    watched = ("socket", "benchlang.run.importers.blocks")
+    loaded = loaded_by("import", str(data), "--store", str(tmp_path / "s.sqlite"), heavy=watched)
+    assert loaded["heavy"] == []
+    assert "benchlang.run.importers.asv" in loaded["benchlang"]  # asked, and said no
+
+
+FROZEN = """
+import gc, sys
+if sys.argv[1] == "numpy first":
+    import numpy
+import benchlang.app.importing
+import numpy
+print(gc.get_freeze_count(), sum(gc.get_count()), numpy.__name__ in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("first", ["the command", "numpy first"])
+def test_start_up_objects_are_frozen_only_where_the_command_loads_numpy(first):
+    """In a command's process (app/blas_threads.py loads numpy) numpy's objects and the
+    command's modules are left out of the collector's walks (``gc.freeze``: 12-17 ms of a
+    10k-row import); a process that had numpy first (a test, a program using the API) keeps
+    its collector as it was."""
+    done = subprocess.run(
+        [sys.executable, "-c", FROZEN, first],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    frozen, _, loaded = done.stdout.split()
+    assert loaded == "True"
+    if first == "the command":
+        assert int(frozen) > 20_000  # numpy's and the modules' objects (about 35,000)
+    else:
+        assert int(frozen) == 0
+
+
 IDLE = """
 import importlib, os, sys, time
 importlib.import_module(sys.argv[1])

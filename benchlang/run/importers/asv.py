@@ -32,7 +32,6 @@ from benchlang.run.importers.base import (
     measurements,
     text,
 )
-from benchlang.run.importers.blocks import Block, block_trials
 
 HINT = "run asv with --record-samples and give results/<machine>/<hash>-<env>.json"
 
@@ -52,6 +51,8 @@ class AsvImporter:
 
     @classmethod
     def read(cls, path: Path, options: Mapping[str, Any]) -> ImportedTrials:
+        from benchlang.run.importers.blocks import Block, block_trials
+
         data = fields(load_json(path, "an asv results file", HINT), f"{path}")
         if data.get("version") != 2 or "result_columns" not in data:
             raise ImportFileError(

@@ -30,7 +30,6 @@ from benchlang.run.importers.base import (
     measurements,
     text,
 )
-from benchlang.run.importers.blocks import Block, block_trials, per_iteration
 
 HINT = "give target/criterion (or a benchmark's new/sample.json) after cargo bench"
 MODES = ("Linear", "Flat")
@@ -71,6 +70,8 @@ class CriterionImporter:
 
     @classmethod
     def read(cls, path: Path, options: Mapping[str, Any]) -> ImportedTrials:
+        from benchlang.run.importers.blocks import Block, block_trials, per_iteration
+
         blocks, linear = [], []
         for sample in _samples(path):
             where = f"{sample}"

@@ -30,7 +30,6 @@ from benchlang.run.importers.base import (
     measurements,
     text,
 )
-from benchlang.run.importers.blocks import UNITS, Block, block_trials
 
 HINT = (
     "run the benchmark with --benchmark_repetitions=N --benchmark_out=F --benchmark_out_format=json"
@@ -59,6 +58,8 @@ class GoogleBenchmarkImporter:
 
     @classmethod
     def read(cls, path: Path, options: Mapping[str, Any]) -> ImportedTrials:
+        from benchlang.run.importers.blocks import UNITS, Block, block_trials
+
         suite = load_json(path, "a Google Benchmark JSON file", HINT)
         if not isinstance(suite, dict) or "benchmarks" not in suite:
             raise ImportFileError(f"{path}: no 'benchmarks': not a Google Benchmark file", HINT)

@@ -27,7 +27,6 @@ from benchlang.run.importers.base import (
     measurements,
     text,
 )
-from benchlang.run.importers.blocks import Block, block_trials
 
 HINT = "write it with pytest --benchmark-json FILE (or --benchmark-save-data)"
 _FACTS = {"processor": "cpu_model", "machine": "machine", "python_version": "python_version",
@@ -44,6 +43,8 @@ class PytestBenchmarkImporter:
 
     @classmethod
     def read(cls, path: Path, options: Mapping[str, Any]) -> ImportedTrials:
+        from benchlang.run.importers.blocks import Block, block_trials
+
         suite = load_json(path, "a pytest-benchmark JSON file", HINT)
         if not isinstance(suite, dict) or "benchmarks" not in suite:
             raise ImportFileError(f"{path}: no 'benchmarks': not a pytest-benchmark file", HINT)
