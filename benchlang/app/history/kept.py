@@ -102,10 +102,7 @@ def keep_points(store: Store, data: ExperimentData, kpis: Sequence[Configuration
         "stamp": stamp(store.connection, plan.plan_hash),
     }
     try:
-        store._write(
-            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-            (KEY + plan.plan_hash, json.dumps(record)),
-        )
+        store.set_meta(KEY + plan.plan_hash, json.dumps(record))
     except StoreWriteError:
         return False
     return True

@@ -140,6 +140,13 @@ class StoreWriting(StoreState):
         with self._transaction() as db:
             db.execute(sql, tuple(params))
 
+    def set_meta(self, key: str, value: str) -> None:
+        """One ``meta`` row written (or replaced) in a transaction of its own; ``schema_version``
+        is the store's own and is refused."""
+        if key == "schema_version":
+            raise ValueError("schema_version is set by the store alone")
+        self._write("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
     def add_plan(
         self,
         plan_hash: str,
