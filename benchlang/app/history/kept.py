@@ -75,7 +75,8 @@ def _fields(point: Point) -> list[Any]:
 
 
 def _point(fields: Sequence[Any]) -> Point:
-    return Point(*(tuple(x) if isinstance(x, list) else x for x in fields))
+    values: list[Any] = [tuple(x) if isinstance(x, list) else x for x in fields]
+    return Point(*values)
 
 
 def keep_points(store: Store, data: ExperimentData, kpis: Sequence[ConfigurationAnalysis]) -> bool:
