@@ -210,6 +210,33 @@ def test_import_of_a_csv_loads_neither_the_socket_module_nor_the_suites_blocks(t
     assert "benchlang.run.importers.asv" in loaded["benchlang"]  # asked, and said no
 
 
+def test_import_leaves_without_the_teardown_its_store_closed(tmp_path):
+    """`import` exits through cli.leave (the interpreter's teardown cost about 6 ms CPU of a
+    10k-row import): its output reaches a pipe whole, and the store it wrote is closed (no
+    write-ahead log nor lock file left) and reads back every trial."""
+    from benchlang.cli import build_parser
+    from benchlang.run.store import Store
+
+    data = tmp_path / "trials.csv"
+    rows = [f"t{(i * 7) % 3},random,{i // 3},{i % 3},{1 + 0.01 * (i % 11)}\n" for i in range(90)]
+    data.write_text("test,order,run_seq,position,value\n" + "".join(rows))
+    store = tmp_path / "s.sqlite"
+    argv = ["import", str(data), "--store", str(store)]
+    assert build_parser().parse_args(argv).exit_at_once is True
+    done = subprocess.run(
+        [sys.executable, "-m", "benchlang", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("imported 90 trials of 3 configurations in 30 rounds")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite", "trials.csv"]
+    with Store(store) as opened:
+        assert len(opened.finished_trials(opened.plans()[0].plan_hash)) == 90
+
+
 FROZEN = """
 import gc, sys
 if sys.argv[1] == "numpy first":

@@ -45,7 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
             help=f"column holding the {role}"
             + (f" (default: {default})" if default else " (default: none)"),
         )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, exit_at_once=True)  # cli.leave: the store is closed when run returns
 
 
 def run(args: argparse.Namespace) -> int:
