@@ -12,16 +12,17 @@ numpy's import and taken back at once: commands the process runs later (a benchm
 the environment as it was. A user's own setting stands; numpy already loaded (a test, an
 embedding program) is left as it is.
 
-numpy's modules, types and functions live as long as the process, so the cyclic garbage
-collector is paused while they are made and then leaves them out of its walks
-(``gc.freeze``): it walked them in a dozen collections during the import and again in the full
-collections at exit, 12-15 ms CPU of every command that imports this module, about a tenth of
-a 10k-row `import` (docs/benchmarks.md). A command's app module calls ``started`` once its own
-modules are loaded, for the same reason (4 ms more of the `import`). Only in a process where
-this module loaded numpy (a command's, not a test's or a program's that had numpy already):
-the few hundred objects the imports leave unreachable stay (finding them is a full walk, 5 ms);
-reference counting frees every object without a cycle as before, and objects made later are
-collected as before.
+In a command's own process (``cli.entry``: ``benchlang.process``), numpy's modules, types and
+functions live as long as the process, so the cyclic garbage collector is paused while they
+are made and then leaves them out of its walks (``gc.freeze``): it walked them in a dozen
+collections during the import and again in the full collections at exit, 12-15 ms CPU of
+every command that imports this module, about a tenth of a 10k-row `import`
+(docs/benchmarks.md). A command's app module calls ``started`` once its own modules are
+loaded, for the same reason (4 ms more of the `import`). Never in a program that imports
+benchlang as a library, nor where numpy was loaded already: a program's objects frozen would
+not be collected when they form cycles. In a command, the few hundred objects the imports
+leave unreachable stay (finding them is a full walk, 5 ms); reference counting frees every
+object without a cycle as before, and objects made later are collected as before.
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ import gc
 import os
 import sys
 
+from benchlang import process
+
 SETTING = "OPENBLAS_THREAD_TIMEOUT"
 LOADS_NUMPY = "numpy" not in sys.modules
-"""Whether this module loads numpy: a command's process, whose start-up objects are frozen."""
+"""Whether this module loads numpy (not a program that had it already)."""
+FREEZES = LOADS_NUMPY and process.command
+"""Whether start-up objects are frozen: only in a ``benchlang`` command's own process, never
+in a program that imports benchlang as a library (``benchlang.process``)."""
 
 
 def load_numpy() -> None:
@@ -41,21 +47,22 @@ def load_numpy() -> None:
     ours = SETTING not in os.environ
     if ours:
         os.environ[SETTING] = "4"
-    collecting = gc.isenabled()
-    gc.disable()
+    collecting = gc.isenabled() and FREEZES
+    if collecting:
+        gc.disable()
     try:
         import numpy  # noqa: F401
     finally:
         if ours:
             os.environ.pop(SETTING, None)
-        gc.freeze()
         if collecting:
+            gc.freeze()
             gc.enable()
 
 
 def started() -> None:
     """The command's modules are loaded: leave what they made out of the collector's walks."""
-    if LOADS_NUMPY:
+    if FREEZES:
         gc.freeze()
 
 

@@ -188,6 +188,9 @@ def entry() -> NoReturn:
     that sets ``exit_at_once`` (the ``history`` commands: when they return, every file they
     wrote and every store and history they opened is closed) leaves without the interpreter's
     teardown (``leave``)."""
+    from benchlang import process
+
+    process.command = True
     parser = build_parser()
     args = parser.parse_args()
     code = _dispatch(parser, args)
