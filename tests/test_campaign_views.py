@@ -179,7 +179,7 @@ def test_stores_of_another_experiment_are_refused(campaign, cli_in_process):
         assert "a campaign is several sessions of one experiment" in err
         assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
     assert not (here / "x.html").exists()
-    status, _, err = cli_in_process(["results", *stores, "--format", "csv"], cwd=here)
+    status, _, err = cli_in_process(["results", *stores, "--format", "markdown"], cwd=here)
     assert status == 2 and "no session column" in err
 
 

@@ -18,6 +18,7 @@ from benchlang.app.stores import load_store
 from benchlang.errors import UserError
 from benchlang.report.data import ExperimentData, MetricValues
 from benchlang.report.sessions_text import SessionShareRow, share_rows
+from benchlang.report.stamps import Stamps
 from benchlang.run.store.records import concatenate
 
 
@@ -30,7 +31,11 @@ def load_campaign(
     all_phases: bool = False,
 ) -> ExperimentData:
     """The trials of every store as one data set, each store a session (one store: as
-    ``load_store``). Configurations are matched by label; the first store's spec analyses all."""
+    ``load_store``). Configurations are matched by label; the first store's spec analyses all.
+    ``plan_hash`` names one plan, which every store must hold (one spec and seed make one plan);
+    None: each store's latest."""
+    if plan_hash is not None and len(paths) > 1:
+        _hold_plan(paths, plan_hash)
     sessions = [
         load_store(
             path,
@@ -42,6 +47,26 @@ def load_campaign(
         for path in paths
     ]
     return merge_sessions(paths, sessions)
+
+
+def _hold_plan(paths: Sequence[str | Path], plan_hash: str) -> None:
+    """Refuse (``UserError``) a campaign whose stores do not all hold ``plan_hash``."""
+    from benchlang.run.store import Store
+
+    for path in paths:
+        with Store(path) as store:
+            plans = store.plans()
+            try:
+                store.plan(plan_hash)
+            except UserError:
+                if not plans:
+                    raise
+                raise UserError(
+                    f"{path} holds no plan {plan_hash}: with several stores, --plan names a "
+                    "plan every store holds",
+                    "omit --plan to read each store's latest plan (plans in "
+                    f"{path}: {', '.join(p.plan_hash[:19] for p in plans)})",
+                ) from None
 
 
 def merge_sessions(
@@ -76,6 +101,7 @@ def merge_sessions(
     ]
     table = concatenate(tables)
     offsets = np.cumsum([0] + [int(t.trial.max(initial=-1)) + 1 for t in tables[:-1]])
+    stamps = _stamps(sessions, offsets)
     metrics = {
         name: MetricValues(
             mv.metric,
@@ -99,7 +125,22 @@ def merge_sessions(
         },
         leases=tuple(line for d in sessions for line in d.leases),
         forced=tuple(line for d in sessions for line in d.forced),
+        stamps=stamps,
+        stores=tuple(str(p) for p in paths),
     )
+
+
+def _stamps(sessions: Sequence[ExperimentData], offsets: np.ndarray) -> Stamps | None:
+    """Every session's stamps of its own trials, numbered as ``concatenate`` numbers them
+    (None when a session has none: loaded without every measure)."""
+    parts = []
+    for d, offset in zip(sessions, offsets, strict=True):
+        if d.stamps is None:
+            return None
+        parts.append((d.table.trial + offset, *d.stamps.of(d.table.trial)))
+    trial, started, ended, code = (np.concatenate(c) for c in zip(*parts, strict=True))
+    order = np.argsort(trial, kind="stable")
+    return Stamps(trial[order], started[order], ended[order], code[order])
 
 
 def session_shares(data: ExperimentData) -> list[SessionShareRow]:
@@ -127,12 +168,19 @@ def campaign_document(paths: Sequence[str | Path], data: ExperimentData, headlin
     stores in session order, the spread the answers carry, each configuration's share)."""
     from benchlang.report.exports import results_document
     from benchlang.report.sessions_text import SPREAD
+    from benchlang.report.trial_columns import own_numbers
 
     stores = [str(p) for p in paths]
     doc = results_document(data, None, headlines)
-    for row, session in zip(doc["trials"], data.table.sessions.tolist(), strict=True):
-        row["session"] = session + 1
+    table = data.table
+    mine = own_numbers(table.trial, table.sessions).tolist()
+    own = dict(
+        zip(table.trial.tolist(), zip(table.sessions.tolist(), mine, strict=True), strict=True)
+    )
     for row in doc["configurations"]:
+        for failed in row["failed_trials"]:
+            session, trial = own[failed["trial"]]
+            failed.update(session=session + 1, trial=trial)
         for metric in row["metrics"].values():
             for entry in metric.get("sessions", ()):
                 entry["store"] = stores[entry["session"] - 1]

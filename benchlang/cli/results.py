@@ -21,9 +21,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         metavar="STORE",
         help="the SQLite store of a run, or several stores of one experiment, read as the "
         "sessions of a campaign (table or --json: summaries per session and pooled with "
-        "sessions as the top clusters, and the between-session share)",
+        "sessions as the top clusters, and the between-session share; --format csv, json "
+        "and parquet: every trial with its session and store)",
     )
-    p.add_argument("--plan", help="plan hash (default: the latest plan in the store)")
+    p.add_argument(
+        "--plan",
+        help="plan hash (default: the latest plan in the store); with several stores, every "
+        "store must hold it (one spec and seed make one plan), else each store's latest",
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument(
         "--format",
@@ -99,8 +104,9 @@ def _render_population(data) -> None:
 
 
 def _campaign(args: argparse.Namespace) -> int:
-    """Several stores: the table or the JSON document, sessions as the top clusters."""
-    from benchlang.app.campaign import campaign_document, campaign_results
+    """Several stores: the table or the JSON document, sessions as the top clusters, or the
+    per-trial CSV and Parquet with each trial's session and store (docs/exports.md)."""
+    from benchlang.app.campaign import campaign_document, campaign_results, load_campaign
     from benchlang.cli.options import stores_and_spec
     from benchlang.errors import UserError
 
@@ -110,12 +116,25 @@ def _campaign(args: argparse.Namespace) -> int:
             f"results reads stores, and {spec} is not one", "benchlang results STORE..."
         )
     form = "json" if args.json else args.format
-    if form not in ("table", "json") or args.csv or args.summary_csv or args.output:
+    if form == "markdown" or args.csv or args.summary_csv:
         raise UserError(
-            "several stores (a campaign) are shown as a table or --json: the per-trial and "
-            "summary exports have no session column",
-            "export each store alone: benchlang results STORE --format csv",
+            "several stores (a campaign) have no session column in the markdown or summary "
+            "exports: per trial, --format csv, parquet or json carry it",
+            "export each store alone: benchlang results STORE --format markdown",
         )
+    if (form == "parquet") != bool(args.output):
+        raise UserError("--format parquet writes a file: give both, with --output FILE")
+    if form in ("csv", "parquet"):
+        data = load_campaign(stores, args.plan)
+        if form == "csv":
+            from benchlang.report.export_files import write_export
+
+            write_export(data, "csv", sys.stdout)
+        else:
+            from benchlang.report.export_files import write_trials_parquet
+
+            print(write_trials_parquet(data, args.output))
+        return 0
     data, headlines = campaign_results(stores, args.plan)
     if form == "json":
         from benchlang.jsonout import dumps

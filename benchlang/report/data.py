@@ -43,6 +43,8 @@ class ExperimentData:
     """What ``run --force`` went past, or left unchecked (``report.machine``)."""
     stamps: Stamps | None = None
     """Each trial's start, end and exit status for the trial exports (``report.stamps``)."""
+    stores: tuple[str, ...] = ()
+    """A campaign's stores as given, in session order (``app.campaign``); empty: one store."""
 
     def configurations(self) -> list[tuple[int, str, str, dict]]:
         """(index, label, benchmark, levels) of each configuration with trials, plan order."""

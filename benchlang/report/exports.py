@@ -256,7 +256,7 @@ def _one_row(
         if column.field == "configuration_index":
             row["levels"] = dict(data.table.levels[i])
     row.update(nested)
-    trial = row["trial"]
+    trial = int(data.table.trial[i])  # a campaign's rows show each store's own numbers
     if trial in failures:
         row.update(failures[trial])
     return row

@@ -2,7 +2,10 @@
 (docs/exports.md, "Trial columns").
 
 Fixed columns first (``trial`` .. ``ended``), then one per factor, per stored measure and per
-metric (``metric:NAME``). A factor or measure whose name is taken by an earlier column is
+metric (``metric:NAME``). A campaign's data (several stores read as sessions,
+``app.campaign``) starts with ``session`` (1, 2, ... in the order the stores were given) and
+``store`` (its path as given), and numbers each session's trials and series as its own store
+does, so a session's rows equal its store's own export. A factor or measure whose name is taken by an earlier column is
 prefixed (``factor_``, ``measure_``): an import's generated factor ``configuration`` is
 ``factor_configuration``, never a second ``configuration``. A measure or metric whose unit is
 known carries it in its name (``wall_time_s``, ``max_rss_KiB``, ``metric:time_ms``; counts and
@@ -23,12 +26,14 @@ from benchlang.model import BUILTIN_MEASURES
 
 if TYPE_CHECKING:
     from benchlang.report.data import ExperimentData
+    from benchlang.run.store.records import TrialTable
 
 FIXED = (
     "trial", "series", "round", "position", "order", "host", "benchmark", "configuration",
     "configuration_index",
 )  # fmt: skip
 AFTER_FACTORS = ("phase", "status", "reason", "exit_status", "started", "ended")
+SESSION = ("session", "store")
 QUIET_UNITS = {"", "count", "1"}
 
 
@@ -86,11 +91,43 @@ def measure_unit(data: ExperimentData, name: str) -> str | None:
     return metric.metric.unit if both.any() and np.array_equal(mine[both], theirs[both]) else None
 
 
+def own_numbers(numbers: np.ndarray, sessions: np.ndarray) -> np.ndarray:
+    """Each session's trial (or series) numbers as its store holds them: undoes
+    ``run.store.records.concatenate``, which shifts a session's numbers by the previous
+    sessions' (each one's largest + 1)."""
+    count = int(sessions.max(initial=-1)) + 1
+    largest = np.full(count, -1, dtype=np.int64)
+    np.maximum.at(largest, sessions, numbers.astype(np.int64))
+    ends = np.maximum.accumulate(largest) + 1
+    offsets = np.concatenate([[0], ends[:-1]])
+    return numbers.astype(np.int64) - offsets[sessions]
+
+
+def session_columns(table: TrialTable, stores: tuple[str, ...]) -> list[Column]:
+    """A campaign's ``session`` (1-based, as the JSON document's) and ``store`` (its path as
+    given; null where not known) columns."""
+    sessions = table.sessions
+    named = _text(
+        [stores[s] if s < len(stores) else None for s in range(int(sessions.max(initial=-1)) + 1)]
+    )
+    return [
+        Column("session", "int64", None, "session", sessions.astype(np.int64) + 1),
+        Column("store", "string", None, "store", named[sessions]),
+    ]
+
+
 def trial_columns(data: ExperimentData) -> list[Column]:
     """The export columns of ``data``'s trials, in order (module docstring)."""
     table = data.table
     n = len(table)
     taken: set[str] = set(FIXED) | set(AFTER_FACTORS)
+    campaign = table.session is not None
+    if campaign:
+        taken |= set(SESSION)
+        trials = own_numbers(table.trial, table.sessions)
+        series = own_numbers(table.series, table.sessions)
+    else:
+        trials, series = table.trial, table.series
     shared = {id(levels): levels for levels in table.levels}
     factors = list(dict.fromkeys(k for levels in shared.values() for k in levels))
     if data.stamps is not None:
@@ -103,9 +140,10 @@ def trial_columns(data: ExperimentData) -> list[Column]:
             value = failures[int(table.trial[i])].get("exit_status")
             if np.isnan(code[i]) and isinstance(value, int):
                 code[i] = value
-    columns = [
-        Column("trial", "int64", None, "trial", table.trial.astype(np.int64)),
-        Column("series", "int64", None, "series", table.series.astype(np.int64)),
+    columns = session_columns(table, data.stores) if campaign else []
+    columns += [
+        Column("trial", "int64", None, "trial", trials.astype(np.int64)),
+        Column("series", "int64", None, "series", series.astype(np.int64)),
         Column("round", "int64", None, "round", table.round.astype(np.int64)),
         Column("position", "int64", None, "position", table.position.astype(np.int64)),
         Column("order", "string", None, "order", _text(table.order_kind.tolist())),
