@@ -51,7 +51,7 @@ def campaign(tmp_path_factory, cli_in_process) -> tuple[Path, list[str]]:
     return here, [store for _, store, _ in runs]
 
 
-def _csv(cli, here: Path, stores: list[str]) -> tuple[pd.DataFrame, dict]:
+def _csv(cli, here: Path, stores: list[str]) -> tuple:
     status, out, err = cli(["results", *stores, "--format", "json"], cwd=here)
     assert status == 0, err
     doc = loads(out)
