@@ -4,7 +4,9 @@ edit of the trials that keeps those sums leaves the kept points "current" and ``
 stores the KPIs of values the store no longer holds, where docs/history.md promises that "an
 edit by hand" makes it recompute. Two such edits: four values moved by +d, -d, -d, +d at
 trials 1, 2, 3, 4 (every sum unchanged), and one value moved by a millionth beside a measure
-of large magnitude (a nanosecond timestamp: the float sums round the change away)."""
+of large magnitude (a nanosecond timestamp: the float sums round the change away). And a raw
+series (``measure x series``) is stamped by its blob's length alone: every series' values
+scaled by 1.5 (same number of samples) leave the points current."""
 
 from __future__ import annotations
 
@@ -91,3 +93,38 @@ def test_a_small_edit_beside_large_values_makes_the_kept_points_stale(ran, monke
     _set(ran, name, {trial: values[trial] + 1e-6})
     assert _compiled(ran, monkeypatch) != before
     assert kept_points(ran) is None
+
+
+SERIES_SPEC = """benchlang 1
+experiment series_stamp {
+  seed 3
+  factor k in [1, 2]
+  benchmark draw {
+    run "awk -v k={k} -v t=$BENCHLANG_TRIAL 'BEGIN {{ srand(t); for (i = 0; i < 20; i++) print k * (1 + rand()) }}'"
+    measure d series from stdout lines
+  }
+  metric d { measure percentile 90 unit "s" better lower }
+  kpi d { percentile 50 confidence 75% }
+  design { runs 9 series 1 order random }
+}
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="the stamp covers a raw series' length, not its values")
+def test_a_raw_series_changed_makes_the_kept_points_stale(tmp_path, capsys, monkeypatch):
+    spec = tmp_path / "series.bench"
+    spec.write_text(SERIES_SPEC)
+    store = tmp_path / "series.sqlite"
+    assert main(["run", str(spec), "--store", str(store), "-q"]) == 0
+    capsys.readouterr()
+    assert kept_points(store) is not None
+    before = _compiled(store, monkeypatch)
+    with sqlite3.connect(store) as db:
+        for trial, name, data in db.execute("SELECT trial, name, data FROM series_values"):
+            scaled = (np.frombuffer(data, "<f8") * 1.5).tobytes()
+            db.execute(
+                "UPDATE series_values SET data = ? WHERE trial = ? AND name = ?",
+                (scaled, trial, name),
+            )
+    assert _compiled(store, monkeypatch) != before
+    assert kept_points(store) is None
