@@ -6,7 +6,8 @@ edit by hand" makes it recompute. Two such edits: four values moved by +d, -d, -
 trials 1, 2, 3, 4 (every sum unchanged), and one value moved by a millionth beside a measure
 of large magnitude (a nanosecond timestamp: the float sums round the change away). And a raw
 series (``measure x series``) is stamped by its blob's length alone: every series' values
-scaled by 1.5 (same number of samples) leave the points current."""
+scaled by 1.5 (same number of samples) leave the points current; a value of 0 set to NULL (a
+bogus zero left out by hand) changes none of the sums either."""
 
 from __future__ import annotations
 
@@ -127,4 +128,31 @@ def test_a_raw_series_changed_makes_the_kept_points_stale(tmp_path, capsys, monk
                 (scaled, trial, name),
             )
     assert _compiled(store, monkeypatch) != before
+    assert kept_points(store) is None
+
+
+ZERO_DRAW = (
+    "awk -v t=$BENCHLANG_TRIAL 'NR == t + 1 {{{{ print (t == 5 ? 0 : {k} * $1) }}}}' {noise}"
+)
+
+
+@pytest.mark.xfail(strict=True, reason="a zero set to NULL keeps every sum of the stamp")
+def test_a_zero_left_out_makes_the_kept_points_stale(tmp_path, capsys, monkeypatch):
+    draws = np.random.default_rng(53).lognormal(0, 0.1, 64)
+    noise = tmp_path / "noise.txt"
+    noise.write_text("".join(f"{v:.9f}\n" for v in draws))
+    spec = tmp_path / "zero.bench"
+    spec.write_text(
+        SPEC.format(run=ZERO_DRAW.format(k="{k}", noise=noise)).replace(
+            'measure big from stdout regex " ([0-9.e+]+)$"', ""
+        )
+    )
+    store = tmp_path / "zero.sqlite"
+    assert main(["run", str(spec), "--store", str(store), "-q"]) == 0
+    capsys.readouterr()
+    assert kept_points(store) is not None
+    before = _compiled(store, monkeypatch)
+    with sqlite3.connect(store) as db:
+        assert db.execute("UPDATE measure_rows SET value = NULL WHERE value = 0").rowcount == 1
+    assert _compiled(store, monkeypatch) != before  # one value fewer in its configuration
     assert kept_points(store) is None
