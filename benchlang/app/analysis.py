@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchlang.app import blas_threads  # noqa: F401  (before numpy: see its docstring)
+from benchlang.app import blas_threads  # before numpy: see its docstring
 
 # isort: split
 import attrs
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from benchlang.report.warmup import WarmupAdvice
     from benchlang.stats.comparison import ComparisonResult
     from benchlang.stats.order_analysis import OrderReport
+
+blas_threads.started()
 
 
 @attrs.frozen

@@ -54,7 +54,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json", action="store_true", help="one JSON document (strict, versioned: docs/exports.md)"
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, exit_at_once=True)  # cli.leave: it writes nothing, every store closed
 
 
 def _settings(text: str, what: str) -> dict[str, float]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlang import model
-from benchlang.backends.host_state import HostState
 from benchlang.lang.machine_text import cpu_ranges, format_bytes
+
+if TYPE_CHECKING:  # the backends' module only where a run recorded a host state (4-5 ms)
+    from benchlang.backends.host_state import HostState
 
 HOST_STATE = "host_state"
 """The store event kind holding one host's probed state (JSON) at the start of a run."""
@@ -28,6 +30,8 @@ def stored_machine(store: Any, plan_hash: str) -> tuple[dict[str, HostState], tu
     forced: list[str] = []
     for _at, host, kind, message in store.events(plan_hash):
         if kind == HOST_STATE and host is not None:
+            from benchlang.backends.host_state import HostState
+
             states[host] = HostState.from_dict(json.loads(message))
         elif kind == FORCED and message not in forced:
             forced.append(message)
