@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +158,8 @@ def status(program: Program, cc: str | None = None, enabled: bool = True) -> str
 
 def compile_to(program: Program, target: Path, cc: str = "cc", root: Path | None = None) -> str:
     """Build ``program`` into ``target`` atomically; "" or the compiler's complaint."""
+    import subprocess  # here: a process that finds a build never loads it (2 ms)
+
     source = ((root or PACKAGE) / program.source).read_bytes()
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=target.name + ".", dir=target.parent)

@@ -125,8 +125,9 @@ def test_analyze_freezes_its_modules_only_in_its_own_process(kind):
 def test_analyze_of_a_store_loads_only_what_it_uses(store):
     """The analysis of a store with fixed and random rounds loads neither scipy (the order
     report's median CIs from numpy's Binomial CDF) nor the plan compiler (no spec given),
-    the record, the package metadata scan or the figures."""
+    the record, the package metadata scan, the figures, or the CSV reader (``--data`` only)."""
     watched = (
+        "csv",
         "scipy",
         "importlib.metadata",
         "benchlang.app.plan",

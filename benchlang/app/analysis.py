@@ -15,7 +15,6 @@ import numpy as np
 
 from benchlang import model
 from benchlang.app.stores import load_store
-from benchlang.csvrows import read_table
 from benchlang.errors import UserError
 
 if TYPE_CHECKING:
@@ -159,6 +158,7 @@ def analyze_csv(
     its values as names, in order of first appearance); ``better`` is one direction for every
     column, or a mapping column -> direction (columns it omits: lower is better).
     """
+    from benchlang.csvrows import read_table  # only with --data
     from benchlang.report.analysis import analyze_values, joint_verdict
     from benchlang.stats._groups import group_codes
 
