@@ -262,3 +262,24 @@ def test_leave_waits_for_a_live_thread_as_the_interpreter_does(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "f").read_text() == "done"
+
+
+def test_a_plan_above_the_size_where_the_stamp_pays_keeps_no_points(ran, tmp_path, capsys,
+                                                                    monkeypatch):  # fmt: skip
+    """Above ``MAX_TRIALS`` trial rows the stamp costs more than the analysis it saves: ``run``
+    keeps nothing, points kept below it are not used, and ``add`` compiles."""
+    from benchlang.report.analysis import analyze
+    from benchlang.report.data import load_data
+
+    assert kept_points(ran) is not None
+    monkeypatch.setattr(kept_module, "MAX_TRIALS", 49)
+    assert kept_points(ran) is None
+    _drop_kept(ran)
+    with Store(ran, write=True) as s:
+        data = load_data(s)
+        assert keep_points(s, data, analyze(data)) is False
+    monkeypatch.setattr(kept_module, "MAX_TRIALS", 50)
+    with Store(ran, write=True) as s:
+        data = load_data(s)
+        assert keep_points(s, data, analyze(data)) is True
+    assert kept_points(ran) is not None

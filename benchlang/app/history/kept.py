@@ -3,15 +3,16 @@ closing analysis computes the KPIs anyway, so it keeps what ``history add`` take
 and ``add`` reads that back instead of compiling the spec and analysing the trials again.
 
 The points are kept in the store's ``meta`` table (``history_points <plan hash>``), with a
-*stamp* of the rows they came from: the plan's trial rows (count, largest trial, sums of their
-times, kinds, statuses and attempts), its measure rows (count, sums of the values), its raw
-series, rounds, stops, host facts, configurations (``kinds``), measure names, spec text, hash
-and seed, and the benchlang version that computed them; beside it the store's schema version.
-``add`` uses them only when the stamp it computes from the store now is the one kept: a trial
+*stamp* of the rows they came from: SHA-256 of the exact value of every column of every row an
+analysis of the plan reads (its trial rows, the measures as a reader reads them, its raw series,
+rounds, stops, host facts, configurations (``kinds``), measure names, its ``plans`` row with the
+spec), and of the benchlang version that computed them; beside it the store's schema version.
+``add`` uses them only when the stamp it computes from the store now is the one kept: any value
 added, written again, changed or deleted (a resumed or extended run, an import into the store,
-an edit by hand), another schema or another benchlang makes it recompute them from the trials,
-as a store written before points were kept, or by an import, always does. Either way it adds
-the same run.
+an edit by hand, a writer's fold of rows into blocks), another schema or another benchlang makes
+it recompute them from the trials, as a store written before points were kept, or by an
+import, always does; and so does a plan of more than ``MAX_TRIALS`` trials, where the stamp
+costs more than the analysis it saves. Either way it adds the same run.
 """
 
 from __future__ import annotations
@@ -37,37 +38,89 @@ if TYPE_CHECKING:
 KEY = "history_points "
 """The ``meta`` key of a plan's kept points: this, then the plan hash."""
 
-_STAMP = """
-SELECT 'trials', count(*), max(trial), total(started), total(ended), total(duration),
-    total(trial * kind), total(trial * (status = 'ok')), total(trial * attempts),
-    total(trial * (series + 3 * round + 7 * position))
-    FROM trial_rows WHERE plan = (SELECT id FROM plans WHERE plan_hash = ?1)
-UNION ALL SELECT 'measures', count(*), total(value), total(value * trial), total(name * trial),
-    total(value * name), 0, 0, 0, 0
-    FROM measure_rows WHERE plan = (SELECT id FROM plans WHERE plan_hash = ?1)
-UNION ALL SELECT 'series', count(*), total(length(data)), total(trial * length(data)), 0, 0,
-    0, 0, 0, 0 FROM series_values WHERE plan_hash = ?1
-UNION ALL SELECT 'rounds', count(*), total(started), total(ended), total(round * position),
-    group_concat(coalesce(reset_status, '')), 0, 0, 0, 0
-    FROM (SELECT *, length(permutation) AS position FROM rounds WHERE plan_hash = ?1
-        ORDER BY round)
-UNION ALL SELECT 'stops', count(*), total(after_trials), 0, 0, 0, 0, 0, 0, 0
-    FROM stops WHERE plan_hash = ?1
-UNION ALL SELECT 'host', host, facts, 0, 0, 0, 0, 0, 0, 0 FROM hosts WHERE plan_hash = ?1
-UNION ALL SELECT 'kind', id, configuration, label, benchmark, levels, host, order_kind, phase, 0
-    FROM kinds WHERE plan = (SELECT id FROM plans WHERE plan_hash = ?1)
-UNION ALL SELECT 'measure', id, name, 0, 0, 0, 0, 0, 0, 0 FROM measure_names
-UNION ALL SELECT 'plan', spec_hash, seed, spec_text, spec_path, 0, 0, 0, 0, 0
-    FROM plans WHERE plan_hash = ?1
-"""
-"""One statement, so one snapshot of a store another process may be writing."""
+MAX_TRIALS = 40_000
+"""Trial rows of a plan above which ``run`` keeps no points and ``add`` compiles: the stamp reads
+every row (about 3 µs a trial), and a ``history add`` of kept points took as long as one that
+compiles at 50,000 trials, 0.43 s against 0.32 s at 100,000 (benchmarks/bench_kept_stamp.py,
+docs/history.md#kept-points)."""
+
+_PLAN = "(SELECT id FROM plans WHERE plan_hash = ?1)"
+_PARTS: tuple[tuple[str, str], ...] = (
+    ("plan", "SELECT * FROM plans WHERE plan_hash = ?1"),
+    ("kinds", f"SELECT * FROM kinds WHERE plan = {_PLAN} ORDER BY id"),
+    ("trials", f"SELECT * FROM trial_rows WHERE plan = {_PLAN} ORDER BY trial"),
+    ("pending", f"SELECT trial FROM trial_pending WHERE plan = {_PLAN} ORDER BY trial"),
+    ("trial blocks", "SELECT * FROM trial_blocks WHERE plan_hash = ?1 ORDER BY block"),
+    ("meta", "SELECT * FROM meta WHERE key IN ('measures_folded', 'schema_version') ORDER BY key"),
+    (
+        "measure blocks",
+        "SELECT * FROM measure_blocks WHERE plan_hash = ?1 ORDER BY first_row, name",
+    ),
+    (
+        "measures",
+        "SELECT rowid, * FROM measure_rows WHERE rowid > coalesce((SELECT CAST(value AS "
+        f"INTEGER) FROM meta WHERE key = 'measures_folded'), 0) AND +plan = {_PLAN} "
+        "ORDER BY rowid",
+    ),
+    ("measure names", "SELECT * FROM measure_names ORDER BY id"),
+    ("series", "SELECT * FROM series_values WHERE plan_hash = ?1 ORDER BY trial, name"),
+    ("rounds", "SELECT * FROM rounds WHERE plan_hash = ?1 ORDER BY round"),
+    ("stops", "SELECT * FROM stops WHERE plan_hash = ?1 ORDER BY series, configuration"),
+    ("hosts", "SELECT * FROM hosts WHERE plan_hash = ?1 ORDER BY host"),
+)
+"""What the stamp reads: every row of the plan an analysis of it can read, every column, in
+key order; of the measures, what a reader reads (``run.measure_blocks``): the blocks, the
+watermark and the rows above it (a row below it changed or deleted drops the blocks and the
+watermark)."""
+
+_BLOBS = frozenset({"plan", "trial blocks", "measure blocks", "series"})
+"""The parts with BLOB columns: each blob hashed as its bytes (its length first)."""
+
+_CHUNK = 4096
 
 
 def stamp(db: sqlite3.Connection, plan_hash: str) -> str:
-    """The fingerprint of the rows a plan's points are computed from (SHA-256 of the exact
-    ``repr`` of every aggregate: a float's sum is not rounded by SQLite's text form)."""
-    rows = sorted(map(repr, db.execute(_STAMP, (plan_hash,)).fetchall()))
-    return hashlib.sha256("\n".join([__version__, *rows]).encode()).hexdigest()
+    """The fingerprint of every value a plan's points are computed from: SHA-256 over each
+    row's exact form (Python's ``repr`` of the values SQLite returns: a double's shortest
+    round-trip digits, None apart from 0 and ``''``, an integer apart from a float; a blob's
+    own bytes), the parts in a fixed order, rows in key order, read ``_CHUNK`` rows at a time
+    (a store of a million trials is never one string), in one read transaction (one
+    snapshot). Exact: any change of any value changes it (tests/test_reader2_kept_stamp.py).
+    Not SQL's text of a value: SQLite 3.40's ``printf('%!.17g')`` and ``quote()`` give digits
+    that do not read back as the same double for about 1 in 1,000 random doubles."""
+    digest = hashlib.sha256(__version__.encode())
+    own = not db.in_transaction
+    if own:
+        db.execute("BEGIN")
+    try:
+        for name, sql in _PARTS:
+            digest.update(b"\x00" + name.encode() + b"\x00")
+            rows = db.execute(sql, (plan_hash,) if "?1" in sql else ())
+            while chunk := rows.fetchmany(_CHUNK):
+                if name in _BLOBS:
+                    _blobs(digest, chunk)
+                else:
+                    digest.update(repr(chunk).encode())
+    finally:
+        if own:
+            db.execute("COMMIT")
+    return digest.hexdigest()
+
+
+def _blobs(digest: Any, rows: Sequence[Sequence[Any]]) -> None:
+    for row in rows:
+        digest.update(b"\x1e")
+        for value in row:
+            if isinstance(value, bytes):
+                digest.update(b"\x1fb%d:" % len(value))
+                digest.update(value)
+            else:
+                digest.update(b"\x1f" + repr(value).encode())
+
+
+def _trials(db: sqlite3.Connection, plan_hash: str) -> int:
+    return int(db.execute(f"SELECT count(*) FROM trial_rows WHERE plan = {_PLAN}", (plan_hash,))
+               .fetchone()[0])  # fmt: skip
 
 
 def _fields(point: Point) -> list[Any]:
@@ -91,6 +144,8 @@ def keep_points(store: Store, data: ExperimentData, kpis: Sequence[Configuration
 
     experiment, plan = data.experiment, data.plan
     if not kpis or not experiment.kpis or experiment.spec_hash != plan.spec_hash:
+        return False
+    if _trials(store.connection, plan.plan_hash) > MAX_TRIALS:
         return False
     spec_names = (b.name for b in experiment.benchmarks)
     if session_builds(data.table.benchmark.tolist(), spec_names):
@@ -166,6 +221,8 @@ def _current(db: sqlite3.Connection) -> Kept | None:
     record = json.loads(row[0])
     schema = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if schema is None or schema[0] != record["schema"]:
+        return None
+    if _trials(db, plan_hash) > MAX_TRIALS:
         return None
     if record["stamp"] != stamp(db, plan_hash):
         return None
