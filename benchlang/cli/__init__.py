@@ -187,13 +187,21 @@ def entry() -> NoReturn:
     """``python -m benchlang`` and the ``benchlang`` script: ``main``, then the exit. A command
     that sets ``exit_at_once`` (the ``history`` commands: when they return, every file they
     wrote and every store and history they opened is closed) leaves without the interpreter's
-    teardown (``leave``)."""
+    teardown (``leave``). Its standard output is ``cli.output``'s: a closed pipe ends it with
+    exit 0, or with its verdict where its status is one; a write that fails otherwise ends in
+    one line and a non-zero exit."""
     from benchlang import process
+    from benchlang.cli import output
 
     process.command = True
+    output.install()
     parser = build_parser()
-    args = parser.parse_args()
-    code = _dispatch(parser, args)
+    try:
+        args = parser.parse_args()
+    except SystemExit as done:  # --help, --version, a usage error
+        raise SystemExit(output.flushed(output.status(done.code))) from None
+    output.judge(args)
+    code = output.flushed(_dispatch(parser, args))
     if getattr(args, "exit_at_once", False):
         leave(code)
     raise SystemExit(code)
@@ -205,7 +213,8 @@ def leave(code: int) -> None:
     objects freed, about half of it a last collection) cost 0.01 CPU s of a ``history add`` of
     kept points, 0.03 s of one that compiles the spec (docs/benchmarks.md). Returns, for the
     interpreter's own exit, where a flush fails (a closed pipe: it reports it as it always
-    has) and where a thread other than the main one is alive (the exit waits for it)."""
+    has; ``entry`` flushed them first, so only a write after its own flush fails here) and
+    where a thread other than the main one is alive (the exit waits for it)."""
     import atexit
     import os
 
@@ -241,8 +250,13 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print("benchlang: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
+        from benchlang.cli import output
+
+        return output.closed(args)
     except Exception as err:
+        written = sys.modules.get("benchlang.cli.output")
+        if written is not None and isinstance(err, written.OutputError):
+            return written.cannot_write(err, 0)
         if not _spec_error(err):
             raise
         print(str(err), file=sys.stderr)
