@@ -31,8 +31,13 @@ def _history(tmp_path: Path) -> Path:
     return history
 
 
-def _benchlang(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+def _benchlang(
+    argv: list[str], unbuffered: bool | None = None, **kwargs
+) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if unbuffered is not None:  # Python's stdout unbuffered (-u) or buffered: both are covered
+        env.pop("PYTHONUNBUFFERED", None)
+        env.update({"PYTHONUNBUFFERED": "1"} if unbuffered else {})
     return subprocess.run(
         [sys.executable, "-m", "benchlang", *argv],
         env=env,
@@ -59,26 +64,31 @@ def test_the_gate_fails_on_a_regression_when_its_output_is_closed(tmp_path):
     assert done.returncode == 1
 
 
-def _closed(argv: list[str]) -> subprocess.CompletedProcess:
+def _closed(argv: list[str], unbuffered: bool) -> subprocess.CompletedProcess:
     """``benchlang ARGV`` with its standard output a pipe whose reader has left."""
     read, write = os.pipe()
     os.close(read)
     try:
-        return _benchlang(argv, capture_output=False, stdout=write, stderr=subprocess.PIPE)
+        return _benchlang(
+            argv, unbuffered, capture_output=False, stdout=write, stderr=subprocess.PIPE
+        )
     finally:
         os.close(write)
 
 
-def _full(argv: list[str]) -> subprocess.CompletedProcess:
+def _full(argv: list[str], unbuffered: bool) -> subprocess.CompletedProcess:
     """``benchlang ARGV > /dev/full``: every write fails with ENOSPC."""
     with open("/dev/full", "w") as full:
-        return _benchlang(argv, capture_output=False, stdout=full, stderr=subprocess.PIPE)
+        return _benchlang(
+            argv, unbuffered, capture_output=False, stdout=full, stderr=subprocess.PIPE
+        )
 
 
 NO_SPACE = "benchlang: error: cannot write the output: No space left on device\n"
 
 
-def test_a_closed_pipe_keeps_each_verdict_and_is_exit_0_without_one(tmp_path):
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_a_closed_pipe_keeps_each_verdict_and_is_exit_0_without_one(tmp_path, unbuffered):
     """The gate's pass stays 0 and a spec's errors stay 2; a command without a verdict
     (``history list``, output larger than a pipe's buffer) stops with exit 0, silently."""
     history = _history(tmp_path)
@@ -88,34 +98,35 @@ def test_a_closed_pipe_keeps_each_verdict_and_is_exit_0_without_one(tmp_path):
     quiet = tmp_path / "calm.sqlite"
     assert _benchlang(["history", "import", str(calm), "--history", str(quiet)]).returncode == 0
     assert _benchlang(["history", "check", "--history", str(quiet)]).returncode == 0
-    assert _closed(["history", "check", "--history", str(quiet)]).returncode == 0
+    assert _closed(["history", "check", "--history", str(quiet)], unbuffered).returncode == 0
     good, bad = tmp_path / "good.bench", tmp_path / "bad.bench"
     good.write_text((ROOT / "specs" / "quickstart.bench").read_text())
     bad.write_text("benchlang 1\nexperiment x {\n  nonsense\n}\n")
-    done = _closed(["check", str(good), str(bad), str(good)])
+    done = _closed(["check", str(good), str(bad), str(good)], unbuffered)
     assert done.returncode == 2 and "error" in done.stderr
-    listed = _closed(["history", "list", "--history", str(history), "--json"])
+    listed = _closed(["history", "list", "--history", str(history), "--json"], unbuffered)
     assert (listed.returncode, listed.stderr) == (0, "")
     assert len(_benchlang(["history", "list", "--history", str(history), "--json"]).stdout) > 8192
 
 
+@pytest.mark.parametrize("unbuffered", [False, True])
 @pytest.mark.parametrize("json", [False, True])
-def test_a_full_disk_is_one_line_and_a_failing_exit_for_every_command(tmp_path, json):
+def test_a_full_disk_is_one_line_and_a_failing_exit_for_every_command(tmp_path, json, unbuffered):
     """``> /dev/full``: a small output fails at the last flush, a large one (``--json``) in
     the middle; both say one line, never a traceback; the gate's regression stays 1."""
     history = _history(tmp_path)
     extra = ["--json"] if json else []
-    listed = _full(["history", "list", "--history", str(history), *extra])
+    listed = _full(["history", "list", "--history", str(history), *extra], unbuffered)
     assert (listed.returncode, listed.stderr) == (2, NO_SPACE)
-    gate = _full(["history", "check", "--history", str(history), *extra])
+    gate = _full(["history", "check", "--history", str(history), *extra], unbuffered)
     assert (gate.returncode, gate.stderr) == (1, NO_SPACE)
     spec = tmp_path / "q.bench"
     spec.write_text((ROOT / "specs" / "quickstart.bench").read_text())
-    checked = _full(["check", str(spec)])
+    checked = _full(["check", str(spec)], unbuffered)
     assert (checked.returncode, checked.stderr) == (2, NO_SPACE)
-    sized = _full(["size", "--percentile", "50", "--confidence", "95", *extra])
+    sized = _full(["size", "--percentile", "50", "--confidence", "95", *extra], unbuffered)
     assert (sized.returncode, sized.stderr) == (2, NO_SPACE)
-    helped = _full(["history", "--help"] if json else ["--version"])  # written in the parse
+    helped = _full(["history", "--help"] if json else ["--version"], unbuffered)  # in the parse
     assert (helped.returncode, helped.stderr) == (2, NO_SPACE)
 
 

@@ -4,9 +4,11 @@ A closed pipe (``benchlang ... | head`` after ``head`` left) ends a command earl
 hyperfine does, except where the exit status is a verdict (``VERDICTS``: a CI gate piped to
 ``head`` must fail closed): there the output goes to ``/dev/null`` from then on and the command
 goes on to its verdict. Any other failure to write (a full disk, an I/O error) ends in one line,
-``benchlang: error: cannot write the output: ...``, and a non-zero exit, never a traceback. The
-standard output is rebuilt on a raw layer of our own (``_Raw``) that tells these apart: it sees
-the buffer's writes, one per 8 KiB, not each ``print``.
+``benchlang: error: cannot write the output: ...``, and a non-zero exit (a verdict command's
+failing verdict, else 2), never a traceback. The
+standard output is rebuilt on a raw layer of our own (``_Raw``) that tells these apart, buffered
+as the interpreter's was: it sees the buffer's writes, one per 8 KiB, not each ``print`` (each
+one where Python runs unbuffered, as it did).
 """
 
 from __future__ import annotations
@@ -34,14 +36,15 @@ def is_verdict(args: argparse.Namespace) -> bool:
 
 
 class _Raw(io.RawIOBase):
-    """File descriptor ``fd`` written with ``os.write``: a closed pipe sends the rest to
-    ``/dev/null`` (``keep_going``) or raises BrokenPipeError; any other error raises
-    OutputError."""
+    """File descriptor ``fd`` written with ``os.write``. A closed pipe raises BrokenPipeError,
+    any other error OutputError; with ``keep_going`` (a verdict to reach) both send the rest
+    to ``/dev/null`` instead, the other error kept in ``failed`` for the end to say."""
 
     def __init__(self, fd: int, keep_going: bool) -> None:
         super().__init__()
         self._fd = fd
         self.keep_going = keep_going
+        self.failed: OSError | None = None
 
     def writable(self) -> bool:
         return True
@@ -61,7 +64,11 @@ class _Raw(io.RawIOBase):
             silence(self._fd)
             return len(data)
         except OSError as err:
-            raise OutputError(err.errno, err.strerror) from None
+            if not self.keep_going:
+                raise OutputError(err.errno, err.strerror) from None
+            self.failed = self.failed or err
+            silence(self._fd)
+            return len(data)
 
 
 _RAW: list[_Raw] = []
@@ -70,8 +77,8 @@ _ORIGINAL: list[io.TextIOBase] = []
 
 def install() -> None:
     """Standard output on ``_Raw`` (same encoding, errors and line buffering), before the
-    arguments are parsed (``--help`` and ``--version`` write too); a closed pipe stops the
-    command until ``judge`` knows it."""
+    arguments are parsed (``--help`` and ``--version`` write too: a failure is kept for the
+    end to say, as argparse ignores it) until ``judge`` knows the command."""
     out = sys.stdout
     if not isinstance(out, io.TextIOWrapper):
         return
@@ -80,10 +87,11 @@ def install() -> None:
         out.flush()
     except (OSError, ValueError):
         return
-    _RAW.append(_Raw(fd, keep_going=False))
+    _RAW.append(_Raw(fd, keep_going=True))  # argparse's help would swallow an error
     _ORIGINAL.append(out)
+    unbuffered = isinstance(out.buffer, io.RawIOBase)  # python -u, PYTHONUNBUFFERED
     sys.stdout = io.TextIOWrapper(
-        io.BufferedWriter(_RAW[0]),
+        _RAW[0] if unbuffered else io.BufferedWriter(_RAW[0]),  # type: ignore[arg-type]
         encoding=out.encoding,
         errors=out.errors,
         line_buffering=out.line_buffering,
@@ -144,6 +152,8 @@ def flushed(code: int) -> int:
         _silence_stdout()
     except OSError as err:
         return cannot_write(err, code)
+    if _RAW and _RAW[0].failed is not None:
+        return cannot_write(_RAW[0].failed, code)
     try:
         sys.stderr.flush()
     except OSError:
