@@ -87,7 +87,7 @@ def stamp(db: sqlite3.Connection, plan_hash: str) -> str:
     (a store of a million trials is never one string), in one read transaction (one
     snapshot). Exact: any change of any value changes it (tests/test_reader2_kept_stamp.py).
     Not SQL's text of a value: SQLite 3.40's ``printf('%!.17g')`` and ``quote()`` give digits
-    that do not read back as the same double for about 1 in 1,000 random doubles."""
+    that do not read back as the same double for some doubles (docs/history.md#kept-points)."""
     digest = hashlib.sha256(__version__.encode())
     own = not db.in_transaction
     if own:
