@@ -6,6 +6,7 @@ Found while reviewing cli.leave; it was so before b1f2a4b too."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,29 @@ def test_a_closed_pipe_keeps_each_verdict_and_is_exit_0_without_one(tmp_path, un
     listed = _closed(["history", "list", "--history", str(history), "--json"], unbuffered)
     assert (listed.returncode, listed.stderr) == (0, "")
     assert len(_benchlang(["history", "list", "--history", str(history), "--json"]).stdout) > 8192
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_a_run_with_a_failed_trial_keeps_its_exit_and_every_trial_past_a_closed_pipe(
+    tmp_path, unbuffered
+):
+    """``benchlang run SPEC | head``: the run goes on to its last trial and its exit status
+    still says a trial failed (hyperfine's convention), as when its output is read."""
+    spec = tmp_path / "fails.bench"
+    spec.write_text(
+        "benchlang 1\nexperiment fails {\n  factor k in [0, 1]\n"
+        '  benchmark b {\n    run "test {k} -eq 0"\n  }\n'
+        "  design {\n    runs 3\n  }\n}\n"
+    )
+    read = _benchlang(["run", str(spec), "--store", str(tmp_path / "read.sqlite")])
+    assert read.returncode != 0, read.stderr
+    closed = _closed(["run", str(spec), "--store", str(tmp_path / "closed.sqlite")], unbuffered)
+    assert closed.returncode == read.returncode, closed.stderr
+    counts = []
+    for name in ("read", "closed"):
+        with sqlite3.connect(tmp_path / f"{name}.sqlite") as db:
+            counts.append(db.execute("SELECT count(*) FROM trial_rows").fetchone()[0])
+    assert counts[0] == counts[1] == 6
 
 
 @pytest.mark.parametrize("unbuffered", [False, True])

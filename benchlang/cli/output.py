@@ -19,9 +19,12 @@ import io
 import os
 import sys
 
-VERDICTS = frozenset({"check", "compare", "diff", "bisect", "replicate", "system", "history check"})
-"""Commands (and ``history`` actions) whose exit status is a verdict: a spec's errors, a gate,
-a replication judged, a host state checked, a commit's step of ``git bisect run``."""
+VERDICTS = frozenset(
+    {"run", "check", "compare", "diff", "bisect", "replicate", "system", "history check"}
+)
+"""Commands (and ``history`` actions) whose exit status is a verdict: a run's failed trials (as
+hyperfine's), a spec's errors, a gate, a replication judged, a host state checked, a commit's
+step of ``git bisect run``. A run also goes on to its last trial: a closed pipe stops no run."""
 
 
 class OutputError(OSError):
