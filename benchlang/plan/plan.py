@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import hashlib
 import json
 import math
 from collections.abc import Iterator
@@ -18,6 +17,14 @@ from typing import Any
 
 import attrs
 import numpy as np
+
+try:  # CPython's own SHA-256, the same digest: importing hashlib loads OpenSSL (3-4 ms)
+    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # CPython 3.12+ names it _sha2; other interpreters
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
 
 PLAN_FORMAT = 1
 
@@ -271,7 +278,7 @@ class Plan:
 
     @functools.cached_property
     def hash(self) -> str:
-        return "sha256:" + hashlib.sha256(self.canonical_json.encode()).hexdigest()
+        return "sha256:" + sha256(self.canonical_json.encode()).hexdigest()
 
     def json_text(self) -> str:
         """The plan as published: canonical JSON with its content hash."""
@@ -288,4 +295,4 @@ def shape_of(document: dict[str, Any]) -> str:
     fields in NOT_SHAPING: equal for two plans that run the very same trials."""
     body = {k: v for k, v in document.items() if k not in NOT_SHAPING}
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return "sha256:" + sha256(text.encode()).hexdigest()
