@@ -284,15 +284,15 @@ print(time.process_time() - start, "OPENBLAS_THREAD_TIMEOUT" in os.environ)
 """
 
 
-@pytest.mark.parametrize("command", ["import_data", "analyze"])
-def test_numpy_threads_sleep_when_idle_in_import_and_analyze(command):
+@pytest.mark.parametrize("module", ["app.importing", "cli.analyze"])
+def test_numpy_threads_sleep_when_idle_in_import_and_analyze(module):
     """`import` and `analyze` load numpy with OpenBLAS's idle threads sleeping at once (they
     spun 0.1 CPU s after numpy's load and after each routine: app/blas_threads.py), and the
     setting does not outlive numpy's load. Sleeping 0.3 s after a matrix product OpenBLAS
     splits over its threads costs no CPU time; spinning threads took about 0.1 s."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
     done = subprocess.run(
-        [sys.executable, "-c", IDLE, f"benchlang.cli.{command}"],
+        [sys.executable, "-c", IDLE, f"benchlang.{module}"],  # import loads it in run
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from benchlang.app.importing import import_file
 from benchlang.cli import add_command
 from benchlang.report.wording import plural
-from benchlang.run.importers.csv import DEFAULT_COLUMNS, ROLES
+from benchlang.run.importers.csv_columns import DEFAULT_COLUMNS, ROLES
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -49,6 +48,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Import the file. numpy and the importers load here, not with the parser: the lazy
+    parser imports a command's module deep in argparse's calls, where CPython 3.11's frame
+    stack crossed a 16 KiB chunk's end about 800 times while numpy's modules loaded (an
+    ``mmap``/``munmap`` pair each, 5-7 ms of a 10k-row import; docs/benchmarks.md)."""
+    from benchlang.app.importing import import_file
+
     options = {
         "columns": {role: getattr(args, role) or None for role in ROLES},
         "metric": args.metric,

@@ -12,16 +12,7 @@ import numpy as np
 
 from benchlang.csvrows import read_columns, read_header
 from benchlang.run.importers.base import ImportedMetric, ImportedTrials, ImportFileError
-
-ROLES = ("configuration", "order", "round", "position", "value", "series")
-DEFAULT_COLUMNS: dict[str, str | None] = {
-    "configuration": "test",
-    "order": "order",
-    "round": "run_seq",
-    "position": "position",
-    "value": "value",
-    "series": None,
-}
+from benchlang.run.importers.csv_columns import DEFAULT_COLUMNS
 
 
 class CsvImporter:
