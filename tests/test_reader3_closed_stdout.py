@@ -28,11 +28,6 @@ experiment closed {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.output.flushed calls sys.stdout.flush() on None when standard output is "
-    "closed: a traceback and exit 1 (third reader)",
-)
 @pytest.mark.parametrize("command", [["check", "SPEC"], ["fmt", "--check", "SPEC"], ["--version"]])
 def test_a_command_with_its_standard_output_closed_exits_as_before(tmp_path, command):
     spec = tmp_path / "closed.bench"

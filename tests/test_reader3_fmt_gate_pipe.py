@@ -24,11 +24,6 @@ metric v { measure mean }
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fmt --check is a gate missing from cli.output.VERDICTS: a closed pipe makes it "
-    "exit 0 on unformatted specs (third reader)",
-)
 @pytest.mark.parametrize("unbuffered", [False, True])
 def test_fmt_check_fails_closed_when_its_diff_is_piped_to_head(tmp_path, unbuffered):
     specs = []

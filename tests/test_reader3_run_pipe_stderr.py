@@ -31,11 +31,6 @@ experiment piped {
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a closed pipe on standard error (2>&1 | head) stops the run at its first trial, "
-    "exit 1: cli.output guards standard output only (third reader)",
-)
 @pytest.mark.parametrize("unbuffered", [False, True])
 def test_a_run_piped_with_its_errors_to_head_goes_on_to_its_last_trial(tmp_path, unbuffered):
     spec, store = tmp_path / "piped.bench", tmp_path / "piped.sqlite"

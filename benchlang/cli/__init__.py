@@ -187,9 +187,9 @@ def entry() -> NoReturn:
     """``python -m benchlang`` and the ``benchlang`` script: ``main``, then the exit. A command
     that sets ``exit_at_once`` (the ``history`` commands: when they return, every file they
     wrote and every store and history they opened is closed) leaves without the interpreter's
-    teardown (``leave``). Its standard output is ``cli.output``'s: a closed pipe ends it with
-    exit 0, or with its verdict where its status is one; a write that fails otherwise ends in
-    one line and a non-zero exit."""
+    teardown (``leave``). Its standard output and error are ``cli.output``'s: a closed pipe on
+    the output ends it with exit 0, or with its verdict where its status is one; a write that
+    fails otherwise ends in one line and a non-zero exit; the error's failures change nothing."""
     from benchlang import process
     from benchlang.cli import output
 

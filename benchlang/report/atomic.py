@@ -5,8 +5,9 @@ The content goes to a temporary file in the target's directory (same file system
 rename is atomic), is flushed and fsync'ed, then ``os.replace`` puts it in place and the
 directory is fsync'ed so the rename itself survives a crash (the protocol of
 `rename(2)`/`fsync(2)` as in SQLite's and git's lock files). A target that exists and is not a
-regular file (``/dev/stdout``, a FIFO) is written in place: it cannot be replaced; a symbolic
-link is followed, and the file it names is replaced (the link stays). Databases
+regular file (``/dev/stdout``, a FIFO), itself or through links, is written in place: it
+cannot be replaced; a symbolic link to a regular file is followed, and the file it names is
+replaced (the link stays). Databases
 (stores, histories) are not written this way: they change by transactions.
 """
 
@@ -55,15 +56,15 @@ def replacing(
     ``open`` takes them); the new file keeps the old one's permissions."""
     if mode not in ("w", "wb"):
         raise ValueError(f"replacing() writes a file anew: mode 'w' or 'wb', not {mode!r}")
-    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     try:
-        existing = os.stat(target)
+        existing = os.stat(path)  # through links: /dev/stdout names a pipe's pipe:[N]
     except FileNotFoundError:
         existing = None
     if existing is not None and not stat.S_ISREG(existing.st_mode):
-        with open(target, mode, encoding=encoding, newline=newline) as handle:
+        with open(path, mode, encoding=encoding, newline=newline) as handle:
             yield handle
         return
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     descriptor, temporary = _temporary(target)
     try:
         with os.fdopen(descriptor, mode, encoding=encoding, newline=newline) as handle:
