@@ -161,3 +161,24 @@ def test_a_link_to_a_pipe_is_written_in_place(tmp_path):
     finally:
         os.close(read)
         os.close(write)
+
+
+@pytest.mark.parametrize(
+    ("argv", "verdict"),
+    [
+        (["fmt", "--check", "a.bench"], True),
+        (["fmt", "--diff", "a.bench"], False),
+        (["fmt", "a.bench"], False),
+        (["hosts", "release", "s.sqlite"], True),
+        (["hosts", "list", "s.sqlite"], False),
+        (["history", "check"], True),
+        (["history", "list"], False),
+        (["check", "a.bench"], True),
+        (["plugins"], False),
+    ],
+)
+def test_a_status_is_a_verdict_by_command_action_or_check_flag(argv, verdict):
+    from benchlang.cli import build_parser
+    from benchlang.cli.output import is_verdict
+
+    assert is_verdict(build_parser().parse_args(argv)) is verdict
