@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TextIO
 
 from benchlang.cli import add_command
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     size, seconds = write_report(
         args.store, args.output, plan_hash, experiment, note, figures=not args.no_figures
     )
-    print(f"wrote {args.output} ({size / 1024:.0f} KiB in {seconds:.1f} s)")
+    print(f"wrote {args.output} ({size / 1024:.0f} KiB in {seconds:.1f} s)", file=_said_to(args))
     return 0
 
 
@@ -79,8 +80,24 @@ def _campaign(args: argparse.Namespace) -> int:
     size, seconds = write_report(
         stores, args.output, args.plan, experiment, figures=not args.no_figures
     )
-    print(f"wrote {args.output}: {len(stores)} sessions ({size / 1024:.0f} KiB in {seconds:.1f} s)")
+    print(
+        f"wrote {args.output}: {len(stores)} sessions ({size / 1024:.0f} KiB in {seconds:.1f} s)",
+        file=_said_to(args),
+    )
     return 0
+
+
+def _said_to(args: argparse.Namespace) -> TextIO:
+    """Where "wrote ..." goes: standard output, unless the page itself went there (``-o
+    /dev/stdout``, a pipe or a device): then standard error, so the page stays whole."""
+    import os
+    import stat
+
+    try:
+        regular = stat.S_ISREG(os.stat(args.output).st_mode)
+    except (OSError, ValueError):
+        regular = True
+    return sys.stdout if regular else sys.stderr
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
