@@ -15,7 +15,7 @@ import time
 import attrs
 import numpy as np
 
-from benchlang.plan.plan import Configuration, Derived, Plan, sha256
+from benchlang.plan.plan import Configuration, Derived, Plan, sha256_hex
 from benchlang.run.bulk_trials import TrialColumns, first_seen
 from benchlang.run.importers.base import ImportedTrials
 from benchlang.run.store import Store
@@ -97,7 +97,7 @@ def write_trials(table: ImportedTrials, store: Store, name: str) -> Imported:
     plan = Plan(
         experiment=name,
         seed=0,
-        spec_hash="sha256:" + sha256(text.encode()).hexdigest(),
+        spec_hash="sha256:" + sha256_hex(text.encode()),
         hosts=(table.host,),
         configurations=tuple(
             Configuration(i, "imported", (("configuration", x),), x) for i, x in enumerate(labels)
