@@ -120,9 +120,79 @@ def _quick_scan() -> tuple[Declared, ...] | None:
 
 
 def _scan() -> Iterator[Declared]:
+    found = _distributions()
+    if found is None:
+        raise _Unsure
+    for _name, path in found:
+        yield from _declared(path)
+
+
+def quick_declared(group: str) -> tuple[Declared, ...] | None:
+    """The entry points of one group as :func:`declared_in` finds them by its quick read, or
+    None where that read cannot vouch for matching ``importlib.metadata``. Parses only the
+    files that declare the group (``history add``'s check of the kept points' code,
+    app/history/kept.py)."""
+    found = _distributions()
+    if found is None:
+        return None
+    header = f"[{group}]"
+    try:
+        points = [
+            d
+            for _name, path in found
+            if header in _entry_points_text(path)
+            for d in _declared(path)
+            if d.group == group
+        ]
+    except _Unsure:
+        return None
+    return tuple(sorted(points, key=lambda d: d.name))
+
+
+def installed_paths(names: Iterable[str]) -> dict[str, str | None] | None:
+    """The ``*.dist-info``/``*.egg-info`` directory of each distribution named (None: not
+    installed), the first of its name on ``sys.path`` as ``importlib.metadata`` finds it,
+    without importing it or ``importlib.metadata``; None where the quick read cannot vouch
+    for that. Its version: :func:`version_at`."""
+    found = _distributions()
+    if found is None:
+        return None
+    paths = dict(found)
+    return {name: paths.get(_normalize(name)) for name in names}
+
+
+def version_at(path: str) -> str | None:
+    """A ``*.dist-info``/``*.egg-info`` directory's version: its name's (``name-version``,
+    as installers write it), else its ``METADATA``/``PKG-INFO`` header."""
+    version = os.path.basename(path).rpartition(".")[0].partition("-")[2].partition("-")[0]
+    if version:
+        return version
+    for name in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(path, name), encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        break
+                    if line.startswith("Version:"):
+                        return line.partition(":")[2].strip() or None
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+@functools.cache
+def _distributions() -> tuple[tuple[str, str], ...] | None:
+    try:
+        return tuple(_found())
+    except _Unsure:
+        return None
+
+
+def _found() -> Iterator[tuple[str, str]]:
     """``importlib.metadata``'s discovery (3.10-3.13: ``MetadataPathFinder`` over
     ``sys.path``, ``Lookup``'s grouping, ``unique_everseen`` on the normalized name) for
-    the plain case of directories on the path."""
+    the plain case of directories on the path: (normalized name, directory), first of a
+    name only."""
     if any(
         hasattr(finder, "find_distributions") and finder is not PathFinder
         for finder in sys.meta_path
@@ -153,18 +223,21 @@ def _scan() -> Iterator[Declared]:
                 if name in seen:
                     continue
                 seen.add(name)
-                path = os.path.join(root, child)
-                yield from _declared(path)
+                yield name, os.path.join(root, child)
+
+
+def _entry_points_text(path: str) -> str:
+    try:
+        with open(os.path.join(path, "entry_points.txt"), encoding="utf-8") as handle:
+            return handle.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return ""
+    except (OSError, ValueError):
+        raise _Unsure from None
 
 
 def _declared(path: str) -> Iterator[Declared]:
-    try:
-        with open(os.path.join(path, "entry_points.txt"), encoding="utf-8") as handle:
-            text = handle.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
-        return
-    except (OSError, ValueError):
-        raise _Unsure from None
+    text = _entry_points_text(path)
     group = None
     for line in map(str.strip, text.splitlines()):
         if not line or line.startswith("#"):

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from benchlang.app.history import kept as kept_module
+from benchlang.app.history import kept_code
 from benchlang.app.history.kept import KEY, keep_points, kept_points
 from benchlang.app.history.runs import _store_points
 from benchlang.cli import main
@@ -279,6 +280,143 @@ def test_a_plan_above_the_size_where_the_stamp_pays_keeps_no_points(ran, tmp_pat
         data = load_data(s)
         assert keep_points(s, data, analyze(data)) is False
     monkeypatch.setattr(kept_module, "MAX_TRIALS", 50)
+    with Store(ran, write=True) as s:
+        data = load_data(s)
+        assert keep_points(s, data, analyze(data)) is True
+    assert kept_points(ran) is not None
+
+
+def _recorded(store: Path, change) -> None:
+    """Edit the kept record's ``code`` (what computed the points) with sqlite3."""
+    with sqlite3.connect(store) as db:
+        (value,) = db.execute("SELECT value FROM meta WHERE key LIKE ?", (KEY + "%",)).fetchone()
+        record = json.loads(value)
+        change(record)
+        db.execute("UPDATE meta SET value = ? WHERE key LIKE ?", (json.dumps(record), KEY + "%"))
+
+
+CODE_EDITS = {
+    "numpy another version": lambda r: r["code"]["libraries"].update(numpy="1.26.4"),
+    "scipy another version": lambda r: r["code"]["libraries"].update(scipy="1.11.0"),
+    "benchlang's built-ins another version": lambda r: r["code"]["statistics"].update(
+        benchlang="0.0.9"
+    ),
+    "another statistics distribution": lambda r: r["code"]["statistics"].update(other="1.0"),
+    "benchlang's sources changed": lambda r: r["code"]["sources"].update(benchlang="0" * 64),
+    "another Python": lambda r: r["code"].update(python="3.10.0"),
+    "kept before the code was recorded": lambda r: r.pop("code"),
+    "a method another entry point": lambda r: r["code"]["methods"].update(
+        variability="benchlang.stats.methods:KPI_WIDTH"
+    ),
+}
+
+
+def test_the_seal_spares_the_read_of_the_distributions_and_decides_nothing(ran, monkeypatch):
+    """With ``sys.path``'s directories as they were, ``add`` does not read the installed
+    distributions again (the seal); without the seal it reads them, and the same code
+    keeps the points current."""
+    from benchlang import entrypoints
+
+    monkeypatch.setattr(entrypoints, "quick_declared", lambda g: pytest.fail("read"))
+    assert kept_points(ran) is not None
+    monkeypatch.undo()
+    _recorded(ran, lambda r: r.pop("seal"))
+    assert kept_points(ran) is not None
+
+
+@pytest.mark.parametrize("edit", CODE_EDITS)
+def test_points_kept_by_other_code_are_not_used(ran, tmp_path, capsys, monkeypatch, edit):
+    """The kept points hold what computed them (``kept.code``); any difference from what
+    ``add`` would compute with now, or none recorded (a store kept before), and ``add``
+    compiles: the same history rows as a store without kept points."""
+    assert kept_points(ran) is not None
+    _recorded(ran, CODE_EDITS[edit])
+    assert kept_points(ran) is None
+    _add(ran, tmp_path / "stale.history")
+    _drop_kept(ran)
+    _add(ran, tmp_path / "compiled.history")
+    capsys.readouterr()
+    assert _history_rows(tmp_path / "stale.history") == _history_rows(tmp_path / "compiled.history")
+
+
+def test_the_code_record_reads_what_importlib_metadata_finds(ran):
+    """The quick read (entry_points.txt and dist-info names, nothing imported) gives the
+    versions and the statistics distributions ``importlib.metadata`` gives."""
+    from importlib.metadata import version
+
+    from benchlang.entrypoints import entry_points_of
+    from benchlang.stats.registry import GROUP
+
+    assert kept_code.STATISTICS == GROUP
+    code = kept_code.code()
+    assert code is not None
+    for name, found in code["libraries"].items():
+        assert found == version(name), name
+    providers = {ep.dist.name.replace("-", "_"): ep.dist.version for ep in entry_points_of(GROUP)}
+    assert code["statistics"] == providers and "benchlang" in providers
+    assert code["methods"] == {ep.name: ep.value for ep in entry_points_of(GROUP)}
+    with sqlite3.connect(ran) as db:
+        (value,) = db.execute("SELECT value FROM meta WHERE key LIKE ?", (KEY + "%",)).fetchone()
+    assert json.loads(value)["code"] == code
+
+
+def test_a_source_change_in_a_development_tree_makes_add_compile(tmp_path):
+    """benchlang imported from a tree on PYTHONPATH (one version string across commits): a
+    statistics module touched, then edited, after the run leaves the kept points stale; the
+    tree unchanged takes them."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "benchlang", tree / "benchlang",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(ROOT / "grammars", tree / "grammars")
+    env = dict(__import__("os").environ, PYTHONPATH=str(tree))
+    draws = np.random.default_rng(53).lognormal(0, 0.1, 64)
+    noise = tmp_path / "noise.txt"
+    noise.write_text("".join(f"{v:.9f}\n" for v in draws))
+    spec, store = tmp_path / "kept.bench", tmp_path / "kept.sqlite"
+    spec.write_text(SPEC.format(run=DRAW.format(k="{k}", noise=noise)))
+
+    def benchlang(*argv: str) -> str:
+        done = subprocess.run([sys.executable, *argv], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def kept() -> str:
+        code = (
+            "import sys, benchlang; from benchlang.app.history.kept import kept_points; "
+            "print(benchlang.__file__, kept_points(sys.argv[1]) is not None)"
+        )
+        return benchlang("-c", code, str(store)).split()[1]
+
+    benchlang("-m", "benchlang", "run", str(spec), "--store", str(store), "-q")
+    assert kept() == "True"
+    module = tree / "benchlang" / "stats" / "kpi.py"
+    stat = module.stat()
+    __import__("os").utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert kept() == "False"
+    __import__("os").utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert kept() == "True"
+    module.write_text(module.read_text() + "\n# a fix after the run\n")
+    __import__("os").utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert kept() == "False"
+
+
+def test_no_points_are_kept_where_the_sources_may_have_changed_during_the_run(ran, monkeypatch):
+    """A source file newer than the process's start (here: a process started at the epoch)
+    may not be the code that computed the points: ``run`` keeps none. Without ``/proc``,
+    the plan's first trial is the start."""
+    from benchlang.report.analysis import analyze
+    from benchlang.report.data import load_data
+
+    _drop_kept(ran)
+    monkeypatch.setattr(kept_code, "_started_ns", lambda: 0)
+    with Store(ran, write=True) as s:
+        data = load_data(s)
+        assert keep_points(s, data, analyze(data)) is False
+    assert kept_points(ran) is None
+    monkeypatch.setattr(kept_code, "_started_ns", lambda: None)
     with Store(ran, write=True) as s:
         data = load_data(s)
         assert keep_points(s, data, analyze(data)) is True

@@ -1,9 +1,10 @@
-"""Third reader: the kept points' stamp (app/history/kept.py) covers the store and benchlang's
+"""Third reader: the kept points' stamp (app/history/kept.py) covered the store and benchlang's
 version, not the version of a statistics plugin whose method computed them. A run with
 ``kpi v with hutson`` (benchlang-trimmed-mean 0.1.0) keeps its points; once the plugin is
-0.2.0 and computes another bound, ``history add`` of the store as it is adds the 0.1.0 points
-(series KPIs, variability interval) while the same store without its kept points adds the
-0.2.0 ones: docs/history.md "It adds the same run either way" does not hold."""
+0.2.0 and computes another bound, ``history add`` of the store as it is added the 0.1.0 points
+(series KPIs, variability interval) while the same store without its kept points added the
+0.2.0 ones. The kept points now record the code that computed them (``kept.code``: the
+statistics distributions' versions, their sources): the upgrade makes ``add`` compile."""
 
 from __future__ import annotations
 
@@ -70,11 +71,6 @@ def _points(history: Path) -> list[tuple]:
         ).fetchall()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the stamp leaves out the version of the statistics plugin that computed the kept "
-    "points: after an upgrade history add adds the old plugin's points (third reader)",
-)
 def test_a_plugin_upgrade_makes_add_recompute_the_kept_points(tmp_path):
     pytest.importorskip("benchlang_trimmed_mean")
     rng = __import__("numpy").random.default_rng(53)
@@ -94,11 +90,28 @@ def test_a_plugin_upgrade_makes_add_recompute_the_kept_points(tmp_path):
     path = f"{upgraded}{os.pathsep}{ROOT}"
     listed = _benchlang(["plugins"], path)
     assert "benchlang-trimmed-mean 0.2.0" in listed.stdout, listed.stdout
+    assert _kept(store, str(ROOT)) == "current"
+    assert _kept(store, path) == "stale"
     histories = []
-    for name, source in (("kept", store), ("compiled", bare)):
+    for name, source, where in (("kept", store, path), ("compiled", bare, path),
+                                ("before", store, str(ROOT))):  # fmt: skip
         history = tmp_path / f"{name}.history"
         add = ["history", "add", str(source), "--history", str(history), "--no-commit"]
-        done = _benchlang([*add, "--date", "2026-01-02T03:04:05Z"], path)
+        done = _benchlang([*add, "--date", "2026-01-02T03:04:05Z"], where)
         assert done.returncode == 0, done.stderr
         histories.append(_points(history))
     assert histories[0] == histories[1]
+    assert histories[0] != histories[2]  # 0.2.0's bound is not 0.1.0's
+
+
+def _kept(store: Path, path: str) -> str:
+    """Whether ``add`` with this ``sys.path`` takes the store's kept points."""
+    code = (
+        "import sys; from benchlang.app.history.kept import kept_points; "
+        "print('current' if kept_points(sys.argv[1]) else 'stale')"
+    )
+    env = dict(os.environ, PYTHONPATH=path)
+    done = subprocess.run([sys.executable, "-c", code, str(store)], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

@@ -11,7 +11,8 @@ spec), and of the benchlang version that computed them; beside it the store's sc
 added, written again, changed or deleted (a resumed or extended run, an import into the store,
 an edit by hand, a writer's fold of rows into blocks), another schema or another benchlang makes
 it recompute them from the trials, as a store written before points were kept, or by an
-import, always does; and so does a plan of more than ``MAX_TRIALS`` trials, where the stamp
+import, always does; so does other code than the one that computed them (another statistics
+plugin, numpy, scipy, a benchlang source changed: the record of ``kept_code``); and so does a plan of more than ``MAX_TRIALS`` trials, where the stamp
 costs more than the analysis it saves. Either way it adds the same run.
 """
 
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from benchlang import __version__
+from benchlang.app.history import kept_code
 from benchlang.history.points import Point, points_of, run_facts
 
 if TYPE_CHECKING:
@@ -150,8 +152,12 @@ def keep_points(store: Store, data: ExperimentData, kpis: Sequence[Configuration
     spec_names = (b.name for b in experiment.benchmarks)
     if session_builds(data.table.benchmark.tolist(), spec_names):
         return False
+    computed_by = kept_code.record(_run_start(store.connection, plan.plan_hash))
+    if computed_by is None:
+        return False
     record = {
         "schema": str(SCHEMA_VERSION),
+        **computed_by,
         "experiment": experiment.name,
         "facts": run_facts(data),
         "points": [_fields(p) for p in points_of(data, kpis)],
@@ -189,6 +195,16 @@ def run_end(db: sqlite3.Connection, plan_hash: str) -> float | None:
     return None
 
 
+def _run_start(db: sqlite3.Connection, plan_hash: str) -> float | None:
+    try:
+        row = db.execute(
+            "SELECT MIN(started) FROM trials WHERE plan_hash = ?", (plan_hash,)
+        ).fetchone()
+    except sqlite3.Error:
+        return None
+    return float(row[0]) if row and row[0] is not None else None
+
+
 def kept_points(path: str | Path) -> Kept | None:
     """The store's kept points of its latest plan when they are current, else None (none
     kept, its trials changed since, another schema, or a file SQLite cannot read as it is:
@@ -223,6 +239,8 @@ def _current(db: sqlite3.Connection) -> Kept | None:
     if schema is None or schema[0] != record["schema"]:
         return None
     if _trials(db, plan_hash) > MAX_TRIALS:
+        return None
+    if not kept_code.current(record):
         return None
     if record["stamp"] != stamp(db, plan_hash):
         return None

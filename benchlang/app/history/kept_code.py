@@ -1,0 +1,204 @@
+"""What computed a run's kept points (docs/history.md#kept-points): recorded beside them by
+``run`` and compared by ``history add``, which takes them only when what it would compute them
+with now is the same, else compiles. benchlang's ``__version__`` is one constant across
+commits, and a statistics plugin, numpy or scipy upgraded after the run computes other
+numbers from the same trials (tests/test_reader3_kept_plugin.py).
+
+The record: Python's version; benchlang's; the installed version of each of ``LIBRARIES``
+(from its ``*.dist-info`` directory's name: neither it nor ``importlib.metadata`` imported);
+each distribution that declares a statistics method (``benchlang.statistics``, benchlang's
+built-ins included) and its version, and each method's entry point; a digest of the sources
+of benchlang and of those methods' packages, as ``import`` finds them first on ``sys.path``
+(every file's relative path, size and mtime in ns, ``__pycache__`` left out). And a *seal*:
+SHA-256 of the versions read and of the mtime of every ``sys.path`` entry, so that ``add``
+reads the installed distributions again only where a directory of ``sys.path`` changed
+(installing, upgrading or removing a distribution creates or removes a directory in it); the
+sources it digests each time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from typing import Any
+
+from benchlang import __version__
+
+LIBRARIES = ("benchlang", "numpy", "scipy", "pandas", "statsmodels")
+"""The distributions whose installed version the record holds: benchlang's own distribution
+and the libraries the analysis computes with (or reads the trials with: pandas)."""
+
+STATISTICS = "benchlang.statistics"
+"""``stats.registry.GROUP`` (not imported: ``benchlang.model`` would cost ``add``'s kept path
+20 ms; tests/test_history_kept.py checks they are one)."""
+
+Files = list[tuple[str, int, int]]
+
+
+def code() -> dict[str, Any] | None:
+    """The code record as it is now; None where the quick read of the installed
+    distributions cannot vouch for what it finds (then ``run`` keeps nothing and ``add``
+    compiles)."""
+    found = _versions()
+    if found is None:
+        return None
+    try:
+        sources = _digests(found[0]["methods"])
+    except OSError:
+        return None
+    return _record(found[0], sources)
+
+
+def record(first_trial: float | None) -> dict[str, Any] | None:
+    """What ``run`` keeps with the points: the code record and its seal; None (keep nothing)
+    where the record cannot be read, or where a source digested or a distribution recorded
+    may have changed after this process loaded it: newer than the process's start (less a
+    second; without ``/proc``, than the plan's first trial, ``first_trial``), the points
+    would be recorded with code that did not compute them."""
+    state = _path_state()
+    found = _versions()
+    if found is None:
+        return None
+    versions, newest = found
+    try:
+        files = {name: _sources(name) for name in _packages(versions["methods"])}
+    except OSError:
+        return None
+    newest = max([newest, *(t for f in files.values() if f for _, _, t in f)])
+    started = _started_ns()
+    if started is None and first_trial is not None:
+        started = int(first_trial * 10**9)
+    if started is None or newest >= started - 10**9:
+        return None
+    sources = {name: _digest(f) for name, f in files.items()}
+    return {"code": _record(versions, sources), "seal": _seal(versions, state)}
+
+
+def current(kept: dict[str, Any]) -> bool:
+    """Whether the points kept with this record would be computed by the same code now."""
+    recorded = kept.get("code")
+    if not isinstance(recorded, dict):
+        return False
+    if recorded.get("python") != sys.version or recorded.get("benchlang") != __version__:
+        return False
+    versions = {k: v for k, v in recorded.items() if k in _VERSIONS}
+    if kept.get("seal") != _seal(versions, _path_state()):
+        found = _versions()
+        if found is None or found[0] != versions:
+            return False
+    try:
+        return bool(recorded.get("sources") == _digests(versions.get("methods", {})))
+    except (OSError, AttributeError):
+        return False
+
+
+_VERSIONS = ("libraries", "statistics", "methods")
+
+
+def _record(versions: dict[str, Any], sources: dict[str, str | None]) -> dict[str, Any]:
+    return {"python": sys.version, "benchlang": __version__, **versions, "sources": sources}
+
+
+def _versions() -> tuple[dict[str, Any], int] | None:
+    """The versions part of the record, and the newest mtime (ns) of the ``*.dist-info``
+    directories it was read from."""
+    from benchlang.entrypoints import installed_paths, quick_declared, version_at
+
+    libraries = installed_paths(LIBRARIES)
+    methods = quick_declared(STATISTICS)
+    if libraries is None or methods is None:
+        return None
+    read = {path for path in libraries.values() if path} | {m.path for m in methods}
+    try:
+        newest = max((os.stat(path).st_mtime_ns for path in read), default=0)
+    except OSError:
+        return None
+    providers = {_dist_name(m.path): version_at(m.path) for m in methods}
+    return {
+        "libraries": {n: p and version_at(p) for n, p in libraries.items()},
+        "statistics": {name: providers[name] for name in sorted(providers)},
+        "methods": {m.name: m.value for m in methods},
+    }, newest
+
+
+def _dist_name(path: str) -> str:
+    return os.path.basename(path).rpartition(".")[0].partition("-")[0]
+
+
+def _packages(methods: dict[str, str]) -> list[str]:
+    """benchlang and the top-level package of each method's entry point."""
+    return sorted({"benchlang"} | {v.partition(":")[0].partition(".")[0] for v in methods.values()})
+
+
+def _digests(methods: dict[str, str]) -> dict[str, str | None]:
+    return {name: _digest(_sources(name)) for name in _packages(methods)}
+
+
+def _digest(files: Files | None) -> str | None:
+    return None if files is None else hashlib.sha256(repr(files).encode()).hexdigest()
+
+
+def _seal(versions: dict[str, Any], state: list[tuple[str, int]]) -> str:
+    text = json.dumps([versions, state], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _path_state() -> list[tuple[str, int]]:
+    """Each ``sys.path`` entry and its mtime (ns; -1 where it is missing)."""
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except (OSError, TypeError, ValueError):
+            state.append((str(entry), -1))
+    return state
+
+
+def _sources(package: str) -> Files | None:
+    """The path (relative to the package), size and mtime (ns) of every file of a top-level
+    package or module (``__pycache__`` left out), found as ``import`` finds it, sorted; None
+    where it is not found (its methods then fail to load either way)."""
+    from importlib.machinery import PathFinder
+
+    module = sys.modules.get(package)
+    if module is not None:
+        where = list(getattr(module, "__path__", None) or [getattr(module, "__file__", "")])
+    else:
+        spec = PathFinder.find_spec(package)
+        if spec is None:
+            return None
+        where = list(spec.submodule_search_locations or [spec.origin or ""])
+    files: Files = []
+    for root in where:
+        if os.path.isdir(root):
+            _files(root, "", files)
+        else:
+            info = os.stat(root)
+            files.append((os.path.basename(root), info.st_size, info.st_mtime_ns))
+    return sorted(files)
+
+
+def _files(folder: str, prefix: str, files: Files) -> None:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    _files(entry.path, f"{prefix}{entry.name}/", files)
+            elif not entry.name.endswith(".pyc"):
+                info = entry.stat()
+                files.append((prefix + entry.name, info.st_size, info.st_mtime_ns))
+
+
+def _started_ns() -> int | None:
+    """When this process started (Linux: ``/proc``, to the second, never later than it did);
+    None elsewhere."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            ticks = int(handle.read().rpartition(")")[2].split()[19])  # field 22, starttime
+        with open("/proc/stat", encoding="ascii") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+        return boot * 10**9 + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
