@@ -180,6 +180,13 @@ def version_at(path: str) -> str | None:
     return None
 
 
+def rescan() -> None:
+    """Forget the read of the installed distributions that :func:`installed_paths` and
+    :func:`quick_declared` share (not the entry points the registries loaded from): the
+    next call reads them as they are now."""
+    _distributions.cache_clear()
+
+
 @functools.cache
 def _distributions() -> tuple[tuple[str, str], ...] | None:
     try:

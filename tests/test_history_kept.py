@@ -311,15 +311,25 @@ CODE_EDITS = {
 }
 
 
-def test_the_seal_spares_the_read_of_the_distributions_and_decides_nothing(ran, monkeypatch):
-    """With ``sys.path``'s directories as they were, ``add`` does not read the installed
-    distributions again (the seal); without the seal it reads them, and the same code
-    keeps the points current."""
+def test_the_seal_spares_the_read_of_the_distributions_and_decides_nothing(ran, tmp_path,
+                                                                           monkeypatch):  # fmt: skip
+    """With the ``sys.path`` directories that held distributions as they were (another
+    entry holding none may come and go: ``python -m``'s current directory), ``add`` does not
+    read the installed distributions again (the seal); with a directory holding one more,
+    or without the seal, it reads them, and the same code keeps the points current."""
     from benchlang import entrypoints
 
-    monkeypatch.setattr(entrypoints, "quick_declared", lambda g: pytest.fail("read"))
-    assert kept_points(ran) is not None
+    read = []
+    quick = entrypoints.quick_declared
+    monkeypatch.setattr(entrypoints, "quick_declared", lambda g: read.append(g) or quick(g))
+    assert kept_points(ran) is not None and read == []
+    (tmp_path / "empty").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path / "empty"))
+    assert kept_points(ran) is not None and read == []
+    (tmp_path / "empty" / "unrelated-1.0.dist-info").mkdir()
+    assert kept_points(ran) is not None and read == [kept_code.STATISTICS]
     monkeypatch.undo()
+    entrypoints.rescan()
     _recorded(ran, lambda r: r.pop("seal"))
     assert kept_points(ran) is not None
 
@@ -421,3 +431,28 @@ def test_no_points_are_kept_where_the_sources_may_have_changed_during_the_run(ra
         data = load_data(s)
         assert keep_points(s, data, analyze(data)) is True
     assert kept_points(ran) is not None
+
+
+def test_no_points_are_kept_where_a_library_was_installed_during_the_run(ran, tmp_path,
+                                                                         monkeypatch):  # fmt: skip
+    """A numpy found first on ``sys.path`` installed after the process started (the run
+    computed with the numpy it imported): ``run`` keeps none; read again at its end, not
+    as the registries found the distributions at its start."""
+    from benchlang.entrypoints import installed_paths, rescan
+    from benchlang.report.analysis import analyze
+    from benchlang.report.data import load_data
+
+    _drop_kept(ran)
+    installed_paths(["numpy"])  # the read at the process's start
+    site = tmp_path / "site"
+    (site / "numpy-9.0.0.dist-info").mkdir(parents=True)
+    try:
+        monkeypatch.syspath_prepend(str(site))
+        with Store(ran, write=True) as s:
+            data = load_data(s)
+            assert keep_points(s, data, analyze(data)) is False
+        assert installed_paths(["numpy"]) == {"numpy": str(site / "numpy-9.0.0.dist-info")}
+    finally:
+        monkeypatch.undo()
+        rescan()
+    assert kept_points(ran) is None

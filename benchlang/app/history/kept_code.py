@@ -10,10 +10,10 @@ each distribution that declares a statistics method (``benchlang.statistics``, b
 built-ins included) and its version, and each method's entry point; a digest of the sources
 of benchlang and of those methods' packages, as ``import`` finds them first on ``sys.path``
 (every file's relative path, size and mtime in ns, ``__pycache__`` left out). And a *seal*:
-SHA-256 of the versions read and of the mtime of every ``sys.path`` entry, so that ``add``
-reads the installed distributions again only where a directory of ``sys.path`` changed
-(installing, upgrading or removing a distribution creates or removes a directory in it); the
-sources it digests each time.
+SHA-256 of the versions read and of the ``sys.path`` entries that held a distribution, with
+their mtimes, so that ``add`` reads the installed distributions again only where one of those
+directories changed (installing, upgrading or removing a distribution creates or removes a
+directory in it) or another entry holds one; the sources it digests each time.
 """
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ def record(first_trial: float | None) -> dict[str, Any] | None:
     may have changed after this process loaded it: newer than the process's start (less a
     second; without ``/proc``, than the plan's first trial, ``first_trial``), the points
     would be recorded with code that did not compute them."""
+    from benchlang.entrypoints import rescan
+
     state = _path_state()
+    rescan()  # as installed now: one installed during the run is newer than its start
     found = _versions()
     if found is None:
         return None
@@ -73,7 +76,7 @@ def record(first_trial: float | None) -> dict[str, Any] | None:
     if started is None or newest >= started - 10**9:
         return None
     sources = {name: _digest(f) for name, f in files.items()}
-    return {"code": _record(versions, sources), "seal": _seal(versions, state)}
+    return {"code": _record(versions, sources), "roots": state, "seal": _seal(versions, state)}
 
 
 def current(kept: dict[str, Any]) -> bool:
@@ -84,7 +87,7 @@ def current(kept: dict[str, Any]) -> bool:
     if recorded.get("python") != sys.version or recorded.get("benchlang") != __version__:
         return False
     versions = {k: v for k, v in recorded.items() if k in _VERSIONS}
-    if kept.get("seal") != _seal(versions, _path_state()):
+    if not _sealed(kept, versions):
         found = _versions()
         if found is None or found[0] != versions:
             return False
@@ -140,20 +143,65 @@ def _digest(files: Files | None) -> str | None:
     return None if files is None else hashlib.sha256(repr(files).encode()).hexdigest()
 
 
-def _seal(versions: dict[str, Any], state: list[tuple[str, int]]) -> str:
-    text = json.dumps([versions, state], sort_keys=True)
+def _seal(versions: dict[str, Any], roots: list[Any] | None) -> str | None:
+    if roots is None:
+        return None
+    text = json.dumps([versions, roots], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _path_state() -> list[tuple[str, int]]:
-    """Each ``sys.path`` entry and its mtime (ns; -1 where it is missing)."""
-    state = []
+def _path_state() -> list[Any] | None:
+    """Each ``sys.path`` entry that holds a distribution, in order, with its mtime (ns);
+    None where an entry cannot be listed as a directory (the seal then never holds)."""
+    roots: list[Any] = []
     for entry in sys.path:
         try:
-            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+            mtime = os.stat(entry or ".").st_mtime_ns
+        except FileNotFoundError:
+            continue
         except (OSError, TypeError, ValueError):
-            state.append((str(entry), -1))
-    return state
+            return None
+        holds = _holds_distributions(entry)
+        if holds is None:
+            return None
+        if holds:
+            roots.append([entry, mtime])
+    return roots
+
+
+def _sealed(kept: dict[str, Any], versions: dict[str, Any]) -> bool:
+    """Whether the installed distributions are the ones read when the points were kept,
+    without reading them: the record's seal holds, each ``sys.path`` entry that held one
+    is there in the same order with the same mtime, and no other entry holds one. The
+    current directory (``python -m``) or a script's directory may change or differ."""
+    roots = kept.get("roots")
+    if not isinstance(roots, list) or kept.get("seal") != _seal(versions, roots):
+        return False
+    at = 0
+    for entry in sys.path:
+        if at < len(roots) and entry == roots[at][0]:
+            try:
+                if os.stat(entry or ".").st_mtime_ns != roots[at][1]:
+                    return False
+            except (OSError, TypeError, ValueError):
+                return False
+            at += 1
+        elif _holds_distributions(entry) is not False:
+            return False
+    return at == len(roots)
+
+
+def _holds_distributions(entry: Any) -> bool | None:
+    """Whether a ``sys.path`` entry holds a ``*.dist-info``/``*.egg-info`` (None: unsure)."""
+    if not isinstance(entry, str):
+        return None
+    try:
+        names = os.listdir(entry or ".")
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return None
+    return any(n.lower().endswith((".dist-info", ".egg-info")) for n in names)
 
 
 def _sources(package: str) -> Files | None:
