@@ -184,25 +184,24 @@ class Kept:
 
 def run_end(db: sqlite3.Connection, plan_hash: str) -> float | None:
     """The end of a plan's last trial (None without one)."""
+    return _trial_bound(db, "MAX(ended)", plan_hash)
+
+
+def _run_start(db: sqlite3.Connection, plan_hash: str) -> float | None:
+    return _trial_bound(db, "MIN(started)", plan_hash)
+
+
+def _trial_bound(db: sqlite3.Connection, aggregate: str, plan_hash: str) -> float | None:
+    """``aggregate`` over the plan's trials, a finite number or None."""
     try:
         row = db.execute(
-            "SELECT MAX(ended) FROM trials WHERE plan_hash = ?", (plan_hash,)
+            f"SELECT {aggregate} FROM trials WHERE plan_hash = ?", (plan_hash,)
         ).fetchone()
     except sqlite3.Error:
         return None
     if row and row[0] is not None and math.isfinite(row[0]):
         return float(row[0])
     return None
-
-
-def _run_start(db: sqlite3.Connection, plan_hash: str) -> float | None:
-    try:
-        row = db.execute(
-            "SELECT MIN(started) FROM trials WHERE plan_hash = ?", (plan_hash,)
-        ).fetchone()
-    except sqlite3.Error:
-        return None
-    return float(row[0]) if row and row[0] is not None else None
 
 
 def kept_points(path: str | Path) -> Kept | None:
