@@ -90,7 +90,7 @@ def test_a_plugin_upgrade_makes_add_recompute_the_kept_points(tmp_path):
     path = f"{upgraded}{os.pathsep}{ROOT}"
     listed = _benchlang(["plugins"], path)
     assert "benchlang-trimmed-mean 0.2.0" in listed.stdout, listed.stdout
-    assert _kept(store, str(ROOT)) == "current"
+    assert _kept(store, str(ROOT)) == "stale"  # a plugin's KPI keeps no points (docs/history.md)
     assert _kept(store, path) == "stale"
     histories = []
     for name, source, where in (("kept", store, path), ("compiled", bare, path),

@@ -152,6 +152,8 @@ def keep_points(store: Store, data: ExperimentData, kpis: Sequence[Configuration
     spec_names = (b.name for b in experiment.benchmarks)
     if session_builds(data.table.benchmark.tolist(), spec_names):
         return False
+    if _plugin_computed(experiment):
+        return False
     computed_by = kept_code.record(_run_start(store.connection, plan.plan_hash))
     if computed_by is None:
         return False
@@ -180,6 +182,20 @@ class Kept:
     points: list[Point]
     ended: float | None
     spec_path: str | None
+
+
+def _plugin_computed(experiment: Any) -> bool:
+    """Whether a KPI of the experiment is computed by a statistics plugin: its code may live
+    in packages and libraries the code record cannot see (a method's implementation in
+    another package, the plugin's own dependencies), so such points are not kept and ``add``
+    computes them with the plugin installed then."""
+    from benchlang.stats.registry import statistics_methods
+
+    catalogue = statistics_methods()
+    for kpi in experiment.kpis:
+        if kpi.method not in catalogue or catalogue.distribution(kpi.method)[0] != "benchlang":
+            return True
+    return False
 
 
 def run_end(db: sqlite3.Connection, plan_hash: str) -> float | None:

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from typing import Any
 
 from benchlang import __version__
@@ -51,11 +52,17 @@ def code() -> dict[str, Any] | None:
     return _record(found[0], sources)
 
 
+MARGIN_NS = 20_000_000
+"""A source or distribution changed this close to the process's start (20 ms: the start is
+known to a clock tick, 10 ms, rounded down, and a file's mtime to the kernel's coarse clock)
+counts as changed after it: nothing is kept (a recompute, never a wrong point)."""
+
+
 def record(first_trial: float | None) -> dict[str, Any] | None:
     """What ``run`` keeps with the points: the code record and its seal; None (keep nothing)
     where the record cannot be read, or where a source digested or a distribution recorded
-    may have changed after this process loaded it: newer than the process's start (less a
-    second; without ``/proc``, than the plan's first trial, ``first_trial``), the points
+    may have changed after this process loaded it: newer than the process's start less
+    ``MARGIN_NS`` (without ``/proc``, than the plan's first trial, ``first_trial``), the points
     would be recorded with code that did not compute them."""
     from benchlang.entrypoints import rescan
 
@@ -73,7 +80,7 @@ def record(first_trial: float | None) -> dict[str, Any] | None:
     started = _started_ns()
     if started is None and first_trial is not None:
         started = int(first_trial * 10**9)
-    if started is None or newest >= started - 10**9:
+    if started is None or newest >= started - MARGIN_NS:
         return None
     sources = {name: _digest(f) for name, f in files.items()}
     return {"code": _record(versions, sources), "roots": state, "seal": _seal(versions, state)}
@@ -220,6 +227,7 @@ def _sources(package: str) -> Files | None:
         where = list(spec.submodule_search_locations or [spec.origin or ""])
     files: Files = []
     for root in where:
+        files.append((os.path.abspath(root), -1, -1))  # where it lives: a copied tree differs
         if os.path.isdir(root):
             _files(root, "", files)
         else:
@@ -240,13 +248,13 @@ def _files(folder: str, prefix: str, files: Files) -> None:
 
 
 def _started_ns() -> int | None:
-    """When this process started (Linux: ``/proc``, to the second, never later than it did);
-    None elsewhere."""
+    """When this process started (Linux: ``/proc/self/stat``'s start in clock ticks since
+    boot, against ``CLOCK_BOOTTIME`` now: to a tick, 10 ms, rounded down, so never later than
+    it did); None elsewhere."""
     try:
         with open("/proc/self/stat", encoding="ascii") as handle:
             ticks = int(handle.read().rpartition(")")[2].split()[19])  # field 22, starttime
-        with open("/proc/stat", encoding="ascii") as handle:
-            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
-        return boot * 10**9 + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+        since_boot = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+        return time.time_ns() - since_boot + ticks * 10**9 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
